@@ -1,0 +1,27 @@
+"""Shared set-up of the benchmarks: data, folds and timing."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+SHARED_SURPRISE = Path(__file__).resolve().parents[2] / "shared" / "data" / "surprise"
+if "SURPRISE_DATA_FOLDER" not in os.environ and SHARED_SURPRISE.is_dir():
+    os.environ["SURPRISE_DATA_FOLDER"] = str(SHARED_SURPRISE)
+
+
+def folds(data, n_folds: int = 5, random_state: int = 0):
+    """The (trainset, testset) pairs of Surprise's ``KFold``, materialised once."""
+    from surprise.model_selection import KFold
+
+    return list(KFold(n_splits=n_folds, random_state=random_state).split(data))
+
+
+def time_cv(make_algo, splits) -> tuple[float, list]:
+    """Seconds to fit and test a fresh algorithm on every split, and the predictions."""
+    predictions = []
+    start = time.perf_counter()
+    for trainset, testset in splits:
+        predictions.append(make_algo().fit(trainset).test(testset))
+    return time.perf_counter() - start, predictions

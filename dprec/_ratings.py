@@ -1,0 +1,89 @@
+"""A Surprise ``Trainset`` as flat numpy arrays, built once per fit.
+
+Surprise keeps ratings in dicts of Python lists (``trainset.ur`` /
+``trainset.ir``).  Every vectorised computation in dprec starts from
+:class:`RatingArrays`: the same ratings as a users × items CSR matrix and as
+item-major arrays in ``trainset.ir`` order (the order Surprise's
+``heapq.nlargest`` uses to break ties between equally similar raters).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from surprise import Trainset
+
+
+@dataclass(frozen=True)
+class RatingArrays:
+    """The ratings of a trainset, by item and by user.
+
+    Attributes
+    ----------
+    n_users, n_items : int
+        Sizes of the trainset (inner ids are ``0..n-1``).
+    item_ptr : ndarray of shape (n_items + 1,)
+        Raters of item ``i`` are ``item_users[item_ptr[i]:item_ptr[i + 1]]``,
+        in ``trainset.ir[i]`` order, with ratings ``item_ratings[...]``.
+    item_users : ndarray of int64
+    item_ratings : ndarray of float64
+    matrix : scipy.sparse.csr_matrix
+        Users × items ratings (sorted indices).
+    keys : ndarray of int64
+        Sorted ``u * n_items + i`` of every rating, for :meth:`lookup`.
+    key_ratings : ndarray of float64
+        The ratings in ``keys`` order.
+    """
+
+    n_users: int
+    n_items: int
+    item_ptr: np.ndarray
+    item_users: np.ndarray
+    item_ratings: np.ndarray
+    matrix: sp.csr_matrix
+    keys: np.ndarray
+    key_ratings: np.ndarray
+
+    @classmethod
+    def from_trainset(cls, trainset: Trainset) -> RatingArrays:
+        """Read ``trainset.ir`` once into flat arrays (no per-rating numpy work)."""
+        n_users, n_items, n_ratings = trainset.n_users, trainset.n_items, trainset.n_ratings
+        counts = np.fromiter((len(trainset.ir[i]) for i in range(n_items)), np.int64, n_items)
+        pairs = np.fromiter(
+            itertools.chain.from_iterable(trainset.ir[i] for i in range(n_items)),
+            dtype=[("u", np.int64), ("r", np.float64)],
+            count=n_ratings,
+        )
+        item_ptr = np.concatenate([[0], np.cumsum(counts)])
+        items = np.repeat(np.arange(n_items, dtype=np.int64), counts)
+        users, ratings = pairs["u"].copy(), pairs["r"].copy()
+        matrix = sp.csr_matrix((ratings, (users, items)), shape=(n_users, n_items))
+        matrix.sort_indices()
+        keys = users * n_items + items
+        order = np.argsort(keys, kind="stable")
+        return cls(n_users, n_items, item_ptr, users, ratings, matrix, keys[order], ratings[order])
+
+    def lookup(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Ratings ``r_ui`` for arrays of inner ids (any shape).
+
+        Returns
+        -------
+        ratings : ndarray of float64
+            The rating where it exists, 0.0 elsewhere.
+        found : ndarray of bool
+            Whether ``u`` rated ``i`` in the trainset.
+        """
+        query = np.asarray(users, dtype=np.int64) * self.n_items + np.asarray(items, dtype=np.int64)
+        pos = np.searchsorted(self.keys, query)
+        pos = np.minimum(pos, len(self.keys) - 1)
+        found = (self.keys[pos] == query) if len(self.keys) else np.zeros(query.shape, bool)
+        return np.where(found, self.key_ratings[pos] if len(self.keys) else 0.0, 0.0), found
+
+    def user_means(self) -> np.ndarray:
+        """Each user's mean rating (every user in a trainset has one)."""
+        counts = np.diff(self.matrix.indptr)
+        sums = np.asarray(self.matrix.sum(axis=1)).ravel()
+        return sums / np.maximum(counts, 1)

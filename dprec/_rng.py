@@ -1,0 +1,156 @@
+"""Random-state handling: Surprise's convention plus numpy Generators.
+
+Two kinds of randomness live in dprec:
+
+* **Fit-time randomness** (hash functions, sketch noise, tie breaking) comes
+  from a :class:`numpy.random.Generator` built by :func:`check_random_state`
+  inside ``fit``.  ``random_state`` is stored verbatim by constructors, as in
+  Surprise and scikit-learn, so refitting an int-seeded model reproduces it.
+* **Query-time randomness** follows ALGORITHMS.md §2, "one query, one draw":
+  the noise used to answer query ``(u, i)`` is a pure function of the model's
+  seed and the query's ids.  :func:`keyed_uniform` is a counter-based
+  generator (SplitMix64 mixing, Steele et al., OOPSLA 2014) evaluated for
+  whole arrays of keys at once, so ``test()`` and ``predict()`` agree, a
+  reloaded model answers the same, and repeating a query reveals nothing new.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+RandomStateLike = None | int | np.integer | np.random.RandomState | np.random.Generator
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MUL1 = np.uint64(0xBF58476D1CE4E5B9)
+_MUL2 = np.uint64(0x94D049BB133111EB)
+
+
+def check_random_state(random_state: RandomStateLike,
+                       name: str = "random_state") -> np.random.Generator:
+    """Turn ``random_state`` into a :class:`numpy.random.Generator`.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        ``None`` gives fresh OS entropy; an int seeds a new Generator (the same
+        int, the same stream); a ``RandomState`` is consumed (as Surprise
+        consumes it) to seed a Generator; a ``Generator`` is used as is.
+    name : str
+        Parameter name used in error messages.
+
+    Raises
+    ------
+    TypeError
+        For any other type (``bool`` included).
+    ValueError
+        For a negative integer seed.
+    """
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**32, size=4, dtype=np.uint64))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {random_state}")
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        f"{name} must be None, an int, a numpy RandomState or a numpy Generator, "
+        f"got {type(random_state).__name__}"
+    )
+
+
+def validate_random_state(random_state: RandomStateLike, name: str = "random_state") -> None:
+    """Check the type of ``random_state`` without consuming it (for constructors)."""
+    if random_state is None or isinstance(random_state,
+                                          (np.random.RandomState, np.random.Generator)):
+        return
+    check_random_state(random_state, name)
+
+
+def draw_seed(rng: np.random.Generator) -> int:
+    """Draw a 64-bit seed (for :func:`keyed_uniform`) from ``rng``."""
+    return int(rng.integers(0, 2**63, dtype=np.int64))
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser, elementwise on a uint64 array (wrapping arithmetic)."""
+    x = (x ^ (x >> np.uint64(30))) * _MUL1
+    x = (x ^ (x >> np.uint64(27))) * _MUL2
+    return x ^ (x >> np.uint64(31))
+
+
+def keyed_uniform(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: int,
+                  stream: int = 0) -> np.ndarray:
+    """Uniform numbers in the open interval (0, 1) that depend only on their key.
+
+    Row ``q`` of the result is ``n_draws`` numbers that are a deterministic
+    function of ``(seed, stream, keys[0][q], keys[1][q], ...)``: query ``q``'s
+    own draw, whatever other queries are answered with it or in which order.
+
+    Parameters
+    ----------
+    seed : int
+        The model's seed (see :func:`draw_seed`).
+    keys : tuple of integer arrays of equal length, or one integer array
+        The query ids, e.g. ``(inner_user_ids, inner_item_ids)``.
+    n_draws : int
+        Numbers per query.
+    stream : int
+        Separates independent uses of the same query (selection, weight noise).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_queries, n_draws), float64, in (0, 1).
+    """
+    if isinstance(keys, np.ndarray):
+        keys = (keys,)
+    with np.errstate(over="ignore"):
+        state = _mix64(np.full(1, seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+                       + np.uint64(stream + 1) * _GOLDEN)
+        state = np.broadcast_to(state, np.shape(keys[0])).astype(np.uint64)
+        for key in keys:
+            key = np.asarray(key).astype(np.int64).view(np.uint64)
+            state = _mix64(state ^ _mix64(key + _GOLDEN))
+        counters = (np.arange(1, n_draws + 1, dtype=np.uint64) * _GOLDEN)[None, :]
+        bits = _mix64(state[:, None] + counters)
+    # (j + 0.5) * 2**-53 rounds to exactly 1.0 for j = 2**53 - 1 (ties to even), so
+    # cap at the largest double below 1 to keep the interval open.
+    u = ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+    return np.minimum(u, 1.0 - 2.0**-53, out=u)
+
+
+class QueryNoise:
+    """The randomness of a batch of queries, one independent stream per query.
+
+    Parameters
+    ----------
+    seed : int
+        The fitted model's seed.
+    keys : tuple of integer arrays
+        The queries' ids (e.g. inner user and item ids), one entry per query.
+
+    Examples
+    --------
+    >>> noise = QueryNoise(7, (np.array([0, 1]), np.array([5, 5])))
+    >>> noise.uniform(3).shape
+    (2, 3)
+    """
+
+    def __init__(self, seed: int, keys: tuple[np.ndarray, ...]) -> None:
+        self.seed = seed
+        self.keys = tuple(np.asarray(k, dtype=np.int64) for k in keys)
+
+    def __len__(self) -> int:
+        return len(self.keys[0])
+
+    def uniform(self, n_draws: int, stream: int = 0) -> np.ndarray:
+        """``(n_queries, n_draws)`` uniforms in (0, 1); see :func:`keyed_uniform`."""
+        return keyed_uniform(self.seed, self.keys, n_draws, stream)
+
+    def subset(self, rows: np.ndarray) -> QueryNoise:
+        """The noise of the queries ``rows`` (same numbers as in the full batch)."""
+        return QueryNoise(self.seed, tuple(k[rows] for k in self.keys))

@@ -1,0 +1,70 @@
+"""Argument checks shared by every public entry point.
+
+Each check names the offending parameter and the allowed range, raises
+``TypeError`` for a wrong type and ``ValueError`` for a wrong value, and
+returns the value converted to a plain Python type.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+
+def check_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` in ``[minimum, maximum]``; bools are rejected."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def check_real(value, name: str, low: float | None = None, high: float | None = None,
+               low_inclusive: bool = True, high_inclusive: bool = True,
+               allow_inf: bool = False) -> float:
+    """Return ``value`` as a finite ``float`` in the given interval.
+
+    NaN is always rejected; infinity only passes when ``allow_inf`` is set.
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if math.isnan(value) or (math.isinf(value) and not allow_inf):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    if low is not None and (value < low or (value == low and not low_inclusive)):
+        raise ValueError(f"{name} must be {'>=' if low_inclusive else '>'} {low}, got {value}")
+    if high is not None and (value > high or (value == high and not high_inclusive)):
+        raise ValueError(f"{name} must be {'<=' if high_inclusive else '<'} {high}, got {value}")
+    return value
+
+
+def check_epsilon(value, name: str = "epsilon", allow_inf: bool = False) -> float:
+    """A privacy budget: a number ``> 0`` (``inf`` only where it means "no privacy")."""
+    return check_real(value, name, low=0.0, low_inclusive=False, allow_inf=allow_inf)
+
+
+def check_delta(value, name: str = "delta") -> float:
+    """A failure probability ``delta`` in ``[0, 1)``."""
+    return check_real(value, name, low=0.0, high=1.0, high_inclusive=False)
+
+
+def check_choice(value, name: str, choices: Iterable[str]) -> str:
+    """Return ``value`` (lower-cased) if it is one of ``choices``."""
+    choices = tuple(choices)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, one of {choices}, got {type(value).__name__}")
+    if value.lower() not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value.lower()
+
+
+def check_bool(value, name: str) -> bool:
+    """Return ``value`` if it is a ``bool`` (numpy bools included)."""
+    if not isinstance(value, (bool,)) and type(value).__name__ != "bool_":
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)

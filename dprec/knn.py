@@ -1,0 +1,306 @@
+"""``PrivateKNN``: user-based kNN collaborative filtering for Surprise.
+
+One algorithm class, composed of a similarity backend (:mod:`dprec.similarity`)
+and a neighbour selector (:mod:`dprec.selectors`).  With the exact
+similarities and the top-k selector it reproduces Surprise's ``KNNBasic``
+prediction for prediction, computed for whole test sets at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from surprise import AlgoBase, PredictionImpossible
+from surprise.prediction_algorithms.predictions import Prediction
+
+from ._ratings import RatingArrays
+from ._rng import (
+    QueryNoise,
+    RandomStateLike,
+    check_random_state,
+    draw_seed,
+    validate_random_state,
+)
+from ._validation import check_bool, check_choice, check_int
+from .ledger import PrivacyLedger
+from .selectors import SELECTORS, Selector
+from .similarity import check_sim_options, similarity_matrix
+
+NEIGHBOURHOODS = ("item", "user")
+_UNKNOWN = "User and/or item is unknown."
+_TOO_FEW = "Not enough neighbors."
+#: largest number of (query × candidate) cells handled in one block
+_BLOCK_CELLS = 1 << 22
+
+
+class PrivateKNN(AlgoBase):
+    r"""User-based kNN with pluggable neighbour selection and similarity.
+
+    Prediction for user :math:`u` and item :math:`i` with neighbours
+    :math:`N` and similarities :math:`s`:
+
+    .. math::
+        \hat r_{ui} = \frac{\sum_{v \in N,\, s(u,v) > 0} s(u, v)\, r_{vi}}
+                           {\sum_{v \in N,\, s(u,v) > 0} s(u, v)}
+
+    or, with ``centered=True`` (user neighbourhood only, the papers' formula),
+    :math:`\hat r_{ui} = \bar r_u + \sum_{v} s(u,v)(r_{vi} - \bar r_v) / \sum_v |s(u,v)|`
+    over the neighbours with :math:`s \ne 0` who rated :math:`i`.
+
+    Parameters
+    ----------
+    k : int, default 40
+        Number of neighbours (``>= 1``).
+    min_k : int, default 1
+        Fewer contributing neighbours than this makes the prediction impossible
+        (Surprise then falls back to the global mean, ``was_impossible=True``).
+    sim_options : dict, optional
+        Surprise-style similarity options: ``name`` (``"msd"`` (default),
+        ``"cosine"``, ``"pearson"``), ``user_based`` (must be True),
+        ``min_support`` (default 1).  The dict is copied, never modified.
+    selector : str or Selector, default "topk"
+        Neighbour selector, by name or as an object from :mod:`dprec.selectors`.
+    neighbourhood : {"item", "user"}, default "item"
+        ``"item"``: Surprise's ``KNNBasic`` semantics, the neighbours of ``u``
+        are chosen among the raters of ``i``.  ``"user"``: every user has one
+        neighbour set chosen among all other users (the semantics of the
+        papers and of the kNN attack); the members who rated ``i`` predict.
+    centered : bool, default False
+        Mean-centred prediction (``neighbourhood="user"`` only).
+    random_state : None, int, RandomState or Generator
+        Stored as given and turned into a Generator in :meth:`fit`; the
+        randomness of each query is derived from it and the query's ids.
+    verbose : bool, default False
+        Print progress messages during ``fit``.
+
+    Attributes
+    ----------
+    sim : ndarray of shape (n_users, n_users)
+        The similarity matrix (as in Surprise's kNN algorithms).
+
+    Examples
+    --------
+    >>> from surprise.model_selection import cross_validate
+    >>> from dprec import PrivateKNN, datasets
+    >>> data = datasets.synthetic(200, 300, 6000, random_state=0)
+    >>> algo = PrivateKNN(k=20, sim_options={"name": "cosine"})
+    >>> res = cross_validate(algo, data, measures=["rmse"], cv=3)
+    """
+
+    def __init__(self, k: int = 40, min_k: int = 1, sim_options: Mapping | None = None,
+                 selector: str | Selector = "topk", neighbourhood: str = "item",
+                 centered: bool = False, random_state: RandomStateLike = None,
+                 verbose: bool = False) -> None:
+        options = check_sim_options(sim_options)
+        AlgoBase.__init__(self, sim_options=options)
+        self.k = check_int(k, "k", minimum=1)
+        self.min_k = check_int(min_k, "min_k", minimum=0)
+        self.selector = selector
+        self._selector = _make_selector(selector)
+        self.neighbourhood = check_choice(neighbourhood, "neighbourhood", NEIGHBOURHOODS)
+        self.centered = check_bool(centered, "centered")
+        if self.centered and self.neighbourhood != "user":
+            raise ValueError("centered=True needs neighbourhood='user'")
+        validate_random_state(random_state)
+        self.random_state = random_state
+        self.verbose = check_bool(verbose, "verbose")
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, trainset):
+        """Compute the similarities (and spend any privacy budget) on ``trainset``."""
+        AlgoBase.fit(self, trainset)
+        self._seed = draw_seed(check_random_state(self.random_state))
+        self._ratings = RatingArrays.from_trainset(trainset)
+        self._ledger = PrivacyLedger()
+        if self.verbose:
+            print(f"Computing the {self.sim_options['name']} similarity matrix...")
+        self.sim = similarity_matrix(self.sim_options, self._ratings)
+        self._selector.record_privacy(self._ledger, self.k)
+        self._user_means = self._ratings.user_means()
+        return self
+
+    def privacy_report(self) -> PrivacyLedger:
+        """The privacy ledger of the fitted model (empty when nothing private ran)."""
+        self._check_fitted()
+        return self._ledger
+
+    # ------------------------------------------------------------- predict
+    def estimate(self, u, i):
+        """Estimate one rating from inner ids (same numbers as :meth:`test`)."""
+        self._check_fitted()
+        if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
+            raise PredictionImpossible(_UNKNOWN)
+        est, actual_k = self._estimate_batch(np.array([u]), np.array([i]))
+        if actual_k[0] < self.min_k or actual_k[0] == 0:
+            raise PredictionImpossible(_TOO_FEW)
+        return float(est[0]), {"actual_k": int(actual_k[0])}
+
+    def test(self, testset, verbose: bool = False) -> list[Prediction]:
+        """Predict a whole testset at once; equal to ``predict`` one by one."""
+        self._check_fitted()
+        if len(testset) == 0:
+            return []
+        uids, iids, r_uis = zip(*testset)
+        to_user = self.trainset._raw2inner_id_users
+        to_item = self.trainset._raw2inner_id_items
+        users = np.fromiter((to_user.get(u, -1) for u in uids), np.int64, len(uids))
+        items = np.fromiter((to_item.get(i, -1) for i in iids), np.int64, len(iids))
+        known = (users >= 0) & (items >= 0)
+        est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
+        actual_k = np.zeros(len(testset), dtype=np.int64)
+        if known.any():
+            est[known], actual_k[known] = self._estimate_batch(users[known], items[known])
+        possible = known & (actual_k >= max(self.min_k, 1))
+        est[~possible] = self.default_prediction()
+        low, high = self.trainset.rating_scale
+        est = np.minimum(high, np.maximum(low, est))
+        details = [
+            {"actual_k": int(n), "was_impossible": False} if ok
+            else {"was_impossible": True, "reason": _TOO_FEW if seen else _UNKNOWN}
+            for n, ok, seen in zip(actual_k.tolist(), possible.tolist(), known.tolist())
+        ]
+        predictions = list(map(Prediction, uids, iids, r_uis, est.tolist(), details))
+        if verbose:
+            for prediction in predictions:
+                print(prediction)
+        return predictions
+
+    # ----------------------------------------------------------- internals
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "sim"):
+            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+    def _estimate_batch(self, users: np.ndarray,
+                        items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Estimates and numbers of contributing neighbours for known inner ids."""
+        if self.neighbourhood == "item":
+            return self._estimate_item_neighbourhood(users, items)
+        return self._estimate_user_neighbourhood(users, items)
+
+    def _estimate_item_neighbourhood(self, users, items):
+        """KNNBasic: neighbours of ``u`` among the raters of ``i``.
+
+        Queries are sorted by their item's number of raters and cut into
+        blocks of similar length, each padded to a rectangle (padding has
+        similarity ``-inf``), so a whole block is one set of array operations.
+        """
+        ratings = self._ratings
+        est = np.zeros(len(users))
+        actual_k = np.zeros(len(users), dtype=np.int64)
+        starts = ratings.item_ptr[items]
+        lengths = ratings.item_ptr[items + 1] - starts
+        order = np.argsort(lengths, kind="stable")
+        for block in _length_blocks(order, lengths[order]):
+            width = lengths[block].max()
+            offsets = np.arange(width)
+            valid = offsets[None, :] < lengths[block][:, None]
+            cells = np.where(valid, starts[block][:, None] + offsets[None, :], 0)
+            flat = users[block][:, None] * ratings.n_users + ratings.item_users[cells]
+            sims = np.where(valid, self.sim.ravel().take(flat), -np.inf)
+            noise = QueryNoise(self._seed, (users[block], items[block]))
+            chosen, weights = self._select(sims, noise)
+            neighbour_ratings = ratings.item_ratings[
+                np.take_along_axis(cells, np.maximum(chosen, 0), axis=1)]
+            est[block], actual_k[block] = _weighted_mean(weights, neighbour_ratings, weights > 0)
+        return est, actual_k
+
+    def _estimate_user_neighbourhood(self, users, items):
+        """One neighbour set per user; its members who rated ``i`` predict."""
+        unique_users, inverse = np.unique(users, return_inverse=True)
+        neighbours, weights = self._user_neighbours(unique_users)
+        neighbours, weights = neighbours[inverse], weights[inverse]
+        values, found = self._ratings.lookup(np.maximum(neighbours, 0), items[:, None])
+        found &= neighbours >= 0
+        if not self.centered:
+            return _weighted_mean(weights, values, found & (weights > 0))
+        means = self._user_means
+        use = found & (weights != 0)
+        deviations = values - means[np.maximum(neighbours, 0)]
+        shift, actual_k = _weighted_mean(weights, deviations, use, absolute_denominator=True)
+        return means[users] + shift, actual_k
+
+    def _user_neighbours(self, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Neighbour ids (``-1`` for none) and similarities, one row per user."""
+        neighbours = np.empty((len(users), self.k), dtype=np.int64)
+        weights = np.empty((len(users), self.k))
+        for block in _blocks(np.arange(len(users)), self._ratings.n_users):
+            rows = users[block]
+            sims = self.sim[rows].copy()
+            sims[np.arange(len(rows)), rows] = -np.inf  # a user is not their own neighbour
+            chosen, weights[block] = self._select(sims, QueryNoise(self._seed, (rows,)))
+            neighbours[block] = np.where(chosen >= 0, chosen, -1)
+        return neighbours, weights
+
+    def _select(self, sims: np.ndarray, noise: QueryNoise) -> tuple[np.ndarray, np.ndarray]:
+        """Sort candidates (stable, descending), let the selector choose.
+
+        Returns the chosen candidate columns (``-1`` for empty slots) and their
+        similarities (0 for empty slots).
+        """
+        order = _stable_descending_order(sims, self._selector.sorted_prefix(self.k))
+        sorted_sims = np.take_along_axis(sims, order, axis=1)
+        n_valid = np.isfinite(sorted_sims).sum(axis=1)
+        positions = self._selector.select(sorted_sims, n_valid, self.k, noise)
+        taken = positions >= 0
+        safe = np.maximum(positions, 0)
+        chosen = np.where(taken, np.take_along_axis(order, safe, axis=1), -1)
+        weights = np.where(taken, np.take_along_axis(sorted_sims, safe, axis=1), 0.0)
+        return chosen, weights
+
+
+def _make_selector(selector: str | Selector) -> Selector:
+    if isinstance(selector, Selector):
+        return selector
+    name = check_choice(selector, "selector", SELECTORS)
+    return SELECTORS[name]()
+
+
+def _stable_descending_order(values: np.ndarray, prefix: int | None) -> np.ndarray:
+    """Columns of each row in descending order of ``values``, ties in column order.
+
+    This is the order of ``heapq.nlargest`` (what Surprise's KNNBasic uses).
+    With ``prefix`` set, only the first ``prefix`` columns of that order are
+    returned, found by a partition in linear time instead of a full sort.
+    """
+    n_rows, n_cols = values.shape
+    if prefix is None or prefix >= n_cols:
+        return np.argsort(-values, axis=1, kind="stable")
+    threshold = -np.partition(-values, prefix - 1, axis=1)[:, prefix - 1:prefix]
+    above = values > threshold
+    ties = values == threshold
+    room = prefix - above.sum(axis=1, keepdims=True)
+    taken = above | (ties & (np.cumsum(ties, axis=1) <= room))
+    columns = np.nonzero(taken)[1].reshape(n_rows, prefix)
+    inner = np.argsort(-np.take_along_axis(values, columns, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(columns, inner, axis=1)
+
+
+def _blocks(rows: np.ndarray, n_candidates: int):
+    """Split query rows so that one block holds at most ``_BLOCK_CELLS`` cells."""
+    size = max(1, _BLOCK_CELLS // max(n_candidates, 1))
+    for start in range(0, len(rows), size):
+        yield rows[start:start + size]
+
+
+def _length_blocks(rows: np.ndarray, sorted_lengths: np.ndarray, slack: float = 1.25):
+    """Cut rows sorted by length into blocks whose longest row is at most ``slack``
+    times the shortest (little padding) and that hold at most ``_BLOCK_CELLS`` cells."""
+    start = 0
+    while start < len(rows):
+        shortest = max(int(sorted_lengths[start]), 1)
+        stop = int(np.searchsorted(sorted_lengths, shortest * slack, side="right"))
+        stop = min(stop, start + max(1, _BLOCK_CELLS // int(sorted_lengths[stop - 1] or 1)))
+        yield rows[start:stop]
+        start = stop
+
+
+def _weighted_mean(weights: np.ndarray, values: np.ndarray, use: np.ndarray,
+                   absolute_denominator: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise ``Σ w·x / Σ w`` over the cells in ``use`` (0 where none), and their count."""
+    w = np.where(use, weights, 0.0)
+    numerator = (w * np.where(use, values, 0.0)).sum(axis=1)
+    denominator = np.abs(w).sum(axis=1) if absolute_denominator else w.sum(axis=1)
+    est = np.zeros(len(w))
+    np.divide(numerator, denominator, out=est, where=denominator != 0)
+    return est, use.sum(axis=1)

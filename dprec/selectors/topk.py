@@ -1,0 +1,28 @@
+"""Top-k neighbour selection: the ``k`` most similar candidates."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._rng import QueryNoise
+from .base import Selector
+
+
+class TopK(Selector):
+    """The ``k`` first candidates of the similarity-sorted list.
+
+    This is Surprise's ``KNNBasic`` selection (``heapq.nlargest``), accuracy
+    ``α = 1`` and security ``β = 1`` in the terms of Lu & Shen (ComSIS 2015):
+    ``k`` fake users with the target's known ratings fill the whole
+    neighbourhood (the kNN attack of Calandrino et al., S&P 2011).
+    """
+
+    name = "topk"
+
+    def sorted_prefix(self, k: int) -> int:
+        return k
+
+    def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int,
+               noise: QueryNoise) -> np.ndarray:
+        positions = np.broadcast_to(np.arange(k, dtype=np.int64), (len(sims), k))
+        return np.where(positions < np.asarray(n_valid)[:, None], positions, -1)

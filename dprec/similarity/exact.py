@@ -1,0 +1,96 @@
+"""Surprise's exact user-user similarities, from sparse matrix products.
+
+Surprise (``surprise/similarities.pyx``) accumulates, for every pair of users
+``(u, v)``, sums over their co-rated items ``I_uv = I_u ∩ I_v``: the count
+``|I_uv|``, the sums ``Σ r_ui``, the squares ``Σ r_ui²`` and the products
+``Σ r_ui r_vi``.  Each is one sparse product here (``B`` the 0/1 pattern of
+the ratings matrix ``R``)::
+
+    |I_uv|          = (B Bᵀ)[u, v]
+    Σ_{I_uv} r_ui   = (R Bᵀ)[u, v]
+    Σ_{I_uv} r_ui²  = (R∘R Bᵀ)[u, v]
+    Σ_{I_uv} r_ui r_vi = (R Rᵀ)[u, v]
+
+and the similarities are the same floating-point expressions of those sums,
+so with integer ratings they are bit-identical to Surprise's (ALGORITHMS.md §1):
+
+- cosine  ``Σ r_ui r_vi / sqrt(Σ r_ui² · Σ r_vi²)``
+- msd     ``1 / (Σ (r_ui − r_vi)² / |I_uv| + 1)``
+- pearson ``(n Σ r_ui r_vi − Σ r_ui Σ r_vi) / sqrt((n Σ r_ui² − (Σ r_ui)²)(n Σ r_vi² − (Σ r_vi)²))``
+
+Pairs with ``|I_uv| < min_support`` get 0, the diagonal is 1.  Where
+Surprise would divide by zero (no co-rated item with ``min_support=0``, or
+all-zero ratings) dprec returns 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+EXACT_SIMILARITIES = ("cosine", "msd", "pearson")
+
+
+def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True) -> tuple[np.ndarray, ...]:
+    """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs.
+
+    Dense BLAS products (the last, needed by pearson only, is skipped when
+    ``with_sums`` is False).  When every rating is an integer and no sum can
+    exceed 2^24 they run in float32, where every partial sum of integers is
+    exact whatever the summation order, and are returned as float64: the
+    same numbers as float64 sums, about twice as fast.
+    """
+    R = ratings.toarray()
+    max_sum = ratings.shape[1] * float(np.max(R**2, initial=0.0))
+    exact_in_float32 = max_sum < 2**24 and np.array_equal(ratings.data, np.round(ratings.data))
+    R = R.astype(np.float32 if exact_in_float32 else np.float64)
+    B = (R != 0).astype(R.dtype)
+    left = np.vstack([B, R * R, R] if with_sums else [B, R * R]) @ B.T
+    blocks = [block.astype(np.float64) for block in np.split(left, left.shape[0] // len(R))]
+    blocks.insert(2, (R @ R.T).astype(np.float64))
+    return tuple(blocks)
+
+
+def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator`` with 0 where the denominator is 0."""
+    out = np.zeros_like(numerator)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
+
+
+def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) -> np.ndarray:
+    """The n_users × n_users similarity matrix ``name`` of Surprise.
+
+    Parameters
+    ----------
+    name : {"cosine", "msd", "pearson"}
+    ratings : scipy.sparse.csr_matrix
+        Users × items ratings (explicit zeros are not ratings).
+    min_support : int
+        Pairs with fewer co-rated items get similarity 0.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_users, n_users), float64, symmetric.
+    """
+    if name not in EXACT_SIMILARITIES:
+        raise ValueError(f"name must be one of {EXACT_SIMILARITIES}, got {name!r}")
+    freq, sq_i, prods, *sums = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64),
+                                             with_sums=name == "pearson")
+    sq_j = sq_i.T
+    if name == "cosine":
+        sim = _divide(prods, np.sqrt(sq_i * sq_j))
+    elif name == "msd":
+        sq_diff = sq_i + sq_j - 2.0 * prods
+        sim = _divide(np.ones_like(freq), _divide(sq_diff, freq) + 1.0)
+        sim[freq == 0] = 0.0
+    else:
+        s_i = sums[0]
+        s_j = s_i.T
+        numerator = freq * prods - s_i * s_j
+        var_i = np.maximum(freq * sq_i - s_i**2, 0.0)
+        var_j = np.maximum(freq * sq_j - s_j**2, 0.0)
+        sim = _divide(numerator, np.sqrt(var_i * var_j))
+    sim[freq < min_support] = 0.0
+    np.fill_diagonal(sim, 1.0)
+    return sim

@@ -1,0 +1,339 @@
+"""Tests of dprec.datasets: loaders, the synthetic generator, user_item_matrix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from surprise import Dataset, KNNBasic, Reader, accuracy
+from surprise.model_selection import train_test_split
+
+from dprec.datasets import (
+    DATASETS,
+    ML100K_HISTOGRAM,
+    DatasetUnavailable,
+    _ml100k_candidates,
+    lastfm_ratings,
+    load,
+    synthetic,
+    user_item_matrix,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _frame(data: Dataset) -> pd.DataFrame:
+    return pd.DataFrame(data.raw_ratings, columns=["user", "item", "rating", "timestamp"])
+
+
+@pytest.fixture(scope="module")
+def ml_shape():
+    """Synthetic data at MovieLens 100k's shape, with its generation time."""
+    start = time.perf_counter()
+    data = synthetic(random_state=0)
+    return data, time.perf_counter() - start
+
+
+# --------------------------------------------------------------------------
+# synthetic()
+# --------------------------------------------------------------------------
+
+def test_synthetic_small_shape_and_ids(small_data):
+    trainset = small_data.build_full_trainset()
+    assert (trainset.n_users, trainset.n_items, trainset.n_ratings) == (120, 200, 4000)
+    assert small_data.reader.rating_scale == (1, 5)
+    frame = _frame(small_data)
+    assert set(frame["user"]) == {str(u) for u in range(1, 121)}
+    assert set(frame["item"]) == {str(i) for i in range(1, 201)}
+    assert all(isinstance(u, str) and isinstance(i, str) for u, i, *_ in small_data.raw_ratings)
+    assert set(frame["rating"]) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert frame["timestamp"].isna().all()
+    assert not frame.duplicated(["user", "item"]).any()
+    assert frame.groupby("user").size().min() >= 20
+
+
+def test_synthetic_movielens_shape(ml_shape):
+    data, seconds = ml_shape
+    frame = _frame(data)
+    assert len(frame) == 100_000
+    assert frame["user"].nunique() == 943 and frame["item"].nunique() == 1682
+    assert not frame.duplicated(["user", "item"]).any()
+    histogram = frame["rating"].value_counts(normalize=True).sort_index().to_numpy()
+    np.testing.assert_allclose(histogram, ML100K_HISTOGRAM, atol=1e-4)
+    per_user = frame.groupby("user").size()
+    per_item = frame.groupby("item").size()
+    assert per_user.min() >= 20
+    # Popularity skew: heavy-tailed activity and item popularity.
+    assert per_user.max() > 10 * per_user.min()
+    assert per_user.mean() > 1.3 * per_user.median()
+    assert per_item.max() > 10 * per_item.median()
+    assert per_item.min() >= 1
+    assert seconds < 10
+
+
+def test_synthetic_reproducible_and_seed_dependent():
+    kwargs = dict(n_users=60, n_items=90, n_ratings=1800)
+    first = synthetic(random_state=7, **kwargs)
+    assert first.raw_ratings == synthetic(random_state=7, **kwargs).raw_ratings
+    assert first.raw_ratings != synthetic(random_state=8, **kwargs).raw_ratings
+    # numpy RandomState and Generator seeds are accepted too.
+    rs = synthetic(random_state=np.random.RandomState(3), **kwargs)
+    gen = synthetic(random_state=np.random.default_rng(3), **kwargs)
+    assert len(rs.raw_ratings) == len(gen.raw_ratings) == 1800
+
+
+def test_synthetic_does_not_mutate_arguments():
+    histogram = [1, 1, 1, 1, 1]
+    rng = np.random.default_rng(0)
+    data = synthetic(30, 40, 600, random_state=rng, rating_histogram=histogram)
+    assert histogram == [1, 1, 1, 1, 1]
+    counts = _frame(data)["rating"].value_counts().to_numpy()
+    assert set(counts) == {120}
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(5, 4, 20),  # every pair rated
+     (3, 1, 3),  # one item
+     (50, 10, 50),  # one rating per user, fewer items than ratings
+     (10, 500, 30)],  # fewer ratings than items: not every item can be rated
+)
+def test_synthetic_edge_shapes(shape):
+    n_users, n_items, n_ratings = shape
+    frame = _frame(synthetic(n_users, n_items, n_ratings, random_state=0))
+    assert len(frame) == n_ratings
+    assert frame["user"].nunique() == n_users
+    assert not frame.duplicated(["user", "item"]).any()
+    if n_ratings >= n_items:
+        assert frame["item"].nunique() == n_items
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "needle"),
+    [
+        (dict(n_users=0), ValueError, "n_users"),
+        (dict(n_items=0), ValueError, "n_items"),
+        (dict(n_users=2.5), TypeError, "n_users"),
+        (dict(n_users=True), TypeError, "n_users"),
+        (dict(n_users=4, n_items=5, n_ratings=21), ValueError, "n_ratings"),
+        (dict(n_users=10, n_items=5, n_ratings=9), ValueError, "n_ratings"),
+        (dict(n_ratings=0), ValueError, "n_ratings"),
+        (dict(n_factors=0), ValueError, "n_factors"),
+        (dict(noise=-0.1), ValueError, "noise"),
+        (dict(noise=float("nan")), ValueError, "noise"),
+        (dict(popularity_sigma=-1.0), ValueError, "popularity_sigma"),
+        (dict(selection_bias="x"), TypeError, "selection_bias"),
+        (dict(min_user_ratings=0), ValueError, "min_user_ratings"),
+        (dict(n_users=10, n_items=50, n_ratings=100, min_user_ratings=11), ValueError,
+         "min_user_ratings"),
+        (dict(rating_histogram=[1, 2, 3]), ValueError, "rating_histogram"),
+        (dict(rating_histogram=[0, 0, 0, 0, 0]), ValueError, "rating_histogram"),
+        (dict(random_state=-1), ValueError, "random_state"),
+        (dict(random_state="seed"), TypeError, "random_state"),
+    ],
+)
+def test_synthetic_validation(kwargs, error, needle):
+    with pytest.raises(error, match=needle):
+        synthetic(**{"n_users": 20, "n_items": 30, "n_ratings": 200, **kwargs})
+
+
+def test_synthetic_has_collaborative_signal():
+    data = synthetic(n_users=300, n_items=400, n_ratings=20_000, random_state=0)
+    trainset, testset = train_test_split(data, test_size=0.2, random_state=0)
+    truth = np.array([r for *_, r in testset])
+    global_rmse = float(np.sqrt(np.mean((truth - trainset.global_mean) ** 2)))
+    algo = KNNBasic(k=40, sim_options={"name": "cosine"}, verbose=False).fit(trainset)
+    knn_rmse = accuracy.rmse(algo.test(testset), verbose=False)
+    assert knn_rmse < 0.95 * global_rmse, (knn_rmse, global_rmse)
+
+
+@pytest.mark.slow
+def test_synthetic_movielens_1m_shape_is_fast():
+    start = time.perf_counter()
+    data = synthetic(6040, 3706, 1_000_209, random_state=0)
+    seconds = time.perf_counter() - start
+    assert len(data.raw_ratings) == 1_000_209
+    assert seconds < 30, seconds
+
+
+# --------------------------------------------------------------------------
+# load()
+# --------------------------------------------------------------------------
+
+def test_load_unknown_name_lists_names():
+    with pytest.raises(ValueError, match="ml-100k, lastfm, synthetic"):
+        load("netflix")
+    with pytest.raises(TypeError, match="name"):
+        load(100)
+    assert DATASETS == ("ml-100k", "lastfm", "synthetic")
+
+
+def test_load_synthetic_defaults_and_kwargs():
+    data = load("Synthetic", n_users=40, n_items=60, n_ratings=900)
+    assert data.raw_ratings == synthetic(40, 60, 900, random_state=0).raw_ratings
+    with pytest.raises(TypeError, match="path"):
+        load("synthetic", path="somewhere")
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        load("ml-100k", n_users=3)
+
+
+@pytest.mark.data
+def test_load_ml100k(ml100k):
+    data = load("ml-100k")
+    assert len(data.raw_ratings) == 100_000
+    trainset = data.build_full_trainset()
+    assert (trainset.n_users, trainset.n_items) == (943, 1682)
+    assert data.reader.rating_scale == (1, 5)
+    assert data.raw_ratings == ml100k.raw_ratings
+    # Explicit path: the SURPRISE_DATA_FOLDER-style folder or the file itself.
+    folder = Path(os.environ["SURPRISE_DATA_FOLDER"])
+    assert load("ML-100K", path=folder).raw_ratings == ml100k.raw_ratings
+    assert load("ml-100k", path=folder / "ml-100k" / "ml-100k" / "u.data").raw_ratings[:5] == (
+        ml100k.raw_ratings[:5])
+
+
+def test_load_ml100k_missing_names_setting(tmp_path):
+    with pytest.raises(DatasetUnavailable, match="SURPRISE_DATA_FOLDER") as info:
+        load("ml-100k", path=tmp_path)
+    assert str(tmp_path) in str(info.value)
+    assert isinstance(info.value, FileNotFoundError) and isinstance(info.value, RuntimeError)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ml100k_candidates_follow_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("SURPRISE_DATA_FOLDER", str(tmp_path))
+    assert _ml100k_candidates()[0] == tmp_path / "ml-100k" / "ml-100k" / "u.data"
+
+
+def test_load_ml100k_offline_error_in_fresh_interpreter(tmp_path):
+    """Surprise reads SURPRISE_DATA_FOLDER at import: check in a new process."""
+    env = {**os.environ, "SURPRISE_DATA_FOLDER": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    code = ("from dprec.datasets import load, DatasetUnavailable\n"
+            "try:\n    load('ml-100k')\n"
+            "except DatasetUnavailable as e:\n    print(e)\n    raise SystemExit(3)\n")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 3, result.stderr
+    assert "SURPRISE_DATA_FOLDER" in result.stdout
+    assert str(tmp_path / "ml-100k" / "ml-100k" / "u.data") in result.stdout
+    assert list(tmp_path.iterdir()) == []  # no download attempted
+
+
+@pytest.mark.data
+def test_load_lastfm(lastfm_path):
+    data = load("lastfm", path=lastfm_path)
+    assert load("lastfm", path=lastfm_path.parent).raw_ratings == data.raw_ratings
+    assert data.reader.rating_scale == (1, 5)
+    frame = _frame(data)
+    assert len(frame) == 92_834
+    assert frame["user"].nunique() == 1892 and frame["item"].nunique() == 17_632
+    assert set(frame["rating"]) == {1.0, 2.0, 3.0, 4.0, 5.0}
+    shares = frame["rating"].value_counts(normalize=True)
+    assert shares.between(0.15, 0.25).all(), shares
+    # Roughly balanced per user; everyone's top artist is a 5.
+    per_user = frame.groupby("user")["rating"]
+    assert (per_user.max() == 5).all()
+    assert (per_user.mean().median() == pytest.approx(3.0, abs=0.05))
+    # Ratings rise with play counts within a user.
+    raw = pd.read_csv(lastfm_path, sep="\t", dtype={"userID": str, "artistID": str})
+    merged = frame.merge(raw, left_on=["user", "item"], right_on=["userID", "artistID"])
+    assert len(merged) == len(frame)
+    for _, group in list(merged.groupby("user"))[:50]:
+        order = np.argsort(group["weight"].to_numpy(), kind="stable")
+        assert np.all(np.diff(group["rating"].to_numpy()[order]) >= 0)
+
+
+@pytest.mark.data
+def test_load_lastfm_from_environment(lastfm_path, monkeypatch):
+    monkeypatch.setenv("DPREC_LASTFM", str(lastfm_path.parent))
+    assert len(load("lastfm").raw_ratings) == 92_834
+
+
+def test_load_lastfm_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("DPREC_LASTFM", str(tmp_path))
+    with pytest.raises(DatasetUnavailable, match="DPREC_LASTFM"):
+        load("lastfm")
+    with pytest.raises(FileNotFoundError, match="user_artists.dat"):
+        load("lastfm", path=tmp_path / "nope.dat")
+
+
+def test_lastfm_ratings_rule():
+    # Distinct counts: ceil(5 * rank / n).
+    np.testing.assert_array_equal(lastfm_ratings(["a"] * 10, np.arange(1, 11)),
+                                  [1, 1, 2, 2, 3, 3, 4, 4, 5, 5])
+    # Ties share the highest rank of their group; input order is kept.
+    np.testing.assert_array_equal(lastfm_ratings(["a"] * 5, [10, 1, 2, 1, 2]), [5, 2, 4, 2, 4])
+    # Users are independent; a user with one artist gives it a 5.
+    users = ["x", "y", "x", "z", "y", "x"]
+    counts = [300, 1, 2, 7, 50, 1000]
+    np.testing.assert_array_equal(lastfm_ratings(users, counts), [4, 3, 2, 5, 5, 5])
+    with pytest.raises(ValueError, match="counts"):
+        lastfm_ratings(["a", "b"], [1, 0])
+    with pytest.raises(ValueError, match="same length"):
+        lastfm_ratings(["a", "b"], [1])
+
+
+# --------------------------------------------------------------------------
+# user_item_matrix()
+# --------------------------------------------------------------------------
+
+def _toy_trainset(rows, scale=(1, 5)):
+    frame = pd.DataFrame(rows, columns=["user", "item", "rating"])
+    return Dataset.load_from_df(frame, Reader(rating_scale=scale)).build_full_trainset()
+
+
+def test_user_item_matrix_values_and_threshold():
+    rows = [("u1", "a", 5), ("u1", "b", 3), ("u2", "b", 4), ("u3", "c", 1), ("u3", "a", 2)]
+    trainset = _toy_trainset(rows)
+    ur_before = {u: list(v) for u, v in trainset.ur.items()}
+    matrix = user_item_matrix(trainset)
+    assert isinstance(matrix, sp.csr_matrix)
+    assert matrix.shape == (3, 3) and matrix.dtype == np.float64 and matrix.nnz == 5
+    assert matrix.has_sorted_indices
+    for user, item, rating in rows:
+        u, i = trainset.to_inner_uid(user), trainset.to_inner_iid(item)
+        assert matrix[u, i] == rating
+    liked = user_item_matrix(trainset, threshold=4)
+    assert liked.dtype == np.int8 and liked.shape == (3, 3) and liked.nnz == 2
+    expected = {(trainset.to_inner_uid(u), trainset.to_inner_iid(i))
+                for u, i, r in rows if r >= 4}
+    assert set(zip(*liked.nonzero(), strict=True)) == expected
+    assert set(liked.data) == {1}
+    assert {u: list(v) for u, v in trainset.ur.items()} == ur_before
+
+
+def test_user_item_matrix_matches_trainset(small_data):
+    trainset = small_data.build_full_trainset()
+    matrix = user_item_matrix(trainset)
+    assert matrix.shape == (trainset.n_users, trainset.n_items)
+    assert matrix.nnz == trainset.n_ratings
+    dense = matrix.toarray()
+    for u, i, r in list(trainset.all_ratings())[:500]:
+        assert dense[u, i] == r
+    assert matrix.sum() == pytest.approx(sum(r for *_, r in trainset.all_ratings()))
+    assert user_item_matrix(trainset, threshold=6).nnz == 0
+    assert user_item_matrix(trainset, threshold=1).nnz == trainset.n_ratings
+
+
+def test_user_item_matrix_keeps_zero_ratings_and_rejects_bad_input():
+    trainset = _toy_trainset([("u1", "a", 0), ("u1", "b", -3), ("u2", "a", 2)], scale=(-5, 5))
+    matrix = user_item_matrix(trainset)
+    assert matrix.nnz == 3  # the 0 rating is stored explicitly
+    assert user_item_matrix(trainset, threshold=0).nnz == 2
+    with pytest.raises(TypeError, match="trainset"):
+        user_item_matrix(matrix)
+    with pytest.raises(ValueError, match="threshold"):
+        user_item_matrix(trainset, threshold=float("nan"))
+    with pytest.raises(TypeError, match="threshold"):
+        user_item_matrix(trainset, threshold="4")
+    duplicated = _toy_trainset([("u1", "a", 1), ("u1", "a", 2)])
+    with pytest.raises(ValueError, match="repeated"):
+        user_item_matrix(duplicated)

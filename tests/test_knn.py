@@ -1,0 +1,179 @@
+"""PrivateKNN: Surprise integration, user neighbourhood, validation."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+from surprise import KNNBasic, dump
+from surprise.model_selection import GridSearchCV, KFold, cross_validate
+
+from dprec import PrivateKNN
+
+
+@pytest.fixture(scope="module")
+def split(small_data):
+    return next(KFold(n_splits=4, random_state=0).split(small_data))
+
+
+def reference_user_neighbourhood(algo, trainset, u, i, centered):
+    """Plain-Python prediction of the user neighbourhood semantics (ALGORITHMS.md §1)."""
+    sims = [(algo.sim[u, v], v) for v in range(trainset.n_users) if v != u]
+    neighbours = sorted(sims, key=lambda t: -t[0])[: algo.k]  # stable: ties by inner id
+    rated = dict(trainset.ir[i])
+    means = {v: np.mean([r for _, r in trainset.ur[v]]) for v in range(trainset.n_users)}
+    num = den = 0.0
+    n = 0
+    for s, v in neighbours:
+        if v not in rated:
+            continue
+        if centered and s != 0:
+            num += s * (rated[v] - means[v])
+            den += abs(s)
+            n += 1
+        elif not centered and s > 0:
+            num += s * rated[v]
+            den += s
+            n += 1
+    if n == 0:
+        return None
+    return means[u] + num / den if centered else num / den
+
+
+@pytest.mark.parametrize("centered", [False, True])
+@pytest.mark.parametrize("name", ["cosine", "pearson"])
+def test_user_neighbourhood_matches_reference(split, centered, name):
+    trainset, testset = split
+    algo = PrivateKNN(k=7, sim_options={"name": name}, neighbourhood="user",
+                      centered=centered).fit(trainset)
+    predictions = algo.test(testset[:150])
+    low, high = trainset.rating_scale
+    n_possible = 0
+    for p in predictions:
+        if not (trainset.knows_user(trainset._raw2inner_id_users.get(p.uid))
+                and trainset.knows_item(trainset._raw2inner_id_items.get(p.iid))):
+            continue
+        u, i = trainset.to_inner_uid(p.uid), trainset.to_inner_iid(p.iid)
+        expected = reference_user_neighbourhood(algo, trainset, u, i, centered)
+        if expected is None:
+            assert p.details["was_impossible"]
+        else:
+            n_possible += 1
+            assert not p.details["was_impossible"]
+            assert p.est == pytest.approx(min(high, max(low, expected)), abs=1e-9)
+    assert n_possible > 20
+
+
+def test_user_neighbourhood_never_contains_the_user(split):
+    trainset, _ = split
+    algo = PrivateKNN(k=15, sim_options={"name": "cosine"}, neighbourhood="user").fit(trainset)
+    users = np.arange(trainset.n_users)
+    neighbours, _ = algo._user_neighbours(users)
+    assert not (neighbours == users[:, None]).any()
+    assert ((neighbours >= 0) & (neighbours < trainset.n_users)).all()
+
+
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+def test_cross_validate_n_jobs_agree(small_data, neighbourhood):
+    algo = PrivateKNN(k=10, sim_options={"name": "cosine"}, neighbourhood=neighbourhood,
+                      random_state=0)
+    folds = KFold(n_splits=3, random_state=0)
+    one = cross_validate(algo, small_data, measures=["rmse", "mae"], cv=folds, n_jobs=1)
+    two = cross_validate(algo, small_data, measures=["rmse", "mae"], cv=folds, n_jobs=2)
+    np.testing.assert_array_equal(one["test_rmse"], two["test_rmse"])
+    np.testing.assert_array_equal(one["test_mae"], two["test_mae"])
+
+
+def test_grid_search_matches_knnbasic(small_data):
+    grid = {"k": [5, 20], "sim_options": {"name": ["msd", "cosine"], "min_support": [1, 3]}}
+    folds = KFold(n_splits=3, random_state=0)
+    ours = GridSearchCV(PrivateKNN, grid, measures=["rmse"], cv=folds)
+    ours.fit(small_data)
+    grid_knn = copy.deepcopy(grid)
+    grid_knn["verbose"] = [False]
+    theirs = GridSearchCV(KNNBasic, grid_knn, measures=["rmse"], cv=folds)
+    theirs.fit(small_data)
+    np.testing.assert_allclose(ours.cv_results["mean_test_rmse"],
+                               theirs.cv_results["mean_test_rmse"], atol=1e-12)
+    assert ours.best_params["rmse"]["k"] == theirs.best_params["rmse"]["k"]
+
+
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+def test_dump_round_trip(tmp_path, split, neighbourhood):
+    trainset, testset = split
+    algo = PrivateKNN(k=10, sim_options={"name": "msd"}, neighbourhood=neighbourhood,
+                      random_state=3).fit(trainset)
+    before = algo.test(testset)
+    path = tmp_path / "model.pkl"
+    dump.dump(str(path), algo=algo)
+    _, loaded = dump.load(str(path))
+    assert loaded.test(testset) == before
+
+
+def test_unknown_ids_are_impossible(split):
+    trainset, testset = split
+    algo = PrivateKNN(k=10).fit(trainset)
+    uid, iid, _ = testset[0]
+    for pair in [("no such user", iid), (uid, "no such item")]:
+        prediction = algo.predict(*pair)
+        assert prediction.details["was_impossible"]
+        assert prediction.est == trainset.global_mean
+        assert algo.test([(*pair, 3.0)])[0] == algo.predict(*pair, r_ui=3.0)
+    assert algo.test([]) == []
+    # Surprise's defaultdicts must not grow when asked about unknown ids
+    assert len(trainset.ur) == trainset.n_users and len(trainset.ir) == trainset.n_items
+
+
+def test_random_state_types_and_reproducibility(split):
+    trainset, testset = split
+    for seed in [None, 0, np.random.RandomState(1), np.random.default_rng(2)]:
+        algo = PrivateKNN(k=5, random_state=seed).fit(trainset)
+        assert algo.test(testset[:20]) == algo.test(testset[:20])
+    algo = PrivateKNN(k=5, random_state=4)
+    assert algo.fit(trainset)._seed == algo.fit(trainset)._seed
+
+
+def test_inputs_are_not_mutated(split):
+    trainset, testset = split
+    options = {"name": "cosine"}
+    snapshot = (copy.deepcopy(trainset.ur), copy.deepcopy(trainset.ir), list(testset))
+    PrivateKNN(sim_options=options).fit(trainset).test(testset)
+    assert options == {"name": "cosine"}
+    assert snapshot == (trainset.ur, trainset.ir, testset)
+
+
+def test_privacy_report_is_empty_for_exact_topk(split):
+    algo = PrivateKNN().fit(split[0])
+    assert len(algo.privacy_report()) == 0
+    assert algo.privacy_report().total() == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "needle"),
+    [
+        ({"k": 0}, ValueError, "k"),
+        ({"k": 2.5}, TypeError, "k"),
+        ({"k": True}, TypeError, "k"),
+        ({"min_k": -1}, ValueError, "min_k"),
+        ({"neighbourhood": "items"}, ValueError, "neighbourhood"),
+        ({"centered": True}, ValueError, "centered"),
+        ({"centered": "yes", "neighbourhood": "user"}, TypeError, "centered"),
+        ({"sim_options": {"name": "jaccard"}}, ValueError, "name"),
+        ({"sim_options": {"name": "cosine", "user_based": False}}, ValueError, "user_based"),
+        ({"sim_options": {"min_support": -1}}, ValueError, "min_support"),
+        ({"sim_options": {"min_suport": 2}}, ValueError, "min_suport"),
+        ({"sim_options": "cosine"}, TypeError, "sim_options"),
+        ({"selector": "best"}, ValueError, "selector"),
+        ({"random_state": "seed"}, TypeError, "random_state"),
+        ({"random_state": -3}, ValueError, "random_state"),
+    ],
+)
+def test_bad_parameters_are_rejected(kwargs, error, needle):
+    with pytest.raises(error, match=needle):
+        PrivateKNN(**kwargs)
+
+
+def test_predict_before_fit_is_an_error():
+    with pytest.raises(AttributeError, match="fit"):
+        PrivateKNN().test([("1", "1", 3.0)])

@@ -1,0 +1,57 @@
+"""The project's promises about itself: README commands, CI script, command line."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[str]:
+    section = ROOT.joinpath("README.md").read_text().split("## Two commands")[1].split("\n## ")[0]
+    return re.findall(r"```sh\n(.+?)\n```", section)
+
+
+def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
+    commands = readme_commands()
+    assert len(commands) == 2
+    assert "dprec demo" in commands[0]
+    assert "pytest" in commands[1]
+    assert commands[1] in ROOT.joinpath(".ci", "run").read_text()
+
+
+def test_demo_on_synthetic_data_writes_the_table(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "dprec", "demo", "--dataset", "synthetic", "--folds", "2",
+         "--k", "10", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, check=True)
+    table = pd.read_csv(tmp_path / "demo.csv")
+    assert set(table.columns) >= {"algo", "fold", "rmse", "mae", "fit_time", "test_time"}
+    assert table["algo"].nunique() >= 3 and len(table) == 2 * table["algo"].nunique()
+    assert table[["rmse", "mae"]].notna().all().all()
+    knnbasic = table[table.algo.str.startswith("KNNBasic")].rmse.to_numpy()
+    topk = table[table.algo.str.contains("top-k, item")].rmse.to_numpy()
+    assert abs(knnbasic - topk).max() < 1e-9  # the same folds, the same predictions
+    assert "synthetic" in result.stdout
+
+
+def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):
+    env = {"SURPRISE_DATA_FOLDER": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-m", "dprec", "demo", "--folds", "2", "--k", "5",
+         "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=True)
+    assert "SURPRISE_DATA_FOLDER" in result.stderr
+    assert "synthetic" in result.stderr
+    assert (tmp_path / "out" / "demo.csv").is_file()
+
+
+def test_cli_help():
+    out = subprocess.run([sys.executable, "-m", "dprec", "demo", "--help"], capture_output=True,
+                         text=True, check=True, cwd=ROOT).stdout
+    assert "--out" in out
