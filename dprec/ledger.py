@@ -50,7 +50,7 @@ class PrivacyLedger:
     Examples
     --------
     >>> ledger = PrivacyLedger()
-    >>> ledger.record("selector", "exponential", epsilon=0.5, unit="one rating")
+    >>> entry = ledger.record("selector", "exponential", epsilon=0.5, unit="one rating")
     >>> ledger.total()
     (0.5, 0.0)
     """

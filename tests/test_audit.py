@@ -1,0 +1,253 @@
+"""Privacy audits of the mechanisms, and tests of the audit helper itself.
+
+Each audit runs a mechanism on two neighbouring inputs (≥ 10^5 runs each),
+bounds ε from below with Clopper–Pearson intervals over a fixed family of
+output events, and checks that the bound stays at or below the declared ε.
+Each is paired with a power check: the same audit flags a mechanism that
+uses half the noise it needs (the bound exceeds the declared ε).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dprec import audit as A
+from dprec import mechanisms as M
+
+N = 200_000
+CONFIDENCE = 0.99
+LAPLACE_EVENTS = A.threshold_events(np.arange(-3.0, 6.01, 0.25))
+
+
+def _audit(a, b, events, delta=0.0):
+    return A.estimate_epsilon_lower_bound(a, b, events, CONFIDENCE, delta=delta)
+
+
+# ------------------------------------------------------ randomised response
+
+
+@pytest.mark.parametrize("n_values, epsilon", [(2, 0.5), (4, 1.0), (8, 2.0)])
+def test_randomized_response_audit(n_values, epsilon):
+    events = A.value_events(range(n_values))
+    zeros, ones = np.zeros(N, dtype=int), np.ones(N, dtype=int)
+    honest = _audit(M.randomized_response(zeros, n_values, epsilon, 1),
+                    M.randomized_response(ones, n_values, epsilon, 2), events)
+    assert honest.epsilon <= epsilon
+    assert honest.epsilon > 0.9 * epsilon            # the audit is nearly tight
+    # power: RR run with 2ε while declaring ε is flagged
+    cheat = _audit(M.randomized_response(zeros, n_values, 2 * epsilon, 3),
+                   M.randomized_response(ones, n_values, 2 * epsilon, 4), events)
+    assert cheat.violates(epsilon)
+
+
+# ------------------------------------------------------------------ Laplace
+
+
+@pytest.mark.parametrize("scale, sensitivity", [(1.0, 1.0), (2.0, 0.5)])
+def test_lattice_laplace_audit(scale, sensitivity):
+    declared = M.laplace_epsilon(scale, sensitivity)
+    events = A.threshold_events(np.arange(-3.0, 6.01, 0.25) * scale)
+    honest = _audit(M.laplace(np.zeros(N), scale, 1),
+                    M.laplace(np.full(N, sensitivity), scale, 2), events)
+    assert honest.epsilon <= declared
+    assert honest.epsilon > 0.85 * declared
+    # power: half the scale, same declaration
+    cheat = _audit(M.laplace(np.zeros(N), scale / 2, 3),
+                   M.laplace(np.full(N, sensitivity), scale / 2, 4), events)
+    assert cheat.violates(declared)
+
+
+def test_numpy_laplace_passes_the_threshold_audit():
+    # threshold events cannot see the low bits: the float sampler looks fine here ...
+    audit = _audit(M.laplace(np.zeros(N), 1.0, 1, sampler="numpy"),
+                   M.laplace(np.ones(N), 1.0, 2, sampler="numpy"), LAPLACE_EVENTS)
+    assert audit.epsilon <= 1.0
+
+
+def _low_bit_events():
+    """Mironov's distinguisher: outputs in (-1/2, 1/2) that are not multiples of 2**-53.
+
+    ``fl(1 + L)`` in that interval is always a multiple of ``2**-53``;
+    ``fl(0 + L) = L`` rarely is.
+    """
+    def fine_bits(y):
+        y = np.asarray(y)
+        return (np.abs(y) < 0.5) & (y * 2.0**53 != np.floor(y * 2.0**53))
+
+    return [A.Event("|y| < 1/2, not a multiple of 2**-53", fine_bits)]
+
+
+def test_low_bit_audit_flags_numpy_but_not_the_lattice():
+    n = 100_000
+    leaky = _audit(M.laplace(np.zeros(n), 1.0, 1, sampler="numpy"),
+                   M.laplace(np.ones(n), 1.0, 2, sampler="numpy"), _low_bit_events())
+    assert leaky.violates(5.0)                       # far beyond the declared ε = 1
+    safe = _audit(M.laplace(np.zeros(n), 1.0, 1), M.laplace(np.ones(n), 1.0, 2),
+                  _low_bit_events() + LAPLACE_EVENTS)
+    assert safe.epsilon <= 1.0
+
+
+def test_opendp_laplace_audit():
+    pytest.importorskip("opendp")
+    n = 100_000
+    declared = M.laplace_epsilon(1.0, 1.0, sampler="opendp")
+    audit = _audit(M.laplace(np.zeros(n), 1.0, None, sampler="opendp"),
+                   M.laplace(np.ones(n), 1.0, None, sampler="opendp"),
+                   _low_bit_events() + LAPLACE_EVENTS)
+    assert audit.epsilon <= declared
+
+
+# ---------------------------------------------------------------- Gaussian
+
+
+def test_gaussian_audit():
+    delta = 1e-3
+    sigma = M.gaussian_sigma(1.0, delta, 1.0)
+    events = A.threshold_events(np.arange(-3.0, 12.01, 0.25))
+    honest = _audit(M.gaussian(np.zeros(N), sigma, 1), M.gaussian(np.ones(N), sigma, 2),
+                    events, delta=delta)
+    assert honest.epsilon <= 1.0
+    cheat = _audit(M.gaussian(np.zeros(N), sigma / 2, 3),
+                   M.gaussian(np.ones(N), sigma / 2, 4), events, delta=delta)
+    assert cheat.violates(1.0)
+
+
+# ------------------------------------------------------ exponential mechanism
+
+
+def test_exponential_mechanism_audit():
+    # worst case for one draw: candidate 0 loses Δ while the 49 others gain Δ,
+    # so P[0] moves by a factor close to e^ε
+    m, epsilon = 50, 1.0
+    a = np.zeros(m)
+    a[0] = 1.0
+    b = 1.0 - a
+    events = A.membership_events(range(3))
+    honest = _audit(M.exponential_top_k(np.tile(a, (N, 1)), 1, epsilon, 1.0, 1),
+                    M.exponential_top_k(np.tile(b, (N, 1)), 1, epsilon, 1.0, 2), events)
+    assert honest.epsilon <= epsilon
+    assert honest.epsilon > 0.8 * epsilon
+    cheat = _audit(M.exponential_top_k(np.tile(a, (N, 1)), 1, 2 * epsilon, 1.0, 3),
+                   M.exponential_top_k(np.tile(b, (N, 1)), 1, 2 * epsilon, 1.0, 4), events)
+    assert cheat.violates(epsilon)
+
+
+def test_exponential_top_k_audit_composes_to_epsilon():
+    # k = 3 draws at ε/3 each; the event "0 is chosen" over the whole set
+    m, k, epsilon = 30, 3, 1.5
+    a = np.zeros(m)
+    a[0] = 1.0
+    b = 1.0 - a
+    n = 100_000
+    audit = _audit(M.exponential_top_k(np.tile(a, (n, 1)), k, epsilon, 1.0, 1),
+                   M.exponential_top_k(np.tile(b, (n, 1)), k, epsilon, 1.0, 2),
+                   A.membership_events(range(2)))
+    assert 0.0 < audit.epsilon <= epsilon
+
+
+# --------------------------------------------------------- the audit helper
+
+
+def test_audit_bounds_are_valid_lower_bounds():
+    # coverage: over 200 small audits of RR with known ε (tight on the event
+    # x == 0), the bound exceeds the true ε in at most ~(1 - confidence) of
+    # them; a point estimate instead of Clopper–Pearson would exceed it ~half
+    # the time, which this test would catch.
+    rng = np.random.default_rng(0)
+    epsilon, n, trials, confidence = 1.0, 2_000, 200, 0.9
+    events = A.value_events(range(2))
+    over, naive_over = 0, 0
+    for _ in range(trials):
+        a = M.randomized_response(np.zeros(n, dtype=int), 2, epsilon, rng)
+        b = M.randomized_response(np.ones(n, dtype=int), 2, epsilon, rng)
+        over += A.estimate_epsilon_lower_bound(a, b, events, confidence).epsilon > epsilon
+        pa, pb = (a == 0).mean(), (b == 0).mean()
+        naive_over += math.log(pa / pb) > epsilon
+    assert over <= trials * (1 - confidence)
+    assert naive_over > trials / 4                   # the point estimate is not a bound
+
+
+def test_identical_distributions_give_no_evidence():
+    rng = np.random.default_rng(1)
+    a, b = rng.laplace(size=N), rng.laplace(size=N)
+    audit = A.estimate_epsilon_lower_bound(a, b, LAPLACE_EVENTS, CONFIDENCE)
+    assert audit.epsilon <= 0.0
+
+
+def test_audit_result_fields():
+    a = np.zeros(1000, dtype=int)
+    b = np.ones(1000, dtype=int)
+    audit = A.estimate_epsilon_lower_bound(a, b, A.value_events([0, 1]), 0.95)
+    assert audit.per_event.shape == (2,)
+    assert audit.counts_a.tolist() == [1000, 0] and audit.counts_b.tolist() == [0, 1000]
+    assert audit.n_a == audit.n_b == 1000
+    # 1000 vs 0 occurrences: ε ≥ ln(p̲ / p̄) with p̄ = 1 − (α/8)^(1/1000)
+    upper = 1 - (0.05 / 8) ** (1 / 1000)
+    lower = (0.05 / 8) ** (1 / 1000)
+    assert audit.epsilon == pytest.approx(math.log(lower / upper))
+    assert float(audit) == audit.epsilon and audit.violates(1.0)
+    assert audit.direction in ("a/b", "b/a") and audit.event in ("x == 0", "x == 1")
+    # a plain callable is accepted as an event
+    # (one event: Bonferroni over 4 bounds instead of 8)
+    same = A.estimate_epsilon_lower_bound(a, b, [lambda x: x == 0], 0.95)
+    alpha = 0.05 / 4
+    assert same.epsilon == pytest.approx(math.log(alpha ** (1 / 1000) / (1 - alpha ** (1 / 1000))))
+
+
+def test_audit_with_delta_discounts_rare_events():
+    a = np.zeros(10_000, dtype=int)
+    b = np.zeros(10_000, dtype=int)
+    a[:50] = 1                                        # 0.5% of the runs, only under a
+    events = A.value_events([1])
+    assert A.estimate_epsilon_lower_bound(a, b, events, 0.95).epsilon > 1.0
+    assert A.estimate_epsilon_lower_bound(a, b, events, 0.95, delta=0.01).epsilon == -math.inf
+
+
+def test_clopper_pearson_edges():
+    alpha = 0.05
+    assert A.clopper_pearson(0, 100, alpha, "lower") == 0.0
+    assert A.clopper_pearson(100, 100, alpha, "upper") == 1.0
+    assert A.clopper_pearson(0, 100, alpha, "upper") == pytest.approx(1 - alpha ** (1 / 100))
+    assert A.clopper_pearson(100, 100, alpha, "lower") == pytest.approx(alpha ** (1 / 100))
+    lo, hi = (A.clopper_pearson(30, 100, alpha, s) for s in ("lower", "upper"))
+    assert lo < 0.3 < hi
+    with pytest.raises(ValueError, match="side"):
+        A.clopper_pearson(1, 10, alpha, "both")
+    with pytest.raises(ValueError, match="successes"):
+        A.clopper_pearson(11, 10, alpha)
+    with pytest.raises(ValueError, match="alpha"):
+        A.clopper_pearson(1, 10, 0.0)
+
+
+def test_audit_rejects_bad_input():
+    a = np.zeros(10)
+    with pytest.raises(ValueError, match="events"):
+        A.estimate_epsilon_lower_bound(a, a, [])
+    with pytest.raises(ValueError, match="one bool per run"):
+        A.estimate_epsilon_lower_bound(a, a, [lambda x: x[:5] > 0])
+    with pytest.raises(ValueError, match="samples"):
+        A.estimate_epsilon_lower_bound([], a, A.threshold_events([0.0]))
+    with pytest.raises(ValueError, match="confidence"):
+        A.estimate_epsilon_lower_bound(a, a, A.threshold_events([0.0]), confidence=1.0)
+    with pytest.raises(ValueError, match="delta"):
+        A.estimate_epsilon_lower_bound(a, a, A.threshold_events([0.0]), delta=-0.1)
+
+
+def test_membership_events_on_rows():
+    rows = np.array([[0, 1], [2, 3], [1, 4]])
+    hits = A.membership_events([1, 4])
+    assert hits[0](rows).tolist() == [True, False, True]
+    assert hits[1](rows).tolist() == [False, False, True]
+
+
+def test_lattice_resolution():
+    assert A.lattice_resolution([0.5, 0.75]) == 0.25
+    assert A.lattice_resolution([3.0, -6.0]) == 1.0
+    assert A.lattice_resolution([0.0]) == math.inf
+    assert A.lattice_resolution([2.0**-1074, 1.0]) == 2.0**-1074
+    assert A.lattice_resolution([2.0**60 + 2.0**8]) == 2.0**8
+    with pytest.raises(ValueError, match="finite"):
+        A.lattice_resolution([math.nan])

@@ -1,0 +1,525 @@
+"""Distribution, privacy-map and validation tests of dprec.mechanisms.
+
+Sampling tests use fixed seeds and tolerances of 5 standard errors (or a
+chi-square p-value above 1e-3); each has a companion showing that the same
+check rejects a wrong distribution.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+from itertools import permutations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, stats
+
+from dprec import mechanisms as M
+from dprec._rng import keyed_uniform
+from dprec.audit import lattice_resolution
+
+N = 200_000
+
+
+def _zero_noise_uniforms(shape) -> np.ndarray:
+    """Uniforms for which the lattice sampler adds no noise (u ≥ P(|Z| ≥ 1))."""
+    u = np.full(tuple(shape) + (3,), 0.5)
+    u[..., 0] = 1.0 - 1e-12
+    return u
+
+
+# ---------------------------------------------------------------- Laplace: grid
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.37, 1e-3, 123.4])
+def test_lattice_outputs_of_0_and_1_share_one_grid(scale):
+    y0 = M.laplace(np.zeros(50_000), scale, 0)
+    y1 = M.laplace(np.ones(50_000), scale, 1)
+    resolution = lattice_resolution(np.concatenate([y0, y1]))
+    assert resolution >= 2.0**-45
+    assert resolution >= M.laplace_grid(scale)
+
+
+def test_numpy_sampler_outputs_are_not_on_a_common_grid():
+    y0 = M.laplace(np.zeros(50_000), 1.0, 0, sampler="numpy")
+    y1 = M.laplace(np.ones(50_000), 1.0, 1, sampler="numpy")
+    assert lattice_resolution(np.concatenate([y0, y1])) < 2.0**-45
+    # the resolution depends on the input: the low bits carry it (Mironov 2012)
+    assert lattice_resolution(y0) < 2.0**-60 < lattice_resolution(y1[np.abs(y1) > 0.5])
+
+
+def test_laplace_grid_is_largest_power_of_two_below_scale_over_2_20():
+    for scale in [1.0, 1.5, 0.999, 3e-7, 2.0**40]:
+        grid = M.laplace_grid(scale)
+        assert math.frexp(grid)[0] == 0.5                     # a power of two
+        assert grid <= scale * 2.0**-M.LATTICE_BITS < 2 * grid
+    assert M.laplace_grid(1.0) == 2.0**-20
+
+
+# ----------------------------------------------------------- Laplace: moments
+
+
+@pytest.mark.parametrize("x, scale", [(0.0, 1.0), (2.5, 0.37), (-1e6, 3.0)])
+def test_lattice_laplace_mean_and_variance(x, scale):
+    y = M.laplace(np.full(N, x), scale, 7)
+    se_mean = math.sqrt(2.0) * scale / math.sqrt(N)
+    se_var = math.sqrt(20.0 / N) * scale**2           # Var(X²) = 24b⁴ − 4b⁴
+    assert abs(y.mean() - x) < 5 * se_mean
+    assert abs(y.var() - 2 * scale**2) < 5 * se_var
+
+
+def test_lattice_laplace_rejects_a_wrong_scale():
+    # the variance check above has power: scale × 1.05 is rejected
+    y = M.laplace(np.zeros(N), 1.05, 7)
+    assert abs(y.var() - 2.0) > 5 * math.sqrt(20.0 / N)
+
+
+@pytest.mark.parametrize("t", [0.7, 1.5, 3.0])
+def test_discrete_laplace_pmf_is_exact(t):
+    u = np.random.default_rng(11).random((N, 3))
+    z = M.discrete_laplace_from_uniform(u, t)
+    assert np.array_equal(z, np.round(z))
+    q = math.exp(-1.0 / t)
+    top = int(6 * t) + 1
+    support = np.arange(-top, top + 1)
+    pmf = (1 - q) / (1 + q) * q ** np.abs(support)
+    tail = 1.0 - pmf.sum()                     # |z| > top, both sides pooled
+    observed = np.append([(z == v).sum() for v in support], (np.abs(z) > top).sum())
+    expected = N * np.append(pmf, tail)
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    # power: the same test rejects t × 1.1
+    q_wrong = math.exp(-1.0 / (1.1 * t))
+    pmf_wrong = (1 - q_wrong) / (1 + q_wrong) * q_wrong ** np.abs(support)
+    expected_wrong = N * np.append(pmf_wrong, 1.0 - pmf_wrong.sum())
+    assert stats.chisquare(observed, expected_wrong).pvalue < 1e-6
+
+
+def test_discrete_laplace_resolves_the_far_tail():
+    # the first 53-bit cell of u0 is refined by u1: |Z| keeps following the exact
+    # quantile function |Z| = floor(log(u (1 + q) / 2) / log q) out to ~70 scales
+    t = 1.0
+    q = math.exp(-1.0 / t)
+    u_fine = np.logspace(-15, -0.01, 60)
+    u = np.column_stack([np.full(60, 2.0**-54), u_fine, np.full(60, 0.25)])
+    z = M.discrete_laplace_from_uniform(u, t)
+    exact = np.floor(np.log(u_fine * 2.0**-53 * (1 + q) / 2) / math.log(q))
+    assert np.all(np.abs(np.abs(z) - exact) <= 1)
+    assert len(np.unique(z)) > 30 and np.abs(z).max() > 65
+
+
+def test_laplace_from_keyed_uniforms_is_one_query_one_draw():
+    keys = np.arange(N)
+    u = keyed_uniform(12345, keys, 3).reshape(N, 3)
+    y = M.laplace_from_uniform(np.zeros(N), 1.0, u)
+    assert abs(y.mean()) < 5 * math.sqrt(2.0 / N)
+    assert abs(y.var() - 2.0) < 5 * math.sqrt(20.0 / N)
+    # the same query answered in another batch gets the same noise
+    rows = np.array([5, 17, 170_000])
+    again = M.laplace_from_uniform(np.zeros(3), 1.0, keyed_uniform(12345, keys[rows], 3))
+    assert np.array_equal(again, y[rows])
+
+
+# ------------------------------------------------- Laplace: lattice rounding
+
+
+def test_lattice_rounds_half_up_exactly():
+    scale = 2.0**20                                      # grid 1.0
+    assert M.laplace_grid(scale) == 1.0
+    x = np.array([0.5, 1.5, -0.5, 2.4999999999, 0.49999999999999994, -2.5, 2.0**53 - 1])
+    y = M.laplace_from_uniform(x, scale, _zero_noise_uniforms(x.shape))
+    assert y.tolist() == [1.0, 2.0, 0.0, 2.0, 0.0, -2.0, 2.0**53 - 1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.floats(-1e9, 1e9), b=st.floats(-1e9, 1e9))
+def test_lattice_rounding_moves_at_most_ceil_of_the_distance(a, b):
+    # the property behind laplace_epsilon: |R(a) - R(b)| <= ceil(|a - b| / grid)
+    y = M.laplace_from_uniform([a, b], 2.0**20, _zero_noise_uniforms((2,)))
+    assert abs(y[0] - y[1]) <= math.ceil(abs(Fraction(a) - Fraction(b)))
+
+
+# ------------------------------------------------------ Laplace: privacy map
+
+
+def test_laplace_epsilon_lattice():
+    assert M.laplace_epsilon(1.0, 1.0) == 1.0
+    assert M.laplace_epsilon(0.5, 1.0) == 2.0
+    eps = M.laplace_epsilon(1.0, 0.3)                   # 0.3 is not on the grid 2**-20
+    assert 0.3 < eps <= 0.3 + 2.0**-20
+    assert M.laplace_epsilon(1.0, 1.0, max_changed=4) == 1.0 + 3 * 2.0**-20
+    assert M.laplace_epsilon(1.0, 0.3, sampler="numpy") == 0.3
+
+
+@pytest.mark.parametrize("epsilon, sensitivity, changed", [(1.0, 1.0, 1), (0.7, 0.3, 1),
+                                                           (2.0, 5.5, 3), (1e-4, 1.0, 1)])
+def test_laplace_scale_inverts_laplace_epsilon(epsilon, sensitivity, changed):
+    scale = M.laplace_scale(epsilon, sensitivity, max_changed=changed)
+    achieved = M.laplace_epsilon(scale, sensitivity, max_changed=changed)
+    assert achieved <= epsilon
+    assert achieved >= epsilon * (1 - 1e-5)
+    assert scale >= sensitivity / epsilon
+
+
+def test_laplace_scale_refuses_epsilon_below_the_grid():
+    with pytest.raises(ValueError, match="epsilon"):
+        M.laplace_scale(1e-7, 1.0, max_changed=10)
+
+
+# ---------------------------------------------------------- Laplace: OpenDP
+
+
+def test_opendp_sampler_on_the_same_grid_and_map():
+    dp = pytest.importorskip("opendp.prelude")
+    y0 = M.laplace(np.zeros(20_000), 1.0, None, sampler="opendp")
+    y1 = M.laplace(np.ones(20_000), 1.0, None, sampler="opendp")
+    assert lattice_resolution(np.concatenate([y0, y1])) >= M.laplace_grid(1.0)
+    assert abs(y0.mean()) < 5 * math.sqrt(2.0 / 20_000)
+    assert abs(y0.var() - 2.0) < 5 * math.sqrt(20.0 / 20_000)
+    dp.enable_features("contrib")
+    try:
+        atom = dp.atom_domain(T=float, nan=False)
+    except TypeError:                       # OpenDP 0.10 - 0.12
+        atom = dp.atom_domain(T=float)
+    space = atom, dp.absolute_distance(T=float)
+    for scale, sensitivity in [(1.0, 1.0), (0.37, 0.3)]:
+        k = math.frexp(M.laplace_grid(scale))[1] - 1
+        own = dp.m.make_laplace(*space, scale=scale, k=k).map(sensitivity)
+        assert M.laplace_epsilon(scale, sensitivity, sampler="opendp") == pytest.approx(own)
+
+
+def test_opendp_missing_gives_a_clear_import_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "opendp", None)
+    monkeypatch.setitem(sys.modules, "opendp.prelude", None)
+    with pytest.raises(ImportError, match=r"pip install 'dprec\[opendp\]'"):
+        M.laplace([0.0], 1.0, 0, sampler="opendp")
+
+
+# ------------------------------------------- Laplace: API, reproducibility
+
+
+def test_laplace_reproducible_and_random_state_kinds():
+    x = np.arange(10.0)
+    assert np.array_equal(M.laplace(x, 1.0, 3), M.laplace(x, 1.0, 3))
+    assert not np.array_equal(M.laplace(x, 1.0, 3), M.laplace(x, 1.0, 4))
+    rng = np.random.default_rng(3)
+    assert not np.array_equal(M.laplace(x, 1.0, rng), M.laplace(x, 1.0, rng))
+    assert M.laplace(x, 1.0, np.random.RandomState(0)).shape == (10,)
+    assert M.laplace(x, 1.0, None).shape == (10,)
+
+
+def test_laplace_shapes_and_no_mutation():
+    x = np.arange(12.0).reshape(3, 4)
+    x.setflags(write=False)
+    for sampler in ("lattice", "numpy"):
+        y = M.laplace(x, 1.0, 0, sampler=sampler)
+        assert y.shape == (3, 4) and y.dtype == np.float64
+    assert np.array_equal(x, np.arange(12.0).reshape(3, 4))
+    assert M.laplace(1.5, 1.0, 0).shape == ()
+    assert M.laplace(np.array([], dtype=float), 1.0, 0).shape == (0,)
+    assert M.laplace([1, 2, 3], 1.0, 0).dtype == np.float64      # integers accepted
+    u = _zero_noise_uniforms((3, 4))
+    u_before = u.copy()
+    M.laplace_from_uniform(x, 1.0, u)
+    assert np.array_equal(u, u_before)
+    big = M.laplace(np.array([-3e300, 3e300]), 1e300, 0)
+    assert np.isfinite(big).all()
+
+
+@pytest.mark.parametrize("scale, error", [(0.0, ValueError), (-1.0, ValueError),
+                                          (math.nan, ValueError), (math.inf, ValueError),
+                                          ("1", TypeError), (None, TypeError),
+                                          (True, TypeError)])
+def test_laplace_rejects_bad_scale(scale, error):
+    with pytest.raises(error, match="scale"):
+        M.laplace([0.0], scale, 0)
+    with pytest.raises(error, match="scale"):
+        M.laplace_epsilon(scale, 1.0)
+
+
+def test_laplace_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="values"):
+        M.laplace([0.0, math.nan], 1.0, 0)
+    with pytest.raises(ValueError, match="values"):
+        M.laplace([math.inf], 1.0, 0)
+    with pytest.raises(TypeError, match="values"):
+        M.laplace(["a"], 1.0, 0)
+    with pytest.raises(TypeError, match="values"):
+        M.laplace([True], 1.0, 0)
+    with pytest.raises(ValueError, match="sampler"):
+        M.laplace([0.0], 1.0, 0, sampler="float")
+    with pytest.raises(TypeError, match="random_state"):
+        M.laplace([0.0], 1.0, "seed")
+    with pytest.raises(ValueError, match="too large"):
+        M.laplace([1e308], 1.0, 0)
+    with pytest.raises(ValueError, match="sensitivity"):
+        M.laplace_epsilon(1.0, 0.0)
+    with pytest.raises(ValueError, match="max_changed"):
+        M.laplace_epsilon(1.0, 1.0, max_changed=0)
+    with pytest.raises(ValueError, match="uniforms"):
+        M.laplace_from_uniform([0.0], 1.0, np.full((1, 2), 0.5))
+    with pytest.raises(ValueError, match="uniforms"):
+        M.laplace_from_uniform([0.0], 1.0, np.array([[0.5, 0.0, 0.5]]))
+    with pytest.raises(ValueError, match="uniforms"):
+        M.discrete_laplace_from_uniform(np.array([[0.5, 1.0, 0.5]]), 1.0)
+    with pytest.raises(ValueError, match="t"):
+        M.discrete_laplace_from_uniform(np.full((1, 3), 0.5), 0.0)
+
+
+# ------------------------------------------------------------------ Gaussian
+
+
+def test_gaussian_mean_and_variance():
+    sigma = 1.7
+    y = M.gaussian(np.full(N, 3.0), sigma, 5)
+    assert abs(y.mean() - 3.0) < 5 * sigma / math.sqrt(N)
+    assert abs(y.var() - sigma**2) < 5 * math.sqrt(2.0 / N) * sigma**2
+    assert abs(stats.kurtosis(y)) < 5 * math.sqrt(24.0 / N)          # Gaussian, not Laplace
+
+
+def test_gaussian_from_keyed_uniforms():
+    u = keyed_uniform(99, np.arange(N), 2).reshape(N, 2)
+    y = M.gaussian_from_uniform(np.zeros(N), 2.0, u)
+    assert abs(y.mean()) < 5 * 2.0 / math.sqrt(N)
+    assert abs(y.var() - 4.0) < 5 * math.sqrt(2.0 / N) * 4.0
+    assert stats.kstest(y / 2.0, "norm").pvalue > 1e-3
+    assert stats.kstest(y / 2.2, "norm").pvalue < 1e-6            # power
+
+
+@pytest.mark.parametrize("sigma, eps", [(1.0, 0.5), (3.0, 1.0), (0.5, 2.0)])
+def test_gaussian_delta_matches_numerical_integral(sigma, eps):
+    # δ(ε) = ∫ (p_0(y) − e^ε p_1(y))_+ dy for N(0, σ²) against N(1, σ²)
+    def excess(y):
+        return max(0.0, stats.norm.pdf(y, 0, sigma) - math.exp(eps) * stats.norm.pdf(y, 1, sigma))
+
+    exact, _ = integrate.quad(excess, -40 * sigma, 40 * sigma, points=[0.0, 0.5], limit=400)
+    assert M.gaussian_delta(sigma, 1.0, eps) == pytest.approx(exact, rel=1e-6, abs=1e-12)
+
+
+def test_gaussian_calibration_round_trip_and_classic_bound():
+    for eps, delta in [(0.5, 1e-5), (1.0, 1e-3), (4.0, 1e-6)]:
+        sigma = M.gaussian_sigma(eps, delta, 2.0)
+        assert M.gaussian_delta(sigma, 2.0, eps) <= delta
+        assert M.gaussian_delta(sigma * (1 - 1e-6), 2.0, eps) > delta
+        assert M.gaussian_epsilon(sigma, 2.0, delta) == pytest.approx(eps, rel=1e-6)
+        if eps < 1:   # Dwork & Roth Thm A.1 is valid for ε < 1 and looser
+            assert sigma <= 2.0 * math.sqrt(2 * math.log(1.25 / delta)) / eps
+    assert M.gaussian_rho(2.0, 1.0) == 0.125
+    assert M.gaussian_epsilon(1e6, 1.0, 0.5) == 0.0
+
+
+def test_gaussian_rejects_bad_arguments():
+    for sigma in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="sigma"):
+            M.gaussian([0.0], sigma, 0)
+    with pytest.raises(ValueError, match="values"):
+        M.gaussian([math.nan], 1.0, 0)
+    with pytest.raises(ValueError, match="delta"):
+        M.gaussian_sigma(1.0, 0.0, 1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        M.gaussian_sigma(0.0, 1e-5, 1.0)
+    x = np.zeros(4)
+    x.setflags(write=False)
+    assert np.array_equal(M.gaussian(x, 1.0, 1), M.gaussian(x, 1.0, 1))
+
+
+# ---------------------------------------------------- randomised response
+
+
+@pytest.mark.parametrize("n_values, eps", [(2, 0.5), (4, 1.0), (17, 3.0)])
+def test_randomized_response_keep_probability_and_uniform_flips(n_values, eps):
+    rng = np.random.default_rng(2)
+    x = rng.integers(0, n_values, N)
+    y = M.randomized_response(x, n_values, eps, 8)
+    assert y.dtype == np.int64 and y.min() >= 0 and y.max() < n_values
+    p = math.exp(eps) / (math.exp(eps) + n_values - 1)
+    assert M.randomized_response_keep_probability(n_values, eps) == pytest.approx(p)
+    kept = (y == x).mean()
+    assert abs(kept - p) < 5 * math.sqrt(p * (1 - p) / N)
+    if n_values > 2:
+        offsets = ((y - x) % n_values)[y != x]
+        counts = np.bincount(offsets, minlength=n_values)[1:]
+        assert stats.chisquare(counts).pvalue > 1e-3
+
+
+def test_randomized_response_check_has_power():
+    x = np.zeros(N, dtype=int)
+    y = M.randomized_response(x, 4, 1.2, 8)                 # declared 1.0 below
+    p = M.randomized_response_keep_probability(4, 1.0)
+    assert abs((y == x).mean() - p) > 5 * math.sqrt(p * (1 - p) / N)
+
+
+def test_randomized_response_epsilon_map():
+    for n_values, eps in [(2, 0.1), (4, 1.0), (1000, 5.0)]:
+        p = M.randomized_response_keep_probability(n_values, eps)
+        assert M.randomized_response_epsilon(n_values, p) == pytest.approx(eps)
+    with pytest.raises(ValueError, match="keep_probability"):
+        M.randomized_response_epsilon(4, 0.25)         # 1/n: no privacy loss, ε = 0
+    # large ε: p is computed without overflow, and RR runs without FP warnings
+    assert M.randomized_response_keep_probability(4, 800.0) == 1.0
+    with np.errstate(all="raise"):
+        x = np.arange(8) % 4
+        assert np.array_equal(M.randomized_response(x, 4, 800.0, 0), x)
+        assert M.randomized_response(x, 4, 30.0, 0).shape == (8,)
+
+
+def test_randomized_response_from_keyed_uniforms():
+    x = np.arange(1000) % 5
+    u = keyed_uniform(7, np.arange(1000), 1)[:, 0]
+    y = M.randomized_response_from_uniform(x, 5, 1.0, u)
+    assert np.array_equal(y, M.randomized_response_from_uniform(x, 5, 1.0, u))
+    p = M.randomized_response_keep_probability(5, 1.0)
+    assert np.array_equal(y == x, u < p)
+
+
+def test_randomized_response_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="n_values"):
+        M.randomized_response([0], 1, 1.0, 0)
+    with pytest.raises(TypeError, match="n_values"):
+        M.randomized_response([0], 2.0, 1.0, 0)
+    for eps in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="epsilon"):
+            M.randomized_response([0], 2, eps, 0)
+    with pytest.raises(ValueError, match="values"):
+        M.randomized_response([0, 4], 4, 1.0, 0)
+    with pytest.raises(ValueError, match="values"):
+        M.randomized_response([-1], 4, 1.0, 0)
+    with pytest.raises(TypeError, match="values"):
+        M.randomized_response([0.0, 1.0], 4, 1.0, 0)
+    x = np.array([3, 1, 2])
+    x.setflags(write=False)
+    y = M.randomized_response(x, 4, 0.1, 0)
+    assert x.tolist() == [3, 1, 2] and y.shape == (3,)
+
+
+# ---------------------------------------------------------- exponential top-k
+
+
+def _sequential_probabilities(scores, k, epsilon, sensitivity, valid):
+    """P(ordered tuple) of k sequential exponential draws, budget ε/k each."""
+    weights = np.exp(epsilon / k * np.asarray(scores) / (2 * sensitivity))
+    weights = np.where(valid, weights, 0.0)
+    probs = {}
+    for tup in permutations(np.flatnonzero(valid), k):
+        p, left = 1.0, weights.copy()
+        for c in tup:
+            p *= left[c] / left.sum()
+            left[c] = 0.0
+        probs[tup] = p
+    return probs
+
+
+def _tuple_counts(chosen, tuples):
+    index = {t: i for i, t in enumerate(tuples)}
+    counts = np.zeros(len(tuples))
+    for t, c in zip(*np.unique(chosen, axis=0, return_counts=True), strict=True):
+        counts[index[tuple(int(v) for v in t)]] = c
+    return counts
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_exponential_top_k_matches_sequential_draws(k, use_mask):
+    scores = np.array([0.0, 0.5, 1.0, 2.0, 3.0])
+    valid = np.array([True, True, False, True, True]) if use_mask else np.ones(5, bool)
+    eps, sens, n = 3.0, 1.0, 100_000
+    probs = _sequential_probabilities(scores, k, eps, sens, valid)
+    tuples = list(probs)
+    rows = np.tile(scores, (n, 1))
+    mask = np.tile(valid, (n, 1)) if use_mask else None
+    chosen = M.exponential_top_k(rows, k, eps, sens, 4, mask=mask)
+    assert chosen.shape == (n, k) and chosen.dtype == np.int64
+    counts = _tuple_counts(chosen, tuples)
+    assert counts.sum() == n                         # invalid candidates never chosen
+    expected = n * np.array([probs[t] for t in tuples])
+    assert stats.chisquare(counts, expected).pvalue > 1e-3
+    # power: the same test rejects the budget spent per draw without the 1/k
+    # (k=2) or with the 1/2 of the exponential mechanism dropped (k=1)
+    wrong = _sequential_probabilities(scores, k, 2 * eps, sens, valid)
+    wrong_expected = n * np.array([wrong[t] for t in tuples])
+    assert stats.chisquare(counts, wrong_expected).pvalue < 1e-6
+
+
+def test_exponential_top_k_one_dimensional_and_distinct():
+    scores = np.linspace(0, 1, 30)
+    chosen = M.exponential_top_k(scores, 10, 1.0, 1.0, 0)
+    assert chosen.shape == (10,) and len(set(chosen.tolist())) == 10
+    batch = M.exponential_top_k(np.tile(scores, (500, 1)), 30, 1.0, 1.0, 0)
+    assert all(sorted(row) == list(range(30)) for row in batch.tolist())
+    # a huge budget is the exact top-k, in order
+    assert M.exponential_top_k(scores, 3, 1e6, 1.0, 0).tolist() == [29, 28, 27]
+
+
+def test_gumbel_top_k_from_keyed_uniforms():
+    scores = np.random.default_rng(0).random((50, 20))
+    u = keyed_uniform(3, np.arange(50), 20)
+    first = M.gumbel_top_k_from_uniform(scores, 4, 1.0, 0.1, u)
+    assert np.array_equal(first, M.gumbel_top_k_from_uniform(scores, 4, 1.0, 0.1, u))
+    part = M.gumbel_top_k_from_uniform(scores[10:12], 4, 1.0, 0.1,
+                                       keyed_uniform(3, np.arange(10, 12), 20))
+    assert np.array_equal(part, first[10:12])
+
+
+def test_gumbel_keys_give_independent_draws_from_disjoint_subsets():
+    # PPNS-style: one key array per query; the best of {0,1,2} and the best of
+    # {3,4,5} are independent exponential-mechanism draws P(j) ∝ exp(c q(j))
+    scores = np.array([0.0, 1.0, 2.0, 0.5, 1.5, 3.0])
+    c, n = 0.8, 60_000
+    u = keyed_uniform(5, np.arange(n), 6)
+    keys = M.gumbel_keys_from_uniform(np.tile(scores, (n, 1)), c, u)
+    first = np.argmax(keys[:, :3], axis=1)
+    second = 3 + np.argmax(keys[:, 3:], axis=1)
+    w = np.exp(c * scores)
+    p1, p2 = w[:3] / w[:3].sum(), w[3:] / w[3:].sum()
+    observed = np.bincount(first * 3 + (second - 3), minlength=9)
+    assert stats.chisquare(observed, n * np.outer(p1, p2).ravel()).pvalue > 1e-3
+    masked = M.gumbel_keys_from_uniform(scores, c, u[0], mask=scores > 0.7)
+    assert np.isneginf(masked[scores <= 0.7]).all() and np.isfinite(masked[scores > 0.7]).all()
+    with pytest.raises(ValueError, match="coefficient"):
+        M.gumbel_keys_from_uniform(scores, 0.0, u[0])
+
+
+def test_exponential_privacy_map():
+    c = M.exponential_coefficient(1.0, 0.5, k=4)
+    assert c == 1.0 / (2 * 4 * 0.5)
+    assert M.exponential_epsilon(c, 0.5, k=4) == pytest.approx(1.0)
+    # the selectors' weights exp(ε q / (4 k RS)) spend ε / 2
+    assert M.exponential_epsilon(2.0 / (4 * 5 * 0.1), 0.1, k=5) == pytest.approx(1.0)
+
+
+def test_exponential_top_k_rejects_bad_arguments():
+    scores = np.zeros((2, 4))
+    mask = np.ones((2, 4), bool)
+    mask[1, :2] = False
+    with pytest.raises(ValueError, match="k=3"):
+        M.exponential_top_k(scores, 3, 1.0, 1.0, 0, mask=mask)
+    with pytest.raises(ValueError, match="k"):
+        M.exponential_top_k(scores, 5, 1.0, 1.0, 0)
+    with pytest.raises(ValueError, match="k"):
+        M.exponential_top_k(scores, 0, 1.0, 1.0, 0)
+    with pytest.raises(TypeError, match="k"):
+        M.exponential_top_k(scores, 1.5, 1.0, 1.0, 0)
+    with pytest.raises(ValueError, match="epsilon"):
+        M.exponential_top_k(scores, 1, 0.0, 1.0, 0)
+    with pytest.raises(ValueError, match="sensitivity"):
+        M.exponential_top_k(scores, 1, 1.0, -1.0, 0)
+    with pytest.raises(TypeError, match="mask"):
+        M.exponential_top_k(scores, 1, 1.0, 1.0, 0, mask=np.ones((2, 4)))
+    with pytest.raises(ValueError, match="mask"):
+        M.exponential_top_k(scores, 1, 1.0, 1.0, 0, mask=np.ones(4, bool))
+    with pytest.raises(ValueError, match="scores"):
+        M.exponential_top_k([0.0, math.nan], 1, 1.0, 1.0, 0)
+    with pytest.raises(ValueError, match="scores"):
+        M.exponential_top_k(np.zeros((2, 2, 2)), 1, 1.0, 1.0, 0)
+    with pytest.raises(TypeError, match="scores"):
+        M.exponential_top_k(["a", "b"], 1, 1.0, 1.0, 0)
+    # NaN is fine where the mask excludes it, and the inputs are not modified
+    s = np.array([[math.nan, 1.0, 2.0]])
+    m = np.array([[False, True, True]])
+    s.setflags(write=False)
+    out = M.exponential_top_k(s, 2, 1.0, 1.0, 0, mask=m)
+    assert sorted(out[0].tolist()) == [1, 2] and math.isnan(s[0, 0])
+    assert m.tolist() == [[False, True, True]]
