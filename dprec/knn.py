@@ -8,7 +8,9 @@ prediction for prediction, computed for whole test sets at once.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 
 import numpy as np
 from surprise import AlgoBase, PredictionImpossible
@@ -24,10 +26,75 @@ from ._rng import (
 )
 from ._validation import check_bool, check_choice, check_int
 from .ledger import PrivacyLedger
-from .selectors import SELECTORS, Selector
+from .selectors import SELECTORS, Selector, TopK
 from .similarity import check_sim_options, similarity_matrix
 
 NEIGHBOURHOODS = ("item", "user")
+
+
+@dataclass
+class _Chosen:
+    """Neighbours chosen for a batch of queries (one row each)."""
+
+    columns: np.ndarray      # candidate columns (user ids or rater slots), -1 if empty
+    weights: np.ndarray      # similarities used in the prediction, 0 if empty
+    alpha: np.ndarray        # realised accuracy α per query
+    beta: np.ndarray         # selector's security β per query
+    partitions: np.ndarray   # 1-based partition of each chosen neighbour, 0 if empty
+
+    def take(self, rows: np.ndarray) -> _Chosen:
+        return _Chosen(*(getattr(self, f.name)[rows] for f in fields(self)))
+
+    @staticmethod
+    def concatenate(parts: list[_Chosen]) -> _Chosen:
+        return _Chosen(*(np.concatenate([getattr(c, f.name) for c in parts])
+                         for f in fields(_Chosen)))
+
+
+@dataclass
+class _Batch:
+    """Estimates for a batch of queries and the selections behind them."""
+
+    est: np.ndarray
+    actual_k: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    partitions: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int, k: int) -> _Batch:
+        return cls(np.zeros(n), np.zeros(n, dtype=np.int64), np.ones(n),
+                   np.ones(n, dtype=np.int64), np.zeros((n, k), dtype=np.int64))
+
+    def store(self, rows: np.ndarray, chosen: _Chosen) -> None:
+        self.alpha[rows], self.beta[rows] = chosen.alpha, chosen.beta
+        self.partitions[rows] = chosen.partitions
+
+
+class _SelectionLog:
+    """Running totals of the selections a fitted model has made."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.alpha = self.beta = self.max_partition_sum = 0.0
+        self.max_partition = 0
+
+    def add(self, chosen: _Chosen) -> None:
+        if len(chosen.alpha) == 0:
+            return
+        furthest = chosen.partitions.max(axis=1)
+        self.count += len(chosen.alpha)
+        self.alpha += float(chosen.alpha.sum())
+        self.beta += float(chosen.beta.sum())
+        self.max_partition_sum += float(furthest.sum())
+        self.max_partition = max(self.max_partition, int(furthest.max()))
+
+    def summary(self) -> dict:
+        n = max(self.count, 1)
+        return {"selections": self.count, "alpha": self.alpha / n if self.count else float("nan"),
+                "beta": self.beta / n if self.count else float("nan"),
+                "max_partition": self.max_partition,
+                "mean_max_partition": self.max_partition_sum / n if self.count else float("nan")}
 _UNKNOWN = "User and/or item is unknown."
 _TOO_FEW = "Not enough neighbors."
 #: largest number of (query × candidate) cells handled in one block
@@ -60,7 +127,14 @@ class PrivateKNN(AlgoBase):
         ``"cosine"``, ``"pearson"``), ``user_based`` (must be True),
         ``min_support`` (default 1).  The dict is copied, never modified.
     selector : str or Selector, default "topk"
-        Neighbour selector, by name or as an object from :mod:`dprec.selectors`.
+        Neighbour selector, by name (``"topk"``, ``"probabilistic"``,
+        ``"pncf"``, ``"ppns"``) or as an object from :mod:`dprec.selectors`.
+    epsilon, p, alpha, rho : float, optional
+        The selector's parameters as flat keyword arguments (so that
+        ``GridSearchCV`` can grid over them): ``epsilon`` for PNCF and PPNS,
+        ``p`` or the target accuracy ``alpha`` for PPNS, ``rho`` for PNCF.
+        ``None`` keeps the selector's default; parameters a named selector
+        does not use are ignored.  With a selector object, leave them ``None``.
     neighbourhood : {"item", "user"}, default "item"
         ``"item"``: Surprise's ``KNNBasic`` semantics, the neighbours of ``u``
         are chosen among the raters of ``i``.  ``"user"``: every user has one
@@ -89,15 +163,17 @@ class PrivateKNN(AlgoBase):
     """
 
     def __init__(self, k: int = 40, min_k: int = 1, sim_options: Mapping | None = None,
-                 selector: str | Selector = "topk", neighbourhood: str = "item",
-                 centered: bool = False, random_state: RandomStateLike = None,
-                 verbose: bool = False) -> None:
+                 selector: str | Selector = "topk", epsilon: float | None = None,
+                 p: float | None = None, alpha: float | None = None, rho: float | None = None,
+                 neighbourhood: str = "item", centered: bool = False,
+                 random_state: RandomStateLike = None, verbose: bool = False) -> None:
         options = check_sim_options(sim_options)
         AlgoBase.__init__(self, sim_options=options)
         self.k = check_int(k, "k", minimum=1)
         self.min_k = check_int(min_k, "min_k", minimum=0)
-        self.selector = selector
-        self._selector = _make_selector(selector)
+        self.selector, self.epsilon, self.p, self.alpha, self.rho = selector, epsilon, p, alpha, rho
+        self._selector = _make_selector(selector, epsilon=epsilon, p=p, alpha=alpha, rho=rho)
+        self._selector.check_k(self.k)
         self.neighbourhood = check_choice(neighbourhood, "neighbourhood", NEIGHBOURHOODS)
         self.centered = check_bool(centered, "centered")
         if self.centered and self.neighbourhood != "user":
@@ -115,9 +191,11 @@ class PrivateKNN(AlgoBase):
         self._ledger = PrivacyLedger()
         if self.verbose:
             print(f"Computing the {self.sim_options['name']} similarity matrix...")
-        self.sim = similarity_matrix(self.sim_options, self._ratings)
+        self.sim, self._sensitivity = similarity_matrix(
+            self.sim_options, self._ratings, with_sensitivity=self._selector.needs_sensitivity)
         self._selector.record_privacy(self._ledger, self.k)
         self._user_means = self._ratings.user_means()
+        self._selections = _SelectionLog()
         return self
 
     def privacy_report(self) -> PrivacyLedger:
@@ -125,16 +203,31 @@ class PrivateKNN(AlgoBase):
         self._check_fitted()
         return self._ledger
 
+    def selection_summary(self) -> dict:
+        """Accuracy α and security β of the neighbour selections made so far.
+
+        Returns
+        -------
+        dict
+            ``selections`` (how many), ``alpha`` (mean realised
+            ``Σ sim(chosen) / Σ sim(top-k)``, similarities clipped at 0),
+            ``beta`` (mean of the selector's security β), ``max_partition``
+            (the furthest partition of ``k`` any neighbour came from) and
+            ``mean_max_partition`` (its mean per selection).
+        """
+        self._check_fitted()
+        return self._selections.summary()
+
     # ------------------------------------------------------------- predict
     def estimate(self, u, i):
         """Estimate one rating from inner ids (same numbers as :meth:`test`)."""
         self._check_fitted()
         if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
             raise PredictionImpossible(_UNKNOWN)
-        est, actual_k = self._estimate_batch(np.array([u]), np.array([i]))
-        if actual_k[0] < self.min_k or actual_k[0] == 0:
+        batch = self._estimate_batch(np.array([u]), np.array([i]))
+        if batch.actual_k[0] < max(self.min_k, 1):
             raise PredictionImpossible(_TOO_FEW)
-        return float(est[0]), {"actual_k": int(actual_k[0])}
+        return float(batch.est[0]), self._details(batch, 0)
 
     def test(self, testset, verbose: bool = False) -> list[Prediction]:
         """Predict a whole testset at once; equal to ``predict`` one by one."""
@@ -146,19 +239,20 @@ class PrivateKNN(AlgoBase):
         to_item = self.trainset._raw2inner_id_items
         users = np.fromiter((to_user.get(u, -1) for u in uids), np.int64, len(uids))
         items = np.fromiter((to_item.get(i, -1) for i in iids), np.int64, len(iids))
-        known = (users >= 0) & (items >= 0)
+        known = np.flatnonzero((users >= 0) & (items >= 0))
+        batch = self._estimate_batch(users[known], items[known])
+        position = np.full(len(testset), -1)
+        position[known] = np.arange(len(known))
+        possible = np.zeros(len(testset), dtype=bool)
+        possible[known] = batch.actual_k >= max(self.min_k, 1)
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
-        actual_k = np.zeros(len(testset), dtype=np.int64)
-        if known.any():
-            est[known], actual_k[known] = self._estimate_batch(users[known], items[known])
-        possible = known & (actual_k >= max(self.min_k, 1))
-        est[~possible] = self.default_prediction()
+        est[possible] = batch.est[position[possible]]
         low, high = self.trainset.rating_scale
         est = np.minimum(high, np.maximum(low, est))
         details = [
-            {"actual_k": int(n), "was_impossible": False} if ok
-            else {"was_impossible": True, "reason": _TOO_FEW if seen else _UNKNOWN}
-            for n, ok, seen in zip(actual_k.tolist(), possible.tolist(), known.tolist())
+            {**self._details(batch, j), "was_impossible": False} if ok
+            else {"was_impossible": True, "reason": _TOO_FEW if j >= 0 else _UNKNOWN}
+            for j, ok in zip(position.tolist(), possible.tolist())
         ]
         predictions = list(map(Prediction, uids, iids, r_uis, est.tolist(), details))
         if verbose:
@@ -171,14 +265,23 @@ class PrivateKNN(AlgoBase):
         if not hasattr(self, "sim"):
             raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
-    def _estimate_batch(self, users: np.ndarray,
-                        items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Estimates and numbers of contributing neighbours for known inner ids."""
+    def _details(self, batch: _Batch, j: int) -> dict:
+        """The ``details`` of query ``j``: ``actual_k`` as KNNBasic, plus α, β and the
+        chosen neighbours' partitions for every selector but top-k."""
+        details = {"actual_k": int(batch.actual_k[j])}
+        if not isinstance(self._selector, TopK):
+            partitions = batch.partitions[j]
+            details.update(alpha=float(batch.alpha[j]), beta=int(batch.beta[j]),
+                           partitions=partitions[partitions > 0].tolist())
+        return details
+
+    def _estimate_batch(self, users: np.ndarray, items: np.ndarray) -> _Batch:
+        """Estimates (and their selections) for known inner ids."""
         if self.neighbourhood == "item":
             return self._estimate_item_neighbourhood(users, items)
         return self._estimate_user_neighbourhood(users, items)
 
-    def _estimate_item_neighbourhood(self, users, items):
+    def _estimate_item_neighbourhood(self, users, items) -> _Batch:
         """KNNBasic: neighbours of ``u`` among the raters of ``i``.
 
         Queries are sorted by their item's number of raters and cut into
@@ -186,8 +289,7 @@ class PrivateKNN(AlgoBase):
         similarity ``-inf``), so a whole block is one set of array operations.
         """
         ratings = self._ratings
-        est = np.zeros(len(users))
-        actual_k = np.zeros(len(users), dtype=np.int64)
+        batch = _Batch.empty(len(users), self.k)
         starts = ratings.item_ptr[items]
         lengths = ratings.item_ptr[items + 1] - starts
         order = np.argsort(lengths, kind="stable")
@@ -198,62 +300,90 @@ class PrivateKNN(AlgoBase):
             cells = np.where(valid, starts[block][:, None] + offsets[None, :], 0)
             flat = users[block][:, None] * ratings.n_users + ratings.item_users[cells]
             sims = np.where(valid, self.sim.ravel().take(flat), -np.inf)
-            noise = QueryNoise(self._seed, (users[block], items[block]))
-            chosen, weights = self._select(sims, noise)
+            chosen = self._select(sims, users[block], (users[block], items[block]))
             neighbour_ratings = ratings.item_ratings[
-                np.take_along_axis(cells, np.maximum(chosen, 0), axis=1)]
-            est[block], actual_k[block] = _weighted_mean(weights, neighbour_ratings, weights > 0)
-        return est, actual_k
+                np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)]
+            batch.est[block], batch.actual_k[block] = _weighted_mean(
+                chosen.weights, neighbour_ratings, chosen.weights > 0)
+            batch.store(block, chosen)
+        return batch
 
-    def _estimate_user_neighbourhood(self, users, items):
+    def _estimate_user_neighbourhood(self, users, items) -> _Batch:
         """One neighbour set per user; its members who rated ``i`` predict."""
         unique_users, inverse = np.unique(users, return_inverse=True)
-        neighbours, weights = self._user_neighbours(unique_users)
-        neighbours, weights = neighbours[inverse], weights[inverse]
+        per_user = self._user_neighbours(unique_users)
+        neighbours, weights = per_user.columns[inverse], per_user.weights[inverse]
         values, found = self._ratings.lookup(np.maximum(neighbours, 0), items[:, None])
         found &= neighbours >= 0
+        batch = _Batch.empty(len(users), self.k)
+        batch.store(np.arange(len(users)), per_user.take(inverse))
         if not self.centered:
-            return _weighted_mean(weights, values, found & (weights > 0))
+            batch.est, batch.actual_k = _weighted_mean(weights, values, found & (weights > 0))
+            return batch
         means = self._user_means
-        use = found & (weights != 0)
         deviations = values - means[np.maximum(neighbours, 0)]
-        shift, actual_k = _weighted_mean(weights, deviations, use, absolute_denominator=True)
-        return means[users] + shift, actual_k
+        shift, batch.actual_k = _weighted_mean(weights, deviations, found & (weights != 0),
+                                               absolute_denominator=True)
+        batch.est = means[users] + shift
+        return batch
 
-    def _user_neighbours(self, users: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Neighbour ids (``-1`` for none) and similarities, one row per user."""
-        neighbours = np.empty((len(users), self.k), dtype=np.int64)
-        weights = np.empty((len(users), self.k))
+    def _user_neighbours(self, users: np.ndarray) -> _Chosen:
+        """Each user's neighbour set (user ids in ``columns``, ``-1`` for none)."""
+        parts = []
         for block in _blocks(np.arange(len(users)), self._ratings.n_users):
             rows = users[block]
             sims = self.sim[rows].copy()
             sims[np.arange(len(rows)), rows] = -np.inf  # a user is not their own neighbour
-            chosen, weights[block] = self._select(sims, QueryNoise(self._seed, (rows,)))
-            neighbours[block] = np.where(chosen >= 0, chosen, -1)
-        return neighbours, weights
+            parts.append(self._select(sims, rows, (rows,)))
+        return _Chosen.concatenate(parts)
 
-    def _select(self, sims: np.ndarray, noise: QueryNoise) -> tuple[np.ndarray, np.ndarray]:
-        """Sort candidates (stable, descending), let the selector choose.
+    def _select(self, sims: np.ndarray, querying_users: np.ndarray,
+                keys: tuple[np.ndarray, ...]) -> _Chosen:
+        """Sort candidates (stable, descending) and let the selector choose.
 
-        Returns the chosen candidate columns (``-1`` for empty slots) and their
-        similarities (0 for empty slots).
+        Records the selections' α, β and partitions in the model's log.
         """
-        order = _stable_descending_order(sims, self._selector.sorted_prefix(self.k))
+        k = self.k
+        order = _stable_descending_order(sims, self._selector.sorted_prefix(k))
         sorted_sims = np.take_along_axis(sims, order, axis=1)
         n_valid = np.isfinite(sorted_sims).sum(axis=1)
-        positions = self._selector.select(sorted_sims, n_valid, self.k, noise)
+        sensitivity = (self._sensitivity[querying_users]
+                       if self._sensitivity is not None else None)
+        selection = self._selector.select(sorted_sims, n_valid, k, QueryNoise(self._seed, keys),
+                                          sensitivity)
+        positions = selection.positions
         taken = positions >= 0
         safe = np.maximum(positions, 0)
-        chosen = np.where(taken, np.take_along_axis(order, safe, axis=1), -1)
-        weights = np.where(taken, np.take_along_axis(sorted_sims, safe, axis=1), 0.0)
-        return chosen, weights
+        true_sims = np.where(taken, np.take_along_axis(sorted_sims, safe, axis=1), 0.0)
+        weights = true_sims if selection.weights is None else selection.weights
+        top = np.where(np.arange(min(k, sorted_sims.shape[1]))[None, :] < n_valid[:, None],
+                       sorted_sims[:, :k], 0.0)
+        alpha = _ratio(np.maximum(true_sims, 0).sum(axis=1), np.maximum(top, 0).sum(axis=1))
+        chosen = _Chosen(columns=np.where(taken, np.take_along_axis(order, safe, axis=1), -1),
+                         weights=np.where(taken, weights, 0.0), alpha=alpha,
+                         beta=selection.beta, partitions=np.where(taken, safe // k + 1, 0))
+        self._selections.add(chosen)
+        return chosen
 
 
-def _make_selector(selector: str | Selector) -> Selector:
+def _make_selector(selector: str | Selector, **params) -> Selector:
+    """A selector object from a name and the flat keyword arguments it uses."""
+    given = {name: value for name, value in params.items() if value is not None}
     if isinstance(selector, Selector):
+        if given:
+            raise ValueError(f"{sorted(given)} must be None when selector is an object; "
+                             f"set them on the {type(selector).__name__} itself")
         return selector
-    name = check_choice(selector, "selector", SELECTORS)
-    return SELECTORS[name]()
+    cls = SELECTORS[check_choice(selector, "selector", SELECTORS)]
+    accepted = inspect.signature(cls).parameters
+    return cls(**{name: value for name, value in given.items() if name in accepted})
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """``numerator / denominator``, 1 where the denominator is 0 (nothing to lose)."""
+    out = np.ones_like(numerator, dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=denominator > 0)
+    return out
 
 
 def _stable_descending_order(values: np.ndarray, prefix: int | None) -> np.ndarray:

@@ -1,8 +1,18 @@
-"""Pluggable neighbour selectors (ALGORITHMS.md §3)."""
+"""Pluggable neighbour selectors (ALGORITHMS.md §3).
 
-from .base import Selector
+Each selector is a small class with one job: choose neighbours from a
+similarity-sorted candidate list, for many queries at once.
+"""
+
+from .base import Selection, Selector
+from .pncf import PNCF
+from .ppns import PPNS, ppns_schedule
+from .probabilistic import Probabilistic
 from .topk import TopK
 
-SELECTORS: dict[str, type[Selector]] = {cls.name: cls for cls in (TopK,)}
+SELECTORS: dict[str, type[Selector]] = {
+    cls.name: cls for cls in (TopK, Probabilistic, PNCF, PPNS)
+}
 
-__all__ = ["SELECTORS", "Selector", "TopK"]
+__all__ = ["PNCF", "PPNS", "SELECTORS", "Probabilistic", "Selection", "Selector", "TopK",
+           "ppns_schedule"]

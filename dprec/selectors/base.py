@@ -3,53 +3,78 @@
 A selector answers many queries at once.  For each query (a row) it gets the
 candidates' similarities sorted in descending order (ties in candidate order,
 as ``heapq.nlargest`` keeps them), the number of valid candidates in the row
-(the rest is padding), ``k``, and the query's own randomness
-(:class:`dprec._rng.QueryNoise`, ALGORITHMS.md §2 "one query, one draw").
-It returns, per row, the positions of the chosen candidates in the sorted row.
+(the rest is padding), ``k``, the querying users' sensitivities ``RS`` and
+the queries' own randomness (:class:`dprec._rng.QueryNoise`, ALGORITHMS.md
+§2 "one query, one draw").  It returns a :class:`Selection`: per row, the
+positions of the chosen candidates in the sorted row and the selector's
+security ``β`` for that query (Lu & Shen, ComSIS 2015): the index of the
+furthest partition of ``k`` candidates a neighbour can come from.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 import numpy as np
 
 from .._rng import QueryNoise
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The neighbours chosen for a batch of queries.
+
+    Attributes
+    ----------
+    positions : ndarray of int64, shape (n_queries, k)
+        Positions into the sorted candidate rows, ``-1`` for empty slots.
+    beta : ndarray of int64, shape (n_queries,)
+        The selector's security β for each query (1 for top-k).
+    weights : ndarray of shape (n_queries, k), optional
+        Similarities to use in the prediction instead of the true ones
+        (PNCF's perturbed similarities); ``None`` means the true ones.
+    """
+
+    positions: np.ndarray
+    beta: np.ndarray
+    weights: np.ndarray | None = None
+
+
 class Selector(ABC):
     """Base class of the neighbour selectors.
 
-    Subclasses implement :meth:`select`; private ones also override
-    :meth:`record_privacy` to write what they spend into a model's ledger.
+    Subclasses set :attr:`name`, implement :meth:`select`, and private ones
+    set :attr:`needs_sensitivity` and override :meth:`record_privacy`.
     """
 
     #: the name accepted by ``PrivateKNN(selector=...)``
     name: str = ""
+    #: whether :meth:`select` needs the users' sensitivities ``RS``
+    needs_sensitivity: bool = False
 
     @abstractmethod
-    def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int,
-               noise: QueryNoise) -> np.ndarray:
+    def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
+               sensitivity: np.ndarray | None = None) -> Selection:
         """Choose up to ``k`` neighbours per row.
 
         Parameters
         ----------
         sims : ndarray of shape (n_queries, n_candidates)
             Candidate similarities, each row sorted in descending order; entries
-            at positions ``>= n_valid[q]`` are padding.
+            at positions ``>= n_valid[q]`` are padding (``-inf``).
         n_valid : ndarray of int, shape (n_queries,)
             Number of real candidates per row.
         k : int
             Number of neighbours wanted.
         noise : QueryNoise
             The queries' randomness (unused by deterministic selectors).
-
-        Returns
-        -------
-        ndarray of int64, shape (n_queries, k)
-            Positions into the sorted rows, ``-1`` for empty slots (rows with
-            fewer than ``k`` candidates).
+        sensitivity : ndarray of shape (n_queries,), optional
+            The querying user's recommendation-aware sensitivity ``RS``.
         """
+
+    def check_k(self, k: int) -> None:  # noqa: B027
+        """Reject a number of neighbours the selector cannot honour (nothing by default)."""
 
     def sorted_prefix(self, k: int) -> int | None:
         """How many leading sorted positions :meth:`select` reads (None: all).
@@ -58,9 +83,59 @@ class Selector(ABC):
         """
         return None
 
-    def record_privacy(self, ledger, n_neighbours: int) -> None:  # noqa: B027
-        """Write the selector's privacy spending into ``ledger`` (none by default)."""
+    def record_privacy(self, ledger, k: int) -> None:  # noqa: B027
+        """Write the selector's privacy spending per query into ``ledger`` (none by default)."""
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({params})"
+
+
+def partition_count(n_valid: np.ndarray, k: int) -> np.ndarray:
+    """Number of partitions of ``k`` candidates in each row, ``⌈n_valid / k⌉``."""
+    return -(-np.asarray(n_valid) // k)
+
+
+def first_positions(n_valid: np.ndarray, k: int) -> np.ndarray:
+    """Positions ``0..k-1`` of every row, ``-1`` past the row's valid candidates."""
+    positions = np.broadcast_to(np.arange(k, dtype=np.int64), (len(n_valid), k))
+    return np.where(positions < np.asarray(n_valid)[:, None], positions, -1)
+
+
+def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
+    """Per row, the positions of the ``counts[q]`` largest ``keys`` (``-inf`` never),
+    padded with ``-1`` to width ``k``; best first."""
+    order = np.argsort(-keys, axis=1, kind="stable")[:, :k]
+    ranked = np.take_along_axis(keys, order, axis=1)
+    keep = (np.arange(order.shape[1])[None, :] < np.asarray(counts)[:, None]) & np.isfinite(ranked)
+    out = np.full((len(keys), k), -1, dtype=np.int64)
+    out[:, :order.shape[1]] = np.where(keep, order, -1)
+    return out
+
+
+def mask_to_positions(mask: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the ``True`` cells of each row (at most ``k``), ascending,
+    padded with ``-1``."""
+    order = np.argsort(~mask, axis=1, kind="stable")[:, :k]
+    taken = np.take_along_axis(mask, order, axis=1)
+    out = np.full((len(mask), k), -1, dtype=np.int64)
+    out[:, :order.shape[1]] = np.where(taken, order, -1)
+    return out
+
+
+def positions_to_mask(positions: np.ndarray, width: int) -> np.ndarray:
+    """Boolean ``(n_rows, width)`` mask of the (non-negative) ``positions``."""
+    mask = np.zeros((len(positions), width + 1), dtype=bool)
+    np.put_along_axis(mask, np.where(positions >= 0, positions, width), True, axis=1)
+    return mask[:, :width]
+
+
+def normalised_scores(sims: np.ndarray, valid: np.ndarray, sensitivity: np.ndarray) -> np.ndarray:
+    """``sim / RS`` per row (0 on padding): scores of sensitivity 1.
+
+    The selectors' weights ``exp(ε·sim / (4k·RS))`` are then
+    ``exp(c·score)`` with ``c = ε/(4k)``: each of ``k`` draws spends
+    ``2c = ε/(2k)`` and a neighbour set ``ε/2``
+    (:func:`dprec.mechanisms.exponential_epsilon`).
+    """
+    return np.where(valid, sims, 0.0) / np.asarray(sensitivity, dtype=np.float64)[:, None]

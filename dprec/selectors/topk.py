@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._rng import QueryNoise
-from .base import Selector
+from .base import Selection, Selector, first_positions
 
 
 class TopK(Selector):
@@ -22,7 +22,6 @@ class TopK(Selector):
     def sorted_prefix(self, k: int) -> int:
         return k
 
-    def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int,
-               noise: QueryNoise) -> np.ndarray:
-        positions = np.broadcast_to(np.arange(k, dtype=np.int64), (len(sims), k))
-        return np.where(positions < np.asarray(n_valid)[:, None], positions, -1)
+    def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
+               sensitivity: np.ndarray | None = None) -> Selection:
+        return Selection(first_positions(n_valid, k), np.ones(len(sims), dtype=np.int64))

@@ -12,7 +12,12 @@ import numpy as np
 
 from .._ratings import RatingArrays
 from .._validation import check_int
-from .exact import EXACT_SIMILARITIES, exact_similarity
+from .exact import (
+    EXACT_SIMILARITIES,
+    exact_similarity,
+    exact_similarity_and_sums,
+    recommendation_aware_sensitivity,
+)
 
 _EXACT_KEYS = {"name", "user_based", "min_support"}
 
@@ -49,9 +54,20 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
     return options
 
 
-def similarity_matrix(options: Mapping, ratings: RatingArrays) -> np.ndarray:
-    """The user × user similarity matrix described by validated ``options``."""
-    return exact_similarity(options["name"], ratings.matrix, options["min_support"])
+def similarity_matrix(options: Mapping, ratings: RatingArrays,
+                      with_sensitivity: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """The user × user similarity matrix described by validated ``options``.
+
+    Returns ``(sim, sensitivity)``; ``sensitivity`` is each user's
+    recommendation-aware sensitivity ``RS(u)`` when ``with_sensitivity`` is
+    set (the private selectors need it), else ``None``.
+    """
+    name, min_support = options["name"], options["min_support"]
+    sim, sums = exact_similarity_and_sums(name, ratings.matrix, min_support)
+    if not with_sensitivity:
+        return sim, None
+    return sim, recommendation_aware_sensitivity(name, ratings.matrix, sim, sums, min_support)
 
 
-__all__ = ["EXACT_SIMILARITIES", "check_sim_options", "exact_similarity", "similarity_matrix"]
+__all__ = ["EXACT_SIMILARITIES", "check_sim_options", "exact_similarity",
+           "recommendation_aware_sensitivity", "similarity_matrix"]

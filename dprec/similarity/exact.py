@@ -58,6 +58,26 @@ def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return out
 
 
+def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods) -> np.ndarray:
+    """Surprise's similarity ``name`` from the co-rated sums, elementwise.
+
+    The arrays (any common shape) are ``|I_uv|``, ``Σ r_ui``, ``Σ r_vi``,
+    ``Σ r_ui²``, ``Σ r_vi²`` and ``Σ r_ui r_vi`` over the co-rated items; the
+    expressions are Surprise's, operation for operation.  Where ``|I_uv| = 0``
+    or a denominator vanishes the similarity is 0.
+    """
+    if name == "cosine":
+        return _divide(prods, np.sqrt(sq_i * sq_j))
+    if name == "msd":
+        sq_diff = sq_i + sq_j - 2.0 * prods
+        sim = _divide(np.ones_like(freq), _divide(sq_diff, freq) + 1.0)
+        return np.where(freq == 0, 0.0, sim)
+    numerator = freq * prods - s_i * s_j
+    var_i = np.maximum(freq * sq_i - s_i**2, 0.0)
+    var_j = np.maximum(freq * sq_j - s_j**2, 0.0)
+    return _divide(numerator, np.sqrt(var_i * var_j))
+
+
 def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) -> np.ndarray:
     """The n_users × n_users similarity matrix ``name`` of Surprise.
 
@@ -73,24 +93,71 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
     -------
     numpy.ndarray of shape (n_users, n_users), float64, symmetric.
     """
+    return exact_similarity_and_sums(name, ratings, min_support)[0]
+
+
+def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: int = 1):
+    """:func:`exact_similarity` and the co-rated sums it was computed from."""
     if name not in EXACT_SIMILARITIES:
         raise ValueError(f"name must be one of {EXACT_SIMILARITIES}, got {name!r}")
-    freq, sq_i, prods, *sums = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64),
-                                             with_sums=name == "pearson")
-    sq_j = sq_i.T
-    if name == "cosine":
-        sim = _divide(prods, np.sqrt(sq_i * sq_j))
-    elif name == "msd":
-        sq_diff = sq_i + sq_j - 2.0 * prods
-        sim = _divide(np.ones_like(freq), _divide(sq_diff, freq) + 1.0)
-        sim[freq == 0] = 0.0
-    else:
-        s_i = sums[0]
-        s_j = s_i.T
-        numerator = freq * prods - s_i * s_j
-        var_i = np.maximum(freq * sq_i - s_i**2, 0.0)
-        var_j = np.maximum(freq * sq_j - s_j**2, 0.0)
-        sim = _divide(numerator, np.sqrt(var_i * var_j))
+    freq, sq_i, prods, s_i = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64))
+    sim = similarity_from_sums(name, freq, s_i, s_i.T, sq_i, sq_i.T, prods)
     sim[freq < min_support] = 0.0
     np.fill_diagonal(sim, 1.0)
-    return sim
+    return sim, (freq, s_i, sq_i, prods)
+
+
+def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.ndarray,
+                                     sums: tuple, min_support: int = 1,
+                                     floor: float = 1e-6) -> np.ndarray:
+    r"""Each user's recommendation-aware sensitivity ``RS(u)`` (Zhu et al. 2013).
+
+    .. math::
+        RS(u, v) = \max_{s \in I_{uv}} |sim(u, v) - sim_{-s}(u, v)|, \qquad
+        RS(u) = \max_{v \ne u} RS(u, v)
+
+    where :math:`sim_{-s}` is the similarity recomputed without item ``s``
+    (its contribution subtracted from every co-rated sum; pairs left with
+    fewer than ``min_support`` co-rated items get 0).  Every (u, v, s) triple
+    with ``s`` co-rated is visited once, item by item, as one array operation
+    over the item's raters × raters.
+
+    Parameters
+    ----------
+    name : {"cosine", "msd", "pearson"}
+    ratings : scipy.sparse.csr_matrix
+        Users × items ratings.
+    sim : ndarray (n_users, n_users)
+        The similarity matrix (from :func:`exact_similarity_and_sums`).
+    sums : tuple
+        ``(freq, s_i, sq_i, prods)`` from the same call.
+    min_support : int
+    floor : float
+        Lower bound on ``RS(u)`` so the exponential weights stay finite.
+
+    Returns
+    -------
+    ndarray of shape (n_users,)
+    """
+    freq, s_i, sq_i, prods = (np.ascontiguousarray(m) for m in sums)
+    sim = np.ascontiguousarray(sim)
+    n_users = ratings.shape[0]
+    by_item = sp.csc_matrix(ratings, dtype=np.float64)
+    sensitivity = np.zeros(ratings.shape[0])
+    for item in range(by_item.shape[1]):
+        start, stop = by_item.indptr[item], by_item.indptr[item + 1]
+        if stop - start < 2:
+            continue
+        users, r = by_item.indices[start:stop], by_item.data[start:stop]
+        ri, rj = r[:, None], r[None, :]
+        cells = users[:, None] * n_users + users[None, :]  # the block raters × raters
+        f = freq.take(cells) - 1.0
+        si = s_i.take(cells) if name == "pearson" else np.zeros_like(f)
+        sqi = sq_i.take(cells)
+        without = similarity_from_sums(name, f, si - ri, si.T - rj, sqi - ri**2,
+                                       sqi.T - rj**2, prods.take(cells) - ri * rj)
+        without[f < max(min_support, 1)] = 0.0
+        change = np.abs(sim.take(cells) - without)
+        np.fill_diagonal(change, 0.0)
+        np.maximum.at(sensitivity, users, change.max(axis=1))
+    return np.maximum(sensitivity, floor)

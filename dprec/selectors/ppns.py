@@ -1,0 +1,138 @@
+"""PPNS: partitioned probabilistic neighbour selection (Lu & Shen, ComSIS 2015)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._rng import QueryNoise
+from .._validation import check_epsilon, check_real
+from ..mechanisms import gumbel_keys_from_uniform
+from .base import (
+    Selection,
+    Selector,
+    mask_to_positions,
+    normalised_scores,
+    partition_count,
+    positions_to_mask,
+    top_by_key,
+)
+
+
+def ppns_schedule(k: int, p: float) -> np.ndarray:
+    r"""Draws per partition: ``⌈p(1−p)^{i−1}k⌉`` for ``i = 1, 2, …`` until ``k − 1``.
+
+    The last count is capped so that the total is exactly ``k − 1``; the
+    ``k``-th neighbour comes from the unvisited partitions.  E.g. ``k = 40``,
+    ``p = 0.5``: ``[20, 10, 5, 3, 1]``.
+    """
+    counts, total, i = [], 0, 0
+    while total < k - 1:
+        count = min(math.ceil(p * (1 - p) ** i * k), k - 1 - total)
+        counts.append(count)
+        total += count
+        i += 1
+    return np.array(counts, dtype=np.int64)
+
+
+class PPNS(Selector):
+    r"""Partitioned probabilistic neighbour selection (the paper's Algorithm 1).
+
+    The similarity-sorted candidates are cut into partitions of ``k``
+    (partition ``i`` holds ranks ``(i−1)k+1 … ik``).  Partition ``i = 1, 2, …``
+    gives ``⌈p(1−p)^{i−1}k⌉`` neighbours (:func:`ppns_schedule`), drawn
+    without replacement with exponential-mechanism weights
+    ``exp(ε·sim / (4k·RS))``, until ``k − 1`` are chosen; the last neighbour is
+    drawn with the same weights from all **unvisited** partitions, so every
+    candidate has a non-zero probability (if the partitions run out first,
+    the missing neighbours come from all remaining candidates).
+
+    With ``p ≤ (k−1)/k`` partition 1 gives at most ``k − 1`` neighbours, so the
+    exact top-k set is never chosen (no kNN attack with ``k`` fake users).
+    Accuracy: the realised ``α = Σ sim(chosen)/Σ sim(top-k)`` is at least
+    ``p`` on average (the paper's bound, for non-negative similarities).
+    Security ``β`` = the partitions the schedule visits, plus one for the last
+    neighbour: ``βk`` fake users are needed to cover where neighbours come from.
+
+    Privacy: ``k`` exponential draws of ``ε/(2k)`` each, i.e. ε/2 per
+    neighbour set, relative to one rating of a candidate with score
+    sensitivity ``RS`` (the weights as ALGORITHMS.md §3 specifies them).
+
+    Parameters
+    ----------
+    epsilon : float, default 1.0
+        Budget parameter of the weights (``> 0``).
+    p : float, optional
+        Geometric parameter, ``0 < p ≤ (k−1)/k`` (checked against ``k`` when
+        the selector is attached to a model).  Default 0.5 unless ``alpha``
+        is given.
+    alpha : float, optional
+        Target accuracy ``α₀ ∈ (0, 1)``; the paper sets ``p = α₀``, which
+        guarantees ``α ≥ α₀``.  Give ``p`` or ``alpha``, not both.
+    """
+
+    name = "ppns"
+    needs_sensitivity = True
+
+    def __init__(self, epsilon: float = 1.0, p: float | None = None,
+                 alpha: float | None = None) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        if p is not None and alpha is not None:
+            raise ValueError("give p or alpha (the target accuracy, which sets p = alpha), "
+                             "not both")
+        if alpha is not None:
+            p = check_real(alpha, "alpha", low=0.0, high=1.0, low_inclusive=False)
+        self.alpha = alpha
+        self.p = 0.5 if p is None else check_real(p, "p", low=0.0, high=1.0,
+                                                  low_inclusive=False)
+
+    def check_k(self, k: int) -> None:
+        if self.p > (k - 1) / k:
+            raise ValueError(
+                f"p={self.p} > (k-1)/k = {(k - 1) / k:.4g} for k={k}: partition 1 would give "
+                f"all k neighbours, so the exact top-k set becomes reachable and PPNS no "
+                f"longer resists the kNN attack; choose p <= (k-1)/k"
+                + (" (PPNS needs k >= 2)" if k < 2 else ""))
+
+    def beta(self, n_valid: np.ndarray, k: int) -> np.ndarray:
+        """β per row: partitions visited by the schedule + 1, at most the partitions there are."""
+        visited = len(ppns_schedule(k, self.p))
+        return np.maximum(np.minimum(visited + 1, partition_count(n_valid, k)), 1)
+
+    def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
+               sensitivity: np.ndarray | None = None) -> Selection:
+        n_rows, width = sims.shape
+        n_valid = np.asarray(n_valid)
+        n_parts = -(-width // k)
+        padded = np.full((n_rows, n_parts * k), -np.inf)
+        padded[:, :width] = sims
+        valid = np.arange(n_parts * k)[None, :] < n_valid[:, None]
+        scores = normalised_scores(padded, valid, sensitivity)
+        coefficient = self.epsilon / (4 * k)
+
+        # stage 1: the schedule, partition by partition (Gumbel top-c within each)
+        schedule = np.zeros(n_parts, dtype=np.int64)
+        planned = ppns_schedule(k, self.p)[:n_parts]
+        schedule[:len(planned)] = planned
+        keys = gumbel_keys_from_uniform(scores, coefficient, noise.uniform(n_parts * k),
+                                        mask=valid).reshape(n_rows, n_parts, k)
+        rank = np.argsort(np.argsort(-keys, axis=2, kind="stable"), axis=2, kind="stable")
+        chosen = (rank < schedule[None, :, None]) & np.isfinite(keys)
+        visited = np.broadcast_to(schedule > 0, (n_rows, n_parts))
+        chosen = chosen.reshape(n_rows, -1)
+
+        # stage 2: the remaining neighbour(s) from the unvisited partitions
+        unvisited = valid & ~np.repeat(visited, k, axis=1)
+        pool = np.where(unvisited.any(axis=1, keepdims=True), unvisited, valid & ~chosen)
+        extra = np.minimum(n_valid, k) - chosen.sum(axis=1)
+        keys = gumbel_keys_from_uniform(scores, coefficient,
+                                        noise.uniform(n_parts * k, stream=1), mask=pool)
+        chosen |= positions_to_mask(top_by_key(keys, extra, k), n_parts * k)
+        positions = mask_to_positions(chosen[:, :width], k)
+        return Selection(positions, self.beta(n_valid, k).astype(np.int64))
+
+    def record_privacy(self, ledger, k: int) -> None:
+        ledger.record("selector", "exponential (PPNS selection, k draws)", self.epsilon / 2,
+                      unit="one rating of a candidate neighbour (score sensitivity RS), "
+                           "per neighbour set")

@@ -1,0 +1,40 @@
+"""Probabilistic neighbour selection (Adamopoulos & Tuzhilin, RecSys 2014)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._rng import QueryNoise
+from .._validation import check_real
+from ..mechanisms import gumbel_keys_from_uniform
+from .base import Selection, Selector, partition_count, top_by_key
+
+
+class Probabilistic(Selector):
+    r"""``k`` draws without replacement with probability ∝ ``max(sim, floor)``.
+
+    Every valid candidate can be drawn (``floor > 0``, ALGORITHMS.md §3
+    **choice**), so the selector's security β is the number of partitions of
+    the whole candidate list.  Implemented as the top-k of
+    ``log max(sim, floor) + Gumbel`` (one draw per query).  It makes **no
+    privacy claim**: nothing is written to the ledger.
+
+    Parameters
+    ----------
+    floor : float, default 1e-3
+        Weight of candidates with similarity ``<= floor`` (``> 0``).
+    """
+
+    name = "probabilistic"
+
+    def __init__(self, floor: float = 1e-3) -> None:
+        self.floor = check_real(floor, "floor", low=0.0, low_inclusive=False)
+
+    def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
+               sensitivity: np.ndarray | None = None) -> Selection:
+        valid = np.arange(sims.shape[1])[None, :] < np.asarray(n_valid)[:, None]
+        weights = np.maximum(np.where(valid, sims, self.floor), self.floor)
+        keys = gumbel_keys_from_uniform(np.log(weights), 1.0, noise.uniform(sims.shape[1]),
+                                        mask=valid)
+        positions = top_by_key(keys, np.minimum(n_valid, k), k)
+        return Selection(positions, partition_count(n_valid, k).astype(np.int64))
