@@ -60,15 +60,18 @@ class _Batch:
     alpha: np.ndarray
     beta: np.ndarray
     partitions: np.ndarray
+    neighbours: np.ndarray   # inner user ids of the chosen neighbours, -1 if empty
 
     @classmethod
     def empty(cls, n: int, k: int) -> _Batch:
         return cls(np.zeros(n), np.zeros(n, dtype=np.int64), np.ones(n),
-                   np.ones(n, dtype=np.int64), np.zeros((n, k), dtype=np.int64))
+                   np.ones(n, dtype=np.int64), np.zeros((n, k), dtype=np.int64),
+                   np.full((n, k), -1, dtype=np.int64))
 
-    def store(self, rows: np.ndarray, chosen: _Chosen) -> None:
+    def store(self, rows: np.ndarray, chosen: _Chosen, neighbours: np.ndarray) -> None:
         self.alpha[rows], self.beta[rows] = chosen.alpha, chosen.beta
         self.partitions[rows] = chosen.partitions
+        self.neighbours[rows] = neighbours
 
 
 class _SelectionLog:
@@ -185,18 +188,65 @@ class PrivateKNN(AlgoBase):
     # ------------------------------------------------------------------ fit
     def fit(self, trainset):
         """Compute the similarities (and spend any privacy budget) on ``trainset``."""
-        AlgoBase.fit(self, trainset)
-        self._seed = draw_seed(check_random_state(self.random_state))
-        self._ratings = RatingArrays.from_trainset(trainset)
-        self._ledger = PrivacyLedger()
+        ratings = RatingArrays.from_trainset(trainset)
         if self.verbose:
             print(f"Computing the {self.sim_options['name']} similarity matrix...")
-        self.sim, self._sensitivity = similarity_matrix(
-            self.sim_options, self._ratings, with_sensitivity=self._selector.needs_sensitivity)
+        sim, sensitivity = similarity_matrix(self.sim_options, ratings,
+                                             with_sensitivity=self._selector.needs_sensitivity)
+        return self._fit_with(trainset, ratings, sim, sensitivity)
+
+    def fit_precomputed(self, trainset, sim: np.ndarray,
+                        sensitivity: np.ndarray | None = None) -> PrivateKNN:
+        """Fit with a similarity matrix computed elsewhere (e.g. extended incrementally).
+
+        For simulations that refit on slightly changed data, such as the β-kNN
+        attack adding fake users: the caller supplies ``sim`` (n_users ×
+        n_users, inner ids of ``trainset``) and, for the private selectors,
+        each user's sensitivity ``RS`` — they must equal what :meth:`fit`
+        would compute.  Only for the exact similarities (a private backend
+        spends its budget inside :meth:`fit`).
+        """
+        n = trainset.n_users
+        sim = np.asarray(sim, dtype=np.float64)
+        if sim.shape != (n, n):
+            raise ValueError(f"sim must have shape ({n}, {n}), got {sim.shape}")
+        if self._selector.needs_sensitivity and (sensitivity is None or len(sensitivity) != n):
+            raise ValueError(f"sensitivity (one RS per user, {n}) is required by the "
+                             f"{self._selector.name} selector")
+        return self._fit_with(trainset, RatingArrays.from_trainset(trainset), sim, sensitivity)
+
+    def _fit_with(self, trainset, ratings, sim, sensitivity) -> PrivateKNN:
+        AlgoBase.fit(self, trainset)
+        self._seed = draw_seed(check_random_state(self.random_state))
+        self._ratings, self.sim, self._sensitivity = ratings, sim, sensitivity
+        self._ledger = PrivacyLedger()
         self._selector.record_privacy(self._ledger, self.k)
-        self._user_means = self._ratings.user_means()
+        self._user_means = ratings.user_means()
         self._selections = _SelectionLog()
         return self
+
+    def neighbours(self, users, items=None) -> np.ndarray:
+        """The neighbours the model chooses, as inner user ids (``-1`` for empty slots).
+
+        Parameters
+        ----------
+        users : array of inner user ids
+        items : array of inner item ids, optional
+            Required with ``neighbourhood="item"`` (the neighbours of ``u`` for
+            item ``i`` are chosen among the raters of ``i``); ignored with
+            ``neighbourhood="user"`` (one neighbour set per user).
+
+        Returns
+        -------
+        ndarray of shape (len(users), k): the same draws as the predictions use.
+        """
+        self._check_fitted()
+        users = np.asarray(users, dtype=np.int64)
+        if self.neighbourhood == "user":
+            return self._user_neighbours(users).columns
+        if items is None:
+            raise ValueError("items is required with neighbourhood='item'")
+        return self._estimate_item_neighbourhood(users, np.asarray(items, np.int64)).neighbours
 
     def privacy_report(self) -> PrivacyLedger:
         """The privacy ledger of the fitted model (empty when nothing private ran)."""
@@ -301,11 +351,11 @@ class PrivateKNN(AlgoBase):
             flat = users[block][:, None] * ratings.n_users + ratings.item_users[cells]
             sims = np.where(valid, self.sim.ravel().take(flat), -np.inf)
             chosen = self._select(sims, users[block], (users[block], items[block]))
-            neighbour_ratings = ratings.item_ratings[
-                np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)]
+            slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
             batch.est[block], batch.actual_k[block] = _weighted_mean(
-                chosen.weights, neighbour_ratings, chosen.weights > 0)
-            batch.store(block, chosen)
+                chosen.weights, ratings.item_ratings[slots], chosen.weights > 0)
+            batch.store(block, chosen,
+                        np.where(chosen.columns >= 0, ratings.item_users[slots], -1))
         return batch
 
     def _estimate_user_neighbourhood(self, users, items) -> _Batch:
@@ -316,7 +366,7 @@ class PrivateKNN(AlgoBase):
         values, found = self._ratings.lookup(np.maximum(neighbours, 0), items[:, None])
         found &= neighbours >= 0
         batch = _Batch.empty(len(users), self.k)
-        batch.store(np.arange(len(users)), per_user.take(inverse))
+        batch.store(np.arange(len(users)), per_user.take(inverse), neighbours)
         if not self.centered:
             batch.est, batch.actual_k = _weighted_mean(weights, values, found & (weights > 0))
             return batch

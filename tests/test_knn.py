@@ -177,3 +177,27 @@ def test_bad_parameters_are_rejected(kwargs, error, needle):
 def test_predict_before_fit_is_an_error():
     with pytest.raises(AttributeError, match="fit"):
         PrivateKNN().test([("1", "1", 3.0)])
+
+
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+def test_neighbours_and_fit_precomputed(split, neighbourhood):
+    trainset, testset = split
+    kwargs = {"k": 6, "sim_options": {"name": "cosine"}, "selector": "ppns", "epsilon": 1.0,
+              "neighbourhood": neighbourhood, "random_state": 2}
+    algo = PrivateKNN(**kwargs).fit(trainset)
+    users = np.arange(10)
+    items = np.array([trainset.ur[u][0][0] for u in users])
+    chosen = algo.neighbours(users, items)
+    assert chosen.shape == (10, 6)
+    assert ((chosen >= -1) & (chosen < trainset.n_users)).all()
+    if neighbourhood == "item":  # chosen among the raters of the item
+        for u, i, row in zip(users, items, chosen):
+            raters = {v for v, _ in trainset.ir[i]}
+            assert set(row[row >= 0]) <= raters
+    again = PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim, algo._sensitivity)
+    np.testing.assert_array_equal(again.neighbours(users, items), chosen)
+    assert again.test(testset[:100]) == algo.test(testset[:100])
+    with pytest.raises(ValueError, match="sensitivity"):
+        PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim)
+    with pytest.raises(ValueError, match="shape"):
+        PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim[1:], algo._sensitivity)

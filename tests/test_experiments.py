@@ -1,0 +1,33 @@
+"""The experiments run end to end in their quick form and write what they promise."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from dprec.evaluation import grid_table
+from dprec.experiments import selectors_cv
+
+
+@pytest.mark.slow
+def test_selectors_cv_quick_writes_csv_and_plot(tmp_path):
+    table = selectors_cv.main(["--quick", "--out", str(tmp_path)])
+    written = pd.read_csv(tmp_path / "selectors_cv.csv")
+    assert len(written) == len(table) > 0
+    assert {"selector", "epsilon", "k", "neighbourhood", "fold", "rmse", "mae", "alpha", "beta",
+            "fit_time", "test_time"} <= set(written.columns)
+    assert set(written.selector) == {"topk", "probabilistic", "pncf", "ppns"}
+    assert written[["rmse", "mae", "alpha", "beta"]].notna().all().all()
+    assert (tmp_path / "selectors_mae.png").stat().st_size > 10_000
+    topk = written[written.selector == "topk"]
+    assert (topk.alpha == 1).all() and (topk.beta == 1).all()
+
+
+def test_grid_table_runs_every_configuration_on_the_same_folds(small_data):
+    configs = [{"selector": "topk", "epsilon": None, "k": 5, "neighbourhood": "item"},
+               {"selector": "ppns", "epsilon": 1.0, "k": 5, "neighbourhood": "item"}]
+    one = grid_table(configs, selectors_cv.make_algo, small_data, n_folds=2, n_jobs=1)
+    two = grid_table(configs, selectors_cv.make_algo, small_data, n_folds=2, n_jobs=2)
+    assert len(one) == 4
+    pd.testing.assert_frame_equal(one.drop(columns=["fit_time", "test_time"]),
+                                  two.drop(columns=["fit_time", "test_time"]))

@@ -1,0 +1,231 @@
+"""Neighbour selectors: their distributions, guarantees and Surprise integration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import stats
+from surprise import dump
+from surprise.model_selection import GridSearchCV, KFold, cross_validate
+
+from dprec import PrivateKNN
+from dprec._rng import QueryNoise
+from dprec.selectors import PNCF, PPNS, Probabilistic, TopK, ppns_schedule
+from dprec.similarity.exact import exact_similarity, recommendation_aware_sensitivity
+from dprec.similarity.exact import exact_similarity_and_sums
+
+PRIVATE = ["pncf", "ppns"]
+RANDOMISED = ["probabilistic", *PRIVATE]
+
+
+def batch(sims_row, n_rows, seed=0):
+    """The same sorted candidate row for ``n_rows`` independent queries."""
+    sims = np.tile(np.sort(np.asarray(sims_row, dtype=float))[::-1], (n_rows, 1))
+    n_valid = np.full(n_rows, sims.shape[1])
+    return sims, n_valid, QueryNoise(seed, (np.arange(n_rows),)), np.ones(n_rows)
+
+
+@pytest.fixture(scope="module")
+def split(small_data):
+    return next(KFold(n_splits=4, random_state=0).split(small_data))
+
+
+# ------------------------------------------------------------------ distributions
+def test_probabilistic_frequencies_are_proportional_to_weights():
+    sims, n_valid, noise, _ = batch([0.9, 0.6, 0.3, 0.1, 0.0005], 40_000)
+    chosen = Probabilistic(floor=0.05).select(sims, n_valid, 1, noise).positions[:, 0]
+    weights = np.maximum(sims[0], 0.05)
+    counts = np.bincount(chosen, minlength=5)
+    assert stats.chisquare(counts, weights / weights.sum() * counts.sum()).pvalue > 1e-3
+    # and the test has power: uniform weights are rejected
+    assert stats.chisquare(counts).pvalue < 1e-6
+
+
+def test_ppns_never_returns_the_exact_top_k_and_follows_the_schedule():
+    k, p = 5, 0.8  # p = (k-1)/k, the largest p allowed
+    rng = np.random.default_rng(1)
+    sims, n_valid, noise, rs = batch(rng.random(23), 10_000)
+    positions = PPNS(epsilon=1.0, p=p).select(sims, n_valid, k, noise, rs).positions
+    assert (positions >= 0).all()
+    as_sets = np.sort(positions, axis=1)
+    assert not (as_sets == np.arange(k)).all(axis=1).any()
+    partitions = positions // k
+    per_partition = np.stack([(partitions == j).sum(axis=1) for j in range(5)], axis=1)
+    schedule = ppns_schedule(k, p)  # [4]
+    np.testing.assert_array_equal(per_partition[:, :len(schedule)], np.broadcast_to(
+        schedule, (len(positions), len(schedule))))
+    assert (per_partition[:, len(schedule):].sum(axis=1) == 1).all()  # the last neighbour
+
+
+def test_ppns_gives_every_candidate_a_positive_probability():
+    k = 5
+    sims, n_valid, noise, rs = batch(np.linspace(1, 0, 30), 10_000, seed=3)
+    positions = PPNS(epsilon=1.0, p=0.5).select(sims, n_valid, k, noise, rs).positions
+    counts = np.bincount(positions.ravel(), minlength=30)
+    assert (counts > 0).all()
+    # exactly ceil(p k) neighbours from partition 1 when it holds k candidates
+    assert ((positions < k).sum(axis=1) == np.ceil(0.5 * k)).all()
+
+
+def test_ppns_within_partition_draws_follow_the_exponential_weights():
+    k, eps = 4, 40.0
+    sims_row = [1.0, 0.7, 0.4, 0.1] + [0.05] * 12  # four partitions of k = 4
+    sims, n_valid, noise, rs = batch(sims_row, 40_000, seed=5)
+    positions = PPNS(epsilon=eps, p=0.25).select(sims, n_valid, k, noise, rs).positions
+    first = positions[:, 0]  # schedule [1, 1, 1]: one draw from partition 1
+    assert ((first >= 0) & (first < k)).all()
+    weights = np.exp(eps * np.asarray(sims_row[:k]) / (4 * k))
+    counts = np.bincount(first, minlength=k)
+    assert stats.chisquare(counts, weights / weights.sum() * len(first)).pvalue > 1e-3
+
+
+def test_pncf_respects_the_truncation_band():
+    k, eps, rho = 3, 2000.0, 0.5
+    sims_row = np.array([0.99, 0.98, 0.9, 0.7, 0.69, 0.68, 0.67, 0.2, 0.1, 0.05])
+    sims, n_valid, noise, rs = batch(sims_row, 5_000, seed=2)
+    selector = PNCF(epsilon=eps, rho=rho)
+    sim_k, lam = selector.truncation(sims, n_valid, k, rs)
+    assert 0 < lam[0] < sim_k[0]
+    positions = selector.select(sims, n_valid, k, noise, rs).positions
+    chosen_sims = sims_row[positions]
+    assert (chosen_sims >= sim_k[0] - lam[0]).all()          # never below the band
+    above = np.flatnonzero(sims_row >= sim_k[0] + lam[0])
+    assert len(above) > 0
+    assert all(np.isin(above, row).all() for row in positions)  # always above it
+    band = np.flatnonzero((sims_row < sim_k[0] + lam[0]) & (sims_row >= sim_k[0] - lam[0]))
+    assert len(np.unique(positions[~np.isin(positions, above)])) == len(band)  # all drawn
+
+
+@pytest.mark.parametrize("epsilon", [1e7])
+def test_large_epsilon_gives_the_deterministic_limits(epsilon):
+    k = 4
+    sims, n_valid, noise, rs = batch(np.linspace(1, 0.01, 17), 200)
+    pncf = PNCF(epsilon=epsilon).select(sims, n_valid, k, noise, rs).positions
+    np.testing.assert_array_equal(np.sort(pncf, axis=1), np.tile(np.arange(k), (200, 1)))
+    ppns = PPNS(epsilon=epsilon, p=0.5).select(sims, n_valid, k, noise, rs).positions
+    # schedule [2, 1]: the top 2 of partition 1, the top 1 of partition 2, the top of partition 3
+    np.testing.assert_array_equal(np.sort(ppns, axis=1), np.tile([0, 1, 4, 8], (200, 1)))
+
+
+def test_small_epsilon_spreads_the_choices():
+    k = 4
+    sims, n_valid, noise, rs = batch(np.linspace(1, 0.01, 17), 2000)
+    pncf = PNCF(epsilon=0.1).select(sims, n_valid, k, noise, rs).positions
+    assert (np.sort(pncf, axis=1) != np.arange(k)).any(axis=1).mean() > 0.5
+
+
+def test_topk_object_equals_the_name(split):
+    trainset, testset = split
+    by_name = PrivateKNN(k=10, sim_options={"name": "cosine"}).fit(trainset).test(testset)
+    by_object = PrivateKNN(k=10, sim_options={"name": "cosine"},
+                           selector=TopK()).fit(trainset).test(testset)
+    assert by_name == by_object
+
+
+# ---------------------------------------------------------------- sensitivity
+@pytest.mark.parametrize("name", ["cosine", "msd", "pearson"])
+@pytest.mark.parametrize("min_support", [1, 2])
+def test_recommendation_aware_sensitivity_is_exact(name, min_support):
+    rng = np.random.default_rng(0)
+    dense = rng.integers(1, 6, size=(9, 12)) * (rng.random((9, 12)) < 0.55)
+    ratings = sp.csr_matrix(dense.astype(float))
+    sim, sums = exact_similarity_and_sums(name, ratings, min_support)
+    fast = recommendation_aware_sensitivity(name, ratings, sim, sums, min_support, floor=0.0)
+    brute = np.zeros(9)
+    for item in range(12):
+        without = dense.copy()
+        without[:, item] = 0
+        sim_without = exact_similarity(name, sp.csr_matrix(without.astype(float)), min_support)
+        rated = dense[:, item] > 0
+        change = np.abs(sim - sim_without) * np.outer(rated, rated)
+        np.fill_diagonal(change, 0)
+        brute = np.maximum(brute, change.max(axis=1))
+    np.testing.assert_allclose(fast, brute, atol=1e-12)
+
+
+# ------------------------------------------------------------ model integration
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+@pytest.mark.parametrize("selector", RANDOMISED)
+def test_one_query_one_draw(split, tmp_path, selector, neighbourhood):
+    trainset, testset = split
+    algo = PrivateKNN(k=8, sim_options={"name": "cosine"}, selector=selector, epsilon=1.0,
+                      neighbourhood=neighbourhood, random_state=7).fit(trainset)
+    batch_predictions = algo.test(testset[:200])
+    assert [algo.predict(u, i, r) for u, i, r in testset[:200]] == batch_predictions
+    assert algo.test(testset[:200]) == batch_predictions  # asking again reveals nothing new
+    dump.dump(str(tmp_path / "m"), algo=algo)
+    assert dump.load(str(tmp_path / "m"))[1].test(testset[:200]) == batch_predictions
+    other = PrivateKNN(k=8, sim_options={"name": "cosine"}, selector=selector, epsilon=1.0,
+                       neighbourhood=neighbourhood, random_state=8).fit(trainset)
+    assert [p.est for p in other.test(testset[:200])] != [p.est for p in batch_predictions]
+    same = PrivateKNN(k=8, sim_options={"name": "cosine"}, selector=selector, epsilon=1.0,
+                      neighbourhood=neighbourhood, random_state=7).fit(trainset)
+    assert same.test(testset[:200]) == batch_predictions
+
+
+@pytest.mark.parametrize("selector", RANDOMISED)
+def test_cross_validate_n_jobs_agree_for_randomised_selectors(small_data, selector):
+    algo = PrivateKNN(k=10, sim_options={"name": "cosine"}, selector=selector, random_state=0)
+    folds = KFold(n_splits=3, random_state=0)
+    one = cross_validate(algo, small_data, measures=["rmse"], cv=folds, n_jobs=1)
+    two = cross_validate(algo, small_data, measures=["rmse"], cv=folds, n_jobs=2)
+    np.testing.assert_array_equal(one["test_rmse"], two["test_rmse"])
+
+
+@pytest.mark.parametrize(("selector", "expected"), [("pncf", 1.0), ("ppns", 0.5)])
+def test_private_selectors_write_their_epsilon_to_the_ledger(split, selector, expected):
+    algo = PrivateKNN(k=5, selector=selector, epsilon=1.0, random_state=0).fit(split[0])
+    ledger = algo.privacy_report()
+    assert len(ledger) >= 1
+    assert all(entry.component == "selector" for entry in ledger)
+    assert ledger.total() == pytest.approx((expected, 0.0))
+    assert len(PrivateKNN(selector="probabilistic").fit(split[0]).privacy_report()) == 0
+
+
+def test_details_and_selection_summary(split):
+    trainset, testset = split
+    k, p = 10, 0.5
+    algo = PrivateKNN(k=k, sim_options={"name": "cosine"}, selector="ppns", epsilon=1.0, p=p,
+                      neighbourhood="user", random_state=0).fit(trainset)
+    predictions = algo.test(testset)
+    possible = [pr for pr in predictions if not pr.details["was_impossible"]]
+    assert possible
+    for prediction in possible[:50]:
+        details = prediction.details
+        assert {"actual_k", "alpha", "beta", "partitions"} <= set(details)
+        assert len(details["partitions"]) == k
+        assert sum(part == 1 for part in details["partitions"]) == int(np.ceil(p * k))
+    summary = algo.selection_summary()
+    assert summary["selections"] > 0
+    assert summary["alpha"] >= p  # the paper's bound (non-negative similarities)
+    assert summary["beta"] == len(ppns_schedule(k, p)) + 1
+    assert summary["max_partition"] >= summary["beta"]
+
+
+def test_grid_search_over_selectors_and_epsilon(small_data):
+    grid = {"selector": ["probabilistic", "ppns", "pncf"], "epsilon": [0.5, 5.0], "p": [0.5],
+            "k": [10], "random_state": [0], "sim_options": {"name": ["cosine"]}}
+    search = GridSearchCV(PrivateKNN, grid, measures=["rmse"], cv=KFold(2, random_state=0))
+    search.fit(small_data)
+    assert np.isfinite(search.cv_results["mean_test_rmse"]).all()
+    assert len(search.cv_results["params"]) == 6
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "needle"),
+    [
+        ({"selector": "ppns", "p": 0.95, "k": 10}, ValueError, "top-k set"),
+        ({"selector": "ppns", "k": 1}, ValueError, "k >= 2"),
+        ({"selector": "ppns", "p": 0.5, "alpha": 0.5}, ValueError, "not both"),
+        ({"selector": "ppns", "p": 0.0}, ValueError, "p"),
+        ({"selector": "pncf", "epsilon": 0.0}, ValueError, "epsilon"),
+        ({"selector": "pncf", "epsilon": float("nan")}, ValueError, "epsilon"),
+        ({"selector": "pncf", "rho": 1.0}, ValueError, "rho"),
+        ({"selector": "ppns", "epsilon": "1"}, TypeError, "epsilon"),
+        ({"selector": PPNS(), "epsilon": 1.0}, ValueError, "epsilon"),
+    ],
+)
+def test_bad_selector_parameters(kwargs, error, needle):
+    with pytest.raises(error, match=needle):
+        PrivateKNN(**kwargs)
