@@ -1,8 +1,11 @@
 """dprec: private, attack-resistant neighbourhood recommenders for Surprise."""
 
+from . import datasets, mechanisms, metrics
 from .knn import PrivateKNN
 from .ledger import PrivacyLedger
+from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
-__all__ = ["PrivacyLedger", "PrivateKNN", "__version__"]
+__all__ = ["MallowsRanker", "PrivacyLedger", "PrivateKNN", "__version__", "datasets",
+           "mechanisms", "metrics"]

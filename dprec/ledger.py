@@ -3,8 +3,10 @@
 The idea of diffprivlib's ``BudgetAccountant``, kept small: every private
 component of a model records each mechanism it applies as one
 :class:`LedgerEntry` -- (component, mechanism, ε, δ, protected unit,
-applications per user) -- and :meth:`PrivacyLedger.total` composes them by
-basic sequential composition, ``(Σ n·ε, Σ n·δ)`` (Dwork & Roth 2014, Thm 3.16).
+applications per user, group of users) -- and :meth:`PrivacyLedger.total`
+composes them: sequentially within a group, ``(Σ n·ε, Σ n·δ)`` (Dwork & Roth
+2014, Thm 3.16), and in parallel across disjoint groups of users (McSherry,
+SIGMOD 2009), so heterogeneous per-user budgets report the largest one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from ._validation import check_delta, check_epsilon, check_int
+
+
+#: the ``users`` value of an entry that applies to every user
+ALL_USERS = "all"
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,9 @@ class LedgerEntry:
         (``"one rating"``, ``"one item of a user's set"``...).
     applications : int
         How many times it is applied to each user's data.
+    users : str
+        Whom it applies to: ``"all"`` (every user) or the name of a group of
+        users; different groups are disjoint.
     """
 
     component: str
@@ -42,6 +51,7 @@ class LedgerEntry:
     delta: float
     unit: str
     applications: int = 1
+    users: str = ALL_USERS
 
 
 class PrivacyLedger:
@@ -59,7 +69,8 @@ class PrivacyLedger:
         self._entries: list[LedgerEntry] = []
 
     def record(self, component: str, mechanism: str, epsilon: float, delta: float = 0.0,
-               unit: str = "one rating", applications: int = 1) -> LedgerEntry:
+               unit: str = "one rating", applications: int = 1,
+               users: str = ALL_USERS) -> LedgerEntry:
         """Append one entry after checking its parameters; returns it."""
         entry = LedgerEntry(
             component=str(component),
@@ -68,6 +79,7 @@ class PrivacyLedger:
             delta=check_delta(delta, "delta"),
             unit=str(unit),
             applications=check_int(applications, "applications", minimum=1),
+            users=str(users),
         )
         self._entries.append(entry)
         return entry
@@ -78,13 +90,23 @@ class PrivacyLedger:
         return tuple(self._entries)
 
     def total(self) -> tuple[float, float]:
-        """``(ε, δ)`` of all entries by basic sequential composition.
+        """``(ε, δ)`` of the most exposed user.
 
-        ``(0.0, 0.0)`` for an empty ledger (nothing private was applied).
+        Entries for ``users="all"`` add up for everybody; entries for a named
+        group add up within it; the groups are disjoint, so the total is the
+        "all" sum plus the largest group sum.  ``(0.0, 0.0)`` for an empty
+        ledger (nothing private was applied).
         """
-        eps = math.fsum(e.epsilon * e.applications for e in self._entries)
-        delta = math.fsum(e.delta * e.applications for e in self._entries)
-        return eps, min(delta, 1.0)
+        def sums(entries) -> tuple[float, float]:
+            entries = list(entries)
+            return (math.fsum(e.epsilon * e.applications for e in entries),
+                    math.fsum(e.delta * e.applications for e in entries))
+
+        shared = sums(e for e in self._entries if e.users == ALL_USERS)
+        groups = {e.users for e in self._entries} - {ALL_USERS}
+        worst = max((sums(e for e in self._entries if e.users == g) for g in groups),
+                    default=(0.0, 0.0))
+        return shared[0] + worst[0], min(shared[1] + worst[1], 1.0)
 
     def to_frame(self) -> pd.DataFrame:
         """The entries as a DataFrame, one row each."""

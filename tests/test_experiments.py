@@ -31,3 +31,14 @@ def test_grid_table_runs_every_configuration_on_the_same_folds(small_data):
     assert len(one) == 4
     pd.testing.assert_frame_equal(one.drop(columns=["fit_time", "test_time"]),
                                   two.drop(columns=["fit_time", "test_time"]))
+
+
+@pytest.mark.slow
+def test_ranking_dp_quick_writes_tables_and_figure(tmp_path):
+    from dprec.experiments import ranking_dp
+
+    assert ranking_dp.main(["--quick", "--dataset", "synthetic", "--out", str(tmp_path)]) == 0
+    for name in ["concordance.csv", "accuracy.csv", "accuracy_summary.csv", "ranking_dp.png"]:
+        assert (tmp_path / name).stat().st_size > 0
+    concordance = pd.read_csv(tmp_path / "concordance.csv")
+    assert len(concordance) > 0 and concordance.notna().all().all()

@@ -61,7 +61,7 @@ def test_to_frame_and_table():
     ledger = _example()
     frame = ledger.to_frame()
     assert isinstance(frame, pd.DataFrame)
-    assert frame.shape == (3, 6)
+    assert frame.shape == (3, 7)
     assert frame["mechanism"].tolist() == ["randomized_response", "exponential", "gaussian"]
     assert frame["applications"].tolist() == [2, 3, 4]
     assert (frame["epsilon"] * frame["applications"]).sum() == pytest.approx(ledger.total()[0])
@@ -119,3 +119,13 @@ def test_records_mechanism_privacy_maps():
     eps, delta = ledger.total()
     assert eps == pytest.approx(5 * 0.5 + 1.0)
     assert 0 < delta <= 1e-5
+
+
+def test_disjoint_user_groups_compose_in_parallel():
+    ledger = PrivacyLedger()
+    ledger.record("similarity", "randomized_response", 1.0)
+    ledger.record("ranking", "mallows", 0.5, users="group a")
+    ledger.record("ranking", "mallows", 2.0, users="group b")
+    ledger.record("ranking", "extra", 0.25, delta=1e-6, users="group a", applications=2)
+    assert ledger.total() == pytest.approx((3.0, 0.0))
+    assert "users" in ledger.to_frame().columns

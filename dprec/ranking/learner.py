@@ -1,0 +1,475 @@
+r"""``MallowsRanker``: a pairwise matrix-factorisation ranker on privatised orders.
+
+Xu, Sun & Cheng (2023), *Ranking Differential Privacy*, §5 (seed 003;
+ALGORITHMS.md §5).  Each user's training ratings become an order (ties broken
+uniformly at random), privatised once with ε-ranking DP
+(:func:`~dprec.ranking.mallows_privatize` or
+:func:`~dprec.ranking.laplace_privatize`), each user with their own
+:math:`\varepsilon_u` if wanted.  A pairwise logistic model
+
+.. math::
+    f(u, i) = b_i + p_u^\top q_i,\qquad
+    \min \sum_{(u, i \succ j)} \log\big(1 + e^{-(f(u,i) - f(u,j))}\big)
+    + \lambda\big(\|p_u\|^2 + \|q_i\|^2 + \|q_j\|^2 + b_i^2 + b_j^2\big)
+
+is then fitted by mini-batch SGD on pairs sampled from the privatised orders
+only (post-processing: the model has the privacy of the orders).
+
+What is protected: the order of a user's items (ε-ranking DP, one
+transposition = swapping the ratings of two of the user's items; the random
+tie breaking couples so that such a swap is one transposition of the order).
+Not protected, and used: *which* items each user rated and the histogram of
+their ratings (both invariant under a transposition).
+
+Surprise needs ratings, so :meth:`MallowsRanker.estimate` maps a score to the
+rating scale by quantiles: the score's position among the user's training
+scores (a smoothed empirical CDF, :math:`F_u`) is read on the user's training
+rating distribution (ratings spread uniformly over their half-steps, so the
+map is strictly increasing and the estimates keep the ranking, without ties).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+from surprise import AlgoBase, PredictionImpossible
+from surprise.prediction_algorithms.predictions import Prediction
+
+from .._rng import RandomStateLike, check_random_state, validate_random_state
+from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
+from ..ledger import PrivacyLedger
+from .mallows import CALIBRATIONS, laplace_privatize, mallows_privatize
+
+__all__ = ["MECHANISMS", "MallowsRanker"]
+
+#: Names accepted by ``mechanism``.
+MECHANISMS: tuple[str, ...] = ("mallows", "laplace")
+_UNKNOWN = "User and/or item is unknown."
+_UNIT = "one transposition of a user's ranking"
+#: Largest number of (query × training score) cells evaluated at once.
+_BLOCK_CELLS = 1 << 22
+
+EpsilonSpec = float | None | Mapping | Callable
+
+
+# ------------------------------------------------------------ helpers
+@dataclass(frozen=True)
+class _Segments:
+    """Per-user blocks of a flat array: block ``u`` is ``[start[u], start[u] + count[u])``."""
+
+    start: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def from_sorted_owner(cls, owner: np.ndarray, n: int) -> _Segments:
+        count = np.bincount(owner, minlength=n).astype(np.int64)
+        return cls(np.cumsum(count) - count, count)
+
+    def search(self, values: np.ndarray, group: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Per query, the first index in its group's block with ``values >= query``.
+
+        Vectorised bisection over all queries (``values`` increasing within
+        each block); clipped to the block's last index.
+        """
+        lo = self.start[group].copy()
+        hi = lo + self.count[group]
+        last = hi - 1
+        while True:
+            active = lo < hi
+            if not active.any():
+                break
+            mid = (lo + hi) // 2
+            right = values[np.minimum(mid, len(values) - 1)] < query
+            lo = np.where(active & right, mid + 1, lo)
+            hi = np.where(active & ~right, mid, hi)
+        return np.minimum(lo, last)
+
+
+def _check_user_epsilon(value, name: str) -> float:
+    """One user's ε: ``> 0``; ``None`` or ``inf`` mean no privacy (returned as inf)."""
+    if value is None:
+        return math.inf
+    return check_epsilon(value, name, allow_inf=True)
+
+
+def _check_epsilon_spec(epsilon) -> None:
+    if epsilon is None or callable(epsilon):
+        return
+    if isinstance(epsilon, Mapping):
+        for uid, value in epsilon.items():
+            _check_user_epsilon(value, f"epsilon[{uid!r}]")
+        return
+    if isinstance(epsilon, numbers.Real) and not isinstance(epsilon, bool):
+        check_epsilon(epsilon, "epsilon", allow_inf=True)
+        return
+    raise TypeError("epsilon must be a number, None, a mapping {raw user id: epsilon} or a "
+                    f"callable(raw user id) -> epsilon, got {type(epsilon).__name__}")
+
+
+def _rating_step(ratings: np.ndarray) -> float:
+    """Smallest gap between distinct rating values (1 for MovieLens)."""
+    values = np.unique(ratings)
+    return float(np.diff(values).min()) if len(values) > 1 else 0.0
+
+
+# ------------------------------------------------------------ the algorithm
+class MallowsRanker(AlgoBase):
+    r"""Pairwise logistic MF trained on ε-ranking-DP orders (Xu, Sun & Cheng 2023).
+
+    Parameters
+    ----------
+    epsilon : float, None, mapping or callable, default 1.0
+        Privacy budget of each user's order (ε-ranking DP: neighbouring
+        orders differ by one transposition).  A number ``> 0`` for every
+        user; ``None`` (or ``inf``) for no privacy; a mapping
+        ``{raw user id: ε}`` or a callable ``raw user id -> ε`` for
+        heterogeneous (per-user) budgets, ``None``/``inf`` values meaning that
+        user is not protected.  A mapping must cover every training user.
+        (Surprise's ``GridSearchCV`` mangles dict-valued parameters: grid
+        over numbers or callables.)
+    mechanism : {"mallows", "laplace"}, default "mallows"
+        Privatizer of the orders.
+    calibration : {"tight", "conservative"}, default "tight"
+        Mallows dispersion θ = ε/(2m−3) or ε/(2m) (see
+        :mod:`dprec.ranking.mallows`).
+    n_factors : int, default 32
+        Dimension of :math:`p_u, q_i`.
+    n_epochs : int, default 20
+        Passes; each samples ``pairs_per_rating × n_ratings`` pairs.
+    lr : float, default 0.05
+        SGD step size of the first epoch, decayed linearly towards 0.
+    reg : float, default 0.05
+        L2 penalty :math:`\lambda`.
+    batch_size : int, default 1024
+        Pairs per SGD step.
+    pairs_per_rating : float, default 2.0
+        Pairs sampled per epoch, per training rating.
+
+    The defaults were tuned on one 80/20 split of MovieLens 100k (pooled
+    pairwise accuracy 0.72 without privacy, SVD 0.71 on the same split).
+    random_state : None, int, RandomState or Generator
+        Stored as given; turned into a Generator in :meth:`fit` (tie
+        breaking, privatisation, initialisation, pair sampling).
+    verbose : bool, default False
+        Print the loss per epoch.
+
+    Attributes
+    ----------
+    user_factors_, item_factors_ : ndarray
+        :math:`p_u` (n_users × n_factors) and :math:`q_i`.
+    item_bias_ : ndarray
+        :math:`b_i`.
+    user_epsilon_ : ndarray
+        ε of each user (inner id order; inf = not protected).
+    orders_ : list of ndarray
+        The privatised orders (inner item ids, most preferred first).
+    """
+
+    def __init__(self, epsilon: EpsilonSpec = 1.0, mechanism: str = "mallows",
+                 calibration: str = "tight", n_factors: int = 32, n_epochs: int = 20,
+                 lr: float = 0.05, reg: float = 0.05, batch_size: int = 1024,
+                 pairs_per_rating: float = 2.0, random_state: RandomStateLike = None,
+                 verbose: bool = False) -> None:
+        AlgoBase.__init__(self)
+        self.epsilon = epsilon
+        self.mechanism = mechanism
+        self.calibration = calibration
+        self.n_factors = n_factors
+        self.n_epochs = n_epochs
+        self.lr = lr
+        self.reg = reg
+        self.batch_size = batch_size
+        self.pairs_per_rating = pairs_per_rating
+        self.random_state = random_state
+        self.verbose = verbose
+        self._check_params()
+
+    def _check_params(self) -> None:
+        _check_epsilon_spec(self.epsilon)
+        check_choice(self.mechanism, "mechanism", MECHANISMS)
+        check_choice(self.calibration, "calibration", CALIBRATIONS)
+        check_int(self.n_factors, "n_factors", minimum=1)
+        check_int(self.n_epochs, "n_epochs", minimum=0)
+        check_real(self.lr, "lr", low=0.0, low_inclusive=False)
+        check_real(self.reg, "reg", low=0.0)
+        check_int(self.batch_size, "batch_size", minimum=1)
+        check_real(self.pairs_per_rating, "pairs_per_rating", low=0.0, low_inclusive=False)
+        validate_random_state(self.random_state)
+        check_bool(self.verbose, "verbose")
+
+    # ------------------------------------------------------------ fit
+    def fit(self, trainset) -> MallowsRanker:
+        """Privatise every user's order, then fit the pairwise model."""
+        self._check_params()
+        AlgoBase.fit(self, trainset)
+        rng = check_random_state(self.random_state)
+        users, items, ratings = _rating_arrays(trainset)
+        self.user_epsilon_ = self._user_epsilons(trainset)
+        order = np.lexsort((rng.random(len(items)), -ratings, users))
+        segments = _Segments.from_sorted_owner(users[order], trainset.n_users)
+        true_orders = np.split(items[order], np.cumsum(segments.count)[:-1])
+        privatize = (mallows_privatize if self.mechanism.lower() == "mallows"
+                     else laplace_privatize)
+        kwargs = {"calibration": self.calibration} if privatize is mallows_privatize else {}
+        self.orders_ = privatize(true_orders, self.user_epsilon_, rng, **kwargs)
+        self._fit_factors(rng, np.concatenate(self.orders_), segments)
+        self._fit_rating_map(users[order], items[order], ratings[order], segments)
+        return self
+
+    def _user_epsilons(self, trainset) -> np.ndarray:
+        spec = self.epsilon
+        n = trainset.n_users
+        if spec is None or isinstance(spec, numbers.Real):
+            return np.full(n, _check_user_epsilon(spec, "epsilon"))
+        raw = [trainset.to_raw_uid(u) for u in range(n)]
+        if isinstance(spec, Mapping):
+            missing = [r for r in raw if r not in spec]
+            if missing:
+                raise ValueError(f"epsilon: the mapping has no budget for {len(missing)} "
+                                 f"training users (e.g. {missing[0]!r})")
+            values = [spec[r] for r in raw]
+        else:
+            values = [spec(r) for r in raw]
+        return np.array([_check_user_epsilon(v, f"epsilon({r!r})")
+                         for r, v in zip(raw, values, strict=True)], dtype=np.float64)
+
+    def _fit_factors(self, rng: np.random.Generator, flat: np.ndarray,
+                     segments: _Segments) -> None:
+        """Mini-batch SGD on pairs ``(winner ≻ loser)`` drawn from the orders."""
+        n_users, n_items, k = self.trainset.n_users, self.trainset.n_items, self.n_factors
+        P = rng.normal(0.0, 0.1, (n_users, k))
+        Q = rng.normal(0.0, 0.1, (n_items, k))
+        b = np.zeros(n_items)
+        lr, reg = float(self.lr), float(self.reg)
+        anchors = np.flatnonzero(np.repeat(segments.count, segments.count) >= 2)
+        owner = np.repeat(np.arange(n_users), segments.count)
+        n_pairs = int(math.ceil(self.pairs_per_rating * len(anchors))) if len(anchors) else 0
+        for epoch in range(self.n_epochs):
+            step = lr * (1.0 - epoch / self.n_epochs)  # linear decay to 0
+            u, win, lose = _sample_pairs(rng, anchors, owner, segments, flat, n_pairs)
+            loss = 0.0
+            for lo in range(0, n_pairs, self.batch_size):
+                sl = slice(lo, lo + self.batch_size)
+                loss += _sgd_step(P, Q, b, u[sl], win[sl], lose[sl], step, reg)
+            if self.verbose:
+                print(f"epoch {epoch + 1}/{self.n_epochs}: mean pair loss "
+                      f"{loss / max(n_pairs, 1):.4f}")
+        self.user_factors_, self.item_factors_, self.item_bias_ = P, Q, b
+
+    def _fit_rating_map(self, users: np.ndarray, items: np.ndarray, ratings: np.ndarray,
+                        segments: _Segments) -> None:
+        """Sorted training scores, kernel bandwidths and rating quantiles per user."""
+        scores = self._scores(users, items)
+        order = np.lexsort((scores, users))
+        self._train_scores = scores[order]
+        self._score_segments = segments
+        count = np.maximum(segments.count, 1)
+        mean = np.bincount(users, scores, minlength=len(count)) / count
+        var = np.bincount(users, (scores - mean[users]) ** 2, minlength=len(count)) / count
+        spread = np.sqrt(var)
+        floor = 1e-3 * max(float(scores.std()), 1e-12)
+        # Silverman-type rule for the logistic kernel (sd = pi h / sqrt 3)
+        self._bandwidth = np.maximum(0.5 * spread * count ** -0.2, floor)
+        self._quantiles = _RatingQuantiles.build(users, ratings, len(count),
+                                                 self.trainset.rating_scale)
+
+    # ------------------------------------------------------------ predict
+    def _scores(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        return self.item_bias_[items] + np.einsum(
+            "ij,ij->i", self.user_factors_[users], self.item_factors_[items])
+
+    def _estimate_batch(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Rating-scale estimates for known inner ids (same code for one or many)."""
+        scores = self._scores(users, items)
+        below, above = _kernel_cdf(scores, users, self._train_scores, self._score_segments,
+                                   self._bandwidth)
+        return self._quantiles(users, below, above)
+
+    def score(self, uid, iid) -> float:
+        """The raw ranking score :math:`b_i + p_u^\\top q_i` of raw ids."""
+        self._check_fitted()
+        u = self.trainset.to_inner_uid(uid)
+        i = self.trainset.to_inner_iid(iid)
+        return float(self._scores(np.array([u]), np.array([i]))[0])
+
+    def estimate(self, u, i) -> float:
+        """Estimate from inner ids (the quantile-mapped score; same as :meth:`test`)."""
+        self._check_fitted()
+        if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
+            raise PredictionImpossible(_UNKNOWN)
+        return float(self._estimate_batch(np.array([u]), np.array([i]))[0])
+
+    def test(self, testset, verbose: bool = False) -> list[Prediction]:
+        """Predict a whole testset at once; equal to ``predict`` one by one."""
+        self._check_fitted()
+        if len(testset) == 0:
+            return []
+        uids, iids, r_uis = zip(*testset, strict=True)
+        to_user = self.trainset._raw2inner_id_users
+        to_item = self.trainset._raw2inner_id_items
+        users = np.fromiter((to_user.get(u, -1) for u in uids), np.int64, len(uids))
+        items = np.fromiter((to_item.get(i, -1) for i in iids), np.int64, len(iids))
+        known = (users >= 0) & (items >= 0)
+        est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
+        if known.any():
+            est[known] = self._estimate_batch(users[known], items[known])
+        low, high = self.trainset.rating_scale
+        est = np.maximum(low, np.minimum(high, est))
+        details = [{"was_impossible": False} if ok
+                   else {"was_impossible": True, "reason": _UNKNOWN} for ok in known.tolist()]
+        predictions = list(map(Prediction, uids, iids, r_uis, est.tolist(), details))
+        if verbose:
+            for prediction in predictions:
+                print(prediction)
+        return predictions
+
+    def privacy_report(self) -> PrivacyLedger:
+        """What the fit spent, per user: one entry per distinct ε.
+
+        Each entry covers a disjoint group of users (its ``users`` field, also
+        named in its ``unit``); each user's guarantee is the ε of their own
+        entry, and :meth:`PrivacyLedger.total` (parallel composition across
+        groups) is the largest.  Users without privacy get an entry with ε = inf.
+        """
+        self._check_fitted()
+        ledger = PrivacyLedger()
+        values, counts = np.unique(self.user_epsilon_, return_counts=True)
+        total = len(self.user_epsilon_)
+        for eps, n in zip(values.tolist(), counts.tolist(), strict=True):
+            mechanism = self.mechanism.lower() if math.isfinite(eps) else "none (not private)"
+            if mechanism == "mallows":
+                mechanism = f"mallows ({self.calibration.lower()} θ)"
+            ledger.record("ranking", mechanism, epsilon=eps,
+                          unit=f"{_UNIT} ({n} of {total} users)", users=f"users with ε={eps:g}")
+        return ledger
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "_quantiles"):
+            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+
+# ------------------------------------------------------------ training kernels
+def _rating_arrays(trainset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(inner user, inner item, rating) of every training rating."""
+    n = trainset.n_ratings
+    data = np.fromiter(trainset.all_ratings(), dtype=[("u", np.int64), ("i", np.int64),
+                                                      ("r", np.float64)], count=n)
+    return data["u"].copy(), data["i"].copy(), data["r"].copy()
+
+
+def _sample_pairs(rng: np.random.Generator, anchors: np.ndarray, owner: np.ndarray,
+                  segments: _Segments, flat: np.ndarray, n_pairs: int):
+    """``n_pairs`` pairs ``(user, winner, loser)`` from the privatised orders ``flat``.
+
+    A random position of an order with at least two items (orders weighted by
+    their length), and another position of the same order drawn uniformly;
+    the item ranked higher wins.
+    """
+    a = anchors[rng.integers(0, len(anchors), n_pairs)] if len(anchors) else anchors
+    u = owner[a]
+    start, size = segments.start[u], segments.count[u]
+    other = start + rng.integers(0, size - 1)
+    other += other >= a  # skip the anchor itself
+    first, second = np.minimum(a, other), np.maximum(a, other)
+    return u, flat[first], flat[second]
+
+
+def _sgd_step(P: np.ndarray, Q: np.ndarray, b: np.ndarray, u: np.ndarray, i: np.ndarray,
+              j: np.ndarray, lr: float, reg: float) -> float:
+    r"""One step on the pairs :math:`i \succ j` of users :math:`u`; returns the summed loss.
+
+    With :math:`x = f(u,i) - f(u,j)` and :math:`g = -\sigma(-x)`:
+    :math:`\nabla_{p_u} = g(q_i - q_j) + \lambda p_u`,
+    :math:`\nabla_{q_i} = g\,p_u + \lambda q_i`,
+    :math:`\nabla_{q_j} = -g\,p_u + \lambda q_j`,
+    :math:`\nabla_{b_i} = g + \lambda b_i`, :math:`\nabla_{b_j} = -g + \lambda b_j`.
+    """
+    pu, qi, qj = P[u], Q[i], Q[j]
+    x = b[i] - b[j] + np.einsum("ij,ij->i", pu, qi - qj)
+    g = -expit(-x)
+    gcol = g[:, None]
+    np.add.at(P, u, -lr * (gcol * (qi - qj) + reg * pu))
+    np.add.at(Q, i, -lr * (gcol * pu + reg * qi))
+    np.add.at(Q, j, -lr * (-gcol * pu + reg * qj))
+    np.add.at(b, i, -lr * (g + reg * b[i]))
+    np.add.at(b, j, -lr * (-g + reg * b[j]))
+    return float(np.logaddexp(0.0, -x).sum())
+
+
+# ------------------------------------------------------------ the rating map
+def _kernel_cdf(scores: np.ndarray, users: np.ndarray, train_scores: np.ndarray,
+                segments: _Segments, bandwidth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""Smoothed CDF of each user's training scores at the query scores.
+
+    :math:`F_u(s) = \frac1{m_u}\sum_k \sigma\big((s - s_k)/h_u\big)` and
+    :math:`1 - F_u(s)` computed separately (accurate in both tails).
+    Queries are processed in blocks of at most ``_BLOCK_CELLS`` cells.
+    """
+    below = np.zeros(len(scores))
+    above = np.zeros(len(scores))
+    sizes = segments.count[users]
+    cum = np.cumsum(sizes)
+    lo = 0
+    while lo < len(scores):
+        hi = int(np.searchsorted(cum, (cum[lo] - sizes[lo]) + _BLOCK_CELLS, side="right"))
+        hi = min(max(hi, lo + 1), len(scores))
+        size = sizes[lo:hi]
+        query = np.repeat(np.arange(lo, hi), size)
+        offset = np.arange(len(query)) - np.repeat(np.cumsum(size) - size, size)
+        cells = segments.start[users[query]] + offset
+        z = (scores[query] - train_scores[cells]) / bandwidth[users[query]]
+        below[lo:hi] = np.bincount(query - lo, expit(z), minlength=hi - lo)
+        above[lo:hi] = np.bincount(query - lo, expit(-z), minlength=hi - lo)
+        lo = hi
+    count = np.maximum(sizes, 1)
+    return below / count, above / count
+
+
+@dataclass(frozen=True)
+class _RatingQuantiles:
+    r"""Quantile function of each user's training ratings, made continuous.
+
+    Rating :math:`r` of weight :math:`w_r` is spread uniformly over
+    :math:`[r - \delta, r + \delta] \cap [r_{\min}, r_{\max}]`, :math:`\delta` half
+    the smallest rating step, so :math:`Q_u` is strictly increasing and
+    continuous in probability; :math:`Q_u(F)` is read from below for
+    :math:`F \le 1/2` and from above (with :math:`1 - F`) otherwise.
+    """
+
+    segments: _Segments
+    lower: np.ndarray      # interval start of each (user, rating value)
+    upper: np.ndarray      # interval end
+    weight: np.ndarray     # share of the user's ratings
+    cum_below: np.ndarray  # share of the user's ratings strictly below the value
+    cum_above: np.ndarray  # share strictly above
+
+    @classmethod
+    def build(cls, users: np.ndarray, ratings: np.ndarray, n_users: int,
+              scale: tuple[float, float]) -> _RatingQuantiles:
+        half = 0.5 * _rating_step(ratings)
+        pairs, counts = np.unique(np.stack([users, ratings]), axis=1, return_counts=True)
+        owner, value = pairs[0].astype(np.int64), pairs[1]
+        segments = _Segments.from_sorted_owner(owner, n_users)
+        totals = np.bincount(owner, counts, minlength=n_users)[owner]
+        before = np.cumsum(counts) - counts               # integer counts: exact
+        before -= np.repeat(before[segments.start[segments.count > 0]],
+                            segments.count[segments.count > 0])
+        weight = counts / totals
+        cum_below = before / totals
+        cum_above = (totals - before - counts) / totals
+        low, high = scale
+        return cls(segments, np.maximum(value - half, low), np.minimum(value + half, high),
+                   weight, cum_below, cum_above)
+
+    def __call__(self, users: np.ndarray, below: np.ndarray, above: np.ndarray) -> np.ndarray:
+        seg = self.segments.search(self.cum_below + self.weight, users, below)
+        width = self.upper[seg] - self.lower[seg]
+        from_low = self.lower[seg] + (below - self.cum_below[seg]) / self.weight[seg] * width
+        from_high = self.upper[seg] - (above - self.cum_above[seg]) / self.weight[seg] * width
+        est = np.where(below <= 0.5, from_low, from_high)
+        return np.clip(est, self.lower[seg], self.upper[seg])
