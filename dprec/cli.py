@@ -7,7 +7,10 @@ import sys
 from pathlib import Path
 
 from . import datasets
-from .evaluation import cross_validate_table, summarise
+from .evaluation import cross_validate_table, grid_table, parallel_backend, summarise
+
+CV_ALGORITHMS = ("knnbasic", "topk", "probabilistic", "pncf", "ppns", "mallows")
+CV_COLUMNS = ["algo", "epsilon", "fold", "rmse", "mae", "fit_time", "test_time"]
 
 
 def demo_algorithms(k: int, seed: int) -> dict:
@@ -22,6 +25,12 @@ def demo_algorithms(k: int, seed: int) -> dict:
         "PrivateKNN top-k, item nbhd": PrivateKNN(k=k, sim_options=cosine, random_state=seed),
         "PrivateKNN top-k, user nbhd": PrivateKNN(k=k, sim_options=cosine, neighbourhood="user",
                                                   centered=True, random_state=seed),
+        "PrivateKNN probabilistic": PrivateKNN(k=k, sim_options=cosine,
+                                               selector="probabilistic", random_state=seed),
+        "PrivateKNN PNCF ε=1": PrivateKNN(k=k, sim_options=cosine, selector="pncf", epsilon=1.0,
+                                          random_state=seed),
+        "PrivateKNN PPNS ε=1 p=0.5": PrivateKNN(k=k, sim_options=cosine, selector="ppns",
+                                                epsilon=1.0, p=0.5, random_state=seed),
     }
 
 
@@ -40,6 +49,67 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosine",
+                 p: float | None = None, neighbourhood: str = "item", seed: int = 0):
+    """The Surprise algorithm ``dprec cv --algo`` names, configured."""
+    from surprise import KNNBasic
+
+    from .knn import PrivateKNN
+    from .ranking import MallowsRanker
+
+    if algo == "knnbasic":
+        return KNNBasic(k=k, sim_options={"name": sim}, verbose=False)
+    if algo == "mallows":
+        return MallowsRanker(epsilon=epsilon, random_state=seed)
+    return PrivateKNN(k=k, sim_options={"name": sim}, selector=algo, epsilon=epsilon, p=p,
+                      neighbourhood=neighbourhood, random_state=seed)
+
+
+def run_cv(args: argparse.Namespace) -> int:
+    data, label = datasets.load_or_synthetic(args.dataset, args.seed)
+    epsilons = args.epsilon or [None]
+    print(f"dprec cv: {args.algo} on {label}, {args.folds} folds, ε = "
+          f"{', '.join(str(e) for e in epsilons)}, backend {args.backend}", flush=True)
+    configurations = [{"algo": args.algo, "epsilon": epsilon} for epsilon in epsilons]
+
+    def make(algo, epsilon):
+        return cv_algorithm(algo, epsilon, k=args.k, sim=args.sim, p=args.p,
+                            neighbourhood=args.neighbourhood, seed=args.seed)
+
+    with parallel_backend(args.backend, args.scheduler, max(args.n_jobs, 1)):
+        table = grid_table(configurations, make, data, n_folds=args.folds,
+                           random_state=args.seed, n_jobs=args.n_jobs, progress=args.progress)
+    extra = [c for c in table.columns if c not in CV_COLUMNS]
+    table = table[CV_COLUMNS + extra]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "cv.csv", index=False)
+    means = table.groupby("epsilon", dropna=False, sort=False)[["rmse", "mae"]].mean()
+    print(means.to_string(float_format=lambda x: f"{x:.4f}"))
+    if len(epsilons) > 1:
+        plot_cv(table, out / "cv.png")
+    print(f"written: {out / 'cv.csv'}")
+    return 0
+
+
+def plot_cv(table, path: Path) -> None:
+    """RMSE and MAE (fold means) against ε."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    means = table.dropna(subset=["epsilon"]).groupby("epsilon")[["rmse", "mae"]].mean()
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    for column in ["rmse", "mae"]:
+        ax.plot(means.index, means[column], marker="o", label=column.upper())
+    ax.set(xscale="log", xlabel="ε", title=f"{table['algo'].iloc[0]}: error against ε")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dprec", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -55,6 +125,29 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--n-jobs", type=int, default=1)
     demo.add_argument("--out", default="results", help="folder for demo.csv (default results/)")
     demo.set_defaults(handler=run_demo)
+
+    cv = commands.add_parser(
+        "cv", help="cross-validate one algorithm over several ε",
+        description="k-fold cross-validation of one algorithm for each ε; writes OUT/cv.csv "
+                    "(one row per ε and fold) and OUT/cv.png when several ε are given. The "
+                    "same seed gives the same scores whatever the backend and --n-jobs.")
+    cv.add_argument("--dataset", choices=["ml-100k", "lastfm", "synthetic", "auto"],
+                    default="auto", help="auto: MovieLens 100k, else synthetic (default)")
+    cv.add_argument("--algo", choices=CV_ALGORITHMS, default="ppns")
+    cv.add_argument("--sim", default="cosine", help="similarity for the kNN algorithms")
+    cv.add_argument("--epsilon", type=float, nargs="+", help="privacy budgets (one run each)")
+    cv.add_argument("--k", type=int, default=40)
+    cv.add_argument("--p", type=float, default=None, help="PPNS geometric parameter")
+    cv.add_argument("--neighbourhood", choices=["item", "user"], default="item")
+    cv.add_argument("--folds", type=int, default=5)
+    cv.add_argument("--seed", type=int, default=0)
+    cv.add_argument("--n-jobs", type=int, default=1)
+    cv.add_argument("--backend", choices=["loky", "dask"], default="loky")
+    cv.add_argument("--scheduler", default=None,
+                    help="address of a running Dask scheduler (default: a LocalCluster)")
+    cv.add_argument("--progress", action="store_true", help="print joblib progress")
+    cv.add_argument("--out", default="results/cv")
+    cv.set_defaults(handler=run_cv)
     return parser
 
 

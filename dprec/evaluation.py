@@ -10,7 +10,8 @@ these tables.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
@@ -114,3 +115,43 @@ def grid_table(configurations: Sequence[Mapping], make_algo: Callable[..., objec
     results = Parallel(n_jobs=n_jobs, verbose=10 if progress else 0)(tasks)
     rows = [{**config, "fold": fold, **result} for (config, fold), result in zip(jobs, results)]
     return pd.DataFrame(rows)
+
+
+@contextmanager
+def parallel_backend(backend: str = "loky", scheduler: str | None = None,
+                     n_workers: int = 2) -> Iterator[None]:
+    """Run the joblib jobs inside the block locally or on a Dask cluster.
+
+    Parameters
+    ----------
+    backend : {"loky", "dask"}
+        ``"loky"``: joblib's local processes.  ``"dask"``: joblib's Dask
+        backend (``dask.distributed``); every (configuration, fold) job of
+        :func:`grid_table` and every fold of Surprise's ``cross_validate``
+        runs on the workers, which need dprec installed.
+    scheduler : str, optional
+        Address of an existing Dask scheduler (``"tcp://host:8786"``);
+        without it a ``LocalCluster`` of ``n_workers`` single-threaded worker
+        processes is started for the block and closed after it.
+    """
+    import joblib
+
+    if backend == "loky":
+        yield
+        return
+    if backend != "dask":
+        raise ValueError(f"backend must be 'loky' or 'dask', got {backend!r}")
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError as error:  # pragma: no cover - depends on the extra
+        raise ImportError("the Dask backend needs dask[distributed]: "
+                          "pip install 'dprec[dask]'") from error
+    cluster = None if scheduler else LocalCluster(n_workers=n_workers, threads_per_worker=1,
+                                                  processes=True, dashboard_address=None)
+    with Client(scheduler or cluster) as client, joblib.parallel_backend("dask"):
+        try:
+            yield
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()

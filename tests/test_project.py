@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,3 +56,23 @@ def test_cli_help():
     out = subprocess.run([sys.executable, "-m", "dprec", "demo", "--help"], capture_output=True,
                          text=True, check=True, cwd=ROOT).stdout
     assert "--out" in out
+
+
+def run_cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "dprec", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, check=True)
+
+
+def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
+    pytest.importorskip("dask.distributed")
+    common = ["cv", "--dataset", "synthetic", "--algo", "ppns", "--epsilon", "1", "5",
+              "--folds", "2", "--k", "10", "--n-jobs", "2", "--seed", "3"]
+    run_cli(*common, "--out", str(tmp_path / "local"))
+    run_cli(*common, "--backend", "dask", "--out", str(tmp_path / "dask"))
+    local = pd.read_csv(tmp_path / "local" / "cv.csv")
+    remote = pd.read_csv(tmp_path / "dask" / "cv.csv")
+    assert list(local.columns[:7]) == ["algo", "epsilon", "fold", "rmse", "mae", "fit_time",
+                                       "test_time"]
+    scores = [c for c in local.columns if not c.endswith("_time")]
+    pd.testing.assert_frame_equal(local[scores], remote[scores])
+    assert len(local) == 4 and (tmp_path / "local" / "cv.png").is_file()
