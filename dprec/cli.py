@@ -35,7 +35,9 @@ def demo_algorithms(k: int, seed: int) -> dict:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    data, label = datasets.load_or_synthetic(args.dataset, args.seed)
+    if args.quick:
+        args.folds, args.k = 2, min(args.k, 10)
+    data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick)
     print(f"dprec demo: {args.folds}-fold cross-validation on {label}, k={args.k}", flush=True)
     table = cross_validate_table(demo_algorithms(args.k, args.seed), data, n_folds=args.folds,
                                  random_state=args.seed, n_jobs=args.n_jobs, progress=True)
@@ -124,6 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--n-jobs", type=int, default=1)
     demo.add_argument("--out", default="results", help="folder for demo.csv (default results/)")
+    demo.add_argument("--quick", action="store_true",
+                      help="a small fast run: 2 folds, k <= 10, small synthetic data when "
+                           "MovieLens is not used")
     demo.set_defaults(handler=run_demo)
 
     cv = commands.add_parser(

@@ -66,17 +66,20 @@ class DatasetUnavailable(FileNotFoundError, RuntimeError):
     """
 
 
-def load_or_synthetic(name: str = "auto", seed: int = 0) -> tuple[Dataset, str]:
+def load_or_synthetic(name: str = "auto", seed: int = 0,
+                      quick: bool = False) -> tuple[Dataset, str]:
     """``(Dataset, label)``: a named dataset, with a synthetic fallback for ``"auto"``.
 
     ``"auto"`` loads MovieLens 100k and, when it has no local copy, says so on
-    stderr and returns :func:`synthetic` data of the same shape instead.
-    ``"synthetic"`` always gives that synthetic data; other names as :func:`load`.
+    stderr and returns :func:`synthetic` data of the same shape instead (with
+    ``quick``: 300 users, 400 items, 12000 ratings).  ``"synthetic"`` always
+    gives that synthetic data; other names as :func:`load`.
     """
     labels = {"ml-100k": "MovieLens 100k", "lastfm": "HetRec 2011 Last.fm"}
-    synthetic_label = "synthetic (MovieLens-100k shape)"
+    shape = (300, 400, 12_000) if quick else (943, 1682, 100_000)
+    synthetic_label = f"synthetic ({shape[0]} users, {shape[1]} items, {shape[2]} ratings)"
     if name == "synthetic":
-        return synthetic(random_state=seed), synthetic_label
+        return synthetic(*shape, random_state=seed), synthetic_label
     real = "ml-100k" if name == "auto" else name
     try:
         return load(real), labels.get(real, real)
@@ -84,8 +87,8 @@ def load_or_synthetic(name: str = "auto", seed: int = 0) -> tuple[Dataset, str]:
         if name != "auto":
             raise
         print(f"MovieLens 100k could not be loaded: {error}\n"
-              "Falling back to dprec's synthetic data (MovieLens-100k shape).", file=sys.stderr)
-        return synthetic(random_state=seed), synthetic_label
+              f"Falling back to dprec's {synthetic_label} data.", file=sys.stderr)
+        return synthetic(*shape, random_state=seed), synthetic_label
 
 
 # --------------------------------------------------------------------------

@@ -28,8 +28,8 @@ def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
 
 def test_demo_on_synthetic_data_writes_the_table(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "dprec", "demo", "--dataset", "synthetic", "--folds", "2",
-         "--k", "10", "--out", str(tmp_path)],
+        [sys.executable, "-m", "dprec", "demo", "--dataset", "synthetic", "--quick",
+         "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=300, cwd=ROOT, check=True)
     table = pd.read_csv(tmp_path / "demo.csv")
     assert set(table.columns) >= {"algo", "fold", "rmse", "mae", "fit_time", "test_time"}
@@ -44,8 +44,7 @@ def test_demo_on_synthetic_data_writes_the_table(tmp_path):
 def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):
     env = {"SURPRISE_DATA_FOLDER": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin"}
     result = subprocess.run(
-        [sys.executable, "-m", "dprec", "demo", "--folds", "2", "--k", "5",
-         "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "dprec", "demo", "--quick", "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=True)
     assert "SURPRISE_DATA_FOLDER" in result.stderr
     assert "synthetic" in result.stderr

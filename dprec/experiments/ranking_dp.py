@@ -84,18 +84,6 @@ def concordance_table(ms: Sequence[int] = FIG2_M, epsilons: Sequence[float] = FI
 
 
 # ------------------------------------------------------------------ (b)
-def load_data(name: str = "ml-100k", seed: int = 0):
-    """``(Dataset, label)``: MovieLens 100k, or synthetic data of its shape (said so)."""
-    if name == "synthetic":
-        return datasets.synthetic(random_state=seed), "synthetic (ML-100k shape)"
-    try:
-        return datasets.load(name), name
-    except (FileNotFoundError, RuntimeError) as error:
-        print(f"{name} unavailable ({error}); FALLING BACK to synthetic data of the "
-              "MovieLens-100k shape", file=sys.stderr)
-        return datasets.synthetic(random_state=seed), "synthetic fallback (ML-100k shape)"
-
-
 def _user_groups(raw_uids: Sequence, seed: int) -> dict:
     """Raw uid -> ε of its group: users split in three equal groups at random."""
     uids = sorted(set(raw_uids), key=str)
@@ -241,7 +229,8 @@ def run(out: str | os.PathLike = "results/ranking", quick: bool = False, folds: 
         params = dict(ranker_params or {})
         folds, epsilons = folds or 5, EPSILONS
     concordance.to_csv(out / "concordance.csv", index=False)
-    data, label = load_data(dataset, seed)
+    data, label = datasets.load_or_synthetic("auto" if dataset == "ml-100k" else dataset,
+                                             seed, quick=quick)
     accuracy = accuracy_table(data, label, epsilons=epsilons, folds=folds, seed=seed,
                               ranker_params=params, verbose=verbose)
     accuracy.to_csv(out / "accuracy.csv", index=False)
