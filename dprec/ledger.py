@@ -18,7 +18,6 @@ import pandas as pd
 
 from ._validation import check_delta, check_epsilon, check_int
 
-
 #: the ``users`` value of an entry that applies to every user
 ALL_USERS = "all"
 

@@ -5,6 +5,7 @@ The .ipynb files are generated: edit the cells here, then run
 executes every notebook in quick mode (``DPREC_QUICK=1``).
 """
 import sys
+
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -18,10 +19,15 @@ QUICK = os.environ.get("DPREC_QUICK") == "1"   # DPREC_QUICK=1: a small run in w
 RESULTS = Path("..") / "results"
 print("quick mode" if QUICK else "full mode")'''
 
+KERNEL = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
 def write(path, cells):
+    """Cells starting with ``md:`` are Markdown, the others code."""
     nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [new_markdown_cell(c[3:]) if c.startswith("md:") else new_code_cell(c) for c in cells]
+    nb.metadata["kernelspec"] = KERNEL
+    nb.cells = [new_markdown_cell(c[3:]) if c.startswith("md:") else new_code_cell(c)
+                for c in cells]
     nbformat.write(nb, path)
 
 NOTEBOOKS = {}

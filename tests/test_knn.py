@@ -191,7 +191,7 @@ def test_neighbours_and_fit_precomputed(split, neighbourhood):
     assert chosen.shape == (10, 6)
     assert ((chosen >= -1) & (chosen < trainset.n_users)).all()
     if neighbourhood == "item":  # chosen among the raters of the item
-        for u, i, row in zip(users, items, chosen):
+        for i, row in zip(items, chosen):
             raters = {v for v, _ in trainset.ir[i]}
             assert set(row[row >= 0]) <= raters
     again = PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim, algo._sensitivity)

@@ -12,8 +12,11 @@ from surprise.model_selection import GridSearchCV, KFold, cross_validate
 from dprec import PrivateKNN
 from dprec._rng import QueryNoise
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK, ppns_schedule
-from dprec.similarity.exact import exact_similarity, recommendation_aware_sensitivity
-from dprec.similarity.exact import exact_similarity_and_sums
+from dprec.similarity.exact import (
+    exact_similarity,
+    exact_similarity_and_sums,
+    recommendation_aware_sensitivity,
+)
 
 PRIVATE = ["pncf", "ppns"]
 RANDOMISED = ["probabilistic", *PRIVATE]
