@@ -34,21 +34,24 @@ EXACT_SIMILARITIES = ("cosine", "msd", "pearson")
 def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True) -> tuple[np.ndarray, ...]:
     """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs.
 
-    Dense BLAS products (the last, needed by pearson only, is skipped when
-    ``with_sums`` is False).  When every rating is an integer and no sum can
-    exceed 2^24 they run in float32, where every partial sum of integers is
-    exact whatever the summation order, and are returned as float64: the
-    same numbers as float64 sums, about twice as fast.
+    Dense BLAS products (``X @ X.T`` runs as a symmetric rank-k update, half
+    the work of a general product); the last sum, needed by pearson only, is
+    ``None`` when ``with_sums`` is False.  When every rating is an integer and
+    no sum can exceed 2^24 they run in float32, where every partial sum of
+    integers is exact whatever the summation order, and are returned as
+    float64: the same numbers as float64 sums, about twice as fast.
     """
     R = ratings.toarray()
     max_sum = ratings.shape[1] * float(np.max(R**2, initial=0.0))
     exact_in_float32 = max_sum < 2**24 and np.array_equal(ratings.data, np.round(ratings.data))
     R = R.astype(np.float32 if exact_in_float32 else np.float64)
     B = (R != 0).astype(R.dtype)
-    left = np.vstack([B, R * R, R] if with_sums else [B, R * R]) @ B.T
-    blocks = [block.astype(np.float64) for block in np.split(left, left.shape[0] // len(R))]
-    blocks.insert(2, (R @ R.T).astype(np.float64))
-    return tuple(blocks)
+    freq = (B @ B.T).astype(np.float64)
+    prods = (R @ R.T).astype(np.float64)
+    B = B.T.copy()  # (items, users), contiguous for the general products
+    sq_i = ((R * R) @ B).astype(np.float64)
+    s_i = (R @ B).astype(np.float64) if with_sums else None
+    return freq, sq_i, prods, s_i
 
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -100,8 +103,10 @@ def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: in
     """:func:`exact_similarity` and the co-rated sums it was computed from."""
     if name not in EXACT_SIMILARITIES:
         raise ValueError(f"name must be one of {EXACT_SIMILARITIES}, got {name!r}")
-    freq, sq_i, prods, s_i = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64))
-    sim = similarity_from_sums(name, freq, s_i, s_i.T, sq_i, sq_i.T, prods)
+    freq, sq_i, prods, s_i = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64),
+                                           with_sums=name == "pearson")
+    s_j = None if s_i is None else s_i.T
+    sim = similarity_from_sums(name, freq, s_i, s_j, sq_i, sq_i.T, prods)
     sim[freq < min_support] = 0.0
     np.fill_diagonal(sim, 1.0)
     return sim, (freq, s_i, sq_i, prods)
@@ -139,7 +144,7 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
     -------
     ndarray of shape (n_users,)
     """
-    freq, s_i, sq_i, prods = (np.ascontiguousarray(m) for m in sums)
+    freq, s_i, sq_i, prods = (None if m is None else np.ascontiguousarray(m) for m in sums)
     sim = np.ascontiguousarray(sim)
     n_users = ratings.shape[0]
     by_item = sp.csc_matrix(ratings, dtype=np.float64)

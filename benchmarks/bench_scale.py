@@ -1,0 +1,90 @@
+"""Scale: 5-fold cross-validation on MovieLens-1M-shaped synthetic data.
+
+6040 users, 3706 items, 1,000,209 ratings (``dprec.datasets.synthetic``).
+Each configuration runs in its own process, so its wall time (fit + test
+of every fold, data generation excluded) and its peak memory (maximum
+resident set size of that process, data included) are its own:
+
+- Surprise ``KNNBasic`` (cosine, k = 40);
+- ``PrivateKNN`` top-k (cosine, k = 40, item neighbourhood);
+- ``PrivateKNN`` PPNS (ε = 1, p = 0.5) on RRMinHash similarities
+  (K = 256, B = 4, ε = 4, δ = 1e-4, items rated ≥ 4).
+
+Target: dprec's configurations under 2 minutes and 4 GB each.
+Run: ``python benchmarks/bench_scale.py [--folds 5] [--skip knnbasic]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+
+SHAPE = (6040, 3706, 1_000_209)
+CONFIGURATIONS = ("knnbasic", "topk", "ppns_rrminhash")
+
+
+def make_algo(name: str):
+    from surprise import KNNBasic
+
+    from dprec import PrivateKNN
+
+    if name == "knnbasic":
+        return KNNBasic(k=40, sim_options={"name": "cosine"}, verbose=False)
+    if name == "topk":
+        return PrivateKNN(k=40, sim_options={"name": "cosine"}, random_state=0)
+    return PrivateKNN(k=40, selector="ppns", epsilon=1.0, p=0.5, random_state=0,
+                      sim_options={"name": "rr_minhash", "K": 256, "B": 4, "epsilon": 4.0,
+                                   "delta": 1e-4, "threshold": 4})
+
+
+def run_one(name: str, n_folds: int) -> dict:
+    """Cross-validate one configuration in this process; returns its figures."""
+    from surprise import accuracy
+    from surprise.model_selection import KFold
+
+    from dprec import datasets
+
+    data = datasets.synthetic(*SHAPE, random_state=0)
+    splits = KFold(n_splits=n_folds, random_state=0).split(data)
+    seconds, rmse = 0.0, []
+    for trainset, testset in splits:
+        start = time.perf_counter()
+        predictions = make_algo(name).fit(trainset).test(testset)
+        seconds += time.perf_counter() - start
+        rmse.append(accuracy.rmse(predictions, verbose=False))
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"config": name, "seconds": seconds, "peak_mb": peak_mb,
+            "rmse": sum(rmse) / len(rmse), "folds": n_folds}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--skip", nargs="*", default=[], choices=CONFIGURATIONS)
+    parser.add_argument("--one", choices=CONFIGURATIONS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_one(args.one, args.folds)))
+        return
+    print(f"{SHAPE[0]} users × {SHAPE[1]} items, {SHAPE[2]} ratings; {args.folds}-fold CV, "
+          f"fit + test, one process per configuration")
+    print(f"{'configuration':<16} {'seconds':>9} {'peak MB':>9} {'RMSE':>7}")
+    for name in CONFIGURATIONS:
+        if name in args.skip:
+            continue
+        child = subprocess.run([sys.executable, __file__, "--one", name, "--folds",
+                                str(args.folds)], capture_output=True, text=True)
+        if child.returncode != 0:
+            print(f"{name:<16} failed: {child.stderr.strip().splitlines()[-1]}")
+            continue
+        result = json.loads(child.stdout.strip().splitlines()[-1])
+        print(f"{name:<16} {result['seconds']:>9.1f} {result['peak_mb']:>9.0f} "
+              f"{result['rmse']:>7.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
