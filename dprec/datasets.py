@@ -39,6 +39,7 @@ __all__ = [
     "DatasetUnavailable",
     "lastfm_ratings",
     "load",
+    "find_lastfm",
     "load_or_synthetic",
     "synthetic",
     "user_item_matrix",
@@ -243,7 +244,9 @@ def _lastfm_candidates(path: str | os.PathLike | None = None) -> list[Path]:
     return [folder.parent / _LASTFM_DIR / _LASTFM_FILE, folder / _LASTFM_DIR / _LASTFM_FILE]
 
 
-def _find_lastfm(path: str | os.PathLike | None = None) -> Path:
+def find_lastfm(path: str | os.PathLike | None = None) -> Path:
+    """The HetRec Last.fm ``user_artists.dat`` :func:`load` reads (see its ``path``);
+    raises :class:`DatasetUnavailable` naming where it looked."""
     candidates = _lastfm_candidates(path)
     for candidate in candidates:
         if candidate.is_file():
@@ -259,7 +262,7 @@ def _find_lastfm(path: str | os.PathLike | None = None) -> Path:
 
 
 def _load_lastfm(path: str | os.PathLike | None) -> Dataset:
-    file = _find_lastfm(path)
+    file = find_lastfm(path)
     raw = pd.read_csv(file, sep="\t", dtype=str, encoding="utf-8")
     raw.columns = [c.strip() for c in raw.columns]
     expected = ["userID", "artistID", "weight"]

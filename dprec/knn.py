@@ -27,7 +27,7 @@ from ._rng import (
 from ._validation import check_bool, check_choice, check_int
 from .ledger import PrivacyLedger
 from .selectors import SELECTORS, Selector, TopK
-from .similarity import check_sim_options, similarity_matrix
+from .similarity import EXACT_SIMILARITIES, check_sim_options, similarity_matrix
 
 NEIGHBOURHOODS = ("item", "user")
 
@@ -128,7 +128,11 @@ class PrivateKNN(AlgoBase):
     sim_options : dict, optional
         Surprise-style similarity options: ``name`` (``"msd"`` (default),
         ``"cosine"``, ``"pearson"``), ``user_based`` (must be True),
-        ``min_support`` (default 1).  The dict is copied, never modified.
+        ``min_support`` (default 1); or a private sketch backend, e.g.
+        ``{"name": "rr_minhash", "K": 128, "B": 4, "epsilon": 4.0, "delta": 1e-4}``
+        (also ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``, ``"gaussian_jl"``;
+        see :mod:`dprec.similarity`), whose release is recorded in the ledger.
+        The dict is copied, never modified.
     selector : str or Selector, default "topk"
         Neighbour selector, by name (``"topk"``, ``"probabilistic"``,
         ``"pncf"``, ``"ppns"``) or as an object from :mod:`dprec.selectors`.
@@ -188,12 +192,15 @@ class PrivateKNN(AlgoBase):
     # ------------------------------------------------------------------ fit
     def fit(self, trainset):
         """Compute the similarities (and spend any privacy budget) on ``trainset``."""
+        rng = check_random_state(self.random_state)
+        seed, ledger = draw_seed(rng), PrivacyLedger()
         ratings = RatingArrays.from_trainset(trainset)
         if self.verbose:
             print(f"Computing the {self.sim_options['name']} similarity matrix...")
-        sim, sensitivity = similarity_matrix(self.sim_options, ratings,
-                                             with_sensitivity=self._selector.needs_sensitivity)
-        return self._fit_with(trainset, ratings, sim, sensitivity)
+        sim, sensitivity = similarity_matrix(
+            self.sim_options, ratings, with_sensitivity=self._selector.needs_sensitivity,
+            rating_scale=trainset.rating_scale, random_state=rng, ledger=ledger)
+        return self._fit_with(trainset, ratings, sim, sensitivity, seed, ledger)
 
     def fit_precomputed(self, trainset, sim: np.ndarray,
                         sensitivity: np.ndarray | None = None) -> PrivateKNN:
@@ -203,9 +210,12 @@ class PrivateKNN(AlgoBase):
         attack adding fake users: the caller supplies ``sim`` (n_users ×
         n_users, inner ids of ``trainset``) and, for the private selectors,
         each user's sensitivity ``RS`` — they must equal what :meth:`fit`
-        would compute.  Only for the exact similarities (a private backend
+        would compute.  Only for the exact similarities (a sketch backend
         spends its budget inside :meth:`fit`).
         """
+        if self.sim_options["name"] not in EXACT_SIMILARITIES:
+            raise ValueError("fit_precomputed is for the exact similarities; "
+                             f"{self.sim_options['name']!r} must be fitted with fit()")
         n = trainset.n_users
         sim = np.asarray(sim, dtype=np.float64)
         if sim.shape != (n, n):
@@ -213,13 +223,14 @@ class PrivateKNN(AlgoBase):
         if self._selector.needs_sensitivity and (sensitivity is None or len(sensitivity) != n):
             raise ValueError(f"sensitivity (one RS per user, {n}) is required by the "
                              f"{self._selector.name} selector")
-        return self._fit_with(trainset, RatingArrays.from_trainset(trainset), sim, sensitivity)
+        seed = draw_seed(check_random_state(self.random_state))
+        return self._fit_with(trainset, RatingArrays.from_trainset(trainset), sim, sensitivity,
+                              seed, PrivacyLedger())
 
-    def _fit_with(self, trainset, ratings, sim, sensitivity) -> PrivateKNN:
+    def _fit_with(self, trainset, ratings, sim, sensitivity, seed, ledger) -> PrivateKNN:
         AlgoBase.fit(self, trainset)
-        self._seed = draw_seed(check_random_state(self.random_state))
+        self._seed, self._ledger = seed, ledger
         self._ratings, self.sim, self._sensitivity = ratings, sim, sensitivity
-        self._ledger = PrivacyLedger()
         self._selector.record_privacy(self._ledger, self.k)
         self._user_means = ratings.user_means()
         self._selections = _SelectionLog()

@@ -201,3 +201,47 @@ def test_neighbours_and_fit_precomputed(split, neighbourhood):
         PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim)
     with pytest.raises(ValueError, match="shape"):
         PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim[1:], algo._sensitivity)
+
+
+SKETCH_OPTIONS = [
+    {"name": "rr_minhash", "K": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4},
+    {"name": "noisy_minhash", "K": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4},
+    {"name": "sjlt", "k": 64, "s": 4, "epsilon": 2.0},
+    {"name": "gaussian_jl", "k": 64, "epsilon": 2.0, "delta": 1e-5},
+]
+
+
+@pytest.mark.parametrize("options", SKETCH_OPTIONS, ids=lambda o: o["name"])
+def test_private_sketch_backends_in_privateknn(split, options):
+    trainset, testset = split
+    algo = PrivateKNN(k=10, sim_options=options, selector="ppns", epsilon=1.0,
+                      random_state=0).fit(trainset)
+    predictions = algo.test(testset[:100])
+    assert predictions == [algo.predict(u, i, r) for u, i, r in testset[:100]]
+    assert all(np.isfinite(p.est) for p in predictions)
+    ledger = algo.privacy_report()
+    components = [entry.component for entry in ledger]
+    assert components == ["similarity", "selector"]
+    expected_delta = options.get("delta", 0.0)
+    assert ledger.total() == pytest.approx((options["epsilon"] + 0.5, expected_delta))
+    assert np.allclose(np.diag(algo.sim), 1.0) and np.isfinite(algo.sim).all()
+    again = PrivateKNN(k=10, sim_options=options, selector="ppns", epsilon=1.0,
+                       random_state=0).fit(trainset)
+    np.testing.assert_array_equal(again.sim, algo.sim)
+    with pytest.raises(ValueError, match="fit_precomputed"):
+        algo.fit_precomputed(trainset, algo.sim, np.ones(trainset.n_users))
+
+
+def test_sketch_guarantees_are_not_silently_weakened(split):
+    trainset, _ = split
+    smallest = min(len(ratings) for ratings in trainset.ur.values())
+    options = {"name": "rr_minhash", "K": 32, "B": 2, "epsilon": 4.0, "tau": smallest + 5}
+    with pytest.raises(ValueError, match="tau"):
+        PrivateKNN(sim_options=options).fit(trainset)
+    with pytest.raises(ValueError, match="sensitivity"):
+        PrivateKNN(sim_options={"name": "sjlt", "k": 16, "s": 4, "epsilon": 1.0,
+                                "sensitivity": 2.0}).fit(trainset)
+    with pytest.raises(ValueError, match="epsilon"):
+        PrivateKNN(sim_options={"name": "rr_minhash", "K": 32})
+    with pytest.raises(ValueError, match="min_support"):
+        PrivateKNN(sim_options={"name": "rr_minhash", "epsilon": 1.0, "min_support": 2})

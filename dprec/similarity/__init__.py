@@ -1,23 +1,32 @@
 """Similarity backends for :class:`dprec.PrivateKNN`.
 
 ``sim_options`` follows Surprise: ``{"name": ..., "user_based": True,
-"min_support": 1}`` plus each private backend's own parameters.
+"min_support": 1}`` for the exact similarities (``"msd"``, ``"cosine"``,
+``"pearson"``), or a sketch backend's name and parameters
+(``"rr_minhash"``, ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``,
+``"gaussian_jl"``; see :mod:`dprec.similarity.sketches`).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 
 import numpy as np
 
 from .._ratings import RatingArrays
+from .._rng import RandomStateLike
 from .._validation import check_int
+from ..ledger import PrivacyLedger
 from .exact import (
     EXACT_SIMILARITIES,
     exact_similarity,
     exact_similarity_and_sums,
     recommendation_aware_sensitivity,
 )
+from .minhash import MinHash, NoisyMinHash, RRMinHash, difference_bound
+from .sjlt import GaussianJL, PrivateSJLT
+from .sketches import SKETCH_BACKENDS, Sketch, SketchBackend, SketchPrivacy, sketch_backend
 
 _EXACT_KEYS = {"name", "user_based", "min_support"}
 
@@ -39,9 +48,13 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
         raise TypeError(f"sim_options must be a dict, got {type(sim_options).__name__}")
     options = dict(sim_options)
     name = options.get("name", "msd")
-    if not isinstance(name, str) or name.lower() not in EXACT_SIMILARITIES:
-        raise ValueError(f"sim_options['name'] must be one of {EXACT_SIMILARITIES}, got {name!r}")
+    names = EXACT_SIMILARITIES + tuple(SKETCH_BACKENDS)
+    if not isinstance(name, str) or name.lower() not in names:
+        raise ValueError(f"sim_options['name'] must be one of {names}, got {name!r}")
     options["name"] = name.lower()
+    if options["name"] in SKETCH_BACKENDS:
+        sketch_backend(_with_public_bounds(options, (1.0, 1.0)))  # validates every option
+        return options
     if options.get("user_based", True) is not True:
         raise ValueError("sim_options['user_based'] must be True: dprec's kNN is user-based")
     options["user_based"] = True
@@ -54,20 +67,46 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
     return options
 
 
-def similarity_matrix(options: Mapping, ratings: RatingArrays,
-                      with_sensitivity: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+def _with_public_bounds(options: Mapping, rating_scale: tuple[float, float]) -> dict:
+    """The options with the projections' ``sensitivity`` defaulting to the largest
+    ``|rating|`` of the (public) rating scale, the most one rating moves a coordinate."""
+    options = dict(options)
+    backend = SKETCH_BACKENDS[options["name"]]
+    if "sensitivity" in inspect.signature(backend.__init__).parameters:
+        options.setdefault("sensitivity", float(max(abs(rating_scale[0]), abs(rating_scale[1]))))
+    return options
+
+
+def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity: bool = False,
+                      rating_scale: tuple[float, float] = (1.0, 5.0),
+                      random_state: RandomStateLike = None,
+                      ledger: PrivacyLedger | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """The user × user similarity matrix described by validated ``options``.
 
-    Returns ``(sim, sensitivity)``; ``sensitivity`` is each user's
-    recommendation-aware sensitivity ``RS(u)`` when ``with_sensitivity`` is
-    set (the private selectors need it), else ``None``.
+    Returns ``(sim, sensitivity)``; ``sensitivity`` is, when
+    ``with_sensitivity`` is set (the private selectors need it), each user's
+    recommendation-aware sensitivity ``RS(u)`` for the exact similarities and
+    the width of the similarity range for the sketches (their similarity is
+    computed from privatised sketches; a bounded score moves by at most its
+    range), else ``None``.  A sketch backend draws its hash functions and
+    noise from ``random_state`` and records its release in ``ledger``.
     """
-    name, min_support = options["name"], options["min_support"]
+    name = options["name"]
+    if name in SKETCH_BACKENDS:
+        backend = sketch_backend(_with_public_bounds(options, rating_scale), random_state)
+        sim = backend.similarity_matrix(ratings.matrix)
+        if ledger is not None:
+            backend.record_privacy(ledger)
+        sensitivity = np.full(ratings.n_users, float(backend.score_range))
+        return sim, sensitivity if with_sensitivity else None
+    min_support = options["min_support"]
     sim, sums = exact_similarity_and_sums(name, ratings.matrix, min_support)
     if not with_sensitivity:
         return sim, None
     return sim, recommendation_aware_sensitivity(name, ratings.matrix, sim, sums, min_support)
 
 
-__all__ = ["EXACT_SIMILARITIES", "check_sim_options", "exact_similarity",
-           "recommendation_aware_sensitivity", "similarity_matrix"]
+__all__ = ["EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL", "MinHash", "NoisyMinHash",
+           "PrivateSJLT", "RRMinHash", "Sketch", "SketchBackend", "SketchPrivacy",
+           "check_sim_options", "difference_bound", "exact_similarity",
+           "recommendation_aware_sensitivity", "similarity_matrix", "sketch_backend"]

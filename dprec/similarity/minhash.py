@@ -1,0 +1,711 @@
+r"""MinHash sketches of users' item sets: plain, RRMinHash and NoisyMinHash.
+
+Aumüller, Bourgeat & Schmurr, "Differentially Private Sketches for Jaccard
+Similarity Estimation", SISAP 2020 (seed 000); ALGORITHMS.md §4.1.
+
+A user's set ``S_u`` is row ``u`` of a sparse users × items matrix (a stored
+non-zero entry = a member).  ``K`` public range-``B`` MinHash functions map it
+to ``[B]^K``: hash ``j`` is the bucket ``g_j(e)`` of ``e = argmin_{e ∈ S_u}
+π_j(e)``, with ``π_j`` a uniformly random permutation of the item universe and
+``g_j`` a uniformly random map to ``{0..B-1}`` (Broder 1997; Li & König 2010).
+For two sets with Jaccard similarity ``J``, ``P[g_j(x) = g_j(y)] = J + (1-J)/B``.
+
+Privacy unit: neighbouring sets differ in at most ``α`` items and have at
+least ``τ`` items.  Then the ``K`` hash values of two neighbours differ in a
+``Binomial(K, q)`` number of coordinates with ``q ≤ r = (α/τ)(1 - 1/B)``, and
+the paper bounds it, with probability ``1 - δ``, by
+
+    ``L = K r + sqrt(3 ln(1/δ) K r)``.
+
+**Correction (choice).**  That is the Chernoff bound
+``P[X ≥ (1+η)μ] ≤ exp(-η²μ/3)``, which holds only for ``η ≤ 1``, i.e. for
+``K r ≥ 3 ln(1/δ)``.  For small ``K r`` (large sets) it fails: with ``K = 100``,
+``τ = 1000``, ``B = 2``, ``δ = 1e-4``, ``L = 1.23`` but
+``P[X ≥ 2] = 1.2e-3 > δ``.  dprec therefore uses
+``L = max(L_paper, L_bin)`` (capped at ``K``), with ``L_bin`` the smallest
+integer such that ``P[Binomial(K, r) > L_bin] ≤ δ`` (exact, by monotonicity of
+the binomial tail in ``q``): the paper's ``L`` wherever it is valid, never a
+weaker guarantee.  See :func:`difference_bound`.
+
+* :class:`RRMinHash`: each coordinate through ``B``-ary randomised response
+  with ``ε' = ε/⌈L⌉`` (keep with ``p = e^{ε'}/(e^{ε'} + B - 1)``).
+  ``Ĵ = (B-1)(B P̂ - 1)/(B p - 1)²`` with ``P̂`` the fraction of matching
+  coordinates, since ``P[match] = 1/B + J (1-1/B) ((Bp-1)/(B-1))²``.
+* :class:`NoisyMinHash`: ``bucket + Lap(s)`` per coordinate,
+  ``s = (B-1) L/ε`` (ℓ1 sensitivity ``L(B-1)``), with the lattice sampler of
+  :func:`dprec.mechanisms.laplace_from_uniform`.  With ``D = Σ_j (a_j - b_j)²``,
+  ``E[D/K] = (1-J)(B²-1)/6 + 4s²`` gives ``Ĵ = 1 - 6(D/K - 4s²)/(B²-1)``.
+* :class:`MinHash`: the non-private baseline, ``Ĵ = (B P̂ - 1)/(B - 1)``
+  (RRMinHash's estimator with ``p = 1``).
+
+All three estimators are unbiased before clipping to ``[0, 1]``.
+
+Sets smaller than ``τ`` (``τ`` public; default: the smallest non-empty set of
+the data passed to ``sketch``, which makes the noise level depend on the data)
+do not get the stated guarantee: ``sketch`` raises ``ValueError`` naming
+``tau``, or with ``small_users="exclude"`` releases nothing for them (their row
+is invalid, their similarities 0) and warns how many.  Empty sets likewise.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import stats
+
+from .._rng import RandomStateLike, check_random_state, draw_seed, keyed_uniform
+from .._validation import check_choice, check_epsilon, check_int, check_real
+from ..mechanisms import (
+    laplace_from_uniform,
+    laplace_scale,
+    randomized_response_from_uniform,
+    randomized_response_keep_probability,
+)
+from .sketches import (
+    Sketch,
+    SketchBackend,
+    SketchPrivacy,
+    check_clip,
+    check_keys,
+    check_random_state_type,
+    finish_estimate,
+    pair_operands,
+    set_matrix,
+    squared_distances,
+)
+
+__all__ = [
+    "MinHash",
+    "MinHashFunctions",
+    "NoisyMinHash",
+    "RRMinHash",
+    "difference_bound",
+    "disjoint_set_pairs",
+    "difference_bound_binomial",
+    "difference_bound_paper",
+]
+
+#: Gathered hash values per block of ``MinHashFunctions.buckets`` (fits in L2).
+_BLOCK = 1 << 18
+#: One-hot encodings wider than this are sparse in the match counts.
+_DENSE_ONE_HOT = 4096
+SMALL_USERS = ("raise", "exclude")
+
+
+# ----------------------------------------------------------------------------
+# the bound on changed coordinates
+# ----------------------------------------------------------------------------
+
+def _check_bound_args(K, B, alpha, tau, delta) -> tuple[int, int, int, int, float]:
+    K = check_int(K, "K", minimum=1)
+    B = check_int(B, "B", minimum=2)
+    alpha = check_int(alpha, "alpha", minimum=1)
+    tau = check_int(tau, "tau", minimum=1)
+    if alpha > tau:
+        raise ValueError(f"alpha must be <= tau (a set of at least tau items differs in at "
+                         f"most alpha of them), got alpha={alpha}, tau={tau}")
+    delta = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
+                       high_inclusive=False)
+    return K, B, alpha, tau, delta
+
+
+def difference_bound_paper(K: int, B: int, alpha: int, tau: int, delta: float) -> float:
+    r"""The paper's bound ``L = K r + sqrt(3 ln(1/δ) K r)``, ``r = (α/τ)(1 - 1/B)``.
+
+    Aumüller et al. 2020, §4 and §5.  A Chernoff bound valid when
+    ``K r ≥ 3 ln(1/δ)``; below, see :func:`difference_bound`.
+    """
+    K, B, alpha, tau, delta = _check_bound_args(K, B, alpha, tau, delta)
+    mean = K * (alpha / tau) * (1.0 - 1.0 / B)
+    return mean + math.sqrt(3.0 * math.log(1.0 / delta) * mean)
+
+
+def difference_bound_binomial(K: int, B: int, alpha: int, tau: int, delta: float) -> int:
+    r"""The smallest integer ``ℓ`` with ``P[Binomial(K, r) > ℓ] ≤ δ``, ``r = (α/τ)(1 - 1/B)``.
+
+    The exact ``1 - δ`` quantile of the number of coordinates in which the
+    sketches of two neighbouring sets differ (each hash independently, with
+    probability at most ``r``; the tail grows with the probability).
+    """
+    K, B, alpha, tau, delta = _check_bound_args(K, B, alpha, tau, delta)
+    r = (alpha / tau) * (1.0 - 1.0 / B)
+    tail = stats.binom.sf(np.arange(K + 1), K, r)          # P[X > ℓ], ℓ = 0..K
+    return int(np.argmax(tail <= delta))                  # tail[K] = 0 <= δ
+
+
+def difference_bound(K: int, B: int, alpha: int, tau: int, delta: float) -> float:
+    r"""``L`` used by dprec: ``min(K, max(L_paper, L_bin))``.
+
+    With probability at least ``1 - δ`` over the hash functions, the sketches
+    of two sets that differ in at most ``α`` items and have at least ``τ``
+    items differ in at most ``L`` of the ``K`` coordinates.  ``L_paper`` is
+    :func:`difference_bound_paper` (used wherever it is valid, so the numbers
+    are the paper's), ``L_bin`` :func:`difference_bound_binomial` (raises it
+    where the paper's Chernoff step does not hold); at most ``K`` coordinates
+    can differ at all.
+    """
+    paper = difference_bound_paper(K, B, alpha, tau, delta)
+    return float(min(K, max(paper, difference_bound_binomial(K, B, alpha, tau, delta))))
+
+
+# ----------------------------------------------------------------------------
+# the public hash functions
+# ----------------------------------------------------------------------------
+
+def _code_dtype(n_codes: int) -> type:
+    for dtype in (np.uint16, np.uint32, np.uint64):
+        if n_codes - 1 <= np.iinfo(dtype).max:
+            return dtype
+    raise ValueError(f"n_items × B = {n_codes} is too large for 64-bit hash codes")
+
+
+@dataclass(frozen=True)
+class MinHashFunctions:
+    r"""``K`` range-``B`` MinHash functions on ``n_items`` items, as one table.
+
+    ``codes[e, j] = π_j(e) · B + g_j(e)`` with ``π_j`` a uniformly random
+    permutation of ``0..n_items-1`` (the rank of item ``e`` under hash ``j``)
+    and ``g_j(e)`` a uniform bucket.  The minimum code over a set is its
+    MinHash element's code, and ``min code mod B`` its bucket.  Exact
+    permutations: no ties, so ``P[same MinHash element] = J`` exactly.
+    """
+
+    K: int
+    B: int
+    codes: np.ndarray
+
+    @classmethod
+    def draw(cls, K: int, B: int, n_items: int, rng: np.random.Generator) -> MinHashFunctions:
+        """Draw the table from ``rng``: the permutations first, then the buckets."""
+        K = check_int(K, "K", minimum=1)
+        B = check_int(B, "B", minimum=2)
+        n_items = check_int(n_items, "n_items", minimum=0)
+        dtype = _code_dtype(max(1, n_items * B))
+        ranks = np.broadcast_to(np.arange(n_items, dtype=dtype)[:, None], (n_items, K))
+        ranks = rng.permuted(ranks, axis=0)                 # column j: π_j
+        buckets = rng.integers(0, B, size=(n_items, K), dtype=dtype)
+        ranks *= dtype(B)
+        ranks += buckets
+        ranks.flags.writeable = False
+        return cls(K=K, B=B, codes=ranks)
+
+    @property
+    def n_items(self) -> int:
+        return int(self.codes.shape[0])
+
+    def buckets(self, sets: sp.csr_matrix) -> np.ndarray:
+        """Every row's ``K`` buckets, ``-1`` for an empty row.
+
+        One gather of the hash codes at the stored indices and one
+        ``np.minimum.reduceat`` over the rows' segments, in blocks of rows of
+        about ``2**18`` gathered codes; empty rows (which ``reduceat``
+        mishandles) are left out of it.
+
+        Parameters
+        ----------
+        sets : scipy.sparse.csr_matrix of shape (n, n_items)
+            Stored entries are the members (see :func:`.sketches.set_matrix`).
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (n, K).
+        """
+        if sets.shape[1] != self.n_items:
+            raise ValueError(f"X has {sets.shape[1]} items (columns), the hash functions "
+                             f"were drawn for {self.n_items}")
+        n = sets.shape[0]
+        indptr, indices = sets.indptr.astype(np.int64), sets.indices
+        mins = np.full((n, self.K), np.iinfo(self.codes.dtype).max, dtype=self.codes.dtype)
+        step = max(1, _BLOCK // self.K)
+        start = 0
+        while start < n:
+            stop = int(np.searchsorted(indptr, indptr[start] + step, side="right")) - 1
+            stop = min(n, max(stop, start + 1))
+            self._block_minimum(indptr, indices, start, stop, mins)
+            start = stop
+        out = (mins % self.codes.dtype.type(self.B)).astype(np.int64)
+        out[np.diff(indptr) == 0] = -1
+        return out
+
+    def _block_minimum(self, indptr: np.ndarray, indices: np.ndarray, start: int, stop: int,
+                       out: np.ndarray) -> None:
+        rows = start + np.flatnonzero(np.diff(indptr[start:stop + 1]))
+        if not rows.size:
+            return
+        first = indptr[start]
+        gathered = self.codes[indices[first:indptr[stop]]]
+        out[rows] = np.minimum.reduceat(gathered, indptr[rows] - first, axis=0)
+
+
+def disjoint_set_pairs(n_pairs: int, size: int, overlap: int,
+                       size_b: int | None = None) -> sp.csr_matrix:
+    r"""``n_pairs`` pairs of sets with a given overlap, each pair on its own items.
+
+    Rows ``2i`` and ``2i + 1`` are ``x_i = {0..size-1}`` and
+    ``y_i = {size-overlap .. size-overlap+size_b-1}``, shifted to the block
+    of columns ``i·w .. (i+1)·w - 1`` (``w = |x ∪ y|``), so
+    ``J(x_i, y_i) = overlap / (size + size_b - overlap)``.  With fully random
+    hash functions, the sketch of a pair depends on it only through its
+    sizes and overlap, and the orders a uniform permutation induces on
+    disjoint blocks are independent: **one** ``sketch`` call then gives every
+    pair fresh, independent hash functions (the paper's repetitions).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of int8 ones, shape ``(2 n_pairs, n_pairs · w)``.
+    """
+    n_pairs = check_int(n_pairs, "n_pairs", minimum=1)
+    size = check_int(size, "size", minimum=1)
+    size_b = size if size_b is None else check_int(size_b, "size_b", minimum=1)
+    overlap = check_int(overlap, "overlap", minimum=0, maximum=min(size, size_b))
+    width = size + size_b - overlap
+    block = np.arange(width)
+    x, y = block[:size], block[size - overlap:]
+    offsets = (np.arange(n_pairs) * width)[:, None]
+    indices = np.concatenate([x[None, :] + offsets, y[None, :] + offsets], axis=1).ravel()
+    indptr = np.zeros(2 * n_pairs + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.tile([size, size_b], n_pairs))
+    return sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr),
+                         shape=(2 * n_pairs, n_pairs * width))
+
+
+# ----------------------------------------------------------------------------
+# estimators from matrix products
+# ----------------------------------------------------------------------------
+
+def _one_hot(codes: np.ndarray, B: int) -> np.ndarray | sp.csr_matrix:
+    """Row ``u``: ones at ``j·B + codes[u, j]`` (none for an invalid row of ``-1``)."""
+    n, K = codes.shape
+    valid = codes[:, 0] >= 0
+    cols = (np.arange(K) * B + codes)[valid]
+    if K * B <= _DENSE_ONE_HOT:
+        out = np.zeros((n, K * B), dtype=np.float32)
+        out[np.flatnonzero(valid)[:, None], cols] = 1.0
+        return out
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.where(valid, K, 0))
+    return sp.csr_matrix((np.ones(cols.size, dtype=np.float32), cols.ravel(), indptr),
+                         shape=(n, K * B))
+
+
+def match_counts(codes_a: np.ndarray, codes_b: np.ndarray, B: int) -> np.ndarray:
+    """``M[u, v] = #{j : a_uj = b_vj}``, as the product of one-hot encodings.
+
+    float32 products of 0/1 entries are exact up to ``2**24`` matches; the
+    result is float64.
+    """
+    left = _one_hot(codes_a, B)
+    right = left if codes_b is codes_a else _one_hot(codes_b, B)
+    product = left @ right.T
+    if sp.issparse(product):
+        product = product.toarray()
+    return np.asarray(product, dtype=np.float64)
+
+
+def _jaccard_from_matches(matches: np.ndarray, K: int, B: int, keep: float) -> np.ndarray:
+    """``(B-1)(B P̂ - 1)/(B p - 1)²`` with ``P̂ = matches/K`` (unclipped, in place)."""
+    matches *= B / K
+    matches -= 1.0
+    matches *= (B - 1) / (B * keep - 1.0) ** 2
+    return matches
+
+
+def _jaccard_from_distances(D: np.ndarray, K: int, B: int, scale: float) -> np.ndarray:
+    """``1 - 6(D/K - 4s²)/(B² - 1)`` (unclipped)."""
+    return 1.0 - 6.0 * (D / K - 4.0 * scale * scale) / (B**2 - 1)
+
+
+def _paired(S: Sketch, other: Sketch, backend: str, width: int) -> tuple[Sketch, Sketch]:
+    S, T = pair_operands(S, other, backend, width)
+    if len(S) != len(T):
+        raise ValueError(f"paired estimates need as many rows in other as in S, got "
+                         f"{len(T)} and {len(S)}")
+    return S, T
+
+
+def _finish_paired(sims: np.ndarray, S: Sketch, T: Sketch, low: float, high: float,
+                   clip: bool) -> np.ndarray:
+    if clip:
+        np.clip(sims, low, high, out=sims)
+    sims[~(S.valid & T.valid)] = 0.0
+    return sims
+
+
+# ----------------------------------------------------------------------------
+# backends
+# ----------------------------------------------------------------------------
+
+class _MinHashFamily(SketchBackend):
+    """Shared parts: hashing, τ handling, ``similarity_matrix`` input."""
+
+    similarity = "jaccard"
+    score_range = 1.0
+    option_defaults = {"K": 128, "B": 2, "delta": 1e-4}
+    private = True
+
+    def _init_common(self, K, B, threshold, random_state) -> None:
+        self.K = check_int(K, "K", minimum=1)
+        self.B = check_int(B, "B", minimum=2)
+        if threshold is not None:
+            check_real(threshold, "threshold")
+        self.threshold = threshold
+        self.random_state = check_random_state_type(random_state)
+
+    def _init_private(self, epsilon, delta, tau, alpha, small_users) -> None:
+        self.epsilon = check_epsilon(epsilon)
+        self.delta = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
+                                high_inclusive=False)
+        self.tau = None if tau is None else check_int(tau, "tau", minimum=1)
+        self.alpha = check_int(alpha, "alpha", minimum=1)
+        if self.tau is not None:
+            _check_bound_args(self.K, self.B, self.alpha, self.tau, self.delta)
+        self.small_users = check_choice(small_users, "small_users", SMALL_USERS)
+        self.tau_: int | None = self.tau
+
+    # ------------------------------------------------------------ hashing
+    def hash_functions(self, n_items: int, rng: np.random.Generator) -> MinHashFunctions:
+        """The public hash functions for ``n_items`` items, drawn from ``rng``."""
+        return MinHashFunctions.draw(self.K, self.B, n_items, rng)
+
+    def sketch(self, X, keys=None) -> Sketch:
+        """Every user's sketch: MinHash, then the mechanism, row by row.
+
+        Parameters
+        ----------
+        X : scipy.sparse matrix, users × items
+            Row ``u`` is ``S_u`` (stored non-zero entries are members); not
+            modified.  ``n_items = X.shape[1]`` is the universe the public hash
+            functions are drawn for.
+        keys : 1-D integer array of length ``n_users``, optional
+            Row ``u``'s noise is a function of ``keys[u]`` only (default: the
+            row index), so ``sketch(X[rows], keys=rows)`` gives the same rows
+            as ``sketch(X)[rows]``.
+
+        Returns
+        -------
+        Sketch
+            ``values`` of shape (n_users, K).  The hash functions are kept in
+            ``self.hash_functions_``.
+
+        Notes
+        -----
+        Randomness: a Generator is built from ``random_state`` on each call;
+        the hash functions are drawn from it first, then the noise seed.  An
+        int seed therefore gives the same sketches on every call (a repeat
+        releases nothing new); a Generator gives new hash functions and new
+        noise each call (a second release: sketch all users in one call).
+        """
+        sets = set_matrix(X)
+        row_keys = check_keys(keys, sets.shape[0])
+        released = self._check_sizes(np.diff(sets.indptr))
+        rng = check_random_state(self.random_state)
+        self.hash_functions_ = self.hash_functions(sets.shape[1], rng)
+        buckets = self.hash_functions_.buckets(sets)
+        buckets[~released] = -1
+        return self.privatize(buckets, draw_seed(rng), row_keys)
+
+    def _check_sizes(self, sizes: np.ndarray) -> np.ndarray:
+        """Which users get a sketch (all non-empty for the non-private baseline)."""
+        return sizes > 0
+
+    def _similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
+        """The set of items rated ``>= threshold`` (all rated items if None); new arrays."""
+        if self.threshold is None:
+            keep = np.ones(ratings.data.shape, dtype=bool)
+        else:
+            keep = ratings.data >= self.threshold
+        kept_before = np.concatenate([[0], np.cumsum(keep)])
+        indptr = kept_before[ratings.indptr]
+        return sp.csr_matrix((np.ones(indptr[-1], dtype=np.int8), ratings.indices[keep], indptr),
+                             shape=ratings.shape)
+
+    def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:  # pragma: no cover
+        raise NotImplementedError
+
+    def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
+        """``Ĵ`` between ``S[i]`` and ``other[i]`` for each row ``i`` (1-D, O(nK))."""
+        clip = check_clip(clip)
+        S, T = _paired(S, other, self.name, self.K)
+        matches = np.sum(S.values == T.values, axis=1).astype(np.float64)
+        sims = _jaccard_from_matches(matches, self.K, self.B, S.params["keep_probability"])
+        return _finish_paired(sims, S, T, 0.0, 1.0, clip)
+
+    def _check_buckets(self, buckets) -> tuple[np.ndarray, np.ndarray]:
+        codes = np.asarray(buckets)
+        if codes.dtype.kind not in "iu" or codes.ndim != 2 or codes.shape[1] != self.K:
+            raise ValueError(f"buckets must be an integer array of shape (n, K={self.K}), "
+                             f"got {codes.dtype} {codes.shape}")
+        codes = codes.astype(np.int64)
+        valid = codes[:, 0] >= 0 if codes.shape[0] else np.zeros(0, dtype=bool)
+        if np.any(codes[valid] >= self.B) or np.any(codes[valid] < 0) \
+                or np.any(codes[~valid] != -1):
+            raise ValueError(f"buckets must be rows of codes in 0..B-1={self.B - 1} or rows "
+                             f"of -1 (no sketch)")
+        return codes, valid
+
+
+class MinHash(_MinHashFamily):
+    r"""Plain range-``B`` MinHash (no privacy): the baseline.
+
+    ``Ĵ = (B P̂ - 1)/(B - 1)``, ``P̂`` the fraction of the ``K`` buckets that
+    match (Li & König 2010; ``B = 2`` is 1-bit MinHash), clipped to ``[0, 1]``.
+
+    Parameters
+    ----------
+    K : int
+        Hash functions, ``>= 1``.
+    B : int
+        Buckets per hash, ``>= 2``.
+    threshold : float, optional
+        For :meth:`similarity_matrix`: the set is the items rated
+        ``>= threshold`` (default: all rated items).
+    random_state : None, int, RandomState or Generator
+        The hash functions.
+    """
+
+    name = "minhash"
+    private = False
+
+    def __init__(self, K: int, B: int, threshold: float | None = None,
+                 random_state: RandomStateLike = None) -> None:
+        self._init_common(K, B, threshold, random_state)
+
+    def privacy(self) -> SketchPrivacy:
+        """No privacy: ``ε = inf``."""
+        return SketchPrivacy("none", math.inf, 0.0, "none (non-private MinHash)")
+
+    def privatize(self, buckets: np.ndarray, seed: int | None = None, keys=None) -> Sketch:
+        """The buckets themselves (``seed`` and ``keys`` are unused)."""
+        codes, valid = self._check_buckets(buckets)
+        return Sketch(codes, valid, self.name, {"keep_probability": 1.0})
+
+    def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
+        """Jaccard estimates between the rows of ``S`` (and ``other``), ``(B P̂ - 1)/(B - 1)``."""
+        clip = check_clip(clip)
+        S, T = pair_operands(S, other, self.name, self.K)
+        matches = match_counts(S.values, T.values if other is not None else S.values, self.B)
+        sims = _jaccard_from_matches(matches, self.K, self.B, S.params["keep_probability"])
+        return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
+
+
+class _PrivateMinHash(_MinHashFamily):
+    def _init_all(self, K, B, epsilon, delta, tau, alpha, threshold, random_state,
+                  small_users) -> None:
+        self._init_common(K, B, threshold, random_state)
+        self._init_private(epsilon, delta, tau, alpha, small_users)
+
+    def _check_sizes(self, sizes: np.ndarray) -> np.ndarray:
+        """``τ`` (given, or the smallest non-empty set) and who is at least that large."""
+        if self.tau is None:
+            positive = sizes[sizes > 0]
+            if not positive.size:
+                raise ValueError("every set is empty: no tau can be taken from the data; "
+                                 "give tau")
+            tau = int(positive.min())
+        else:
+            tau = self.tau
+        _check_bound_args(self.K, self.B, self.alpha, tau, self.delta)
+        small = sizes < tau
+        n_small = int(small.sum())
+        if n_small and self.small_users == "raise":
+            raise ValueError(
+                f"{n_small} user(s) have fewer than tau={tau} items (smallest: "
+                f"{int(sizes.min())}): their sketches would not get the stated (ε, δ) "
+                "guarantee. Lower tau, or pass small_users='exclude' to release no sketch "
+                "for them.")
+        if n_small:
+            warnings.warn(f"{n_small} user(s) with fewer than tau={tau} items (empty sets "
+                          "included) are excluded: no sketch released, similarity 0",
+                          stacklevel=3)
+        self.tau_ = tau
+        return ~small
+
+    def _tau(self) -> int:
+        if self.tau_ is None:
+            raise ValueError("tau is not known yet: give tau or call sketch() first "
+                             "(tau=None takes the smallest set of the data)")
+        return self.tau_
+
+    def changed_coordinates(self) -> float:
+        """``L`` (:func:`difference_bound`) at the current ``τ``."""
+        return difference_bound(self.K, self.B, self.alpha, self._tau(), self.delta)
+
+    def _unit(self) -> str:
+        tau = "τ from the data" if self.tau is None else "τ"
+        value = f"={self.tau_}" if self.tau_ is not None else ""
+        return (f"{self.alpha} item(s) of one user's set (|S_u| ≥ {tau}{value}, "
+                f"α={self.alpha})")
+
+
+class RRMinHash(_PrivateMinHash):
+    r"""RRMinHash: MinHash buckets through ``B``-ary randomised response (Aumüller et al. 2020).
+
+    Each of the ``K`` buckets is kept with probability
+    ``p = e^{ε'}/(e^{ε'} + B - 1)``, ``ε' = ε/⌈L⌉``, else replaced by one of
+    the other ``B - 1`` values (:func:`dprec.mechanisms.randomized_response_from_uniform`).
+    (ε, δ)-LDP for sets of at least ``τ`` items differing in ``α``: with
+    probability ``1 - δ`` at most ``⌈L⌉`` coordinates differ
+    (:func:`difference_bound`), each costing ``ε'``.
+
+    Estimator (unbiased before clipping; from
+    ``P[match] = 1/B + J (1-1/B) ((Bp-1)/(B-1))²``)::
+
+        Ĵ = (B - 1)(B P̂ - 1) / (B p - 1)²,   P̂ = #matches / K,
+
+    clipped to ``[0, 1]``.
+
+    Parameters
+    ----------
+    K : int
+        Hash functions, ``>= 1``.
+    B : int
+        Buckets, ``>= 2``.
+    epsilon : float
+        ``ε > 0`` of one user's sketch.
+    delta : float
+        ``δ ∈ (0, 1)``: the probability that more than ``L`` coordinates differ.
+    tau : int, optional
+        Public lower bound on set sizes, ``>= alpha``.  ``None``: the smallest
+        non-empty set of the data given to :meth:`sketch` (data-dependent:
+        that minimum is revealed through the noise level, and the noise of
+        every row then depends on it).
+    alpha : int
+        Items in which neighbouring sets differ, ``>= 1``.
+    threshold : float, optional
+        For :meth:`similarity_matrix`: sets of the items rated
+        ``>= threshold`` (default: all rated items).
+    random_state : None, int, RandomState or Generator
+        Hash functions first, then the noise seed.
+    small_users : {"raise", "exclude"}
+        What to do with sets smaller than ``τ`` (and empty sets).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> X = sp.random(5, 300, density=0.2, format="csr", random_state=0)
+    >>> rr = RRMinHash(K=64, B=4, epsilon=4.0, delta=1e-4, tau=40, random_state=0)
+    >>> rr.estimate(rr.sketch(X)).shape
+    (5, 5)
+    """
+
+    name = "rr_minhash"
+
+    def __init__(self, K: int, B: int, epsilon: float, delta: float, tau: int | None = None,
+                 alpha: int = 1, threshold: float | None = None,
+                 random_state: RandomStateLike = None, small_users: str = "raise") -> None:
+        self._init_all(K, B, epsilon, delta, tau, alpha, threshold, random_state, small_users)
+
+    def epsilon_prime(self) -> float:
+        """``ε' = ε / ⌈L⌉``, the budget of one coordinate."""
+        return self.epsilon / math.ceil(self.changed_coordinates())
+
+    def keep_probability(self) -> float:
+        """``p = e^{ε'}/(e^{ε'} + B - 1)``."""
+        return randomized_response_keep_probability(self.B, self.epsilon_prime())
+
+    def privacy(self) -> SketchPrivacy:
+        return SketchPrivacy("randomized_response", self.epsilon, self.delta, self._unit())
+
+    def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:
+        """Randomised response on the buckets (``-1`` rows: no sketch), row ``u`` from ``keys[u]``.
+
+        The device-side step after hashing; ``sketch`` calls it with a seed
+        drawn after the hash functions.  Uses the current ``τ``.
+        """
+        codes, valid = self._check_buckets(buckets)
+        row_keys = check_keys(keys, codes.shape[0])
+        eps = self.epsilon_prime()
+        out = np.full_like(codes, -1)
+        if valid.any():
+            uniforms = keyed_uniform(seed, row_keys[valid], self.K)
+            out[valid] = randomized_response_from_uniform(codes[valid], self.B, eps, uniforms)
+        params = {"keep_probability": self.keep_probability(), "epsilon_prime": eps,
+                  "tau": self._tau()}
+        return Sketch(out, valid, self.name, params)
+
+    def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
+        """``Ĵ = (B-1)(B P̂ - 1)/(B p - 1)²`` for all pairs; clipped to [0, 1] if ``clip``.
+
+        ``p`` is the one the sketches were made with (``S.params``).  The
+        diagonal (``other`` None) is 1; pairs with a user without a sketch
+        are 0.  Cost: one product of ``n × KB`` one-hot matrices.
+        """
+        clip = check_clip(clip)
+        S, T = pair_operands(S, other, self.name, self.K)
+        matches = match_counts(S.values, T.values if other is not None else S.values, self.B)
+        sims = _jaccard_from_matches(matches, self.K, self.B, S.params["keep_probability"])
+        return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
+
+
+class NoisyMinHash(_PrivateMinHash):
+    r"""NoisyMinHash: MinHash buckets plus Laplace noise (Aumüller et al. 2020, §5).
+
+    Reports ``a_j = g_j + Lap(s)`` with ``s = (B - 1) L / ε`` (ℓ1 sensitivity
+    ``Δ = L (B - 1)``: at most ``L`` coordinates move, each by at most
+    ``B - 1``), sampled by the lattice Laplace sampler
+    (:func:`dprec.mechanisms.laplace_from_uniform`, safe against the
+    floating-point attack; ``s`` from :func:`dprec.mechanisms.laplace_scale`,
+    within a relative ``2**-20 ⌈L⌉`` of the formula).
+
+    Estimator (unbiased before clipping; the lattice noise has variance
+    ``2s²`` up to a relative ``1e-12``)::
+
+        D = Σ_j (a_j - b_j)²,   Ĵ = 1 - 6 (D/K - 4 s²) / (B² - 1),
+
+    from ``E[D/K] = (1 - J)(B² - 1)/6 + 4 s²``; clipped to ``[0, 1]``.
+    ``D`` for all pairs from the Gram matrix: ``D = ‖a‖² + ‖b‖² - 2⟨a, b⟩``.
+
+    Parameters are those of :class:`RRMinHash`.
+    """
+
+    name = "noisy_minhash"
+
+    def __init__(self, K: int, B: int, epsilon: float, delta: float, tau: int | None = None,
+                 alpha: int = 1, threshold: float | None = None,
+                 random_state: RandomStateLike = None, small_users: str = "raise") -> None:
+        self._init_all(K, B, epsilon, delta, tau, alpha, threshold, random_state, small_users)
+
+    def sensitivity(self) -> float:
+        """``Δ = L (B - 1)``, the ℓ1 sensitivity of the bucket vector."""
+        return self.changed_coordinates() * (self.B - 1)
+
+    def scale(self) -> float:
+        """The Laplace scale ``s ≈ (B - 1) L / ε``."""
+        L = self.changed_coordinates()
+        return laplace_scale(self.epsilon, L * (self.B - 1), "lattice",
+                             max_changed=math.ceil(L))
+
+    def privacy(self) -> SketchPrivacy:
+        return SketchPrivacy("laplace", self.epsilon, self.delta, self._unit())
+
+    def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:
+        """``bucket + Lap(s)`` per coordinate (``-1`` rows: none), row ``u`` from ``keys[u]``."""
+        codes, valid = self._check_buckets(buckets)
+        row_keys = check_keys(keys, codes.shape[0])
+        out = np.zeros(codes.shape, dtype=np.float64)
+        scale = self.scale()
+        if valid.any():
+            uniforms = keyed_uniform(seed, row_keys[valid], 3 * self.K)
+            out[valid] = laplace_from_uniform(codes[valid].astype(np.float64), scale,
+                                              uniforms.reshape(-1, self.K, 3))
+        return Sketch(out, valid, self.name, {"scale": scale, "tau": self._tau()})
+
+    def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
+        """``Ĵ = 1 - 6(D/K - 4s²)/(B² - 1)`` for all pairs; clipped to [0, 1] if ``clip``."""
+        clip = check_clip(clip)
+        S, T = pair_operands(S, other, self.name, self.K)
+        D = squared_distances(S.values, T.values if other is not None else None)
+        sims = _jaccard_from_distances(D, self.K, self.B, S.params["scale"])
+        return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
+
+    def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
+        """``Ĵ`` between ``S[i]`` and ``other[i]`` for each row ``i`` (1-D, O(nK))."""
+        clip = check_clip(clip)
+        S, T = _paired(S, other, self.name, self.K)
+        D = np.sum((S.values - T.values) ** 2, axis=1)
+        sims = _jaccard_from_distances(D, self.K, self.B, S.params["scale"])
+        return _finish_paired(sims, S, T, 0.0, 1.0, clip)

@@ -1,0 +1,429 @@
+r"""Private random projections of rating vectors: the private SJLT and Gaussian JL.
+
+Stausholm, "Improved Differentially Private Euclidean Distance
+Approximation", PODS 2021 (seed 001); Kenthapadi, Korolova, Mironov & Mishra,
+"Privacy via the Johnson-Lindenstrauss Transform", J. Privacy and
+Confidentiality 2013; ALGORITHMS.md §4.2.
+
+A user's vector ``x ∈ R^d`` (their ratings, 0 where unrated) is projected by a
+public ``k × d`` matrix and noise is added to each of the ``k`` coordinates.
+The curator estimates squared distances, squared norms and, for kNN, cosines.
+
+Privacy unit: one coordinate of ``x`` (one rating: added, removed or changed)
+moves by at most ``Δ = sensitivity``.
+
+* :class:`PrivateSJLT`: the sparser JL transform of Kane & Nelson (2014,
+  block construction): ``s`` blocks of ``k/s`` rows; for block ``r`` and item
+  ``j`` a bucket ``h_r(j) ∈ [k/s]`` and a sign ``σ_r(j) ∈ {±1}``,
+  ``S[(r, h_r(j)), j] = σ_r(j)/√s``: exactly ``s`` non-zeros of ``±1/√s`` per
+  column, one per block.  ``x' = Sx + Lap(b)^k`` with ``b = √s·Δ/ε`` (the ℓ1
+  sensitivity of ``Sx`` is ``s · Δ/√s``): pure ε-DP.  Unbiased estimators
+
+      ``‖x - y‖² ≈ ‖x' - y'‖² - 4k b²``,   ``‖x‖² ≈ ‖x'‖² - 2k b²``,
+
+  and ``Var = Var_S ‖Sz‖² + 16 b² ‖z‖² + 56 k b⁴`` (``z = x - y``) with
+  ``Var_S ‖Sz‖² = (2/k)(‖z‖₂⁴ - ‖z‖₄⁴) ≤ 2‖z‖⁴/k`` for fully random hashes
+  (:func:`sjlt_distance_variance`).  Laplace noise from the lattice sampler
+  (:func:`dprec.mechanisms.laplace_from_uniform`); ``b`` from
+  :func:`dprec.mechanisms.laplace_scale` (within a relative ``s·2**-20`` of
+  the formula).
+* :class:`GaussianJL`: ``P`` with iid ``N(0, 1/k)`` entries,
+  ``x' = Px + N(0, σ²)^k``, ``σ = (w₂/ε) sqrt(2(ln(1/(2δ)) + ε))`` with
+  ``w₂ = Δ · max_j ‖P e_j‖₂`` computed from the drawn (public) ``P``
+  (Kenthapadi et al.; ``calibration="analytic"`` uses the smallest valid σ of
+  Balle & Wang 2018 instead).  ``‖x - y‖² ≈ ‖x' - y'‖² - 2kσ²``,
+  ``‖x‖² ≈ ‖x'‖² - kσ²``, ``Var = 2‖z‖⁴/k + 8σ²‖z‖² + 8kσ⁴``
+  (:func:`gaussian_jl_distance_variance`).  (ε, δ)-DP; floating-point
+  Gaussian noise (Mironov's caveat applies).
+
+The SJLT's noise term ``56 k b⁴ = 56 k s² Δ⁴/ε⁴`` beats the Gaussian's
+``8 k σ⁴ ≈ 32 k (w₂/Δ)⁴ Δ⁴ (ln(1/(2δ)) + ε)²/ε⁴`` when
+``s ≲ 0.76 (w₂/Δ)² (ln(1/(2δ)) + ε)``: small ``s`` and small ``δ``
+(the paper's "δ < e^{-s}" regime).
+
+Cosine for kNN (**choice**, ALGORITHMS.md): from the three estimates,
+``(‖x‖² + ‖y‖² - ‖x-y‖²)/(2‖x‖‖y‖)``; its numerator is exactly ``⟨x', y'⟩``.
+A norm estimate is floored at the standard deviation of a pure-noise norm
+estimate, ``sqrt(k Var(η²))`` (a tiny floor would make every user whose
+estimate is near 0 everybody's ±1 neighbour), and the result clipped to
+``[-1, 1]``.  ``similarity_matrix`` uses the raw rating vectors: centring each
+user on their own mean would let one rating move every coordinate and break
+the privacy unit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._rng import RandomStateLike, check_random_state, draw_seed, keyed_uniform
+from .._validation import check_choice, check_epsilon, check_int, check_real
+from ..mechanisms import gaussian_from_uniform, gaussian_sigma, laplace_from_uniform, laplace_scale
+from .sketches import (
+    Sketch,
+    SketchBackend,
+    SketchPrivacy,
+    as_csr,
+    check_clip,
+    check_keys,
+    check_random_state_type,
+    finish_estimate,
+    pair_operands,
+    squared_distances,
+)
+
+__all__ = [
+    "GAUSSIAN_CALIBRATIONS",
+    "GaussianJL",
+    "PrivateSJLT",
+    "gaussian_jl_distance_variance",
+    "gaussian_jl_matrix",
+    "kenthapadi_sigma",
+    "sjlt_distance_variance",
+    "sjlt_matrix",
+]
+
+#: Values of ``GaussianJL(calibration=...)``.
+GAUSSIAN_CALIBRATIONS = ("kenthapadi", "analytic")
+
+
+# ----------------------------------------------------------------------------
+# the public projections
+# ----------------------------------------------------------------------------
+
+def sjlt_matrix(k: int, s: int, n_features: int, random_state: RandomStateLike) -> sp.csc_matrix:
+    r"""The ``k × n_features`` SJLT (Kane & Nelson 2014, block construction).
+
+    Column ``j`` has one entry ``σ_r(j)/√s`` in each block ``r = 0..s-1``, at
+    row ``r·(k/s) + h_r(j)``; ``h`` (drawn first) and ``σ`` are fully random.
+
+    Returns
+    -------
+    scipy.sparse.csc_matrix, float64, exactly ``s`` non-zeros per column,
+    row indices sorted.
+    """
+    k, s = _check_k_s(k, s)
+    n_features = check_int(n_features, "n_features", minimum=0)
+    rng = check_random_state(random_state)
+    buckets = rng.integers(0, k // s, size=(n_features, s))
+    signs = rng.integers(0, 2, size=(n_features, s)).astype(np.float64) * 2.0 - 1.0
+    rows = buckets + (np.arange(s) * (k // s))[None, :]
+    indptr = np.arange(0, n_features * s + 1, s, dtype=np.int64)
+    return sp.csc_matrix((signs.ravel() / math.sqrt(s), rows.ravel(), indptr),
+                         shape=(k, n_features))
+
+
+def gaussian_jl_matrix(k: int, n_features: int, random_state: RandomStateLike) -> np.ndarray:
+    """The ``k × n_features`` matrix of iid ``N(0, 1/k)`` entries (dense)."""
+    k = check_int(k, "k", minimum=1)
+    n_features = check_int(n_features, "n_features", minimum=0)
+    return check_random_state(random_state).standard_normal((k, n_features)) / math.sqrt(k)
+
+
+def kenthapadi_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
+    r"""``σ = (w₂/ε) · sqrt(2 (ln(1/(2δ)) + ε))`` (Kenthapadi et al. 2013).
+
+    (ε, δ)-DP for a query of ℓ2 sensitivity ``w₂``, for every ``ε > 0`` and
+    ``δ < 1/2`` (checked against the exact curve of
+    :func:`dprec.mechanisms.gaussian_delta` in the tests).
+    """
+    epsilon = check_epsilon(epsilon)
+    delta = check_real(delta, "delta", low=0.0, high=0.5, low_inclusive=False,
+                       high_inclusive=False)
+    w2 = check_real(l2_sensitivity, "l2_sensitivity", low=0.0, low_inclusive=False)
+    return w2 / epsilon * math.sqrt(2.0 * (math.log(1.0 / (2.0 * delta)) + epsilon))
+
+
+# ----------------------------------------------------------------------------
+# variance formulas
+# ----------------------------------------------------------------------------
+
+def _norms(z) -> tuple[float, float]:
+    z = np.asarray(z, dtype=np.float64).ravel()
+    sq = float(z @ z)
+    return sq, float(np.sum(z**4))
+
+
+def sjlt_distance_variance(z, k: int, scale: float) -> float:
+    r"""Variance of the private SJLT's ``‖x - y‖²`` estimate for ``z = x - y``.
+
+    ``(2/k)(‖z‖₂⁴ - ‖z‖₄⁴) + 16 b² ‖z‖² + 56 k b⁴``: the SJLT's own variance
+    (exact for fully random hashes, any ``s`` dividing ``k``; at most
+    ``2‖z‖⁴/k``), the cross term ``2⟨Sz, e⟩`` and the noise term
+    ``‖e‖²`` with ``e`` a difference of two ``Lap(b)`` (``E e⁴ = 72 b⁴``).
+    """
+    k = check_int(k, "k", minimum=1)
+    b = check_real(scale, "scale", low=0.0)
+    sq, fourth = _norms(z)
+    return 2.0 / k * (sq * sq - fourth) + 16.0 * b**2 * sq + 56.0 * k * b**4
+
+
+def gaussian_jl_distance_variance(z, k: int, sigma: float) -> float:
+    r"""Variance of the Gaussian JL's ``‖x - y‖²`` estimate: ``2‖z‖⁴/k + 8σ²‖z‖² + 8kσ⁴``."""
+    k = check_int(k, "k", minimum=1)
+    sigma = check_real(sigma, "sigma", low=0.0)
+    sq, _ = _norms(z)
+    return 2.0 / k * sq * sq + 8.0 * sigma**2 * sq + 8.0 * k * sigma**4
+
+
+def _check_k_s(k, s) -> tuple[int, int]:
+    k = check_int(k, "k", minimum=1)
+    s = check_int(s, "s", minimum=1)
+    if k % s:
+        raise ValueError(f"s must divide k (s blocks of k/s rows), got k={k}, s={s}")
+    return k, s
+
+
+# ----------------------------------------------------------------------------
+# backends
+# ----------------------------------------------------------------------------
+
+class _PrivateProjection(SketchBackend):
+    """Shared parts: sketch = projection + keyed noise; the estimators."""
+
+    similarity = "cosine"
+    score_range = 2.0
+
+    def _init_common(self, k, epsilon, sensitivity, random_state) -> None:
+        self.k = check_int(k, "k", minimum=1)
+        self.epsilon = check_epsilon(epsilon)
+        self.sensitivity = check_real(sensitivity, "sensitivity", low=0.0, low_inclusive=False)
+        self.random_state = check_random_state_type(random_state)
+
+    # subclasses: draw the public matrix, set the noise, describe the noise
+    def _project(self, X: sp.csr_matrix, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _add_noise(self, values: np.ndarray, params: dict, uniforms_of) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    @staticmethod
+    def _noise_moments(params) -> tuple[float, float]:
+        """``(Var η, Var η²)`` of one noise coordinate."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def sketch(self, X, keys=None) -> Sketch:
+        """Every user's private projection ``x' = Mx + noise``, one row each.
+
+        Parameters
+        ----------
+        X : scipy.sparse matrix or 2-D array, users × features
+            Row ``u`` is ``x_u`` (not modified).
+        keys : 1-D integer array of length ``n_users``, optional
+            Row ``u``'s noise depends only on ``keys[u]`` (default: the row
+            index).
+
+        Returns
+        -------
+        Sketch
+            ``values`` of shape (n_users, k), float64; ``params`` holds the
+            noise parameter.  The public matrix is kept in
+            ``self.projection_``.  An int ``random_state`` gives the same
+            release on every call; a Generator, a new one.
+        """
+        matrix = as_csr(X)
+        row_keys = check_keys(keys, matrix.shape[0])
+        rng = check_random_state(self.random_state)
+        values, params = self._project(matrix, rng)
+        seed = draw_seed(rng)
+        noisy = self._add_noise(values, params,
+                                lambda n: keyed_uniform(seed, row_keys, n * self.k)
+                                .reshape(-1, self.k, n))
+        return Sketch(noisy, np.ones(matrix.shape[0], dtype=bool), self.name, params)
+
+    def _noise_variance(self, S: Sketch) -> float:
+        return self._noise_moments(S.params)[0]
+
+    def squared_norms(self, S: Sketch) -> np.ndarray:
+        """Unbiased ``‖x‖²`` estimates: ``‖x'‖² - k Var(η)`` (may be negative)."""
+        S, _ = pair_operands(S, None, self.name, self.k)
+        return np.einsum("ij,ij->i", S.values, S.values) - self.k * self._noise_variance(S)
+
+    def squared_distances(self, S: Sketch, other: Sketch | None = None) -> np.ndarray:
+        """Unbiased ``‖x - y‖²`` estimates for all pairs: ``‖x' - y'‖² - 2k Var(η)``.
+
+        From the Gram matrix.  Not clipped (may be negative); the diagonal of
+        the ``other=None`` case is 0 (a vector's distance to itself).
+        """
+        S, T = pair_operands(S, other, self.name, self.k)
+        D = squared_distances(S.values, None if other is None else T.values)
+        D -= 2.0 * self.k * self._noise_variance(S)
+        if other is None:
+            np.fill_diagonal(D, 0.0)
+        return D
+
+    def squared_distances_paired(self, S: Sketch, other: Sketch) -> np.ndarray:
+        """Unbiased ``‖x_i - y_i‖²`` between ``S[i]`` and ``other[i]`` (1-D)."""
+        S, T = pair_operands(S, other, self.name, self.k)
+        if len(S) != len(T):
+            raise ValueError(f"paired estimates need as many rows in other as in S, got "
+                             f"{len(T)} and {len(S)}")
+        D = np.sum((S.values - T.values) ** 2, axis=1)
+        return D - 2.0 * self.k * self._noise_variance(S)
+
+    def norm_floor(self, S: Sketch) -> float:
+        """``sqrt(k Var(η²))``: the standard deviation of a pure-noise norm estimate."""
+        return max(math.sqrt(self.k * self._noise_moments(S.params)[1]), 1e-12)
+
+    def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
+        r"""Cosine estimates ``(n̂_x + n̂_y - D̂)/(2 sqrt(n̂_x n̂_y))`` for all pairs.
+
+        ``n̂`` the norm estimates floored at :meth:`norm_floor`, ``D̂`` the
+        distance estimates; the numerator is ``⟨x', y'⟩`` (a Gram matrix).
+        Clipped to ``[-1, 1]`` if ``clip``; diagonal 1 (``other`` None).
+        """
+        clip = check_clip(clip)
+        S, T = pair_operands(S, other, self.name, self.k)
+        floor = self.norm_floor(S)
+        norms_s = np.sqrt(np.maximum(self.squared_norms(S), floor))
+        norms_t = norms_s if other is None else np.sqrt(np.maximum(self.squared_norms(T), floor))
+        sims = S.values @ T.values.T
+        sims /= norms_s[:, None]
+        sims /= norms_t[None, :]
+        return finish_estimate(sims, S.valid, T.valid, other is None, -1.0, 1.0, clip)
+
+    def _similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
+        """The raw rating vectors; every ``|rating|`` must be ``<= sensitivity``."""
+        if ratings.nnz and np.abs(ratings.data).max() > self.sensitivity:
+            raise ValueError(
+                f"a rating of absolute value {np.abs(ratings.data).max():g} exceeds "
+                f"sensitivity={self.sensitivity:g}: adding or removing it would not be covered "
+                "by the privacy unit; set sensitivity to the largest |rating| of the scale")
+        return ratings
+
+    def _unit(self) -> str:
+        return f"one rating (|Δ| ≤ sensitivity={self.sensitivity:g})"
+
+
+class PrivateSJLT(_PrivateProjection):
+    r"""The private sparser JL transform (Stausholm 2021): ``x' = Sx + Lap(b)^k``.
+
+    ε-DP (pure) when one coordinate of ``x`` moves by at most
+    ``sensitivity``; ``b = √s·Δ/ε``.  See the module docstring for the
+    estimators and their variance.
+
+    Parameters
+    ----------
+    k : int
+        Output dimension, ``>= 1``.
+    s : int
+        Non-zeros per column (blocks), ``>= 1``, dividing ``k``.
+    epsilon : float
+        ``ε > 0`` of one user's sketch.
+    sensitivity : float
+        ``Δ > 0``: the most one coordinate (rating) can move.
+    random_state : None, int, RandomState or Generator
+        The public matrix first, then the noise seed.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> X = sp.random(4, 50, density=0.3, format="csr", random_state=0)
+    >>> sjlt = PrivateSJLT(k=64, s=4, epsilon=2.0, sensitivity=1.0, random_state=0)
+    >>> sjlt.squared_distances(sjlt.sketch(X)).shape
+    (4, 4)
+    """
+
+    name = "sjlt"
+    option_defaults = {"k": 256, "s": 4}
+
+    def __init__(self, k: int, s: int, epsilon: float, sensitivity: float,
+                 random_state: RandomStateLike = None) -> None:
+        self._init_common(k, epsilon, sensitivity, random_state)
+        self.k, self.s = _check_k_s(k, s)
+
+    def scale(self) -> float:
+        """The Laplace scale ``b ≈ √s·Δ/ε`` (lattice sampler, ``s`` coordinates move)."""
+        return laplace_scale(self.epsilon, math.sqrt(self.s) * self.sensitivity, "lattice",
+                             max_changed=self.s)
+
+    def privacy(self) -> SketchPrivacy:
+        return SketchPrivacy("laplace", self.epsilon, 0.0, self._unit())
+
+    def _project(self, X, rng):
+        self.projection_ = sjlt_matrix(self.k, self.s, X.shape[1], rng)
+        values = (X @ self.projection_.T.tocsr()).toarray()
+        return values, {"scale": self.scale()}
+
+    def _add_noise(self, values, params, uniforms_of):
+        return laplace_from_uniform(values, params["scale"], uniforms_of(3))
+
+    @staticmethod
+    def _noise_moments(params) -> tuple[float, float]:
+        b = params["scale"]
+        return 2.0 * b * b, 20.0 * b**4                   # E η⁴ = 24 b⁴
+
+    def distance_variance(self, z) -> float:
+        """:func:`sjlt_distance_variance` of ``z = x - y`` at this backend's ``k`` and ``b``."""
+        return sjlt_distance_variance(z, self.k, self.scale())
+
+
+class GaussianJL(_PrivateProjection):
+    r"""Gaussian JL with Gaussian noise (Kenthapadi et al. 2013): ``x' = Px + N(0, σ²)^k``.
+
+    (ε, δ)-DP when one coordinate of ``x`` moves by at most ``sensitivity``;
+    ``σ`` from ``w₂ = Δ · max_j ‖P e_j‖₂`` of the drawn (public) ``P``, so it
+    is known after :meth:`sketch` (``sigma_``, and in the sketch's params).
+
+    Parameters
+    ----------
+    k : int
+        Output dimension, ``>= 1``.
+    epsilon : float
+        ``ε > 0``.
+    delta : float
+        ``δ ∈ (0, 1/2)``.
+    sensitivity : float
+        ``Δ > 0``.
+    random_state : None, int, RandomState or Generator
+        ``P`` first, then the noise seed.
+    calibration : {"kenthapadi", "analytic"}
+        ``σ = (w₂/ε) sqrt(2(ln(1/(2δ)) + ε))`` (the paper's, default) or the
+        smallest valid σ (:func:`dprec.mechanisms.gaussian_sigma`, Balle &
+        Wang 2018; 20-50 % smaller).
+    """
+
+    name = "gaussian_jl"
+    option_defaults = {"k": 256, "delta": 1e-4}
+
+    def __init__(self, k: int, epsilon: float, delta: float, sensitivity: float,
+                 random_state: RandomStateLike = None, calibration: str = "kenthapadi") -> None:
+        self._init_common(k, epsilon, sensitivity, random_state)
+        self.delta = check_real(delta, "delta", low=0.0, high=0.5, low_inclusive=False,
+                                high_inclusive=False)
+        self.calibration = check_choice(calibration, "calibration", GAUSSIAN_CALIBRATIONS)
+
+    def sigma(self, projection: np.ndarray) -> float:
+        """σ for the public matrix ``projection`` (``w₂ = Δ · max column norm``)."""
+        w2 = self.sensitivity * float(np.sqrt(np.max(np.sum(projection**2, axis=0),
+                                                     initial=0.0)))
+        if w2 == 0.0:
+            return 1e-300          # no feature: nothing to hide (noise irrelevant)
+        if self.calibration == "kenthapadi":
+            return kenthapadi_sigma(self.epsilon, self.delta, w2)
+        return gaussian_sigma(self.epsilon, self.delta, w2)
+
+    def privacy(self) -> SketchPrivacy:
+        return SketchPrivacy("gaussian", self.epsilon, self.delta, self._unit())
+
+    def _project(self, X, rng):
+        self.projection_ = gaussian_jl_matrix(self.k, X.shape[1], rng)
+        self.sigma_ = self.sigma(self.projection_)
+        values = np.asarray(X @ self.projection_.T)
+        return values, {"sigma": self.sigma_}
+
+    def _add_noise(self, values, params, uniforms_of):
+        return gaussian_from_uniform(values, params["sigma"], uniforms_of(2))
+
+    @staticmethod
+    def _noise_moments(params) -> tuple[float, float]:
+        var = params["sigma"] ** 2
+        return var, 2.0 * var * var
+
+    def distance_variance(self, z) -> float:
+        """:func:`gaussian_jl_distance_variance` at this backend's ``k`` and last ``σ``."""
+        if not hasattr(self, "sigma_"):
+            raise ValueError("σ depends on the public matrix: call sketch() first")
+        return gaussian_jl_distance_variance(z, self.k, self.sigma_)

@@ -1,0 +1,403 @@
+"""Private similarity sketches: shared interface, records and the backend registry.
+
+Every sketch backend is a *local* mechanism (ALGORITHMS.md §4): each user
+turns their own data into a short privatised sketch on their own device,
+using only
+
+* their own row of the data,
+* the public hash functions (drawn first from the backend's ``random_state``,
+  so every user of one model shares them), and
+* fresh noise: the uniforms of row ``u`` are
+  :func:`dprec._rng.keyed_uniform` ``(seed, key_u)`` with ``seed`` drawn from
+  the same Generator *after* the hash functions and ``key_u`` the row's key
+  (its index by default), so a row's sketch never depends on another row.
+
+The curator only sees the sketches and estimates all pairwise similarities
+from them with matrix products.  Backends (registry :data:`SKETCH_BACKENDS`,
+keyed by ``name``):
+
+* ``"minhash"``: :class:`~.minhash.MinHash`, Jaccard, no privacy (the baseline);
+* ``"rr_minhash"``: :class:`~.minhash.RRMinHash`, Jaccard, (ε, δ), α items of a set;
+* ``"noisy_minhash"``: :class:`~.minhash.NoisyMinHash`, Jaccard, (ε, δ), α items;
+* ``"sjlt"``: :class:`~.sjlt.PrivateSJLT`, cosine, pure ε, one rating;
+* ``"gaussian_jl"``: :class:`~.sjlt.GaussianJL`, cosine, (ε, δ), one rating.
+
+Each backend has two jobs, ``sketch(X)`` (all users at once, as their devices
+would) and ``estimate(S)`` (all pairs), plus ``similarity_matrix(ratings)``
+for :class:`dprec.PrivateKNN`, ``privacy()`` / ``record_privacy(ledger)``
+and ``from_options(sim_options, random_state)``.
+
+References
+----------
+- M. Aumüller, A. Bourgeat and J. Schmurr, "Differentially Private Sketches
+  for Jaccard Similarity Estimation", SISAP 2020 (seed 000).
+- N. M. Stausholm, "Improved Differentially Private Euclidean Distance
+  Approximation", PODS 2021 (seed 001).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._rng import RandomStateLike, validate_random_state
+from ..ledger import LedgerEntry, PrivacyLedger
+
+__all__ = [
+    "SKETCH_BACKENDS",
+    "Sketch",
+    "SketchBackend",
+    "SketchPrivacy",
+    "sketch_backend",
+]
+
+#: Every sketch backend by its ``name`` (filled as :mod:`.minhash` and
+#: :mod:`.sjlt` are imported; both are imported at the end of this module).
+SKETCH_BACKENDS: dict[str, type[SketchBackend]] = {}
+
+
+@dataclass(frozen=True)
+class Sketch:
+    """The privatised sketches of a batch of users, one row each.
+
+    Attributes
+    ----------
+    values : numpy.ndarray of shape (n_users, width)
+        Row ``u`` is user ``u``'s released sketch: bucket codes in
+        ``0..B-1`` (int64) for :class:`~.minhash.MinHash` and
+        :class:`~.minhash.RRMinHash`, real numbers (float64) for the others.
+        Rows of invalid users are all ``-1`` (codes) or all ``0.0`` (reals).
+        Read-only.
+    valid : numpy.ndarray of bool, shape (n_users,)
+        False for a user who released nothing: an empty set, or a set
+        smaller than ``τ`` excluded with ``small_users="exclude"``.
+    backend : str
+        The ``name`` of the backend that made it (checked by ``estimate``).
+    params : Mapping[str, float]
+        The noise parameters the sketches were made with (``keep_probability``,
+        ``scale``, ``sigma``, ``tau``...): ``estimate`` reads them from here,
+        so it always matches the release.  Read-only.
+    """
+
+    values: np.ndarray
+    valid: np.ndarray
+    backend: str
+    params: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        values, valid = np.asarray(self.values), np.asarray(self.valid, dtype=bool)
+        if values.ndim != 2 or valid.shape != (values.shape[0],):
+            raise ValueError(f"a Sketch needs values of shape (n, width) and valid of shape "
+                             f"(n,), got {values.shape} and {valid.shape}")
+        for name, arr in (("values", values), ("valid", valid)):
+            arr = arr.view()
+            arr.flags.writeable = False
+            object.__setattr__(self, name, arr)
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+    def __len__(self) -> int:
+        return int(self.values.shape[0])
+
+    def __getitem__(self, rows) -> Sketch:
+        """The sketches of ``rows`` (an index array, slice or boolean mask)."""
+        values = self.values[rows]
+        if values.ndim != 2:
+            raise IndexError("index a Sketch with an array, slice or mask of rows")
+        return Sketch(values, self.valid[rows], self.backend, self.params)
+
+    @property
+    def width(self) -> int:
+        """Coordinates per sketch (``K`` or ``k``)."""
+        return int(self.values.shape[1])
+
+
+@dataclass(frozen=True)
+class SketchPrivacy:
+    """What one release of a user's sketch guarantees.
+
+    Attributes
+    ----------
+    mechanism : str
+        ``"randomized_response"``, ``"laplace"``, ``"gaussian"`` or ``"none"``.
+    epsilon, delta : float
+        The guarantee (``epsilon = inf`` for the non-private baseline).
+    unit : str
+        What two neighbouring inputs differ in.
+    applications : int
+        Releases per user (1: a sketch is released once).
+    """
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    unit: str
+    applications: int = 1
+
+
+class SketchBackend:
+    """Base class of the sketch backends.
+
+    Subclasses set :attr:`name`, :attr:`similarity`, :attr:`score_range` and
+    :attr:`option_defaults`, and implement :meth:`sketch`, :meth:`estimate`,
+    :meth:`privacy` and :meth:`_similarity_input`.
+    """
+
+    #: the ``sim_options["name"]`` of the backend
+    name: ClassVar[str] = ""
+    #: ``"jaccard"`` or ``"cosine"``: what :meth:`estimate` estimates
+    similarity: ClassVar[str] = ""
+    #: width of the range of similarity values (1 for Jaccard, 2 for cosine);
+    #: the sensitivity private selectors use for these scores
+    score_range: ClassVar[float] = 1.0
+    #: :meth:`from_options` defaults of constructor parameters that have none
+    option_defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            SKETCH_BACKENDS[cls.name] = cls
+
+    # ------------------------------------------------------------ interface
+    def sketch(self, X, keys=None) -> Sketch:  # pragma: no cover - abstract
+        """Every user's privatised sketch (one row of ``X`` per user)."""
+        raise NotImplementedError
+
+    def estimate(self, S: Sketch, other: Sketch | None = None,
+                 clip: bool = True) -> np.ndarray:  # pragma: no cover - abstract
+        """The matrix of estimated similarities between the rows of ``S`` (and ``other``)."""
+        raise NotImplementedError
+
+    def privacy(self) -> SketchPrivacy:  # pragma: no cover - abstract
+        """The guarantee of one release of a user's sketch."""
+        raise NotImplementedError
+
+    def _similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    # ------------------------------------------------------------ shared
+    def record_privacy(self, ledger: PrivacyLedger) -> LedgerEntry:
+        """Write :meth:`privacy` to ``ledger`` (component ``"similarity"``)."""
+        record = self.privacy()
+        return ledger.record("similarity", record.mechanism, epsilon=record.epsilon,
+                             delta=record.delta, unit=record.unit,
+                             applications=record.applications)
+
+    def similarity_matrix(self, ratings) -> np.ndarray:
+        """``estimate(sketch(X))`` for the users' rating rows, ready for kNN.
+
+        ``X`` is derived from ``ratings`` as each backend documents (the set
+        of rated or liked items for the MinHash family, the raw rating
+        vectors for the projections).  The diagonal is 1, values lie in the
+        backend's range (``[0, 1]`` or ``[-1, 1]``), never NaN; users without
+        a sketch (excluded or empty) have similarity 0 to everybody.
+
+        Parameters
+        ----------
+        ratings : scipy.sparse matrix, users × items
+            E.g. :func:`dprec.datasets.user_item_matrix` of a trainset (not
+            modified).
+
+        Returns
+        -------
+        numpy.ndarray of shape (n_users, n_users), float64.
+        """
+        sims = self.estimate(self.sketch(self._similarity_input(as_csr(ratings, "ratings"))))
+        np.fill_diagonal(sims, 1.0)
+        return sims
+
+    @classmethod
+    def from_options(cls, options: Mapping, random_state: RandomStateLike = None):
+        """Build the backend from Surprise-style ``sim_options``.
+
+        Keys are the constructor's parameter names (``random_state`` comes
+        separately), plus ``"name"`` (must be :attr:`name` when given) and
+        ``"user_based"`` (must be True).  Parameters not given take the
+        constructor's default, else :attr:`option_defaults`; ``epsilon`` (and
+        ``sensitivity``) have no default: a privacy level is never chosen
+        silently.
+
+        Raises
+        ------
+        TypeError
+            If ``options`` is not a mapping.
+        ValueError
+            For unknown keys (named), a wrong ``name``, a missing required
+            parameter, or any invalid parameter value.
+        """
+        if not isinstance(options, Mapping):
+            raise TypeError(f"sim_options must be a dict, got {type(options).__name__}")
+        options = dict(options)
+        name = options.pop("name", cls.name)
+        if not isinstance(name, str) or name.lower() != cls.name:
+            raise ValueError(f"sim_options['name'] must be {cls.name!r} for "
+                             f"{cls.__name__}, got {name!r}")
+        if options.pop("user_based", True) is not True:
+            raise ValueError("sim_options['user_based'] must be True: sketches are per user")
+        params = [p for p in inspect.signature(cls.__init__).parameters.values()
+                  if p.name not in ("self", "random_state")]
+        allowed = {p.name for p in params}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise ValueError(f"sim_options has unknown option(s) {unknown} for {cls.name!r}; "
+                             f"allowed: {sorted(allowed | {'name', 'user_based'})}")
+        kwargs = {}
+        for p in params:
+            if p.name in options:
+                kwargs[p.name] = options[p.name]
+            elif p.default is inspect.Parameter.empty:
+                if p.name not in cls.option_defaults:
+                    raise ValueError(f"sim_options for {cls.name!r} must give {p.name!r}")
+                kwargs[p.name] = cls.option_defaults[p.name]
+        return cls(**kwargs, random_state=random_state)
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor's parameters (as given)."""
+        return {name: getattr(self, name) for name in inspect.signature(type(self).__init__)
+                .parameters if name != "self"}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+def sketch_backend(options: Mapping, random_state: RandomStateLike = None) -> SketchBackend:
+    """The backend named by ``options["name"]``, built by its ``from_options``.
+
+    Raises
+    ------
+    ValueError
+        If the name is not in :data:`SKETCH_BACKENDS` (the message lists them).
+    """
+    if not isinstance(options, Mapping):
+        raise TypeError(f"sim_options must be a dict, got {type(options).__name__}")
+    name = options.get("name")
+    key = name.lower() if isinstance(name, str) else name
+    if key not in SKETCH_BACKENDS:
+        raise ValueError(f"sim_options['name'] must be one of {sorted(SKETCH_BACKENDS)}, "
+                         f"got {name!r}")
+    return SKETCH_BACKENDS[key].from_options({**options, "name": key}, random_state)
+
+
+# ----------------------------------------------------------------------------
+# helpers shared by the backends
+# ----------------------------------------------------------------------------
+
+def as_csr(X, name: str = "X") -> sp.csr_matrix:
+    """``X`` as a CSR matrix of real numbers in canonical form, never modifying ``X``.
+
+    Accepts any scipy sparse matrix or array, or a dense 2-D array; duplicate
+    entries are summed (on a copy).
+    """
+    if sp.issparse(X) or (isinstance(X, np.ndarray) and X.ndim == 2):
+        matrix = sp.csr_matrix(X)
+    else:
+        raise TypeError(f"{name} must be a scipy sparse matrix or a 2-D numpy array, "
+                        f"got {type(X).__name__}")
+    if matrix.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {matrix.dtype}")
+    if not matrix.has_canonical_format:
+        matrix = matrix.copy()
+        matrix.sum_duplicates()
+    if not np.isfinite(matrix.data).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return matrix
+
+
+def set_matrix(X, name: str = "X") -> sp.csr_matrix:
+    """The 0/1 set matrix of ``X``: member = a stored non-zero entry (``X`` not modified)."""
+    matrix = as_csr(X, name)
+    keep = matrix.data != 0
+    if not keep.all():
+        matrix = matrix.copy()
+        matrix.data = keep.astype(np.int8)
+        matrix.eliminate_zeros()
+    return matrix
+
+
+def check_keys(keys, n_rows: int) -> np.ndarray:
+    """Row keys for the noise: ``arange(n_rows)`` by default, else unique integers."""
+    if keys is None:
+        return np.arange(n_rows, dtype=np.int64)
+    arr = np.asarray(keys)
+    if arr.dtype.kind not in "iu" or arr.shape != (n_rows,):
+        raise ValueError(f"keys must be {n_rows} integers (one per row of X), got "
+                         f"{arr.dtype} array of shape {arr.shape}")
+    if np.unique(arr).size != n_rows:
+        raise ValueError("keys must be unique: two rows with one key would share their noise")
+    return arr.astype(np.int64)
+
+
+def check_random_state_type(random_state: RandomStateLike) -> RandomStateLike:
+    """Validate ``random_state`` without consuming it; return it unchanged."""
+    validate_random_state(random_state)
+    return random_state
+
+
+def check_clip(clip) -> bool:
+    if not isinstance(clip, (bool, np.bool_)):
+        raise TypeError(f"clip must be True or False, got {type(clip).__name__}")
+    return bool(clip)
+
+
+def pair_operands(S: Sketch, other: Sketch | None, backend: str,
+                  width: int) -> tuple[Sketch, Sketch]:
+    """Check ``S`` (and ``other``) come from ``backend`` with ``width`` columns.
+
+    ``other`` must have been made with the same noise parameters as ``S``.
+    """
+    operands = (S,) if other is None else (S, other)
+    for label, sk in zip(("S", "other"), operands):
+        if not isinstance(sk, Sketch):
+            raise TypeError(f"{label} must be a Sketch (from {backend}.sketch), "
+                            f"got {type(sk).__name__}")
+        if sk.backend != backend:
+            raise ValueError(f"{label} was made by {sk.backend!r}, not {backend!r}")
+        if sk.width != width:
+            raise ValueError(f"{label} has {sk.width} coordinates, this backend makes {width}")
+    if other is not None and dict(other.params) != dict(S.params):
+        raise ValueError(f"S and other were made with different noise parameters "
+                         f"({dict(S.params)} and {dict(other.params)})")
+    return S, (S if other is None else other)
+
+
+def finish_estimate(sims: np.ndarray, valid_a: np.ndarray, valid_b: np.ndarray,
+                    same: bool, low: float, high: float, clip: bool) -> np.ndarray:
+    """Clip to ``[low, high]`` if asked, zero pairs with an invalid user, diagonal 1."""
+    if clip:
+        np.clip(sims, low, high, out=sims)
+    sims[~valid_a, :] = 0.0
+    sims[:, ~valid_b] = 0.0
+    if same:
+        np.fill_diagonal(sims, 1.0)
+    if not np.isfinite(sims).all():  # pragma: no cover - guarded by construction
+        raise FloatingPointError("non-finite similarity estimate")
+    return sims
+
+
+def squared_distances(A: np.ndarray, C: np.ndarray | None = None) -> np.ndarray:
+    """``‖a_u − c_v‖²`` for all pairs of rows, from the Gram matrix (``C = A`` if None).
+
+    ``‖a‖² + ‖c‖² − 2⟨a, c⟩``; the diagonal of the ``C = A`` case is exactly 0.
+    """
+    sq_a = np.einsum("ij,ij->i", A, A)
+    if C is None:
+        gram, sq_c = A @ A.T, sq_a
+    else:
+        gram, sq_c = A @ C.T, np.einsum("ij,ij->i", C, C)
+    out = sq_a[:, None] + sq_c[None, :]
+    out -= 2.0 * gram
+    if C is None:
+        np.fill_diagonal(out, 0.0)
+    return out
+
+
+# Importing the backends registers them in SKETCH_BACKENDS (they subclass
+# SketchBackend, whose __init_subclass__ records them).  At the end of the
+# module so that either import order works.
+from . import minhash, sjlt  # noqa: E402,F401

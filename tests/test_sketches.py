@@ -1,0 +1,572 @@
+"""Private similarity sketches (issue 5): hashing, estimators, formulas, τ, options."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from dprec.datasets import user_item_matrix
+from dprec.ledger import PrivacyLedger
+from dprec.mechanisms import gaussian_delta, gaussian_sigma, laplace_epsilon
+from dprec.similarity.minhash import (
+    MinHash,
+    MinHashFunctions,
+    NoisyMinHash,
+    RRMinHash,
+    difference_bound,
+    difference_bound_binomial,
+    difference_bound_paper,
+    disjoint_set_pairs,
+)
+from dprec.similarity.sjlt import (
+    GaussianJL,
+    PrivateSJLT,
+    gaussian_jl_distance_variance,
+    kenthapadi_sigma,
+    sjlt_distance_variance,
+    sjlt_matrix,
+)
+from dprec.similarity.sketches import SKETCH_BACKENDS, Sketch, sketch_backend
+
+
+def _pairs(backend, X):
+    """Sketch ``X`` (pairs in rows 2i, 2i+1) and return the two halves."""
+    S = backend.sketch(X)
+    return S[0::2], S[1::2]
+
+
+def _all_backends(random_state=0, tau=3):
+    return [
+        MinHash(32, 4, random_state=random_state),
+        RRMinHash(32, 4, 6.0, 1e-4, tau=tau, random_state=random_state),
+        NoisyMinHash(32, 4, 6.0, 1e-4, tau=tau, random_state=random_state),
+        PrivateSJLT(32, 4, 2.0, 5.0, random_state=random_state),
+        GaussianJL(32, 2.0, 1e-4, 5.0, random_state=random_state),
+    ]
+
+
+@pytest.fixture(scope="module")
+def small_ratings(small_data):
+    return user_item_matrix(small_data.build_full_trainset())
+
+
+# ----------------------------------------------------------------------------
+# MinHash hashing
+# ----------------------------------------------------------------------------
+
+@st.composite
+def _set_matrices(draw):
+    n_rows = draw(st.integers(1, 12))
+    n_items = draw(st.integers(1, 40))
+    rows = [draw(st.lists(st.integers(0, n_items - 1), max_size=15)) for _ in range(n_rows)]
+    indices = np.array([i for row in rows for i in row], dtype=np.int64)
+    indptr = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    data = np.ones(indices.size)
+    return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_items)), rows
+
+
+@settings(max_examples=40, deadline=None)
+@given(_set_matrices(), st.integers(1, 9), st.integers(2, 5), st.integers(0, 10))
+def test_minhash_buckets_equal_brute_force(case, K, B, seed):
+    """Bucket of the argmin of π_j over each row's set; -1 for empty rows (any position)."""
+    X, rows = case
+    hashes = MinHashFunctions.draw(K, B, X.shape[1], np.random.default_rng(seed))
+    got = hashes.buckets(sp.csr_matrix(X.toarray() != 0))
+    codes = hashes.codes.astype(np.int64)
+    for u, row in enumerate(rows):
+        if not row:
+            assert (got[u] == -1).all()
+        else:
+            element = np.array(row)[np.argmin(codes[row] // B, axis=0)]
+            assert np.array_equal(got[u], codes[element, np.arange(K)] % B)
+
+
+def test_hash_table_holds_permutations_and_uniform_buckets():
+    hashes = MinHashFunctions.draw(64, 3, 500, np.random.default_rng(0))
+    ranks, buckets = hashes.codes // 3, hashes.codes % 3
+    assert np.array_equal(np.sort(ranks, axis=0),
+                          np.broadcast_to(np.arange(500)[:, None], (500, 64)))
+    counts = np.bincount(buckets.ravel().astype(np.int64), minlength=3)
+    assert stats.chisquare(counts).pvalue > 1e-4
+    assert not hashes.codes.flags.writeable
+
+
+def test_sketch_handles_empty_rows_at_both_ends_and_in_the_middle():
+    X = sp.csr_matrix(np.array([[0, 0, 0, 0], [1, 0, 1, 0], [0, 0, 0, 0], [0, 1, 0, 0],
+                                [0, 0, 0, 0]]))
+    S = MinHash(5, 2, random_state=0).sketch(X)
+    assert S.valid.tolist() == [False, True, False, True, False]
+    assert (S.values[~S.valid] == -1).all() and (S.values[S.valid] >= 0).all()
+    sims = MinHash(5, 2, random_state=0).estimate(S)
+    assert np.array_equal(np.diag(sims), np.ones(5))
+    assert (sims[0, 1:] == 0).all() and (sims[1:, 0] == 0).all()
+
+
+def test_blocks_of_rows_give_the_same_buckets_as_one_block(monkeypatch):
+    import dprec.similarity.minhash as mh
+
+    X = sp.random(60, 80, density=0.2, format="csr", random_state=1)
+    whole = MinHash(7, 3, random_state=2).sketch(X).values
+    monkeypatch.setattr(mh, "_BLOCK", 7 * 5)          # ~5 gathered items per block
+    assert np.array_equal(MinHash(7, 3, random_state=2).sketch(X).values, whole)
+
+
+# ----------------------------------------------------------------------------
+# estimators: unbiased, consistent, improving
+# ----------------------------------------------------------------------------
+
+UNBIASED_CASES = [
+    (MinHash, dict(K=16, B=2), 40, 10),
+    (MinHash, dict(K=24, B=4), 30, 20),
+    (RRMinHash, dict(K=32, B=2, epsilon=4.0, delta=1e-4, tau=30), 30, 28),
+    (RRMinHash, dict(K=16, B=4, epsilon=8.0, delta=1e-4, tau=20), 20, 10),
+    (RRMinHash, dict(K=48, B=3, epsilon=2.0, delta=1e-3, tau=40), 40, 4),
+    (NoisyMinHash, dict(K=32, B=2, epsilon=6.0, delta=1e-4, tau=30), 30, 20),
+    (NoisyMinHash, dict(K=16, B=4, epsilon=8.0, delta=1e-4, tau=20), 20, 4),
+]
+
+
+@pytest.mark.parametrize("cls,params,size,overlap", UNBIASED_CASES)
+def test_jaccard_estimators_are_unbiased_before_clipping(cls, params, size, overlap):
+    n_pairs = 2000
+    truth = overlap / (2 * size - overlap)
+    backend = cls(**params, random_state=7)
+    a, b = _pairs(backend, disjoint_set_pairs(n_pairs, size, overlap))
+    est = backend.estimate_paired(a, b, clip=False)
+    se = est.std(ddof=1) / math.sqrt(n_pairs)
+    assert abs(est.mean() - truth) < 4.0 * se, (est.mean(), truth, se)
+    clipped = backend.estimate_paired(a, b)
+    assert clipped.min() >= 0.0 and clipped.max() <= 1.0
+
+
+def test_paired_and_cross_estimates_agree_with_the_full_matrix():
+    X = disjoint_set_pairs(12, 20, 8)
+    for backend in _all_backends(random_state=3, tau=20):
+        S = backend.sketch(X)
+        full = backend.estimate(S, clip=False)
+        cross = backend.estimate(S[:5], S[5:], clip=False)
+        np.testing.assert_allclose(cross, full[:5, 5:], rtol=1e-10, atol=1e-10)
+        if hasattr(backend, "estimate_paired"):
+            paired = backend.estimate_paired(S[0::2], S[1::2], clip=False)
+            np.testing.assert_allclose(paired, np.diag(full[0::2, 1::2]), rtol=1e-10,
+                                       atol=1e-10)
+        np.testing.assert_array_equal(np.diag(full), 1.0)
+        np.testing.assert_allclose(full, full.T, atol=1e-9)
+
+
+def test_wide_one_hot_encodings_use_the_sparse_product():
+    from dprec.similarity.minhash import _DENSE_ONE_HOT, match_counts
+
+    rng = np.random.default_rng(0)
+    codes = rng.integers(0, 1000, size=(30, 8))
+    codes[4] = -1                                             # a row without a sketch
+    assert _DENSE_ONE_HOT < 8 * 1000
+    expected = (codes[:, None, :] == codes[None, :, :]).sum(axis=2).astype(float)
+    expected[4, :] = expected[:, 4] = 0.0
+    np.testing.assert_array_equal(match_counts(codes, codes, 1000), expected)
+    small = codes % 7                                         # dense path, cross product
+    small[4] = -1
+    expected = (small[:, None, :] == small[None, :5, :]).sum(axis=2).astype(float)
+    expected[4, :] = expected[:, 4] = 0.0
+    np.testing.assert_array_equal(match_counts(small, small[:5], 7), expected)
+
+
+def _mae(backend, n_pairs=400, size=50, overlap=30):
+    truth = overlap / (2 * size - overlap)
+    a, b = _pairs(backend, disjoint_set_pairs(n_pairs, size, overlap))
+    return float(np.mean(np.abs(backend.estimate_paired(a, b) - truth)))
+
+
+def test_mae_falls_as_K_grows_at_fixed_per_coordinate_noise():
+    tau, delta, B = 50, 1e-4, 2
+    rr_eps_prime, noisy_scale = 2.0, 0.25           # mild: clipping must not dominate
+    mae = {}
+    for K in (32, 256):
+        L = difference_bound(K, B, 1, tau, delta)
+        rr = RRMinHash(K, B, rr_eps_prime * math.ceil(L), delta, tau=tau, random_state=K)
+        assert rr.epsilon_prime() == pytest.approx(rr_eps_prime)
+        noisy = NoisyMinHash(K, B, (B - 1) * L / noisy_scale, delta, tau=tau, random_state=K)
+        assert noisy.scale() == pytest.approx(noisy_scale, rel=1e-4)
+        mae[K] = (_mae(rr), _mae(noisy), _mae(MinHash(K, B, random_state=K)))
+    for small, large in zip(mae[32], mae[256]):
+        assert large < 0.6 * small                  # ~1/sqrt(8) = 0.35 expected
+
+
+def test_mae_falls_as_epsilon_grows():
+    for cls in (RRMinHash, NoisyMinHash):
+        errors = [_mae(cls(64, 2, eps, 1e-4, tau=50, random_state=1)) for eps in (2.0, 8.0)]
+        assert errors[1] < 0.8 * errors[0], (cls.name, errors)
+
+
+def test_more_noise_cannot_beat_plain_minhash():
+    plain = _mae(MinHash(64, 2, random_state=4))
+    private = _mae(RRMinHash(64, 2, 4.0, 1e-4, tau=50, random_state=4))
+    assert plain < private
+
+
+# ----------------------------------------------------------------------------
+# formulas: L, ε', the Laplace scale
+# ----------------------------------------------------------------------------
+
+def test_paper_bound_by_hand():
+    # K = 500, B = 2, α/τ = 1/50: K r = 5, L = 5 + sqrt(3 ln(1e4) · 5)
+    expected = 5.0 + math.sqrt(3.0 * math.log(1e4) * 5.0)
+    assert difference_bound_paper(500, 2, 1, 50, 1e-4) == pytest.approx(expected)
+    assert expected == pytest.approx(16.75, abs=0.01)
+
+
+@pytest.mark.parametrize("K,B,tau,eps", [(500, 2, 50, 4.0), (200, 4, 20, 2.0),
+                                         (128, 4, 10, 6.0), (300, 2, 5, 8.0)])
+def test_epsilon_prime_and_scale_follow_the_paper_where_its_bound_holds(K, B, tau, eps):
+    L = difference_bound_paper(K, B, 1, tau, 1e-4)
+    r = (1 / tau) * (1 - 1 / B)
+    if K * r >= 3 * math.log(1e4):                 # the Chernoff step's own condition
+        assert difference_bound(K, B, 1, tau, 1e-4) == pytest.approx(L)
+    if difference_bound(K, B, 1, tau, 1e-4) == pytest.approx(L):
+        rr = RRMinHash(K, B, eps, 1e-4, tau=tau)
+        assert rr.epsilon_prime() == pytest.approx(eps / math.ceil(L))
+        p = math.exp(eps / math.ceil(L)) / (math.exp(eps / math.ceil(L)) + B - 1)
+        assert rr.keep_probability() == pytest.approx(p)
+        noisy = NoisyMinHash(K, B, eps, 1e-4, tau=tau)
+        assert noisy.scale() == pytest.approx((B - 1) * L / eps, rel=1e-5)
+        assert laplace_epsilon(noisy.scale(), noisy.sensitivity(), "lattice",
+                               math.ceil(L)) <= eps
+
+
+def test_binomial_bound_is_used_where_the_paper_bound_fails():
+    # K = 100, τ = 1000, B = 2: L_paper = 1.23 but P[Bin(100, 5e-4) > 1] = 1.2e-3 > δ
+    K, B, tau, delta = 100, 2, 1000, 1e-4
+    r = (1 / tau) * (1 - 1 / B)
+    paper = difference_bound_paper(K, B, 1, tau, delta)
+    assert stats.binom.sf(math.floor(paper), K, r) > 10 * delta
+    used = difference_bound(K, B, 1, tau, delta)
+    assert used == difference_bound_binomial(K, B, 1, tau, delta) == 2
+    assert stats.binom.sf(used, K, r) <= delta
+    assert NoisyMinHash(K, B, 4.0, delta, tau=tau).scale() == pytest.approx(
+        (B - 1) * used / 4.0, rel=1e-5)
+    assert difference_bound(10, 2, 1, 2, 1e-9) == 10          # capped at K
+
+
+# ----------------------------------------------------------------------------
+# the device's view: a row depends on its row only
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", _all_backends(), ids=lambda b: b.name)
+def test_a_rows_sketch_does_not_depend_on_other_rows(backend):
+    rng = np.random.default_rng(0)
+    X = sp.random(20, 60, density=0.2, format="csr", random_state=rng,
+                  data_rvs=lambda n: rng.integers(1, 6, n).astype(float))
+    X = X + sp.csr_matrix((np.ones(20), (np.arange(20), np.arange(20) + 5)), shape=(20, 60))
+    other = X.tolil()
+    other[1:, :] = sp.random(19, 60, density=0.3, random_state=1).toarray() * 4 + 1
+    other[1:, :10] = 1.0
+    S, T = backend.sketch(X), backend.sketch(other.tocsr())
+    np.testing.assert_array_equal(S.values[0], T.values[0])
+    rows = np.array([3, 7, 11])
+    alone = backend.sketch(X[rows], keys=rows)
+    np.testing.assert_array_equal(alone.values, S.values[rows])
+
+
+def test_sketches_are_reproducible_for_int_seeds_and_fresh_for_generators():
+    X = disjoint_set_pairs(5, 10, 4)
+    rr = RRMinHash(16, 2, 4.0, 1e-4, tau=10, random_state=3)
+    np.testing.assert_array_equal(rr.sketch(X).values, rr.sketch(X).values)
+    fresh = RRMinHash(16, 2, 4.0, 1e-4, tau=10, random_state=np.random.default_rng(3))
+    assert not np.array_equal(fresh.sketch(X).values, fresh.sketch(X).values)
+
+
+def test_inputs_are_not_mutated_and_sketches_are_read_only(small_ratings):
+    X = small_ratings.copy()
+    X.data[::7] = 0.0                                # explicit zeros are not members
+    before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+    backends = _all_backends(tau=1) + [MinHash(8, 2, threshold=4.0),
+                                       RRMinHash(8, 2, 1.0, 1e-4, threshold=3.5,
+                                                 small_users="exclude")]
+    for backend in backends:
+        S = backend.sketch(X)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            backend.similarity_matrix(X)
+        with pytest.raises(ValueError):
+            S.values[0, 0] = 1
+    for a, b in zip(before, (X.data, X.indices, X.indptr)):
+        np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------
+# the projections
+# ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k,s", [(32, 1), (32, 4), (30, 6), (16, 16)])
+def test_sjlt_has_s_entries_of_plus_minus_one_over_root_s_per_column(k, s):
+    S = sjlt_matrix(k, s, 200, 0)
+    assert S.shape == (k, 200)
+    assert np.array_equal(np.diff(S.indptr), np.full(200, s))
+    np.testing.assert_allclose(np.abs(S.data), 1 / math.sqrt(s))
+    blocks = S.indices.reshape(200, s) // (k // s)
+    assert np.array_equal(blocks, np.broadcast_to(np.arange(s), (200, s)))  # one per block
+    signs = np.sign(S.data)
+    assert 0.4 < np.mean(signs > 0) < 0.6
+
+
+def test_sjlt_sketch_is_the_sparse_product_plus_noise():
+    X = sp.random(10, 40, density=0.3, format="csr", random_state=2)
+    sjlt = PrivateSJLT(16, 4, 1e6, 1.0, random_state=0)        # negligible noise
+    S = sjlt.sketch(X)
+    np.testing.assert_allclose(S.values, X.toarray() @ sjlt.projection_.toarray().T,
+                               atol=1e-3)
+    jl = GaussianJL(16, 1e9, 0.1, 1.0, random_state=0)          # σ ≈ 6e-5
+    np.testing.assert_allclose(jl.sketch(X).values, X.toarray() @ jl.projection_.T, atol=1e-3)
+
+
+def _pair_vectors(R, d=24):
+    rng = np.random.default_rng(5)
+    x, y = np.zeros(d), np.zeros(d)
+    x[:10], y[6:16] = rng.integers(1, 6, 10), rng.integers(1, 6, 10)
+    X = sp.block_diag([sp.csr_matrix(np.vstack([x, y]))] * R, format="csr")
+    return x, y, X
+
+
+@pytest.mark.parametrize("backend", [
+    PrivateSJLT(32, 4, 2.0, 5.0, random_state=11),
+    PrivateSJLT(64, 1, 6.0, 5.0, random_state=12),
+    PrivateSJLT(16, 8, 8.0, 1.0, random_state=13),
+    GaussianJL(32, 2.0, 1e-4, 5.0, random_state=14),
+], ids=lambda b: f"{b.name}-{getattr(b, 's', '')}")
+def test_projection_distance_estimates_are_unbiased_with_the_stated_variance(backend):
+    R = 3000
+    x, y, X = _pair_vectors(R)
+    z = x - y
+    a, b = _pairs(backend, X)          # each pair on its own columns: fresh matrix per pair
+    D = backend.squared_distances_paired(a, b)
+    var = D.var(ddof=1)
+    m4 = np.mean((D - D.mean()) ** 4)
+    se_var = math.sqrt((m4 - var**2) / R)
+    formula = backend.distance_variance(z)
+    assert abs(D.mean() - z @ z) < 4.0 * math.sqrt(var / R)
+    assert abs(var - formula) < 4.0 * se_var, (var, formula, se_var)
+    norms = backend.squared_norms(a)
+    assert abs(norms.mean() - x @ x) < 4.0 * norms.std() / math.sqrt(R)
+
+
+def test_variance_formulas_by_hand():
+    z = np.array([3.0, -1.0, 0.0, 2.0])                       # ‖z‖² = 14, ‖z‖₄⁴ = 98
+    assert sjlt_distance_variance(z, 8, 0.5) == pytest.approx(
+        2 / 8 * (196 - 98) + 16 * 0.25 * 14 + 56 * 8 * 0.0625)
+    assert gaussian_jl_distance_variance(z, 8, 0.5) == pytest.approx(
+        2 / 8 * 196 + 8 * 0.25 * 14 + 8 * 8 * 0.0625)
+    assert sjlt_distance_variance(z, 8, 0.0) <= 2 * 14**2 / 8
+
+
+def test_sjlt_scale_and_gaussian_sigma_follow_the_formulas():
+    sjlt = PrivateSJLT(64, 4, 2.0, 5.0)
+    assert sjlt.scale() == pytest.approx(math.sqrt(4) * 5.0 / 2.0, rel=1e-5)
+    assert laplace_epsilon(sjlt.scale(), 2 * 5.0, "lattice", 4) <= 2.0
+    X = sp.random(3, 50, density=0.5, format="csr", random_state=0)
+    for calibration in ("kenthapadi", "analytic"):
+        jl = GaussianJL(64, 1.5, 1e-5, 4.0, random_state=1, calibration=calibration)
+        S = jl.sketch(X)
+        w2 = 4.0 * np.sqrt((jl.projection_**2).sum(axis=0)).max()
+        expected = (w2 / 1.5 * math.sqrt(2 * (math.log(1 / 2e-5) + 1.5))
+                    if calibration == "kenthapadi" else gaussian_sigma(1.5, 1e-5, w2))
+        assert S.params["sigma"] == pytest.approx(expected)
+        assert gaussian_delta(S.params["sigma"], w2, 1.5) <= 1e-5
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 4.0, 16.0])
+@pytest.mark.parametrize("delta", [0.3, 1e-3, 1e-8])
+def test_kenthapadi_sigma_is_a_valid_gaussian_calibration(eps, delta):
+    assert gaussian_delta(kenthapadi_sigma(eps, delta, 2.0), 2.0, eps) <= delta
+
+
+def test_cosine_estimates_track_the_truth_and_stay_in_range(small_ratings):
+    R = small_ratings
+    sjlt = PrivateSJLT(1024, 4, 1e4, 5.0, random_state=0)      # nearly noiseless
+    sims = sjlt.similarity_matrix(R)
+    dense = R.toarray()
+    norms = np.linalg.norm(dense, axis=1)
+    truth = dense @ dense.T / np.outer(norms, norms)
+    off = ~np.eye(len(truth), dtype=bool)
+    assert np.abs(sims - truth)[off].mean() < 0.05          # JL error ~ 1/sqrt(k)
+    noisy = PrivateSJLT(64, 4, 0.5, 5.0, random_state=0).similarity_matrix(R)
+    assert np.isfinite(noisy).all() and noisy.min() >= -1 and noisy.max() <= 1
+
+
+# ----------------------------------------------------------------------------
+# τ
+# ----------------------------------------------------------------------------
+
+def _sets(sizes, n_items=400, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = [rng.choice(n_items, size, replace=False) for size in sizes]
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    indices = np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64)
+    return sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(len(sizes), n_items))
+
+
+@pytest.mark.parametrize("cls", [RRMinHash, NoisyMinHash])
+def test_sets_below_tau_raise_naming_tau(cls):
+    X = _sets([30, 12, 40, 0])
+    with pytest.raises(ValueError, match=r"2 user\(s\).*tau=20"):
+        cls(16, 2, 4.0, 1e-4, tau=20).sketch(X)
+
+
+@pytest.mark.parametrize("cls", [RRMinHash, NoisyMinHash])
+def test_sets_below_tau_are_excluded_with_a_warning(cls):
+    X = _sets([30, 12, 40, 0, 25])
+    backend = cls(16, 2, 4.0, 1e-4, tau=20, random_state=0, small_users="exclude")
+    with pytest.warns(UserWarning, match=r"2 user\(s\).*tau=20"):
+        S = backend.sketch(X)
+    assert S.valid.tolist() == [True, False, True, False, True]
+    sims = backend.estimate(S)
+    assert (sims[[1, 3]][:, [0, 2, 4]] == 0).all() and (sims[:, [1, 3]][[0, 2, 4]] == 0).all()
+    assert np.array_equal(np.diag(sims), np.ones(5))
+    assert backend.privacy().unit.startswith("1 item(s) of one user's set (|S_u| ≥ τ=20")
+
+
+def test_tau_defaults_to_the_smallest_non_empty_set():
+    rr = RRMinHash(16, 2, 4.0, 1e-4, random_state=0)
+    with pytest.raises(ValueError, match="tau is not known yet"):
+        rr.epsilon_prime()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        S = rr.sketch(_sets([30, 12, 40]))
+    assert rr.tau_ == 12 and S.params["tau"] == 12
+    assert "τ from the data=12" in rr.privacy().unit
+    with pytest.raises(ValueError, match="tau"):
+        RRMinHash(16, 2, 4.0, 1e-4).sketch(_sets([30, 0, 40]))       # empty set: same rule
+    with pytest.raises(ValueError, match="every set is empty"):
+        RRMinHash(16, 2, 4.0, 1e-4).sketch(_sets([0, 0]))
+    with pytest.warns(UserWarning, match=r"1 user\(s\)"):
+        RRMinHash(16, 2, 4.0, 1e-4, small_users="exclude").sketch(_sets([30, 0, 40]))
+
+
+# ----------------------------------------------------------------------------
+# parameters, options, privacy records, similarity_matrix
+# ----------------------------------------------------------------------------
+
+BAD_PARAMETERS = [
+    (lambda: RRMinHash(16, 2, 0.0, 1e-4), ValueError, "epsilon"),
+    (lambda: RRMinHash(16, 2, float("nan"), 1e-4), ValueError, "epsilon"),
+    (lambda: NoisyMinHash(0, 2, 1.0, 1e-4), ValueError, "K"),
+    (lambda: NoisyMinHash(8, 1, 1.0, 1e-4), ValueError, "B"),
+    (lambda: RRMinHash(8.0, 2, 1.0, 1e-4), TypeError, "K"),
+    (lambda: RRMinHash(8, 2, 1.0, 0.0), ValueError, "delta"),
+    (lambda: RRMinHash(8, 2, 1.0, 1.0), ValueError, "delta"),
+    (lambda: RRMinHash(8, 2, 1.0, 1e-4, tau=0), ValueError, "tau"),
+    (lambda: RRMinHash(8, 2, 1.0, 1e-4, tau=2, alpha=3), ValueError, "alpha"),
+    (lambda: RRMinHash(8, 2, 1.0, 1e-4, small_users="drop"), ValueError, "small_users"),
+    (lambda: RRMinHash(8, 2, 1.0, 1e-4, random_state="x"), TypeError, "random_state"),
+    (lambda: MinHash(8, 2, threshold=float("nan")), ValueError, "threshold"),
+    (lambda: PrivateSJLT(0, 1, 1.0, 1.0), ValueError, "k"),
+    (lambda: PrivateSJLT(16, 0, 1.0, 1.0), ValueError, "s"),
+    (lambda: PrivateSJLT(16, 3, 1.0, 1.0), ValueError, "s must divide k"),
+    (lambda: PrivateSJLT(16, 4, -1.0, 1.0), ValueError, "epsilon"),
+    (lambda: PrivateSJLT(16, 4, 1.0, 0.0), ValueError, "sensitivity"),
+    (lambda: GaussianJL(16, 1.0, 0.7, 1.0), ValueError, "delta"),
+    (lambda: GaussianJL(16, 1.0, 1e-4, 1.0, calibration="exact"), ValueError, "calibration"),
+]
+
+
+@pytest.mark.parametrize("make,error,name", BAD_PARAMETERS)
+def test_bad_parameters_are_rejected_by_name(make, error, name):
+    with pytest.raises(error, match=name):
+        make()
+
+
+def test_bad_sketch_inputs_are_rejected():
+    rr = RRMinHash(8, 2, 1.0, 1e-4, tau=1)
+    with pytest.raises(TypeError, match="X"):
+        rr.sketch([[1, 0], [0, 1]])
+    with pytest.raises(ValueError, match="keys"):
+        rr.sketch(sp.eye(3, format="csr"), keys=[0, 0, 1])
+    S = rr.sketch(sp.eye(3, format="csr"))
+    with pytest.raises(ValueError, match="made by"):
+        MinHash(8, 2).estimate(S)
+    with pytest.raises(ValueError, match="coordinates"):
+        RRMinHash(9, 2, 1.0, 1e-4, tau=1).estimate(S)
+    with pytest.raises(ValueError, match="noise parameters"):
+        rr.estimate(S, RRMinHash(8, 2, 2.0, 1e-4, tau=1).sketch(sp.eye(3, format="csr")))
+    with pytest.raises(ValueError, match="buckets"):
+        rr.privatize(np.full((2, 8), 2), seed=0)
+
+
+def test_registry_and_from_options():
+    assert set(SKETCH_BACKENDS) == {"minhash", "rr_minhash", "noisy_minhash", "sjlt",
+                                    "gaussian_jl"}
+    for name, cls in SKETCH_BACKENDS.items():
+        assert cls.name == name and cls.score_range == (1.0 if name.endswith("minhash") else 2.0)
+    rr = RRMinHash.from_options({"name": "rr_minhash", "K": 128, "B": 4, "epsilon": 4.0,
+                                 "delta": 1e-4, "tau": 20}, random_state=3)
+    assert (rr.K, rr.B, rr.epsilon, rr.delta, rr.tau, rr.alpha, rr.random_state) == \
+        (128, 4, 4.0, 1e-4, 20, 1, 3)
+    defaults = sketch_backend({"name": "SJLT", "epsilon": 1.0, "sensitivity": 5})
+    assert isinstance(defaults, PrivateSJLT) and (defaults.k, defaults.s) == (256, 4)
+    assert sketch_backend({"name": "minhash"}).K == 128
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['Kay', 'min_support'\]"):
+        RRMinHash.from_options({"epsilon": 1.0, "Kay": 3, "min_support": 2})
+    with pytest.raises(ValueError, match="must give 'epsilon'"):
+        NoisyMinHash.from_options({"K": 16})
+    with pytest.raises(ValueError, match="must give 'sensitivity'"):
+        GaussianJL.from_options({"epsilon": 1.0})
+    jl = GaussianJL.from_options({"epsilon": 1.0, "sensitivity": 5, "calibration": "analytic"})
+    assert (jl.k, jl.delta, jl.calibration) == (256, 1e-4, "analytic")
+    with pytest.raises(ValueError, match="sketch"):
+        jl.distance_variance(np.ones(3))
+    with pytest.raises(ValueError, match="'rr_minhash'"):
+        RRMinHash.from_options({"name": "sjlt", "epsilon": 1.0})
+    with pytest.raises(ValueError, match="one of"):
+        sketch_backend({"name": "cosine"})
+    with pytest.raises(ValueError, match="user_based"):
+        MinHash.from_options({"user_based": False})
+
+
+def test_privacy_records_go_to_the_ledger():
+    ledger = PrivacyLedger()
+    entries = [b.record_privacy(ledger) for b in _all_backends(tau=20)]
+    assert [e.component for e in entries] == ["similarity"] * 5
+    assert [e.mechanism for e in entries] == ["none", "randomized_response", "laplace",
+                                              "laplace", "gaussian"]
+    assert [(e.epsilon, e.delta) for e in entries[1:]] == [(6.0, 1e-4), (6.0, 1e-4),
+                                                           (2.0, 0.0), (2.0, 1e-4)]
+    assert all(e.applications == 1 for e in entries)
+    assert entries[0].epsilon == math.inf
+    assert entries[3].unit == "one rating (|Δ| ≤ sensitivity=5)"
+    assert "|S_u| ≥ τ=20" in entries[1].unit
+
+
+@pytest.mark.parametrize("backend", _all_backends(tau=None), ids=lambda b: b.name)
+def test_similarity_matrix_is_ready_for_knn(backend, small_ratings):
+    sims = backend.similarity_matrix(small_ratings)
+    n = small_ratings.shape[0]
+    low = 0.0 if backend.score_range == 1.0 else -1.0
+    assert sims.shape == (n, n) and sims.dtype == np.float64
+    assert np.isfinite(sims).all() and sims.min() >= low and sims.max() <= 1.0
+    np.testing.assert_array_equal(np.diag(sims), 1.0)
+    np.testing.assert_allclose(sims, sims.T, atol=1e-9)
+
+
+def test_similarity_matrix_uses_threshold_and_checks_sensitivity(small_ratings):
+    liked = MinHash(64, 2, threshold=4.0, random_state=0)
+    S_liked = liked.sketch(liked._similarity_input(small_ratings))
+    expected = (small_ratings >= 4.0).astype(np.int8)
+    direct = MinHash(64, 2, random_state=0).sketch(expected)
+    np.testing.assert_array_equal(S_liked.values, direct.values)
+    with pytest.raises(ValueError, match="sensitivity"):
+        PrivateSJLT(16, 4, 1.0, 4.0).similarity_matrix(small_ratings)
+
+
+def test_sketch_objects():
+    S = Sketch(np.zeros((3, 2)), np.array([True, False, True]), "sjlt", {"scale": 1.0})
+    assert len(S) == 3 and S.width == 2 and S[1:].valid.tolist() == [False, True]
+    with pytest.raises(TypeError):
+        S.params["scale"] = 2.0
+    with pytest.raises(ValueError, match="shape"):
+        Sketch(np.zeros(3), np.ones(3, bool), "sjlt")
