@@ -42,3 +42,13 @@ def test_ranking_dp_quick_writes_tables_and_figure(tmp_path):
         assert (tmp_path / name).stat().st_size > 0
     concordance = pd.read_csv(tmp_path / "concordance.csv")
     assert len(concordance) > 0 and concordance.notna().all().all()
+
+
+@pytest.mark.slow
+def test_backends_cv_quick(tmp_path):
+    from dprec.experiments import backends_cv
+
+    table = backends_cv.main(["--quick", "--out", str(tmp_path)])
+    assert set(table.backend) == set(backends_cv.BACKENDS)
+    assert table[["rmse", "mae"]].notna().all().all()
+    assert (tmp_path / "backends_cv.csv").is_file()
