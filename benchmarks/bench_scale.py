@@ -8,7 +8,7 @@ resident set size of that process, data included) are its own:
 - Surprise ``KNNBasic`` (cosine, k = 40);
 - ``PrivateKNN`` top-k (cosine, k = 40, item neighbourhood);
 - ``PrivateKNN`` PPNS (ε = 1, p = 0.5) on RRMinHash similarities
-  (K = 256, B = 4, ε = 4, δ = 1e-4, items rated ≥ 4).
+  (K = 256, B = 4, ε = 4, δ = 1e-4, sets of rated items).
 
 Target: dprec's configurations under 2 minutes and 4 GB each.
 Run: ``python benchmarks/bench_scale.py [--folds 5] [--skip knnbasic]``.
@@ -38,7 +38,7 @@ def make_algo(name: str):
         return PrivateKNN(k=40, sim_options={"name": "cosine"}, random_state=0)
     return PrivateKNN(k=40, selector="ppns", epsilon=1.0, p=0.5, random_state=0,
                       sim_options={"name": "rr_minhash", "K": 256, "B": 4, "epsilon": 4.0,
-                                   "delta": 1e-4, "threshold": 4})
+                                   "delta": 1e-4})
 
 
 def run_one(name: str, n_folds: int) -> dict:

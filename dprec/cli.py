@@ -9,6 +9,16 @@ from pathlib import Path
 from . import datasets
 from .evaluation import cross_validate_table, grid_table, parallel_backend, summarise
 
+#: ``dprec <command> [options]`` runs ``dprec.experiments.<module>.main(options)``
+EXPERIMENTS = {
+    "selectors": ("selectors_cv", "neighbour selectors × ε × k × neighbourhood (accuracy, α, β)"),
+    "backends": ("backends_cv", "top-k and PPNS on every similarity backend"),
+    "sketches": ("jaccard_sketches", "Jaccard sketches: MAE against K, recall@10 on real data"),
+    "sjlt": ("sjlt_variance", "private SJLT against Gaussian JL: distance variances"),
+    "ranking": ("ranking_dp", "ranking DP: Mallows against Laplace, the private ranker"),
+    "attack": ("attack_resistance", "the β-kNN attack against every configuration"),
+}
+
 CV_ALGORITHMS = ("knnbasic", "topk", "probabilistic", "pncf", "ppns", "mallows")
 CV_COLUMNS = ["algo", "epsilon", "fold", "rmse", "mae", "fit_time", "test_time"]
 
@@ -153,11 +163,28 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--progress", action="store_true", help="print joblib progress")
     cv.add_argument("--out", default="results/cv")
     cv.set_defaults(handler=run_cv)
+
+    for command, (module, summary) in EXPERIMENTS.items():
+        commands.add_parser(command, help=f"{summary} (experiments/{module}.py; "
+                                          f"'dprec {command} --help' for its options)",
+                            add_help=False)
     return parser
 
 
+def run_experiment(module: str, argv: list[str]) -> int:
+    """Hand the remaining arguments to ``dprec.experiments.<module>.main``."""
+    import importlib
+
+    result = importlib.import_module(f"dprec.experiments.{module}").main(argv)
+    return result if isinstance(result, int) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, rest = build_parser().parse_known_args(argv)
+    if args.command in EXPERIMENTS:
+        return run_experiment(EXPERIMENTS[args.command][0], rest)
+    if rest:
+        build_parser().error(f"unrecognized arguments: {' '.join(rest)}")
     return args.handler(args)
 
 

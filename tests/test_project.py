@@ -51,10 +51,21 @@ def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):
     assert (tmp_path / "out" / "demo.csv").is_file()
 
 
-def test_cli_help():
-    out = subprocess.run([sys.executable, "-m", "dprec", "demo", "--help"], capture_output=True,
-                         text=True, check=True, cwd=ROOT).stdout
-    assert "--out" in out
+@pytest.mark.parametrize("command", ["demo", "cv", "selectors", "backends", "sketches", "sjlt",
+                                     "ranking", "attack"])
+def test_every_subcommand_has_help(command, capsys):
+    from dprec.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage" in out and "--out" in out
+
+
+def test_experiment_subcommands_are_thin_fronts(tmp_path):
+    run_cli("selectors", "--quick", "--out", str(tmp_path))
+    assert (tmp_path / "selectors_cv.csv").is_file()
 
 
 def run_cli(*args, timeout=600):
