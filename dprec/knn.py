@@ -405,9 +405,10 @@ class PrivateKNN(AlgoBase):
         Records the selections' α, β and partitions in the model's log.
         """
         k = self.k
-        order = _stable_descending_order(sims, self._selector.sorted_prefix(k))
+        prefix = self._selector.sorted_prefix(k)
+        order = _stable_descending_order(sims, prefix, keep_tail=self._selector.reads_tail)
         sorted_sims = np.take_along_axis(sims, order, axis=1)
-        n_valid = np.isfinite(sorted_sims).sum(axis=1)
+        n_valid = np.isfinite(sims).sum(axis=1)
         sensitivity = (self._sensitivity[querying_users]
                        if self._sensitivity is not None else None)
         selection = self._selector.select(sorted_sims, n_valid, k, QueryNoise(self._seed, keys),
@@ -415,14 +416,15 @@ class PrivateKNN(AlgoBase):
         positions = selection.positions
         taken = positions >= 0
         safe = np.maximum(positions, 0)
+        columns = np.where(taken, np.take_along_axis(order, safe, axis=1), -1)
         true_sims = np.where(taken, np.take_along_axis(sorted_sims, safe, axis=1), 0.0)
         weights = true_sims if selection.weights is None else selection.weights
         top = np.where(np.arange(min(k, sorted_sims.shape[1]))[None, :] < n_valid[:, None],
                        sorted_sims[:, :k], 0.0)
         alpha = _ratio(np.maximum(true_sims, 0).sum(axis=1), np.maximum(top, 0).sum(axis=1))
-        chosen = _Chosen(columns=np.where(taken, np.take_along_axis(order, safe, axis=1), -1),
-                         weights=np.where(taken, weights, 0.0), alpha=alpha,
-                         beta=selection.beta, partitions=np.where(taken, safe // k + 1, 0))
+        ranks = safe if prefix is None else _ranks(sims, columns, true_sims, safe, prefix)
+        chosen = _Chosen(columns=columns, weights=np.where(taken, weights, 0.0), alpha=alpha,
+                         beta=selection.beta, partitions=np.where(taken, ranks // k + 1, 0))
         self._selections.add(chosen)
         return chosen
 
@@ -447,12 +449,15 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return out
 
 
-def _stable_descending_order(values: np.ndarray, prefix: int | None) -> np.ndarray:
+def _stable_descending_order(values: np.ndarray, prefix: int | None,
+                             keep_tail: bool = False) -> np.ndarray:
     """Columns of each row in descending order of ``values``, ties in column order.
 
     This is the order of ``heapq.nlargest`` (what Surprise's KNNBasic uses).
     With ``prefix`` set, only the first ``prefix`` columns of that order are
-    returned, found by a partition in linear time instead of a full sort.
+    sorted, found by a partition in linear time instead of a full sort; the
+    other columns follow in column order when ``keep_tail`` is set, else are
+    left out.
     """
     n_rows, n_cols = values.shape
     if prefix is None or prefix >= n_cols:
@@ -464,7 +469,29 @@ def _stable_descending_order(values: np.ndarray, prefix: int | None) -> np.ndarr
     taken = above | (ties & (np.cumsum(ties, axis=1) <= room))
     columns = np.nonzero(taken)[1].reshape(n_rows, prefix)
     inner = np.argsort(-np.take_along_axis(values, columns, axis=1), axis=1, kind="stable")
-    return np.take_along_axis(columns, inner, axis=1)
+    head = np.take_along_axis(columns, inner, axis=1)
+    if not keep_tail:
+        return head
+    return np.concatenate([head, np.nonzero(~taken)[1].reshape(n_rows, n_cols - prefix)], axis=1)
+
+
+def _ranks(sims: np.ndarray, columns: np.ndarray, values: np.ndarray, positions: np.ndarray,
+           prefix: int) -> np.ndarray:
+    """0-based rank, in the full stable descending order, of each chosen candidate.
+
+    Positions in the sorted prefix are their rank; a candidate from the
+    unsorted tail is ranked by counting the candidates before it.
+    """
+    ranks = positions.copy()
+    rows, slots = np.nonzero((positions >= prefix) & (columns >= 0))
+    if len(rows):
+        row_sims = sims[rows]
+        value = values[rows, slots][:, None]
+        column = columns[rows, slots][:, None]
+        before = (row_sims > value) | ((row_sims == value)
+                                       & (np.arange(sims.shape[1])[None, :] < column))
+        ranks[rows, slots] = before.sum(axis=1)
+    return ranks
 
 
 def _blocks(rows: np.ndarray, n_candidates: int):

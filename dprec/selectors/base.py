@@ -52,6 +52,9 @@ class Selector(ABC):
     name: str = ""
     #: whether :meth:`select` needs the users' sensitivities ``RS``
     needs_sensitivity: bool = False
+    #: whether :meth:`select` reads the candidates after :meth:`sorted_prefix`
+    #: (then given unsorted, in candidate order, as one pool)
+    reads_tail: bool = False
 
     @abstractmethod
     def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
@@ -77,9 +80,11 @@ class Selector(ABC):
         """Reject a number of neighbours the selector cannot honour (nothing by default)."""
 
     def sorted_prefix(self, k: int) -> int | None:
-        """How many leading sorted positions :meth:`select` reads (None: all).
+        """How many leading positions :meth:`select` needs sorted (None: all).
 
-        Lets the caller skip sorting what the selector never looks at.
+        Lets the caller skip sorting what the selector never orders: the
+        positions after the prefix are omitted, or, with :attr:`reads_tail`,
+        passed unsorted.
         """
         return None
 
