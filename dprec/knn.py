@@ -288,7 +288,7 @@ class PrivateKNN(AlgoBase):
         batch = self._estimate_batch(np.array([u]), np.array([i]))
         if batch.actual_k[0] < max(self.min_k, 1):
             raise PredictionImpossible(_TOO_FEW)
-        return float(batch.est[0]), self._details(batch, 0)
+        return float(batch.est[0]), self._details(batch)[0]
 
     def test(self, testset, verbose: bool = False) -> list[Prediction]:
         """Predict a whole testset at once; equal to ``predict`` one by one."""
@@ -310,8 +310,9 @@ class PrivateKNN(AlgoBase):
         est[possible] = batch.est[position[possible]]
         low, high = self.trainset.rating_scale
         est = np.minimum(high, np.maximum(low, est))
+        known_details = self._details(batch)
         details = [
-            {**self._details(batch, j), "was_impossible": False} if ok
+            {**known_details[j], "was_impossible": False} if ok
             else {"was_impossible": True, "reason": _TOO_FEW if j >= 0 else _UNKNOWN}
             for j, ok in zip(position.tolist(), possible.tolist())
         ]
@@ -326,15 +327,14 @@ class PrivateKNN(AlgoBase):
         if not hasattr(self, "sim"):
             raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
-    def _details(self, batch: _Batch, j: int) -> dict:
-        """The ``details`` of query ``j``: ``actual_k`` as KNNBasic, plus α, β and the
+    def _details(self, batch: _Batch) -> list[dict]:
+        """The ``details`` of every query: ``actual_k`` as KNNBasic, plus α, β and the
         chosen neighbours' partitions for every selector but top-k."""
-        details = {"actual_k": int(batch.actual_k[j])}
-        if not isinstance(self._selector, TopK):
-            partitions = batch.partitions[j]
-            details.update(alpha=float(batch.alpha[j]), beta=int(batch.beta[j]),
-                           partitions=partitions[partitions > 0].tolist())
-        return details
+        if isinstance(self._selector, TopK):
+            return [{"actual_k": n} for n in batch.actual_k.tolist()]
+        return [{"actual_k": n, "alpha": a, "beta": b, "partitions": [p for p in row if p]}
+                for n, a, b, row in zip(batch.actual_k.tolist(), batch.alpha.tolist(),
+                                        batch.beta.tolist(), batch.partitions.tolist())]
 
     def _estimate_batch(self, users: np.ndarray, items: np.ndarray) -> _Batch:
         """Estimates (and their selections) for known inner ids."""
@@ -406,8 +406,8 @@ class PrivateKNN(AlgoBase):
         """
         k = self.k
         prefix = self._selector.sorted_prefix(k)
-        order = _stable_descending_order(sims, prefix, keep_tail=self._selector.reads_tail)
-        sorted_sims = np.take_along_axis(sims, order, axis=1)
+        order, sorted_sims = _stable_descending_order(sims, prefix,
+                                                      keep_tail=self._selector.reads_tail)
         n_valid = np.isfinite(sims).sum(axis=1)
         sensitivity = (self._sensitivity[querying_users]
                        if self._sensitivity is not None else None)
@@ -450,18 +450,21 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 
 def _stable_descending_order(values: np.ndarray, prefix: int | None,
-                             keep_tail: bool = False) -> np.ndarray:
+                             keep_tail: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Columns of each row in descending order of ``values``, ties in column order.
 
     This is the order of ``heapq.nlargest`` (what Surprise's KNNBasic uses).
     With ``prefix`` set, only the first ``prefix`` columns of that order are
-    sorted, found by a partition in linear time instead of a full sort; the
-    other columns follow in column order when ``keep_tail`` is set, else are
-    left out.
+    sorted, found by a partition in linear time instead of a full sort; with
+    ``keep_tail`` every column then follows in column order, those of the
+    prefix masked (``-inf``), else the rest is left out.
+
+    Returns ``(order, sorted_values)``: the columns and their values.
     """
     n_rows, n_cols = values.shape
     if prefix is None or prefix >= n_cols:
-        return np.argsort(-values, axis=1, kind="stable")
+        order = np.argsort(-values, axis=1, kind="stable")
+        return order, np.take_along_axis(values, order, axis=1)
     threshold = -np.partition(-values, prefix - 1, axis=1)[:, prefix - 1:prefix]
     above = values > threshold
     ties = values == threshold
@@ -470,9 +473,12 @@ def _stable_descending_order(values: np.ndarray, prefix: int | None,
     columns = np.nonzero(taken)[1].reshape(n_rows, prefix)
     inner = np.argsort(-np.take_along_axis(values, columns, axis=1), axis=1, kind="stable")
     head = np.take_along_axis(columns, inner, axis=1)
+    head_values = np.take_along_axis(values, head, axis=1)
     if not keep_tail:
-        return head
-    return np.concatenate([head, np.nonzero(~taken)[1].reshape(n_rows, n_cols - prefix)], axis=1)
+        return head, head_values
+    # the tail: every column in column order, those already in the head masked out
+    order = np.concatenate([head, np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))], axis=1)
+    return order, np.concatenate([head_values, np.where(taken, -np.inf, values)], axis=1)
 
 
 def _ranks(sims: np.ndarray, columns: np.ndarray, values: np.ndarray, positions: np.ndarray,

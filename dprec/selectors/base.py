@@ -64,8 +64,9 @@ class Selector(ABC):
         Parameters
         ----------
         sims : ndarray of shape (n_queries, n_candidates)
-            Candidate similarities, each row sorted in descending order; entries
-            at positions ``>= n_valid[q]`` are padding (``-inf``).
+            Candidate similarities, each row sorted in descending order (up to
+            :meth:`sorted_prefix`); padding is ``-inf``, at the end of the
+            sorted part (anywhere in an unsorted tail).
         n_valid : ndarray of int, shape (n_queries,)
             Number of real candidates per row.
         k : int
@@ -109,12 +110,29 @@ def first_positions(n_valid: np.ndarray, k: int) -> np.ndarray:
 
 def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     """Per row, the positions of the ``counts[q]`` largest ``keys`` (``-inf`` never),
-    padded with ``-1`` to width ``k``; best first."""
-    order = np.argsort(-keys, axis=1, kind="stable")[:, :k]
-    ranked = np.take_along_axis(keys, order, axis=1)
-    keep = (np.arange(order.shape[1])[None, :] < np.asarray(counts)[:, None]) & np.isfinite(ranked)
+    padded with ``-1`` to width ``k``; best first.
+
+    A partition finds the ``max(counts)`` best of each row in linear time;
+    only those are sorted (the keys are continuous noise: ties have
+    probability 0, so the partition's tie order does not matter).
+    """
+    counts = np.asarray(counts)
+    width = keys.shape[1]
+    most = min(int(counts.max(initial=0)), width, k)
     out = np.full((len(keys), k), -1, dtype=np.int64)
-    out[:, :order.shape[1]] = np.where(keep, order, -1)
+    if most == 0:
+        return out
+    if most == 1:
+        best = np.argmax(keys, axis=1)[:, None]
+    elif most < width:
+        best = np.argpartition(-keys, most - 1, axis=1)[:, :most]
+    else:
+        best = np.broadcast_to(np.arange(width), keys.shape)
+    order = np.take_along_axis(best, np.argsort(-np.take_along_axis(keys, best, axis=1),
+                                                axis=1, kind="stable"), axis=1)
+    ranked = np.take_along_axis(keys, order, axis=1)
+    keep = (np.arange(most)[None, :] < counts[:, None]) & np.isfinite(ranked)
+    out[:, :most] = np.where(keep, order, -1)
     return out
 
 

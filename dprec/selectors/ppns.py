@@ -74,6 +74,7 @@ class PPNS(Selector):
 
     name = "ppns"
     needs_sensitivity = True
+    reads_tail = True
 
     def __init__(self, epsilon: float = 1.0, p: float | None = None,
                  alpha: float | None = None) -> None:
@@ -89,8 +90,10 @@ class PPNS(Selector):
 
     def check_k(self, k: int) -> None:
         if self.p > (k - 1) / k:
+            given = f"alpha={self.alpha} (so p = alpha)" if self.alpha is not None else \
+                f"p={self.p}"
             raise ValueError(
-                f"p={self.p} > (k-1)/k = {(k - 1) / k:.4g} for k={k}: partition 1 would give "
+                f"{given} > (k-1)/k = {(k - 1) / k:.4g} for k={k}: partition 1 would give "
                 f"all k neighbours, so the exact top-k set becomes reachable and PPNS no "
                 f"longer resists the kNN attack; choose p <= (k-1)/k"
                 + (" (PPNS needs k >= 2)" if k < 2 else ""))
@@ -100,37 +103,46 @@ class PPNS(Selector):
         visited = len(ppns_schedule(k, self.p))
         return np.maximum(np.minimum(visited + 1, partition_count(n_valid, k)), 1)
 
+    def sorted_prefix(self, k: int) -> int:
+        """Only the partitions the schedule visits need sorting; the rest is one pool."""
+        return len(ppns_schedule(k, self.p)) * k
+
     def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
                sensitivity: np.ndarray | None = None) -> Selection:
         n_rows, width = sims.shape
         n_valid = np.asarray(n_valid)
-        n_parts = -(-width // k)
-        padded = np.full((n_rows, n_parts * k), -np.inf)
-        padded[:, :width] = sims
-        valid = np.arange(n_parts * k)[None, :] < n_valid[:, None]
-        scores = normalised_scores(padded, valid, sensitivity)
+        valid = np.isfinite(sims)  # the unsorted tail may hold padding anywhere
+        scores = normalised_scores(sims, valid, sensitivity)
         coefficient = self.epsilon / (4 * k)
+        keys = gumbel_keys_from_uniform(scores, coefficient, noise.uniform(width), mask=valid)
 
-        # stage 1: the schedule, partition by partition (Gumbel top-c within each)
-        schedule = np.zeros(n_parts, dtype=np.int64)
-        planned = ppns_schedule(k, self.p)[:n_parts]
-        schedule[:len(planned)] = planned
-        keys = gumbel_keys_from_uniform(scores, coefficient, noise.uniform(n_parts * k),
-                                        mask=valid).reshape(n_rows, n_parts, k)
-        rank = np.argsort(np.argsort(-keys, axis=2, kind="stable"), axis=2, kind="stable")
-        chosen = (rank < schedule[None, :, None]) & np.isfinite(keys)
-        visited = np.broadcast_to(schedule > 0, (n_rows, n_parts))
-        chosen = chosen.reshape(n_rows, -1)
+        # stage 1: the schedule, partition by partition of the sorted head (Gumbel top-c)
+        schedule = ppns_schedule(k, self.p)
+        head = min(width, len(schedule) * k)
+        n_parts = -(-head // k)
+        blocks = np.full((n_rows, n_parts * k), -np.inf)
+        blocks[:, :head] = keys[:, :head]
+        blocks = blocks.reshape(n_rows, n_parts, k)
+        order = np.argsort(-blocks, axis=2, kind="stable")
+        take = (np.arange(k)[None, None, :] < schedule[:n_parts, None][None]) & np.isfinite(
+            np.take_along_axis(blocks, order, axis=2))
+        picked = (order + k * np.arange(n_parts)[None, :, None]).reshape(n_rows, -1)
+        chosen = positions_to_mask(np.where(take.reshape(n_rows, -1), picked, -1), width)
 
-        # stage 2: the remaining neighbour(s) from the unvisited partitions
-        unvisited = valid & ~np.repeat(visited, k, axis=1)
-        pool = np.where(unvisited.any(axis=1, keepdims=True), unvisited, valid & ~chosen)
+        # stage 2: the remaining neighbour(s) from the unvisited partitions (the tail),
+        # or, when there is none, from all remaining candidates with fresh keys
+        tail = valid.copy()
+        tail[:, :head] = False
+        has_tail = tail.any(axis=1)
+        pool_keys = np.where(tail, keys, -np.inf)
+        rows = np.flatnonzero(~has_tail)
+        if len(rows):
+            rest = valid[rows] & ~chosen[rows]
+            pool_keys[rows] = gumbel_keys_from_uniform(
+                scores[rows], coefficient, noise.subset(rows).uniform(width, stream=1), mask=rest)
         extra = np.minimum(n_valid, k) - chosen.sum(axis=1)
-        keys = gumbel_keys_from_uniform(scores, coefficient,
-                                        noise.uniform(n_parts * k, stream=1), mask=pool)
-        chosen |= positions_to_mask(top_by_key(keys, extra, k), n_parts * k)
-        positions = mask_to_positions(chosen[:, :width], k)
-        return Selection(positions, self.beta(n_valid, k).astype(np.int64))
+        chosen |= positions_to_mask(top_by_key(pool_keys, extra, k), width)
+        return Selection(mask_to_positions(chosen, k), self.beta(n_valid, k).astype(np.int64))
 
     def record_privacy(self, ledger, k: int) -> None:
         ledger.record("selector", "exponential (PPNS selection, k draws)", self.epsilon / 2,
