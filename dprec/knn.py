@@ -310,9 +310,9 @@ class PrivateKNN(AlgoBase):
         est[possible] = batch.est[position[possible]]
         low, high = self.trainset.rating_scale
         est = np.minimum(high, np.maximum(low, est))
-        known_details = self._details(batch)
+        known_details = self._details(batch, was_impossible=False)
         details = [
-            {**known_details[j], "was_impossible": False} if ok
+            known_details[j] if ok
             else {"was_impossible": True, "reason": _TOO_FEW if j >= 0 else _UNKNOWN}
             for j, ok in zip(position.tolist(), possible.tolist())
         ]
@@ -327,12 +327,13 @@ class PrivateKNN(AlgoBase):
         if not hasattr(self, "sim"):
             raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
-    def _details(self, batch: _Batch) -> list[dict]:
+    def _details(self, batch: _Batch, **extra) -> list[dict]:
         """The ``details`` of every query: ``actual_k`` as KNNBasic, plus α, β and the
-        chosen neighbours' partitions for every selector but top-k."""
+        chosen neighbours' partitions for every selector but top-k (and ``extra``)."""
         if isinstance(self._selector, TopK):
-            return [{"actual_k": n} for n in batch.actual_k.tolist()]
-        return [{"actual_k": n, "alpha": a, "beta": b, "partitions": [p for p in row if p]}
+            return [{"actual_k": n, **extra} for n in batch.actual_k.tolist()]
+        return [{"actual_k": n, "alpha": a, "beta": b, "partitions": [p for p in row if p],
+                 **extra}
                 for n, a, b, row in zip(batch.actual_k.tolist(), batch.alpha.tolist(),
                                         batch.beta.tolist(), batch.partitions.tolist())]
 
