@@ -11,6 +11,8 @@ import math
 import numbers
 from collections.abc import Iterable
 
+import numpy as np
+
 
 def check_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as an ``int`` in ``[minimum, maximum]``; bools are rejected."""
@@ -65,6 +67,6 @@ def check_choice(value, name: str, choices: Iterable[str]) -> str:
 
 def check_bool(value, name: str) -> bool:
     """Return ``value`` if it is a ``bool`` (numpy bools included)."""
-    if not isinstance(value, (bool,)) and type(value).__name__ != "bool_":
+    if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return bool(value)

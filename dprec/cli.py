@@ -19,6 +19,28 @@ EXPERIMENTS = {
     "attack": ("attack_resistance", "the β-kNN attack against every configuration"),
 }
 
+
+def _bounded(kind, name: str, low=None, high=None, low_inclusive: bool = True,
+             nonzero: bool = False):
+    """An argparse ``type`` parsing ``kind`` in a range (argparse's error names the option)."""
+    def parse(text: str):
+        value = kind(text)  # ValueError: argparse reports "invalid <name> value"
+        if value != value or (low is not None and (value < low or (value == low and
+                                                                   not low_inclusive))) \
+                or (high is not None and value > high) or (nonzero and value == 0):
+            raise argparse.ArgumentTypeError(f"{name} out of range: {text}")
+        return value
+    parse.__name__ = name
+    return parse
+
+
+POSITIVE_INT = _bounded(int, "a positive integer", low=1)
+FOLDS = _bounded(int, "a number of folds >= 2", low=2)
+SEED = _bounded(int, "a seed >= 0", low=0)
+N_JOBS = _bounded(int, "a non-zero number of jobs", nonzero=True)
+EPSILON = _bounded(float, "a finite epsilon > 0", low=0.0, high=1e308, low_inclusive=False)
+PROBABILITY = _bounded(float, "a number in (0, 1]", low=0.0, high=1.0, low_inclusive=False)
+
 CV_ALGORITHMS = ("knnbasic", "topk", "probabilistic", "pncf", "ppns", "mallows")
 CV_COLUMNS = ["algo", "epsilon", "fold", "rmse", "mae", "fit_time", "test_time"]
 
@@ -131,10 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
                     "algorithm on MovieLens 100k (synthetic data when it cannot be loaded).")
     demo.add_argument("--dataset", choices=["auto", "ml-100k", "synthetic"], default="auto",
                       help="auto: MovieLens 100k, else synthetic (default)")
-    demo.add_argument("--folds", type=int, default=5)
-    demo.add_argument("--k", type=int, default=40)
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--n-jobs", type=int, default=1)
+    demo.add_argument("--folds", type=FOLDS, default=5)
+    demo.add_argument("--k", type=POSITIVE_INT, default=40)
+    demo.add_argument("--seed", type=SEED, default=0)
+    demo.add_argument("--n-jobs", type=N_JOBS, default=1)
     demo.add_argument("--out", default="results", help="folder for demo.csv (default results/)")
     demo.add_argument("--quick", action="store_true",
                       help="a small fast run: 2 folds, k <= 10, small synthetic data when "
@@ -150,13 +172,13 @@ def build_parser() -> argparse.ArgumentParser:
                     default="auto", help="auto: MovieLens 100k, else synthetic (default)")
     cv.add_argument("--algo", choices=CV_ALGORITHMS, default="ppns")
     cv.add_argument("--sim", default="cosine", help="similarity for the kNN algorithms")
-    cv.add_argument("--epsilon", type=float, nargs="+", help="privacy budgets (one run each)")
-    cv.add_argument("--k", type=int, default=40)
-    cv.add_argument("--p", type=float, default=None, help="PPNS geometric parameter")
+    cv.add_argument("--epsilon", type=EPSILON, nargs="+", help="privacy budgets (one run each)")
+    cv.add_argument("--k", type=POSITIVE_INT, default=40)
+    cv.add_argument("--p", type=PROBABILITY, default=None, help="PPNS geometric parameter")
     cv.add_argument("--neighbourhood", choices=["item", "user"], default="item")
-    cv.add_argument("--folds", type=int, default=5)
-    cv.add_argument("--seed", type=int, default=0)
-    cv.add_argument("--n-jobs", type=int, default=1)
+    cv.add_argument("--folds", type=FOLDS, default=5)
+    cv.add_argument("--seed", type=SEED, default=0)
+    cv.add_argument("--n-jobs", type=N_JOBS, default=1)
     cv.add_argument("--backend", choices=["loky", "dask"], default="loky")
     cv.add_argument("--scheduler", default=None,
                     help="address of a running Dask scheduler (default: a LocalCluster)")

@@ -133,14 +133,27 @@ def parallel_backend(backend: str = "loky", scheduler: str | None = None,
         Address of an existing Dask scheduler (``"tcp://host:8786"``);
         without it a ``LocalCluster`` of ``n_workers`` single-threaded worker
         processes is started for the block and closed after it.
+    n_workers : int
+        Workers of that ``LocalCluster`` (``>= 1``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        For an unknown ``backend``, ``n_workers < 1`` or a non-string ``scheduler``,
+        before anything is started.
     """
     import joblib
 
+    if backend not in ("loky", "dask"):
+        raise ValueError(f"backend must be 'loky' or 'dask', got {backend!r}")
+    # checked before any cluster starts: a LocalCluster without workers never runs a job
+    n_workers = check_int(n_workers, "n_workers", minimum=1)
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise TypeError(f"scheduler must be an address string or None, "
+                        f"got {type(scheduler).__name__}")
     if backend == "loky":
         yield
         return
-    if backend != "dask":
-        raise ValueError(f"backend must be 'loky' or 'dask', got {backend!r}")
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as error:  # pragma: no cover - depends on the extra

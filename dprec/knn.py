@@ -24,7 +24,7 @@ from ._rng import (
     draw_seed,
     validate_random_state,
 )
-from ._validation import check_bool, check_choice, check_int
+from ._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from .ledger import PrivacyLedger
 from .selectors import SELECTORS, Selector, TopK
 from .similarity import EXACT_SIMILARITIES, check_sim_options, similarity_matrix
@@ -223,6 +223,12 @@ class PrivateKNN(AlgoBase):
         if self._selector.needs_sensitivity and (sensitivity is None or len(sensitivity) != n):
             raise ValueError(f"sensitivity (one RS per user, {n}) is required by the "
                              f"{self._selector.name} selector")
+        if not np.isfinite(sim).all():
+            raise ValueError("sim must be finite (no NaN or infinity)")
+        if sensitivity is not None:
+            sensitivity = np.asarray(sensitivity, dtype=np.float64)
+            if not (np.isfinite(sensitivity) & (sensitivity > 0)).all():
+                raise ValueError("sensitivity must be finite and > 0 (each user's RS)")
         seed = draw_seed(check_random_state(self.random_state))
         return self._fit_with(trainset, RatingArrays.from_trainset(trainset), sim, sensitivity,
                               seed, PrivacyLedger())
@@ -252,12 +258,15 @@ class PrivateKNN(AlgoBase):
         ndarray of shape (len(users), k): the same draws as the predictions use.
         """
         self._check_fitted()
-        users = np.asarray(users, dtype=np.int64)
+        users = _check_ids(users, "users", self.trainset.n_users)
         if self.neighbourhood == "user":
             return self._user_neighbours(users).columns
         if items is None:
             raise ValueError("items is required with neighbourhood='item'")
-        return self._estimate_item_neighbourhood(users, np.asarray(items, np.int64)).neighbours
+        items = _check_ids(items, "items", self.trainset.n_items)
+        if len(items) != len(users):
+            raise ValueError(f"items must have one id per user ({len(users)}), got {len(items)}")
+        return self._estimate_item_neighbourhood(users, items).neighbours
 
     def privacy_report(self) -> PrivacyLedger:
         """The privacy ledger of the fitted model (empty when nothing private ran)."""
@@ -356,7 +365,7 @@ class PrivateKNN(AlgoBase):
         lengths = ratings.item_ptr[items + 1] - starts
         order = np.argsort(lengths, kind="stable")
         for block in _length_blocks(order, lengths[order]):
-            width = lengths[block].max()
+            width = max(int(lengths[block].max()), 1)  # a padding column if nobody rated i
             offsets = np.arange(width)
             valid = offsets[None, :] < lengths[block][:, None]
             cells = np.where(valid, starts[block][:, None] + offsets[None, :], 0)
@@ -430,6 +439,28 @@ class PrivateKNN(AlgoBase):
         return chosen
 
 
+#: the range of each flat selector parameter, whichever selector uses it
+_FLAT_CHECKS = {
+    "epsilon": lambda v: check_epsilon(v, "epsilon"),
+    "p": lambda v: check_real(v, "p", low=0.0, high=1.0, low_inclusive=False),
+    "alpha": lambda v: check_real(v, "alpha", low=0.0, high=1.0, low_inclusive=False),
+    "rho": lambda v: check_real(v, "rho", low=0.0, high=1.0, low_inclusive=False,
+                                high_inclusive=False),
+}
+
+
+def _check_ids(ids, name: str, n: int) -> np.ndarray:
+    """Inner ids as a 1-D int64 array, each in ``0 .. n-1``."""
+    arr = np.asarray(ids)
+    if arr.dtype.kind not in "iu" or arr.ndim != 1:
+        raise TypeError(f"{name} must be a 1-D array of integer inner ids, got "
+                        f"{arr.dtype} of shape {arr.shape}")
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise ValueError(f"{name} must be inner ids in 0..{n - 1}, got range "
+                         f"[{arr.min()}, {arr.max()}]")
+    return arr.astype(np.int64)
+
+
 def _make_selector(selector: str | Selector, **params) -> Selector:
     """A selector object from a name and the flat keyword arguments it uses."""
     given = {name: value for name, value in params.items() if value is not None}
@@ -439,6 +470,8 @@ def _make_selector(selector: str | Selector, **params) -> Selector:
                              f"set them on the {type(selector).__name__} itself")
         return selector
     cls = SELECTORS[check_choice(selector, "selector", SELECTORS)]
+    for name, value in given.items():  # valid for some selector, even if this one ignores it
+        _FLAT_CHECKS[name](value)
     accepted = inspect.signature(cls).parameters
     return cls(**{name: value for name, value in given.items() if name in accepted})
 

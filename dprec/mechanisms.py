@@ -339,9 +339,9 @@ def discrete_laplace_from_uniform(uniforms, t: float) -> np.ndarray:
     cols = [np.ascontiguousarray(u[..., j]).ravel() for j in range(3)]
     n = cols[0].size
     out = np.empty(n)
-    size = max(n, 1)
-    _dlaplace_kernel(cols[0], cols[1], cols[2], _DLaplace.from_t(t), out, np.empty(size),
-                     np.empty(size), np.empty(size, dtype=bool))
+    # the kernel's work buffers must match ``out`` exactly (no draws: nothing to do)
+    _dlaplace_kernel(cols[0], cols[1], cols[2], _DLaplace.from_t(t), out, np.empty(n),
+                     np.empty(n), np.empty(n, dtype=bool))
     return out.reshape(shape)
 
 

@@ -141,6 +141,7 @@ class _Batch:
     lengths: np.ndarray
     form: str  # "single", "matrix" or "list"
     dtypes: tuple
+    width: int = 0  # columns of a "matrix" input (which may have no rows)
 
     @property
     def starts(self) -> np.ndarray:
@@ -188,7 +189,10 @@ def _parse_orders(orders: OrdersLike, name: str = "orders") -> _Batch:
     lengths = np.fromiter((len(a) for a in arrays), np.int64, len(arrays))
     items = (np.concatenate(arrays).astype(np.int64, copy=True) if len(arrays)
              else np.zeros(0, np.int64))
-    batch = _Batch(items, lengths, form, tuple(a.dtype for a in arrays))
+    if form == "matrix":  # one dtype and width, also for a matrix without rows
+        batch = _Batch(items, lengths, form, (orders.dtype,), orders.shape[1])
+    else:
+        batch = _Batch(items, lengths, form, tuple(a.dtype for a in arrays))
     _check_distinct(batch, name)
     return batch
 
@@ -209,8 +213,7 @@ def _restore(batch: _Batch, flat: np.ndarray):
     if batch.form == "single":
         return flat.astype(batch.dtypes[0])
     if batch.form == "matrix":
-        width = int(batch.lengths[0]) if len(batch.lengths) else 0
-        return flat.reshape(len(batch.lengths), width).astype(batch.dtypes[0])
+        return flat.reshape(len(batch.lengths), batch.width).astype(batch.dtypes[0])
     pieces = np.split(flat, np.cumsum(batch.lengths)[:-1]) if len(batch.lengths) else []
     return [p.astype(dt) for p, dt in zip(pieces, batch.dtypes, strict=True)]
 

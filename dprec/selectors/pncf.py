@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from .. import mechanisms
@@ -32,7 +34,10 @@ class PNCF(Selector):
     ``sim < sim_k − λ`` never, and the rest are drawn with weights
     ``exp(ε·sim / (4k·RS))`` until ``k`` are chosen (one Gumbel top-k per
     query).  The prediction then uses the perturbed similarities
-    ``sim + Lap(2RS/ε)`` (lattice Laplace, :func:`dprec.mechanisms.laplace_from_uniform`).
+    ``sim + Lap(b)``, ``b ≈ 2RS/ε`` (lattice Laplace,
+    :func:`dprec.mechanisms.laplace_from_uniform`, with ``b`` from
+    :func:`dprec.mechanisms.laplace_scale` so that it spends at most ε/2;
+    :meth:`noise_scale`).
 
     Privacy (as in public reimplementations, ALGORITHMS.md §3 **choice**):
     per neighbour selection, ε/2 for the ``k`` exponential draws and ε/2 for
@@ -40,7 +45,9 @@ class PNCF(Selector):
     a candidate with score sensitivity ``RS``.  Note Lu & Shen's objection
     (ComSIS 2015, §2.2): the truncation gives some candidates probability 0,
     which pure ε-DP does not allow; PNCF's guarantee holds only with
-    probability ``1 − ρ`` (Zhu et al., Thm 3.1).
+    probability ``1 − ρ`` (Zhu et al., Thm 3.1), so the ledger records the
+    selection with ``δ = ρ`` (as the MinHash sketches record their
+    "with probability ``1 − δ``" bound).
 
     Parameters
     ----------
@@ -85,23 +92,43 @@ class PNCF(Selector):
         return Selection(positions, np.maximum(beta, 1), self._perturb(sims, positions,
                                                                        sensitivity, noise))
 
+    def noise_scale(self, sensitivity: float) -> float:
+        """Laplace scale of the perturbed similarities of a user with sensitivity ``RS``.
+
+        ``≈ 2RS/ε``: the smallest scale at which the lattice sampler spends at
+        most ``ε/2`` on a similarity of sensitivity ``RS``
+        (:func:`dprec.mechanisms.laplace_scale`; ``2RS/ε`` itself would spend
+        up to a relative ``2**-20`` more when ``RS`` is not on the lattice grid).
+        """
+        return _laplace_scale(self.epsilon / 2, float(sensitivity))
+
     def _perturb(self, sims, positions, sensitivity, noise) -> np.ndarray:
-        """``sim + Lap(2RS/ε)`` for every chosen neighbour (0 in empty slots)."""
+        """``sim + Lap(noise_scale(RS))`` for every chosen neighbour (0 in empty slots)."""
         k = positions.shape[1]
         chosen = np.take_along_axis(sims, np.maximum(positions, 0), axis=1)
         chosen = np.where(positions >= 0, chosen, 0.0)
         uniforms = noise.uniform(3 * k, stream=1).reshape(len(sims), k, 3)
-        scales = 2.0 * np.asarray(sensitivity) / self.epsilon
         out = np.empty_like(chosen)
-        distinct, group = np.unique(scales, return_inverse=True)
-        for g, scale in enumerate(distinct):
+        distinct, group = np.unique(np.asarray(sensitivity, dtype=np.float64),
+                                    return_inverse=True)
+        for g, rs in enumerate(distinct):
             rows = group == g
-            out[rows] = mechanisms.laplace_from_uniform(chosen[rows], scale, uniforms[rows])
+            out[rows] = mechanisms.laplace_from_uniform(chosen[rows], self.noise_scale(rs),
+                                                        uniforms[rows])
         return np.where(positions >= 0, out, 0.0)
 
     def record_privacy(self, ledger, k: int) -> None:
+        """ε/2 for the selection, with ``δ = ρ`` (the truncation's failure probability:
+        the guarantee holds with probability ``1 − ρ``), and ε/2 for the perturbation."""
         unit = "one rating of a candidate neighbour (score sensitivity RS), per neighbour set"
-        ledger.record("selector", "exponential (PNCF selection, k draws)", self.epsilon / 2,
-                      unit=unit)
+        ledger.record("selector", "exponential (PNCF selection, k draws, truncated)",
+                      self.epsilon / 2, delta=self.rho, unit=unit)
         ledger.record("selector", "laplace (PNCF perturbed similarities)", self.epsilon / 2,
                       unit=unit)
+
+
+@lru_cache(maxsize=4096)
+def _laplace_scale(epsilon: float, sensitivity: float) -> float:
+    """:func:`dprec.mechanisms.laplace_scale` of the lattice sampler, cached (a model
+    asks for the same few sensitivities in every block of queries)."""
+    return mechanisms.laplace_scale(epsilon, sensitivity, "lattice")

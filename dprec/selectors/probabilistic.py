@@ -37,4 +37,6 @@ class Probabilistic(Selector):
         keys = gumbel_keys_from_uniform(np.log(weights), 1.0, noise.uniform(sims.shape[1]),
                                         mask=valid)
         positions = top_by_key(keys, np.minimum(n_valid, k), k)
-        return Selection(positions, partition_count(n_valid, k).astype(np.int64))
+        # β >= 1 as for every selector, also for a row without candidates
+        beta = np.maximum(partition_count(n_valid, k), 1).astype(np.int64)
+        return Selection(positions, beta)

@@ -68,12 +68,14 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
 
 
 def _with_public_bounds(options: Mapping, rating_scale: tuple[float, float]) -> dict:
-    """The options with the projections' ``sensitivity`` defaulting to the largest
-    ``|rating|`` of the (public) rating scale, the most one rating moves a coordinate."""
+    """The options with the projections' ``sensitivity`` defaulting to the most one
+    rating moves a coordinate on the (public) rating scale: ``max(|low|, |high|)``
+    when it is added or removed, ``high - low`` when it is changed."""
     options = dict(options)
     backend = SKETCH_BACKENDS[options["name"]]
     if "sensitivity" in inspect.signature(backend.__init__).parameters:
-        options.setdefault("sensitivity", float(max(abs(rating_scale[0]), abs(rating_scale[1]))))
+        low, high = rating_scale
+        options.setdefault("sensitivity", float(max(abs(low), abs(high), high - low)))
     return options
 
 

@@ -45,7 +45,9 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True) -> tuple[np.nd
     max_sum = ratings.shape[1] * float(np.max(R**2, initial=0.0))
     exact_in_float32 = max_sum < 2**24 and np.array_equal(ratings.data, np.round(ratings.data))
     R = R.astype(np.float32 if exact_in_float32 else np.float64)
-    B = (R != 0).astype(R.dtype)
+    # the pattern of the stored entries: a rating of 0 is a rating (Surprise counts it)
+    B = sp.csr_matrix((np.ones(ratings.nnz, dtype=R.dtype), ratings.indices, ratings.indptr),
+                      shape=ratings.shape).toarray()
     freq = (B @ B.T).astype(np.float64)
     prods = (R @ R.T).astype(np.float64)
     B = B.T.copy()  # (items, users), contiguous for the general products
