@@ -1,0 +1,384 @@
+"""Exact similarities updated row by row, for simulations that refit on changed data.
+
+The β-kNN attack (ALGORITHMS.md §6) fits the same recommender many times
+on data that differs from the original in a few users only: ``βk`` fake users
+are appended, or one user's ratings are cut down.  The similarities among
+the unchanged users do not move, so recomputing the whole matrix (and the
+recommendation-aware sensitivity, an item-by-item loop) every time is
+wasted work.  :class:`IncrementalSimilarity` keeps the matrix of the original
+data and, for an update of the rows ``U``, computes only the sums between
+``U`` and every user, as sparse products (``R_U`` the changed rows, ``B`` the
+0/1 pattern)::
+
+    |I_uv| = B_U Bᵀ,   Σ r_u = R_U Bᵀ,   Σ r_v = B_U Rᵀ,
+    Σ r_u² = R_U∘R_U Bᵀ,   Σ r_v² = B_U (R∘R)ᵀ,   Σ r_u r_v = R_U Rᵀ
+
+then the similarities of those rows with :func:`~dprec.similarity.exact.similarity_from_sums`,
+the expressions of Surprise (``surprise/similarities.pyx``).  With ratings
+on a binary grid (integers, halves) every sum is an exact integer multiple of
+the grid, so the result is bit-identical to
+:func:`~dprec.similarity.exact.exact_similarity_and_sums` on the changed data.
+
+The recommendation-aware sensitivity of Zhu et al. (2013),
+``RS(u) = max_{v ≠ u} max_{s ∈ I_uv} |sim(u, v) − sim_{−s}(u, v)|``, is
+kept per pair: ``RS(u, v)`` is symmetric, an update recomputes the pairs
+of the changed rows, and ``RS(u)`` is the row maximum.  So ``RS`` of an
+unchanged user can only move through its pairs with the changed users
+(grow by the new pairs with fakes, or change where the old maximum was a
+pair with a replaced user).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exact import (
+    EXACT_SIMILARITIES,
+    exact_similarity_and_sums,
+    similarity_from_sums,
+)
+
+__all__ = ["IncrementalSimilarity", "IncrementalSketchSimilarity", "pairwise_sensitivity",
+           "row_sums"]
+
+#: default lower bound on ``RS(u)``, as in :func:`recommendation_aware_sensitivity`
+SENSITIVITY_FLOOR = 1e-6
+
+
+def _pattern(ratings: sp.csr_matrix) -> sp.csr_matrix:
+    """The 0/1 pattern of the stored ratings (a rating of 0 is a rating)."""
+    pattern = ratings.copy()
+    pattern.data = np.ones_like(pattern.data, dtype=np.float64)
+    return pattern
+
+
+def row_sums(rows: sp.csr_matrix, ratings: sp.csr_matrix,
+             with_sums: bool = True) -> tuple[np.ndarray | None, ...]:
+    """Co-rated sums between the users ``rows`` and every user of ``ratings``.
+
+    Parameters
+    ----------
+    rows : scipy.sparse.csr_matrix of shape (n_rows, n_items)
+        The ratings of the users whose rows are (re)computed.
+    ratings : scipy.sparse.csr_matrix of shape (n_users, n_items)
+        All users' ratings (the rows above included, at their own ids).
+    with_sums : bool
+        Compute ``Σ r_ui`` and ``Σ r_vi`` (pearson only); ``None`` otherwise.
+
+    Returns
+    -------
+    tuple of six dense float64 arrays of shape (n_rows, n_users)
+        ``(|I_uv|, Σ r_ui, Σ r_vi, Σ r_ui², Σ r_vi², Σ r_ui r_vi)`` over the
+        co-rated items ``I_uv``, ``u`` a row, ``v`` a user.
+    """
+    rows = sp.csr_matrix(rows, dtype=np.float64)
+    ratings = sp.csr_matrix(ratings, dtype=np.float64)
+    rows_b, all_b = _pattern(rows), _pattern(ratings)
+    squares_rows, squares_all = rows.multiply(rows).tocsr(), ratings.multiply(ratings).tocsr()
+    products = [(rows_b, all_b), (rows, all_b), (rows_b, ratings), (squares_rows, all_b),
+                (rows_b, squares_all), (rows, ratings)]
+    return tuple(np.asarray((left @ right.T).toarray(), dtype=np.float64)
+                 if with_sums or j not in (1, 2) else None
+                 for j, (left, right) in enumerate(products))
+
+
+def _similarity_rows(name: str, sums: tuple[np.ndarray, ...], ids: np.ndarray,
+                     min_support: int) -> np.ndarray:
+    """Similarities of the rows ``ids`` with every user, from :func:`row_sums`."""
+    freq, s_row, s_all, sq_row, sq_all, prods = sums
+    sim = similarity_from_sums(name, freq, s_row, s_all, sq_row, sq_all, prods)
+    sim[freq < min_support] = 0.0
+    sim[np.arange(len(ids)), ids] = 1.0
+    return sim
+
+
+def _sensitivity_rows(name: str, rows: sp.csr_matrix, ratings: sp.csr_matrix,
+                      sums: tuple[np.ndarray, ...], sim_rows: np.ndarray, ids: np.ndarray,
+                      min_support: int) -> np.ndarray:
+    """``RS(u, v)`` for the rows ``ids`` and every user ``v``.
+
+    The same floating-point operations as
+    :func:`~dprec.similarity.exact.recommendation_aware_sensitivity`, one
+    co-rated item of the rows at a time (the changed users rate few items).
+    """
+    freq, s_row, s_all, sq_row, sq_all, prods = sums
+    by_item = sp.csc_matrix(ratings, dtype=np.float64)
+    rows_by_item = sp.csc_matrix(rows, dtype=np.float64)
+    out = np.zeros_like(sim_rows)
+    for item in np.flatnonzero(np.diff(rows_by_item.indptr)):
+        lo, hi = rows_by_item.indptr[item], rows_by_item.indptr[item + 1]
+        positions, r_row = rows_by_item.indices[lo:hi], rows_by_item.data[lo:hi][:, None]
+        lo, hi = by_item.indptr[item], by_item.indptr[item + 1]
+        users, r_all = by_item.indices[lo:hi], by_item.data[lo:hi][None, :]
+        block = np.ix_(positions, users)
+        f = freq[block] - 1.0
+        si = s_row[block] if name == "pearson" else np.zeros_like(f)
+        sj = s_all[block] if name == "pearson" else np.zeros_like(f)
+        without = similarity_from_sums(name, f, si - r_row, sj - r_all, sq_row[block] - r_row**2,
+                                       sq_all[block] - r_all**2, prods[block] - r_row * r_all)
+        without[f < max(min_support, 1)] = 0.0
+        change = np.abs(sim_rows[block] - without)
+        change[ids[positions][:, None] == users[None, :]] = 0.0
+        out[block] = np.maximum(out[block], change)
+    return out
+
+
+def pairwise_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.ndarray, sums: tuple,
+                         min_support: int = 1) -> np.ndarray:
+    r"""The matrix of per-pair sensitivities ``RS(u, v)`` (Zhu et al. 2013).
+
+    .. math::
+        RS(u, v) = \max_{s \in I_{uv}} |sim(u, v) - sim_{-s}(u, v)|
+
+    (0 on the diagonal and for pairs without co-rated items).  Its row maxima,
+    floored, are :func:`~dprec.similarity.exact.recommendation_aware_sensitivity`.
+
+    Parameters
+    ----------
+    name : {"cosine", "msd", "pearson"}
+    ratings : scipy.sparse.csr_matrix
+        Users × items ratings.
+    sim, sums
+        The similarity matrix and ``(freq, s_i, sq_i, prods)`` of
+        :func:`~dprec.similarity.exact.exact_similarity_and_sums`.
+    min_support : int
+
+    Returns
+    -------
+    ndarray of shape (n_users, n_users), symmetric.
+    """
+    freq, s_i, sq_i, prods = sums
+    n_users = ratings.shape[0]
+    ids = np.arange(n_users)
+    full = (freq, s_i, None if s_i is None else s_i.T, sq_i, sq_i.T, prods)
+    return _sensitivity_rows(name, ratings, ratings, full, sim, ids, min_support)
+
+
+@dataclass(frozen=True)
+class IncrementalSimilarity:
+    """An exact similarity matrix (and pairwise ``RS``) that updates by rows.
+
+    Build it once with :meth:`fit`; :meth:`update` returns a new object for
+    data with some users' rows replaced or new users appended, computing
+    only those rows.  Objects are never modified.
+
+    Attributes
+    ----------
+    name : {"cosine", "msd", "pearson"}
+    min_support : int
+    ratings : scipy.sparse.csr_matrix
+        Users × items ratings the matrices describe.
+    sim : ndarray of shape (n_users, n_users)
+        Equal to :func:`~dprec.similarity.exact.exact_similarity` of ``ratings``.
+    pair_sensitivity : ndarray of shape (n_users, n_users) or None
+        ``RS(u, v)``, kept when built ``with_sensitivity``.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> R = sp.csr_matrix([[5., 3., 0.], [4., 0., 1.]])
+    >>> base = IncrementalSimilarity.fit("cosine", R, with_sensitivity=True)
+    >>> fake = sp.csr_matrix([[5., 3., 0.]])
+    >>> bigger = base.update(np.array([2]), fake)
+    >>> bigger.sim.shape, float(bigger.sim[0, 2])
+    ((3, 3), 1.0)
+    """
+
+    name: str
+    min_support: int
+    ratings: sp.csr_matrix
+    sim: np.ndarray
+    pair_sensitivity: np.ndarray | None
+
+    @classmethod
+    def fit(cls, name: str, ratings: sp.csr_matrix, min_support: int = 1,
+            with_sensitivity: bool = False) -> IncrementalSimilarity:
+        """The full computation (:func:`exact_similarity_and_sums`), done once."""
+        if name not in EXACT_SIMILARITIES:
+            raise ValueError(f"name must be one of {EXACT_SIMILARITIES}, got {name!r}")
+        ratings = sp.csr_matrix(ratings, dtype=np.float64)
+        ratings.sort_indices()
+        sim, sums = exact_similarity_and_sums(name, ratings, min_support)
+        pairs = (pairwise_sensitivity(name, ratings, sim, sums, min_support)
+                 if with_sensitivity else None)
+        return cls(name, min_support, ratings, sim, pairs)
+
+    @property
+    def n_users(self) -> int:
+        return self.ratings.shape[0]
+
+    def sensitivity(self, floor: float = SENSITIVITY_FLOOR) -> np.ndarray:
+        """``RS(u) = max(max_v RS(u, v), floor)``, as
+        :func:`~dprec.similarity.exact.recommendation_aware_sensitivity` gives it."""
+        if self.pair_sensitivity is None:
+            raise ValueError("built without with_sensitivity=True")
+        if self.n_users == 0:
+            return np.zeros(0)
+        return np.maximum(self.pair_sensitivity.max(axis=1), floor)
+
+    def update(self, ids: np.ndarray, rows: sp.csr_matrix,
+               out: np.ndarray | None = None) -> IncrementalSimilarity:
+        """The matrices for the ratings with the rows ``ids`` set to ``rows``.
+
+        Parameters
+        ----------
+        ids : array of int
+            Distinct user ids: existing users (``< n_users``) whose ratings are
+            replaced, and/or new users ``n_users, n_users + 1, …`` (all of
+            them, in any order) appended after every existing user.
+        rows : scipy.sparse matrix of shape (len(ids), n_items)
+            The new ratings of those users.
+        out : ndarray of shape (n, n), optional
+            Where to write the new similarity matrix (reusing a buffer saves
+            allocating ``n²`` floats); the result then shares it.
+
+        Returns
+        -------
+        IncrementalSimilarity
+            For the updated ratings; ``self`` is unchanged.
+        """
+        ids, rows, n_users = _check_update(ids, rows, self.ratings.shape)
+        ratings = _set_rows(self.ratings, ids, rows, n_users)
+        sums = row_sums(rows, ratings, with_sums=self.name == "pearson")
+        sim_rows = _similarity_rows(self.name, sums, ids, self.min_support)
+        sim = _set_symmetric_rows(self.sim, ids, sim_rows, out)
+        pairs = None
+        if self.pair_sensitivity is not None:
+            pair_rows = _sensitivity_rows(self.name, rows, ratings, sums, sim_rows, ids,
+                                          self.min_support)
+            pairs = _set_symmetric_rows(self.pair_sensitivity, ids, pair_rows)
+        return IncrementalSimilarity(self.name, self.min_support, ratings, sim, pairs)
+
+
+def _check_update(ids, rows, shape: tuple[int, int]) -> tuple[np.ndarray, sp.csr_matrix, int]:
+    """Validate an update of the users ``ids``; return them, the rows and the new user count."""
+    ids = np.asarray(ids, dtype=np.int64).ravel()
+    rows = sp.csr_matrix(rows, dtype=np.float64)
+    n_old, n_items = shape
+    if rows.shape != (len(ids), n_items):
+        raise ValueError(f"rows must have shape ({len(ids)}, {n_items}), got {rows.shape}")
+    if len(np.unique(ids)) != len(ids) or (ids < 0).any():
+        raise ValueError("ids must be distinct non-negative user ids")
+    appended = np.sort(ids[ids >= n_old])
+    if not np.array_equal(appended, n_old + np.arange(len(appended))):
+        raise ValueError(f"new users must be numbered {n_old}, {n_old + 1}, … without gaps")
+    return ids, rows, n_old + len(appended)
+
+
+def _set_rows(ratings: sp.csr_matrix, ids: np.ndarray, rows: sp.csr_matrix,
+              n_users: int) -> sp.csr_matrix:
+    """``ratings`` grown to ``n_users`` rows, with the rows ``ids`` replaced by ``rows``."""
+    old = ratings.tocoo()
+    keep = ~np.isin(old.row, ids)
+    new = rows.tocoo()
+    matrix = sp.csr_matrix(
+        (np.concatenate([old.data[keep], new.data]),
+         (np.concatenate([old.row[keep], ids[new.row]]),
+          np.concatenate([old.col[keep], new.col]))),
+        shape=(n_users, ratings.shape[1]))
+    matrix.sort_indices()
+    return matrix
+
+
+def _set_symmetric_rows(matrix: np.ndarray, ids: np.ndarray, rows: np.ndarray,
+                        out: np.ndarray | None = None) -> np.ndarray:
+    """A copy of the symmetric ``matrix`` (into ``out`` if given), grown to
+    ``rows.shape[1]``, with the rows and columns ``ids`` set to ``rows`` (and its
+    transpose)."""
+    n_new, n_old = rows.shape[1], matrix.shape[0]
+    if out is None:
+        out = np.empty((n_new, n_new))
+    elif out.shape != (n_new, n_new) or out is matrix:
+        raise ValueError(f"out must be a new array of shape ({n_new}, {n_new})")
+    out[:n_old, :n_old] = matrix
+    out[ids, :] = rows
+    out[:, ids] = rows.T
+    return out
+
+
+
+@dataclass(frozen=True)
+class IncrementalSketchSimilarity:
+    """A sketch backend's similarity matrix that updates by rows.
+
+    Local DP (ALGORITHMS.md §4): every user sketches their own data once, and
+    with an ``int`` ``random_state`` a backend uses the same public hash
+    functions (projection) and noise seed on every call, a row's noise
+    depending on its key only.  So adding users, or re-sketching one, only
+    needs their sketches and their estimates against everybody's:
+    ``backend.estimate(S_rows, S_all)``.  With the rows' own indices as keys
+    the result equals ``backend.similarity_matrix`` of the changed ratings
+    (up to floating-point rounding of the products).
+
+    Attributes
+    ----------
+    backend : SketchBackend
+        With an integer ``random_state`` (and, for the private MinHash
+        family, an explicit ``tau``: computed from the data it would change
+        with the data).
+    ratings : scipy.sparse.csr_matrix
+    sketches : Sketch
+        Every user's released sketch.
+    sim : ndarray of shape (n_users, n_users)
+    """
+
+    backend: object
+    ratings: sp.csr_matrix
+    sketches: object
+    sim: np.ndarray
+
+    @classmethod
+    def fit(cls, backend, ratings: sp.csr_matrix) -> IncrementalSketchSimilarity:
+        """Sketch every user once and estimate all pairs (diagonal 1)."""
+        if isinstance(backend.random_state, bool) or \
+                not isinstance(backend.random_state, (int, np.integer)):
+            raise ValueError("the backend needs an int random_state (the same hash functions "
+                             "and noise seed on every call)")
+        if getattr(backend, "tau", 0) is None:
+            raise ValueError("the backend needs an explicit tau: a tau computed from the data "
+                             "changes when users are added")
+        ratings = sp.csr_matrix(ratings, dtype=np.float64)
+        sketches = backend.sketch(backend._similarity_input(ratings))
+        sim = backend.estimate(sketches)
+        np.fill_diagonal(sim, 1.0)
+        return cls(backend, ratings, sketches, sim)
+
+    def sensitivity(self) -> np.ndarray:
+        """The score sensitivity the private selectors use: the similarity range."""
+        return np.full(self.ratings.shape[0], float(self.backend.score_range))
+
+    def sketch(self, rows: sp.csr_matrix, keys: np.ndarray):
+        """The backend's sketches of ``rows`` with noise ``keys`` (one call: one draw
+        of the public hash functions, however many rows)."""
+        rows = sp.csr_matrix(rows, dtype=np.float64)
+        return self.backend.sketch(self.backend._similarity_input(rows),
+                                   keys=np.asarray(keys, dtype=np.int64))
+
+    def update(self, ids: np.ndarray, rows: sp.csr_matrix, keys: np.ndarray | None = None,
+               precomputed=None, out: np.ndarray | None = None) -> IncrementalSketchSimilarity:
+        """The matrix with the users ``ids`` (re)sketched from ``rows``.
+
+        ``ids`` and ``out`` as in :meth:`IncrementalSimilarity.update`;
+        ``keys`` are the new sketches' noise keys (default: ``ids``, what a
+        full computation uses); ``precomputed``, if given, is
+        ``self.sketch(rows, keys)`` computed beforehand.  ``self`` is unchanged.
+        """
+        from .sketches import Sketch
+
+        ids, rows, n_new = _check_update(ids, rows, self.ratings.shape)
+        n_old = self.ratings.shape[0]
+        ratings = _set_rows(self.ratings, ids, rows, n_new)
+        new = precomputed if precomputed is not None else \
+            self.sketch(rows, ids if keys is None else keys)
+        values = np.empty((n_new, self.sketches.width), dtype=self.sketches.values.dtype)
+        valid = np.empty(n_new, dtype=bool)
+        values[:n_old], valid[:n_old] = self.sketches.values, self.sketches.valid
+        values[ids], valid[ids] = new.values, new.valid
+        sketches = Sketch(values, valid, self.sketches.backend, self.sketches.params)
+        block = self.backend.estimate(new, sketches)
+        block[np.arange(len(ids)), ids] = 1.0
+        return IncrementalSketchSimilarity(self.backend, ratings, sketches,
+                                           _set_symmetric_rows(self.sim, ids, block, out))
