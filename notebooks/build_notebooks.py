@@ -171,6 +171,74 @@ the projection is sparse (small s) and δ is small, as the paper claims, and
 loses to JL for dense projections at large δ.""",
 ]
 
+NOTEBOOKS["accuracy_vs_security.ipynb"] = [
+"""md:# Accuracy against security: every selector and similarity backend
+
+The main comparison of dprec. For each neighbour selector (top-k,
+probabilistic, PNCF, PPNS) and each similarity (co-rated cosine with and
+without `min_support`, MinHash, and the private sketches RRMinHash,
+NoisyMinHash, SJLT, Gaussian JL), how accurate is the recommender (RMSE,
+MAE) and how much does the β-kNN attack recover (exposure, pooled recovery),
+against ε and β? The full run is `python experiments/attack_resistance.py`
+(MovieLens 100k, 50 targets, about 10 minutes); with `DPREC_QUICK=1` this
+notebook runs a small synthetic version in seconds.""",
+SETUP,
+'''from dprec.experiments import attack_resistance
+
+saved = RESULTS / "attack_resistance" / "attack_summary.csv"
+if QUICK or not saved.exists():
+    attack_resistance.main(["--quick", "--out", "attack_out"])
+    saved = Path("attack_out") / "attack_summary.csv"
+summary = pd.read_csv(saved)
+summary["similarity/selector"] = summary["similarity"] + "/" + summary["selector"]
+summary.head()''',
+'''fig, axes = plt.subplots(2, 2, figsize=(12, 9))
+at_1 = summary[summary.beta == summary.beta.min()]
+yardstick = at_1["baseline_item_mean"].mean()
+
+ax = axes[0, 0]  # accuracy against attack success (the frontier)
+for name, rows in at_1.groupby("selector"):
+    ax.scatter(rows["rmse"], rows["recovery_pooled"], label=name, alpha=0.8)
+ax.axhline(yardstick, ls="--", c="r", lw=1, label="crowd yardstick")
+ax.set(xlabel="RMSE", ylabel="pooled recovery", title=f"β = {at_1.beta.min()}: accuracy vs attack")
+ax.legend(fontsize=8)
+
+ax = axes[0, 1]  # attack success against β, per selector (mean over similarities)
+for name, rows in summary.groupby("selector"):
+    means = rows.groupby("beta")["recovery_pooled"].mean()
+    ax.plot(means.index, means.values, marker="o", label=name)
+ax.axhline(yardstick, ls="--", c="r", lw=1)
+ax.set(xlabel="β", ylabel="pooled recovery (mean over similarities)", title="attack against β")
+
+ax = axes[1, 0]  # attack success against ε, per similarity (private selectors)
+private = summary[summary.epsilon.notna()]
+for name, rows in private.groupby("similarity"):
+    means = rows.groupby("epsilon")["recovery_pooled"].mean()
+    ax.plot(means.index, means.values, marker="o", label=name)
+ax.set(xscale="log", xlabel="ε", ylabel="pooled recovery", title="attack against ε")
+ax.legend(fontsize=8)
+
+ax = axes[1, 1]  # accuracy against ε, per similarity
+for name, rows in private.groupby("similarity"):
+    means = rows.groupby("epsilon")["rmse"].mean()
+    ax.plot(means.index, means.values, marker="o", label=name)
+ax.set(xscale="log", xlabel="ε", ylabel="RMSE", title="accuracy against ε")
+fig.tight_layout()''',
+'''resisting = attack_resistance.resisting(summary, beta=int(summary.beta.max()))
+resisting[["config", "recovery_pooled", "baseline_item_mean", "rmse"]].head(10)''',
+"""md:**Reading** (the full MovieLens run; see the README for the numbers).
+With plain co-rated cosine nobody is exposed, by accident: the target ties at
+similarity 1 with every user who shares a single item. With an overlap-aware
+similarity (`min_support` = the attacker's 8 known ratings), top-k, PPNS and
+probabilistic selection are broken from β = 1: PPNS shows the target to only
+half the fake users (its schedule's ⌈pk⌉/k), but the pooled vote of the fake
+users recovers every hidden rating, so PPNS's reported β does not hold
+against pooling. PNCF resists through the Laplace noise on its prediction
+weights (at a cost of about 0.1 RMSE here), and the private sketches resist
+because at ε ≤ 5 they are close to random neighbours, at a small accuracy
+cost in this coverage-bound user neighbourhood.""",
+]
+
 
 if __name__ == "__main__":
     target = sys.argv[1]

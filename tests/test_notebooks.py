@@ -30,4 +30,5 @@ def test_notebook_executes_in_quick_mode(path, monkeypatch):
 
 def test_there_is_a_notebook_per_reproduction():
     names = {p.stem for p in NOTEBOOKS}
-    assert {"ppns_reproduction", "ranking_reproduction"} <= names
+    assert {"accuracy_vs_security", "ppns_reproduction", "ranking_reproduction",
+            "sketches_reproduction", "sjlt_reproduction"} <= names
