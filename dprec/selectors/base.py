@@ -139,10 +139,12 @@ def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
 def mask_to_positions(mask: np.ndarray, k: int) -> np.ndarray:
     """The positions of the ``True`` cells of each row (at most ``k``), ascending,
     padded with ``-1``."""
-    order = np.argsort(~mask, axis=1, kind="stable")[:, :k]
-    taken = np.take_along_axis(mask, order, axis=1)
+    rows, columns = np.nonzero(mask)
+    counts = mask.sum(axis=1)
+    rank = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    keep = rank < k
     out = np.full((len(mask), k), -1, dtype=np.int64)
-    out[:, :order.shape[1]] = np.where(taken, order, -1)
+    out[rows[keep], rank[keep]] = columns[keep]
     return out
 
 
