@@ -62,9 +62,10 @@ class RatingArrays:
         users, ratings = pairs["u"].copy(), pairs["r"].copy()
         matrix = sp.csr_matrix((ratings, (users, items)), shape=(n_users, n_items))
         matrix.sort_indices()
-        keys = users * n_items + items
-        order = np.argsort(keys, kind="stable")
-        return cls(n_users, n_items, item_ptr, users, ratings, matrix, keys[order], ratings[order])
+        # the CSR layout is already sorted by (user, item)
+        rows = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(matrix.indptr))
+        keys = rows * n_items + matrix.indices
+        return cls(n_users, n_items, item_ptr, users, ratings, matrix, keys, matrix.data)
 
     def lookup(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Ratings ``r_ui`` for arrays of inner ids (any shape).

@@ -429,9 +429,12 @@ class PrivateKNN(AlgoBase):
         columns = np.where(taken, np.take_along_axis(order, safe, axis=1), -1)
         true_sims = np.where(taken, np.take_along_axis(sorted_sims, safe, axis=1), 0.0)
         weights = true_sims if selection.weights is None else selection.weights
-        top = np.where(np.arange(min(k, sorted_sims.shape[1]))[None, :] < n_valid[:, None],
-                       sorted_sims[:, :k], 0.0)
-        alpha = _ratio(np.maximum(true_sims, 0).sum(axis=1), np.maximum(top, 0).sum(axis=1))
+        if isinstance(self._selector, TopK):
+            alpha = np.ones(len(sims))
+        else:
+            top = np.where(np.arange(min(k, sorted_sims.shape[1]))[None, :] < n_valid[:, None],
+                           sorted_sims[:, :k], 0.0)
+            alpha = _ratio(np.maximum(true_sims, 0).sum(axis=1), np.maximum(top, 0).sum(axis=1))
         ranks = safe if prefix is None else _ranks(sims, columns, true_sims, safe, prefix)
         chosen = _Chosen(columns=columns, weights=np.where(taken, weights, 0.0), alpha=alpha,
                          beta=selection.beta, partitions=np.where(taken, ranks // k + 1, 0))
