@@ -24,6 +24,7 @@ from ._rng import (
     draw_seed,
     validate_random_state,
 )
+from ._surprise import UNKNOWN, inner_ids, predictions
 from ._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from .ledger import PrivacyLedger
 from .selectors import SELECTORS, Selector, TopK
@@ -98,7 +99,6 @@ class _SelectionLog:
                 "beta": self.beta / n if self.count else float("nan"),
                 "max_partition": self.max_partition,
                 "mean_max_partition": self.max_partition_sum / n if self.count else float("nan")}
-_UNKNOWN = "User and/or item is unknown."
 _TOO_FEW = "Not enough neighbors."
 #: largest number of (query × candidate) cells handled in one block
 _BLOCK_CELLS = 1 << 22
@@ -293,7 +293,7 @@ class PrivateKNN(AlgoBase):
         """Estimate one rating from inner ids (same numbers as :meth:`test`)."""
         self._check_fitted()
         if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
-            raise PredictionImpossible(_UNKNOWN)
+            raise PredictionImpossible(UNKNOWN)
         batch = self._estimate_batch(np.array([u]), np.array([i]))
         if batch.actual_k[0] < max(self.min_k, 1):
             raise PredictionImpossible(_TOO_FEW)
@@ -304,11 +304,7 @@ class PrivateKNN(AlgoBase):
         self._check_fitted()
         if len(testset) == 0:
             return []
-        uids, iids, r_uis = zip(*testset)
-        to_user = self.trainset._raw2inner_id_users
-        to_item = self.trainset._raw2inner_id_items
-        users = np.fromiter((to_user.get(u, -1) for u in uids), np.int64, len(uids))
-        items = np.fromiter((to_item.get(i, -1) for i in iids), np.int64, len(iids))
+        uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
         known = np.flatnonzero((users >= 0) & (items >= 0))
         batch = self._estimate_batch(users[known], items[known])
         position = np.full(len(testset), -1)
@@ -317,19 +313,13 @@ class PrivateKNN(AlgoBase):
         possible[known] = batch.actual_k >= max(self.min_k, 1)
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
         est[possible] = batch.est[position[possible]]
-        low, high = self.trainset.rating_scale
-        est = np.minimum(high, np.maximum(low, est))
         known_details = self._details(batch, was_impossible=False)
         details = [
             known_details[j] if ok
-            else {"was_impossible": True, "reason": _TOO_FEW if j >= 0 else _UNKNOWN}
+            else {"was_impossible": True, "reason": _TOO_FEW if j >= 0 else UNKNOWN}
             for j, ok in zip(position.tolist(), possible.tolist())
         ]
-        predictions = list(map(Prediction, uids, iids, r_uis, est.tolist(), details))
-        if verbose:
-            for prediction in predictions:
-                print(prediction)
-        return predictions
+        return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 
     # ----------------------------------------------------------- internals
     def _check_fitted(self) -> None:

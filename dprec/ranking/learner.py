@@ -41,6 +41,7 @@ from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
 from .._rng import RandomStateLike, check_random_state, validate_random_state
+from .._surprise import UNKNOWN, inner_ids, predictions
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from ..ledger import PrivacyLedger
 from .mallows import CALIBRATIONS, laplace_privatize, mallows_privatize
@@ -49,7 +50,6 @@ __all__ = ["MECHANISMS", "MallowsRanker"]
 
 #: Names accepted by ``mechanism``.
 MECHANISMS: tuple[str, ...] = ("mallows", "laplace")
-_UNKNOWN = "User and/or item is unknown."
 _UNIT = "one transposition of a user's ranking"
 #: Largest number of (query × training score) cells evaluated at once.
 _BLOCK_CELLS = 1 << 22
@@ -301,7 +301,7 @@ class MallowsRanker(AlgoBase):
         """Estimate from inner ids (the quantile-mapped score; same as :meth:`test`)."""
         self._check_fitted()
         if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
-            raise PredictionImpossible(_UNKNOWN)
+            raise PredictionImpossible(UNKNOWN)
         return float(self._estimate_batch(np.array([u]), np.array([i]))[0])
 
     def test(self, testset, verbose: bool = False) -> list[Prediction]:
@@ -309,24 +309,14 @@ class MallowsRanker(AlgoBase):
         self._check_fitted()
         if len(testset) == 0:
             return []
-        uids, iids, r_uis = zip(*testset, strict=True)
-        to_user = self.trainset._raw2inner_id_users
-        to_item = self.trainset._raw2inner_id_items
-        users = np.fromiter((to_user.get(u, -1) for u in uids), np.int64, len(uids))
-        items = np.fromiter((to_item.get(i, -1) for i in iids), np.int64, len(iids))
+        uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
         known = (users >= 0) & (items >= 0)
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
         if known.any():
             est[known] = self._estimate_batch(users[known], items[known])
-        low, high = self.trainset.rating_scale
-        est = np.maximum(low, np.minimum(high, est))
         details = [{"was_impossible": False} if ok
-                   else {"was_impossible": True, "reason": _UNKNOWN} for ok in known.tolist()]
-        predictions = list(map(Prediction, uids, iids, r_uis, est.tolist(), details))
-        if verbose:
-            for prediction in predictions:
-                print(prediction)
-        return predictions
+                   else {"was_impossible": True, "reason": UNKNOWN} for ok in known.tolist()]
+        return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 
     def privacy_report(self) -> PrivacyLedger:
         """What the fit spent, per user: one entry per distinct ε.
