@@ -730,10 +730,14 @@ def randomized_response_from_uniform(values, n_values: int, epsilon: float,
     -------
     numpy.ndarray of int64, the shape of ``values``.
     """
+    codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
+    return _randomized_response(codes, n_values, epsilon, _as_uniforms(uniforms, codes.shape))
+
+
+def _check_randomized_response(values, n_values, epsilon) -> tuple[np.ndarray, int, float]:
     n_values = check_int(n_values, "n_values", minimum=2, maximum=_MAX_CODES)
     epsilon = check_epsilon(epsilon)
-    codes = _as_code_array(values, n_values)
-    return _randomized_response(codes, n_values, epsilon, _as_uniforms(uniforms, codes.shape))
+    return _as_code_array(values, n_values), n_values, epsilon
 
 
 def _randomized_response(codes: np.ndarray, n_values: int, epsilon: float,
@@ -771,9 +775,7 @@ def randomized_response(values, n_values: int, epsilon: float,
     -------
     numpy.ndarray of int64, the shape of ``values``.
     """
-    n_values = check_int(n_values, "n_values", minimum=2, maximum=_MAX_CODES)
-    epsilon = check_epsilon(epsilon)
-    codes = _as_code_array(values, n_values)
+    codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
     rng = check_random_state(random_state)
     return _randomized_response(codes, n_values, epsilon, _open_uniform(rng, codes.shape))
 

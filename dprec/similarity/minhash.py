@@ -426,6 +426,20 @@ class _MinHashFamily(SketchBackend):
     def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:  # pragma: no cover
         raise NotImplementedError
 
+    def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
+        """``Ĵ = (B-1)(B P̂ - 1)/(B p - 1)²`` for all pairs; clipped to [0, 1] if ``clip``.
+
+        ``p`` is the keep probability the sketches were made with (``S.params``;
+        1 for the non-private MinHash, where this is ``(B P̂ - 1)/(B - 1)``).  The
+        diagonal (``other`` None) is 1; pairs with a user without a sketch
+        are 0.  Cost: one product of ``n × KB`` one-hot matrices.
+        """
+        clip = check_clip(clip)
+        S, T = pair_operands(S, other, self.name, self.K)
+        matches = match_counts(S.values, T.values if other is not None else S.values, self.B)
+        sims = _jaccard_from_matches(matches, self.K, self.B, S.params["keep_probability"])
+        return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
+
     def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
         """``Ĵ`` between ``S[i]`` and ``other[i]`` for each row ``i`` (1-D, O(nK))."""
         clip = check_clip(clip)
@@ -482,14 +496,6 @@ class MinHash(_MinHashFamily):
         """The buckets themselves (``seed`` and ``keys`` are unused)."""
         codes, valid = self._check_buckets(buckets)
         return Sketch(codes, valid, self.name, {"keep_probability": 1.0})
-
-    def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
-        """Jaccard estimates between the rows of ``S`` (and ``other``), ``(B P̂ - 1)/(B - 1)``."""
-        clip = check_clip(clip)
-        S, T = pair_operands(S, other, self.name, self.K)
-        matches = match_counts(S.values, T.values if other is not None else S.values, self.B)
-        sims = _jaccard_from_matches(matches, self.K, self.B, S.params["keep_probability"])
-        return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
 
 
 class _PrivateMinHash(_MinHashFamily):
@@ -626,20 +632,6 @@ class RRMinHash(_PrivateMinHash):
         params = {"keep_probability": self.keep_probability(), "epsilon_prime": eps,
                   "tau": self._tau()}
         return Sketch(out, valid, self.name, params)
-
-    def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
-        """``Ĵ = (B-1)(B P̂ - 1)/(B p - 1)²`` for all pairs; clipped to [0, 1] if ``clip``.
-
-        ``p`` is the one the sketches were made with (``S.params``).  The
-        diagonal (``other`` None) is 1; pairs with a user without a sketch
-        are 0.  Cost: one product of ``n × KB`` one-hot matrices.
-        """
-        clip = check_clip(clip)
-        S, T = pair_operands(S, other, self.name, self.K)
-        matches = match_counts(S.values, T.values if other is not None else S.values, self.B)
-        sims = _jaccard_from_matches(matches, self.K, self.B, S.params["keep_probability"])
-        return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
-
 
 class NoisyMinHash(_PrivateMinHash):
     r"""NoisyMinHash: MinHash buckets plus Laplace noise (Aumüller et al. 2020, §5).
