@@ -193,18 +193,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_experiment(module: str, argv: list[str]) -> int:
+def run_experiment(command: str, argv: list[str]) -> int:
     """Hand the remaining arguments to ``dprec.experiments.<module>.main``."""
     import importlib
 
-    result = importlib.import_module(f"dprec.experiments.{module}").main(argv)
+    module = importlib.import_module(f"dprec.experiments.{EXPERIMENTS[command][0]}")
+    result = module.main(argv, prog=f"dprec {command}")
     return result if isinstance(result, int) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args, rest = build_parser().parse_known_args(argv)
     if args.command in EXPERIMENTS:
-        return run_experiment(EXPERIMENTS[args.command][0], rest)
+        return run_experiment(args.command, rest)
     if rest:
         build_parser().error(f"unrecognized arguments: {' '.join(rest)}")
     return args.handler(args)

@@ -24,7 +24,8 @@ from ._rng import (
     draw_seed,
     validate_random_state,
 )
-from ._surprise import UNKNOWN, inner_ids, predictions
+from ._surprise import UNKNOWN, cyclic_gc_paused, inner_ids, predictions
+from ._threads import map_blocks
 from ._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from .ledger import PrivacyLedger
 from .selectors import SELECTORS, Selector, TopK
@@ -101,7 +102,7 @@ class _SelectionLog:
                 "mean_max_partition": self.max_partition_sum / n if self.count else float("nan")}
 _TOO_FEW = "Not enough neighbors."
 #: largest number of (query × candidate) cells handled in one block
-_BLOCK_CELLS = 1 << 22
+_BLOCK_CELLS = 1 << 17
 
 
 class PrivateKNN(AlgoBase):
@@ -313,13 +314,14 @@ class PrivateKNN(AlgoBase):
         possible[known] = batch.actual_k >= max(self.min_k, 1)
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
         est[possible] = batch.est[position[possible]]
-        known_details = self._details(batch, was_impossible=False)
-        details = [
-            known_details[j] if ok
-            else {"was_impossible": True, "reason": _TOO_FEW if j >= 0 else UNKNOWN}
-            for j, ok in zip(position.tolist(), possible.tolist())
-        ]
-        return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
+        with cyclic_gc_paused():
+            known_details = self._details(batch, was_impossible=False)
+            details = [
+                known_details[j] if ok
+                else {"was_impossible": True, "reason": _TOO_FEW if j >= 0 else UNKNOWN}
+                for j, ok in zip(position.tolist(), possible.tolist())
+            ]
+            return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 
     # ----------------------------------------------------------- internals
     def _check_fitted(self) -> None:
@@ -347,26 +349,36 @@ class PrivateKNN(AlgoBase):
 
         Queries are sorted by their item's number of raters and cut into
         blocks of similar length, each padded to a rectangle (padding has
-        similarity ``-inf``), so a whole block is one set of array operations.
+        similarity ``-inf``), so a whole block is one set of array operations;
+        blocks run in threads (:func:`dprec._threads.map_blocks`), their
+        randomness keyed by the queries, so the answer does not depend on it.
         """
         ratings = self._ratings
-        batch = _Batch.empty(len(users), self.k)
         starts = ratings.item_ptr[items]
         lengths = ratings.item_ptr[items + 1] - starts
         order = np.argsort(lengths, kind="stable")
-        for block in _length_blocks(order, lengths[order]):
+
+        def answer(block):
             width = max(int(lengths[block].max()), 1)  # a padding column if nobody rated i
             offsets = np.arange(width)
             valid = offsets[None, :] < lengths[block][:, None]
             cells = np.where(valid, starts[block][:, None] + offsets[None, :], 0)
             flat = users[block][:, None] * ratings.n_users + ratings.item_users[cells]
             sims = np.where(valid, self.sim.ravel().take(flat), -np.inf)
-            chosen = self._select(sims, users[block], (users[block], items[block]))
+            chosen = self._select(sims, lengths[block], users[block],
+                                  (users[block], items[block]))
             slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
-            batch.est[block], batch.actual_k[block] = _weighted_mean(
-                chosen.weights, ratings.item_ratings[slots], chosen.weights > 0)
-            batch.store(block, chosen,
-                        np.where(chosen.columns >= 0, ratings.item_users[slots], -1))
+            est, actual_k = _weighted_mean(chosen.weights, ratings.item_ratings[slots],
+                                           chosen.weights > 0)
+            return chosen, est, actual_k, np.where(chosen.columns >= 0,
+                                                   ratings.item_users[slots], -1)
+
+        blocks = list(_length_blocks(order, lengths[order]))
+        batch = _Batch.empty(len(users), self.k)
+        for block, (chosen, est, actual_k, neighbours) in zip(blocks, map_blocks(answer, blocks)):
+            batch.est[block], batch.actual_k[block] = est, actual_k
+            batch.store(block, chosen, neighbours)
+            self._selections.add(chosen)
         return batch
 
     def _estimate_user_neighbourhood(self, users, items) -> _Batch:
@@ -390,25 +402,29 @@ class PrivateKNN(AlgoBase):
 
     def _user_neighbours(self, users: np.ndarray) -> _Chosen:
         """Each user's neighbour set (user ids in ``columns``, ``-1`` for none)."""
-        parts = []
-        for block in _blocks(np.arange(len(users)), self._ratings.n_users):
+        def choose(block):
             rows = users[block]
             sims = self.sim[rows].copy()
             sims[np.arange(len(rows)), rows] = -np.inf  # a user is not their own neighbour
-            parts.append(self._select(sims, rows, (rows,)))
+            return self._select(sims, np.full(len(rows), self._ratings.n_users - 1), rows,
+                                (rows,))
+
+        parts = map_blocks(choose, _blocks(np.arange(len(users)), self._ratings.n_users))
+        for chosen in parts:
+            self._selections.add(chosen)
         return _Chosen.concatenate(parts)
 
-    def _select(self, sims: np.ndarray, querying_users: np.ndarray,
+    def _select(self, sims: np.ndarray, n_valid: np.ndarray, querying_users: np.ndarray,
                 keys: tuple[np.ndarray, ...]) -> _Chosen:
-        """Sort candidates (stable, descending) and let the selector choose.
+        """Sort candidates (stable, descending) and let the selector choose (no side
+        effects: blocks of queries run in threads; the caller logs the selections).
 
-        Records the selections' α, β and partitions in the model's log.
+        ``sims`` holds ``n_valid`` finite candidates per row, padding is ``-inf``.
         """
         k = self.k
         prefix = self._selector.sorted_prefix(k)
         order, sorted_sims = _stable_descending_order(sims, prefix,
                                                       keep_tail=self._selector.reads_tail)
-        n_valid = np.isfinite(sims).sum(axis=1)
         sensitivity = (self._sensitivity[querying_users]
                        if self._sensitivity is not None else None)
         selection = self._selector.select(sorted_sims, n_valid, k, QueryNoise(self._seed, keys),
@@ -426,10 +442,8 @@ class PrivateKNN(AlgoBase):
                            sorted_sims[:, :k], 0.0)
             alpha = _ratio(np.maximum(true_sims, 0).sum(axis=1), np.maximum(top, 0).sum(axis=1))
         ranks = safe if prefix is None else _ranks(sims, columns, true_sims, safe, prefix)
-        chosen = _Chosen(columns=columns, weights=np.where(taken, weights, 0.0), alpha=alpha,
-                         beta=selection.beta, partitions=np.where(taken, ranks // k + 1, 0))
-        self._selections.add(chosen)
-        return chosen
+        return _Chosen(columns=columns, weights=np.where(taken, weights, 0.0), alpha=alpha,
+                       beta=selection.beta, partitions=np.where(taken, ranks // k + 1, 0))
 
 
 #: the range of each flat selector parameter, whichever selector uses it

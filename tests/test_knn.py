@@ -245,3 +245,31 @@ def test_sketch_guarantees_are_not_silently_weakened(split):
         PrivateKNN(sim_options={"name": "rr_minhash", "K": 32})
     with pytest.raises(ValueError, match="min_support"):
         PrivateKNN(sim_options={"name": "rr_minhash", "epsilon": 1.0, "min_support": 2})
+
+
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+def test_threads_do_not_change_the_answers(split, monkeypatch, neighbourhood):
+    from dprec import knn
+
+    trainset, testset = split
+    monkeypatch.setattr(knn, "_BLOCK_CELLS", 1 << 10)  # many blocks on small data
+    runs = []
+    for threads in ("1", "3"):
+        monkeypatch.setenv("DPREC_NUM_THREADS", threads)
+        algo = PrivateKNN(k=10, sim_options={"name": "cosine"}, selector="ppns", epsilon=1.0,
+                          neighbourhood=neighbourhood, random_state=3).fit(trainset)
+        runs.append((algo.test(testset), algo.selection_summary()))
+    assert runs[0] == runs[1]
+
+
+def test_thread_count_follows_the_limits(monkeypatch):
+    from dprec._threads import map_blocks, thread_count
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    monkeypatch.delenv("DPREC_NUM_THREADS", raising=False)
+    assert thread_count() == 3
+    monkeypatch.setenv("DPREC_NUM_THREADS", "2")
+    assert thread_count() == 2
+    monkeypatch.setenv("DPREC_NUM_THREADS", "zero")  # not a positive integer: ignored
+    assert thread_count() == 3
+    assert map_blocks(lambda x: x * x, range(7)) == [x * x for x in range(7)]

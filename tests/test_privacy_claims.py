@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -127,6 +128,7 @@ class Spy:
 
         def wrapper(*args, **kwargs):
             entry = record(*args, **kwargs)  # before the call: nested calls come after
+            entry["thread"] = threading.get_ident()  # blocks of queries run in threads
             self.calls.append((tag, entry))
             result = original(*args, **kwargs)
             entry["result"] = result
@@ -220,14 +222,16 @@ def spent_by_selector(spy: Spy, selector: str, algo: PrivateKNN) -> list[tuple]:
         assert calls
         spent.append(("exponential", max(exponential_epsilon(c["c"], 1.0, K) for c in calls),
                       None))  # δ: the truncation's ρ, a parameter, not a call
-        # each select() perturbs with one Laplace call per distinct RS, ascending
+        # each select() perturbs with one Laplace call per distinct RS, ascending,
+        # in the thread that runs it
         laplace = []
         events = [(t, e) for t, e in spy.calls if t in ("pncf:select", "pncf:laplace")]
         for n, (tag, entry) in enumerate(events):
             if tag != "pncf:select":
                 continue
             scales = []
-            for later_tag, later in events[n + 1:]:
+            same_thread = [(t, e) for t, e in events[n + 1:] if e["thread"] == entry["thread"]]
+            for later_tag, later in same_thread:
                 if later_tag == "pncf:select":
                     break
                 scales.append(later["scale"])

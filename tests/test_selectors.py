@@ -13,6 +13,7 @@ from dprec import PrivateKNN
 from dprec._rng import QueryNoise
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK, ppns_schedule
 from dprec.similarity.exact import (
+    change_bound,
     exact_similarity,
     exact_similarity_and_sums,
     recommendation_aware_sensitivity,
@@ -129,22 +130,36 @@ def test_topk_object_equals_the_name(split):
 # ---------------------------------------------------------------- sensitivity
 @pytest.mark.parametrize("name", ["cosine", "msd", "pearson"])
 @pytest.mark.parametrize("min_support", [1, 2])
-def test_recommendation_aware_sensitivity_is_exact(name, min_support):
+@pytest.mark.parametrize("density, low", [(0.55, 1), (0.9, 1), (0.8, -2)])
+def test_recommendation_aware_sensitivity_is_exact(name, min_support, density, low):
     rng = np.random.default_rng(0)
-    dense = rng.integers(1, 6, size=(9, 12)) * (rng.random((9, 12)) < 0.55)
+    values = rng.integers(low, 6, size=(11, 12))
+    dense = np.where(values == 0, 1, values) * (rng.random((11, 12)) < density)
     ratings = sp.csr_matrix(dense.astype(float))
     sim, sums = exact_similarity_and_sums(name, ratings, min_support)
     fast = recommendation_aware_sensitivity(name, ratings, sim, sums, min_support, floor=0.0)
-    brute = np.zeros(9)
-    for item in range(12):
+    brute = np.zeros(len(dense))
+    for item in range(dense.shape[1]):
         without = dense.copy()
         without[:, item] = 0
         sim_without = exact_similarity(name, sp.csr_matrix(without.astype(float)), min_support)
-        rated = dense[:, item] > 0
+        rated = dense[:, item] != 0
         change = np.abs(sim - sim_without) * np.outer(rated, rated)
         np.fill_diagonal(change, 0)
         brute = np.maximum(brute, change.max(axis=1))
     np.testing.assert_allclose(fast, brute, atol=1e-12)
+
+
+def test_sensitivity_shortcut_leaves_only_the_unsettled_users_to_the_item_pass():
+    """On dense data few pairs share a single item: most users need the item pass,
+    and what it finds is below the bound that settles the others."""
+    rng = np.random.default_rng(1)
+    dense = rng.integers(1, 6, size=(12, 10)) * (rng.random((12, 10)) < 0.9)
+    ratings = sp.csr_matrix(dense.astype(float))
+    sim, sums = exact_similarity_and_sums("msd", ratings)
+    rs = recommendation_aware_sensitivity("msd", ratings, sim, sums, floor=0.0)
+    assert change_bound("msd", ratings.data) == 1.0
+    assert ((rs > 0) & (rs < 1.0)).sum() >= 6
 
 
 # ------------------------------------------------------------ model integration

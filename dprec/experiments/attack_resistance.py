@@ -356,8 +356,8 @@ def _print_report(summary_table: pd.DataFrame, epsilon: float = 1.0) -> None:
     print(at[columns].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
 
 
-def main(argv=None) -> pd.DataFrame:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/attack_resistance")
     parser.add_argument("--data", default="auto", help="auto (MovieLens 100k, else synthetic), "
                         "ml-100k or synthetic")

@@ -11,6 +11,7 @@ Run: ``python experiments/backends_cv.py [--quick] [--out results/backends]``.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -64,8 +65,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return means.replace({"sim_epsilon": {float("inf"): None}})
 
 
-def main(argv=None) -> pd.DataFrame:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/backends")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)

@@ -239,8 +239,8 @@ def run(out: str | os.PathLike = "results/ranking", quick: bool = False, folds: 
     return accuracy
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/ranking", help="output folder")
     parser.add_argument("--quick", action="store_true", help="small, fast run")
     parser.add_argument("--folds", type=int, default=None, help="folds (default 5; quick 2)")

@@ -231,8 +231,8 @@ def run(out: str | os.PathLike = "results/sjlt", quick: bool = False, seed: int 
     return variance
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/sjlt", help="output folder")
     parser.add_argument("--quick", action="store_true", help="small, fast run")
     parser.add_argument("--seed", type=int, default=0)

@@ -41,18 +41,21 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True) -> tuple[np.nd
     integers is exact whatever the summation order, and are returned as
     float64: the same numbers as float64 sums, about twice as fast.
     """
-    R = ratings.toarray()
-    max_sum = ratings.shape[1] * float(np.max(R**2, initial=0.0))
-    exact_in_float32 = max_sum < 2**24 and np.array_equal(ratings.data, np.round(ratings.data))
-    R = R.astype(np.float32 if exact_in_float32 else np.float64)
-    # the pattern of the stored entries: a rating of 0 is a rating (Surprise counts it)
-    B = sp.csr_matrix((np.ones(ratings.nnz, dtype=R.dtype), ratings.indices, ratings.indptr),
-                      shape=ratings.shape).toarray()
+    data = ratings.data
+    max_sum = ratings.shape[1] * float(np.max(data**2, initial=0.0))
+    exact_in_float32 = max_sum < 2**24 and np.array_equal(data, np.round(data))
+    dtype = np.float32 if exact_in_float32 else np.float64
+
+    def dense(values: np.ndarray) -> np.ndarray:
+        return sp.csr_matrix((values.astype(dtype), ratings.indices, ratings.indptr),
+                             shape=ratings.shape).toarray()
+
+    # B is the pattern of the stored entries: a rating of 0 is a rating (Surprise counts it)
+    R, B = dense(data), dense(np.ones_like(data))
     freq = (B @ B.T).astype(np.float64)
     prods = (R @ R.T).astype(np.float64)
-    B = B.T.copy()  # (items, users), contiguous for the general products
-    sq_i = ((R * R) @ B).astype(np.float64)
-    s_i = (R @ B).astype(np.float64) if with_sums else None
+    sq_i = (dense(data**2) @ B.T).astype(np.float64)
+    s_i = (R @ B.T).astype(np.float64) if with_sums else None
     return freq, sq_i, prods, s_i
 
 
@@ -125,9 +128,20 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
 
     where :math:`sim_{-s}` is the similarity recomputed without item ``s``
     (its contribution subtracted from every co-rated sum; pairs left with
-    fewer than ``min_support`` co-rated items get 0).  Every (u, v, s) triple
-    with ``s`` co-rated is visited once, item by item, as one array operation
-    over the item's raters × raters.
+    fewer than ``min_support`` co-rated items get 0).
+
+    Two passes, both exact:
+
+    1. A pair with exactly ``t = max(min_support, 1)`` co-rated items loses
+       its support whatever item is removed, so ``RS(u, v) = |sim(u, v)|``;
+       the largest of these is read off the matrices.  A user for whom it
+       already equals the widest possible change (:func:`change_bound`: 1 for
+       msd, and for cosine on non-negative ratings — one co-rated item with
+       equal ratings, or any one co-rated item under cosine, is enough) is
+       done: this is most users, which is why ``RS`` is close to 1.
+    2. For the others every (u, v, s) triple with ``s`` co-rated is visited,
+       item by item, as one array operation over the item's remaining users ×
+       all its raters.
 
     Parameters
     ----------
@@ -150,21 +164,38 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
     sim = np.ascontiguousarray(sim)
     n_users = ratings.shape[0]
     by_item = sp.csc_matrix(ratings, dtype=np.float64)
-    sensitivity = np.zeros(ratings.shape[0])
+    by_item.sort_indices()
+    sensitivity = np.where(freq == max(min_support, 1), np.abs(sim), 0.0)
+    np.fill_diagonal(sensitivity, 0.0)
+    sensitivity = sensitivity.max(axis=1, initial=0.0)
+    open_rows = sensitivity < change_bound(name, by_item.data)
     for item in range(by_item.shape[1]):
         start, stop = by_item.indptr[item], by_item.indptr[item + 1]
-        if stop - start < 2:
-            continue
         users, r = by_item.indices[start:stop], by_item.data[start:stop]
-        ri, rj = r[:, None], r[None, :]
-        cells = users[:, None] * n_users + users[None, :]  # the block raters × raters
+        rows = open_rows[users]
+        if stop - start < 2 or not rows.any():
+            continue
+        u, ru, rv = users[rows], r[rows][:, None], r[None, :]
+        cells = u[:, None] * n_users + users[None, :]      # remaining users × raters
+        mirror = users[None, :] * n_users + u[:, None]     # the same pairs, (v, u)
         f = freq.take(cells) - 1.0
-        si = s_i.take(cells) if name == "pearson" else np.zeros_like(f)
-        sqi = sq_i.take(cells)
-        without = similarity_from_sums(name, f, si - ri, si.T - rj, sqi - ri**2,
-                                       sqi.T - rj**2, prods.take(cells) - ri * rj)
+        if name == "pearson":
+            su, sv = s_i.take(cells) - ru, s_i.take(mirror) - rv
+        else:
+            su = sv = None
+        without = similarity_from_sums(name, f, su, sv, sq_i.take(cells) - ru**2,
+                                       sq_i.take(mirror) - rv**2, prods.take(cells) - ru * rv)
         without[f < max(min_support, 1)] = 0.0
         change = np.abs(sim.take(cells) - without)
-        np.fill_diagonal(change, 0.0)
-        np.maximum.at(sensitivity, users, change.max(axis=1))
+        change[u[:, None] == users[None, :]] = 0.0
+        np.maximum.at(sensitivity, u, change.max(axis=1))
     return np.maximum(sensitivity, floor)
+
+
+def change_bound(name: str, ratings: np.ndarray) -> float:
+    """The widest ``|sim(u, v) − sim_{−s}(u, v)|`` can be: the width of the
+    similarity's range (msd lies in [0, 1], cosine in [0, 1] on non-negative
+    ratings and [−1, 1] otherwise, pearson in [−1, 1])."""
+    if name == "msd" or (name == "cosine" and (len(ratings) == 0 or ratings.min() >= 0)):
+        return 1.0
+    return 2.0

@@ -1,0 +1,47 @@
+"""Running independent blocks of array work on the machine's cores.
+
+dprec answers a test set in blocks of queries whose numpy work releases the
+GIL, so blocks run in threads.  The thread count follows the limit a caller
+already set for BLAS/OpenMP: joblib's process workers (Surprise's
+``cross_validate(n_jobs=...)``) and Dask workers set ``OMP_NUM_THREADS`` so
+that parallel jobs do not oversubscribe the cores, and dprec honours it.
+``DPREC_NUM_THREADS`` overrides both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+_LIMITS = ("DPREC_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def thread_count() -> int:
+    """Threads dprec may use: ``DPREC_NUM_THREADS``, else ``OMP_NUM_THREADS``,
+    else the CPUs this process may run on (at least 1)."""
+    for variable in _LIMITS:
+        value = os.environ.get(variable, "").strip()
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    if hasattr(os, "sched_getaffinity"):
+        return max(len(os.sched_getaffinity(0)), 1)
+    return os.cpu_count() or 1
+
+
+def map_blocks(function: Callable[[T], R], blocks: Iterable[T]) -> list[R]:
+    """``[function(block) for block in blocks]``, in threads when there is more than
+    one block and more than one thread; results in the order of ``blocks``.
+
+    ``function`` must not write shared state (write results, not attributes).
+    """
+    blocks = list(blocks)
+    workers = min(thread_count(), len(blocks))
+    if workers <= 1:
+        return [function(block) for block in blocks]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dprec") as pool:
+        return list(pool.map(function, blocks))
