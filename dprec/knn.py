@@ -506,15 +506,19 @@ def _stable_descending_order(values: np.ndarray, prefix: int | None,
     if prefix is None or prefix >= n_cols:
         order = np.argsort(-values, axis=1, kind="stable")
         return order, np.take_along_axis(values, order, axis=1)
-    threshold = -np.partition(-values, prefix - 1, axis=1)[:, prefix - 1:prefix]
-    above = values > threshold
-    ties = values == threshold
-    room = prefix - above.sum(axis=1, keepdims=True)
-    taken = above | (ties & (np.cumsum(ties, axis=1) <= room))
-    columns = np.nonzero(taken)[1].reshape(n_rows, prefix)
-    inner = np.argsort(-np.take_along_axis(values, columns, axis=1), axis=1, kind="stable")
+    threshold = np.partition(values, n_cols - prefix, axis=1)[:, n_cols - prefix, None]
+    taken = values >= threshold
+    spill = np.flatnonzero(taken.sum(axis=1) > prefix)  # ties at the threshold: first come
+    if len(spill):
+        row_values, row_threshold = values[spill], threshold[spill]
+        ties = row_values == row_threshold
+        room = prefix - (row_values > row_threshold).sum(axis=1, keepdims=True)
+        taken[spill] = (row_values > row_threshold) | (ties & (np.cumsum(ties, axis=1) <= room))
+    columns = (np.flatnonzero(taken) % n_cols).reshape(n_rows, prefix)
+    head_values = np.take_along_axis(values, columns, axis=1)
+    inner = np.argsort(-head_values, axis=1, kind="stable")
     head = np.take_along_axis(columns, inner, axis=1)
-    head_values = np.take_along_axis(values, head, axis=1)
+    head_values = np.take_along_axis(head_values, inner, axis=1)
     if not keep_tail:
         return head, head_values
     # the tail: every column in column order, those already in the head masked out
