@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import repeat
 
@@ -47,15 +47,20 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def predictions(trainset, uids, iids, r_uis, est: np.ndarray, details: list[dict],
+def predictions(trainset, uids, iids, r_uis, est: np.ndarray, details: Iterable[dict],
                 verbose: bool = False) -> list[Prediction]:
     """Surprise ``Prediction`` tuples, estimates clipped to the rating scale as
-    ``AlgoBase.predict`` clips them (call under :func:`cyclic_gc_paused`)."""
+    ``AlgoBase.predict`` clips them.
+
+    ``details`` may be lazy (a generator): its dicts are then built here,
+    with the tuples, while the cyclic garbage collector is paused.
+    """
     low, high = trainset.rating_scale
     est = np.minimum(high, np.maximum(low, est))
-    # tuple.__new__ builds the namedtuple in C (Prediction's own __new__ is Python)
-    result = list(map(tuple.__new__, repeat(Prediction),
-                      zip(uids, iids, r_uis, est.tolist(), details)))
+    with cyclic_gc_paused():
+        # tuple.__new__ builds the namedtuple in C (Prediction's own __new__ is Python)
+        result = list(map(tuple.__new__, repeat(Prediction),
+                          zip(uids, iids, r_uis, est.tolist(), details)))
     if verbose:
         for prediction in result:
             print(prediction)

@@ -9,7 +9,7 @@ prediction for prediction, computed for whole test sets at once.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -24,7 +24,7 @@ from ._rng import (
     draw_seed,
     validate_random_state,
 )
-from ._surprise import UNKNOWN, cyclic_gc_paused, inner_ids, predictions
+from ._surprise import UNKNOWN, inner_ids, predictions
 from ._threads import map_blocks
 from ._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from .ledger import PrivacyLedger
@@ -298,7 +298,7 @@ class PrivateKNN(AlgoBase):
         batch = self._estimate_batch(np.array([u]), np.array([i]))
         if batch.actual_k[0] < max(self.min_k, 1):
             raise PredictionImpossible(_TOO_FEW)
-        return float(batch.est[0]), self._details(batch)[0]
+        return float(batch.est[0]), next(self._details(batch))
 
     def test(self, testset, verbose: bool = False) -> list[Prediction]:
         """Predict a whole testset at once; equal to ``predict`` one by one."""
@@ -314,29 +314,31 @@ class PrivateKNN(AlgoBase):
         possible[known] = batch.actual_k >= max(self.min_k, 1)
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
         est[possible] = batch.est[position[possible]]
-        with cyclic_gc_paused():
-            known_details = self._details(batch, was_impossible=False)
-            details = [
-                known_details[j] if ok
-                else {"was_impossible": True, "reason": _TOO_FEW if j >= 0 else UNKNOWN}
-                for j, ok in zip(position.tolist(), possible.tolist())
-            ]
-            return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
+        known_details = self._details(batch, was_impossible=False)  # one per known query
+
+        def details():
+            for j, ok in zip(position.tolist(), possible.tolist()):
+                detail = next(known_details) if j >= 0 else None
+                yield detail if ok else {"was_impossible": True,
+                                         "reason": UNKNOWN if detail is None else _TOO_FEW}
+
+        return predictions(self.trainset, uids, iids, r_uis, est, details(), verbose)
 
     # ----------------------------------------------------------- internals
     def _check_fitted(self) -> None:
         if not hasattr(self, "sim"):
             raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
-    def _details(self, batch: _Batch, **extra) -> list[dict]:
-        """The ``details`` of every query: ``actual_k`` as KNNBasic, plus α, β and the
-        chosen neighbours' partitions for every selector but top-k (and ``extra``)."""
+    def _details(self, batch: _Batch, **extra) -> Iterator[dict]:
+        """The ``details`` of every query, in order: ``actual_k`` as KNNBasic, plus α, β
+        and the chosen neighbours' partitions for every selector but top-k (and
+        ``extra``).  Lazy, so that :func:`predictions` builds them."""
         if isinstance(self._selector, TopK):
-            return [{"actual_k": n, **extra} for n in batch.actual_k.tolist()]
-        return [{"actual_k": n, "alpha": a, "beta": b, "partitions": [p for p in row if p],
+            return ({"actual_k": n, **extra} for n in batch.actual_k.tolist())
+        return ({"actual_k": n, "alpha": a, "beta": b, "partitions": [p for p in row if p],
                  **extra}
                 for n, a, b, row in zip(batch.actual_k.tolist(), batch.alpha.tolist(),
-                                        batch.beta.tolist(), batch.partitions.tolist())]
+                                        batch.beta.tolist(), batch.partitions.tolist()))
 
     def _estimate_batch(self, users: np.ndarray, items: np.ndarray) -> _Batch:
         """Estimates (and their selections) for known inner ids."""

@@ -41,7 +41,7 @@ from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
 from .._rng import RandomStateLike, check_random_state, validate_random_state
-from .._surprise import UNKNOWN, cyclic_gc_paused, inner_ids, predictions
+from .._surprise import UNKNOWN, inner_ids, predictions
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from ..ledger import PrivacyLedger
 from .mallows import CALIBRATIONS, laplace_privatize, mallows_privatize
@@ -314,10 +314,9 @@ class MallowsRanker(AlgoBase):
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
         if known.any():
             est[known] = self._estimate_batch(users[known], items[known])
-        with cyclic_gc_paused():
-            details = [{"was_impossible": False} if ok
-                       else {"was_impossible": True, "reason": UNKNOWN} for ok in known.tolist()]
-            return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
+        details = ({"was_impossible": False} if ok
+                   else {"was_impossible": True, "reason": UNKNOWN} for ok in known.tolist())
+        return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 
     def privacy_report(self) -> PrivacyLedger:
         """What the fit spent, per user: one entry per distinct ε.
