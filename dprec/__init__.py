@@ -3,10 +3,20 @@
 from . import datasets, mechanisms, metrics
 from .attacks import BetaKNNAttack
 from .knn import PrivateKNN
-from .ledger import PrivacyLedger
+from .ledger import PrivacyAccountant
 from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
-__all__ = ["BetaKNNAttack", "MallowsRanker", "PrivacyLedger", "PrivateKNN", "__version__",
+__all__ = ["BetaKNNAttack", "MallowsRanker", "PrivacyAccountant", "PrivateKNN", "__version__",
            "datasets", "mechanisms", "metrics"]
+
+
+def __getattr__(name: str):
+    if name == "PrivacyLedger":  # the name before the accountant (0.1.0)
+        import warnings
+
+        warnings.warn("dprec.PrivacyLedger is now dprec.PrivacyAccountant", DeprecationWarning,
+                      stacklevel=2)
+        return PrivacyAccountant
+    raise AttributeError(f"module 'dprec' has no attribute {name!r}")

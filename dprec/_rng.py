@@ -16,6 +16,7 @@ Two kinds of randomness live in dprec:
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 
 import numpy as np
@@ -74,6 +75,35 @@ def validate_random_state(random_state: RandomStateLike, name: str = "random_sta
 def draw_seed(rng: np.random.Generator) -> int:
     """Draw a 64-bit seed (for :func:`keyed_uniform`) from ``rng``."""
     return int(rng.integers(0, 2**63, dtype=np.int64))
+
+
+def fit_entropy(random_state: RandomStateLike) -> bytes:
+    """128 bits drawn from ``random_state`` at the start of a fit (fresh OS entropy for None)."""
+    return check_random_state(random_state).bytes(16)
+
+
+def derive_seed(entropy: bytes, purpose: str) -> int:
+    """A 63-bit seed for ``purpose`` (``"noise"``, ``"hash"``, ``"queries"``...) from ``entropy``.
+
+    SHA-256 of the purpose and the entropy: seeds for different purposes are
+    independent for all practical purposes, and a *public* one (the hash
+    seed of a sketch) reveals nothing about the others unless the entropy
+    itself can be guessed (as a small int ``random_state`` can: seeded
+    noise is for experiments).
+    """
+    digest = hashlib.sha256(purpose.encode() + b"\0" + bytes(entropy)).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def check_seed(seed, name: str) -> int | None:
+    """``None`` or a non-negative int seed (for public seeds such as ``hash_seed``)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{name} must be None or a non-negative int, got {type(seed).__name__}")
+    if seed < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {seed}")
+    return int(seed)
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:

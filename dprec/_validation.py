@@ -70,3 +70,14 @@ def check_bool(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
     return bool(value)
+
+
+def check_budget(budget, name: str = "budget") -> tuple[float, float]:
+    """A privacy budget ``(epsilon, delta)``: ``epsilon > 0``, ``0 <= delta < 1``."""
+    if isinstance(budget, (str, bytes)):
+        raise TypeError(f"{name} must be a pair (epsilon, delta), got {budget!r}")
+    try:
+        eps, delta = budget
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a pair (epsilon, delta), got {budget!r}") from None
+    return check_epsilon(eps, f"{name} epsilon"), check_delta(delta, f"{name} delta")

@@ -92,10 +92,9 @@ from joblib import Parallel, delayed
 from surprise import AlgoBase, Dataset, PredictionImpossible, Reader, Trainset
 
 from ._ratings import RatingArrays
-from ._rng import RandomStateLike, check_random_state, draw_seed, validate_random_state
+from ._rng import RandomStateLike, check_random_state, fit_entropy, validate_random_state
 from ._validation import check_bool, check_int
 from .knn import PrivateKNN
-from .ledger import PrivacyLedger
 from .selectors import SELECTORS, Selector
 from .similarity import SKETCH_BACKENDS, _with_public_bounds, sketch_backend
 from .similarity.exact import EXACT_SIMILARITIES
@@ -355,11 +354,9 @@ class _PrivateKNNRunner(_Runner):
         if state is None:
             algo.fit(data.trainset)
         else:
-            ledger = PrivacyLedger()
-            if isinstance(state, IncrementalSketchSimilarity):
-                state.backend.record_privacy(ledger)
+            release = state.release() if isinstance(state, IncrementalSketchSimilarity) else None
             fit_prepared(algo, data.trainset, data.ratings, state.sim,
-                         state.sensitivity() if self.needs_sensitivity else None, ledger)
+                         state.sensitivity() if self.needs_sensitivity else None, release)
         users = data.users
         if algo.neighbourhood == "user":
             chosen = algo._user_neighbours(users)
@@ -375,19 +372,18 @@ class _PrivateKNNRunner(_Runner):
 
 
 def fit_prepared(algo: PrivateKNN, trainset: Trainset, ratings: RatingArrays, sim: np.ndarray,
-                 sensitivity: np.ndarray | None, ledger: PrivacyLedger | None = None
-                 ) -> PrivateKNN:
+                 sensitivity: np.ndarray | None, release=None) -> PrivateKNN:
     """``algo.fit_precomputed(trainset, sim, sensitivity)`` with the rating arrays given.
 
     The one place that calls ``PrivateKNN._fit_with`` (``fit_precomputed``
     rebuilds ``ratings`` from the trainset, tens of milliseconds that many
-    refits on the same data repeat).  The model seed is the first draw of
-    ``random_state``, as in ``fit``; ``sim`` may come from a sketch backend
-    (then ``ledger`` should hold its release).
+    refits on the same data repeat).  The model's randomness is drawn from
+    ``random_state`` as in ``fit``; ``sim`` may come from a sketch backend,
+    whose :class:`~dprec.similarity.SketchRelease` the model's accountant then
+    records.
     """
-    return algo._fit_with(trainset, ratings, sim, sensitivity,
-                          draw_seed(check_random_state(algo.random_state)),
-                          PrivacyLedger() if ledger is None else ledger)
+    return algo._fit_with(trainset, ratings, sim, sensitivity, fit_entropy(algo.random_state),
+                          release)
 
 
 def _clip(algo: AlgoBase, estimates: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ prediction for prediction, computed for whole test sets at once.
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 
@@ -20,16 +21,28 @@ from ._ratings import RatingArrays
 from ._rng import (
     QueryNoise,
     RandomStateLike,
-    check_random_state,
-    draw_seed,
+    derive_seed,
+    fit_entropy,
     validate_random_state,
 )
 from ._surprise import UNKNOWN, inner_ids, predictions
 from ._threads import map_blocks
-from ._validation import check_bool, check_choice, check_epsilon, check_int, check_real
-from .ledger import PrivacyLedger
+from ._validation import (
+    check_bool,
+    check_budget,
+    check_choice,
+    check_epsilon,
+    check_int,
+    check_real,
+)
+from .ledger import PrivacyAccountant
 from .selectors import SELECTORS, Selector, TopK
-from .similarity import EXACT_SIMILARITIES, check_sim_options, similarity_matrix
+from .similarity import (
+    EXACT_SIMILARITIES,
+    SketchRelease,
+    check_sim_options,
+    similarity_matrix,
+)
 
 NEIGHBOURHOODS = ("item", "user")
 
@@ -101,6 +114,17 @@ class _SelectionLog:
                 "max_partition": self.max_partition,
                 "mean_max_partition": self.max_partition_sum / n if self.count else float("nan")}
 _TOO_FEW = "Not enough neighbors."
+# what the privacy report says of the outputs no mechanism covers
+_ITEM_CANDIDATES = ("in the item neighbourhood the candidates are the raters of the item asked: "
+                    "one rating decides whether a user can be chosen at all")
+_EXACT_NEIGHBOURS = "chosen from similarities computed on the raw data, without noise"
+_RAW_RATINGS = "they average the chosen neighbours' raw ratings"
+_DIAGNOSTICS = "computed from the exact similarities and ranks"
+_SEEDED = ("seeded noise (random_state is set): reproducible, for experiments; anyone who knows "
+           "the seed can reproduce the noise, and a refit with the same seed on neighbouring "
+           "data cancels it")
+_OWN_QUERIES = ("per-user figures count what other users see: a user's own answers are shown "
+                "to them only and are not charged to them")
 #: largest number of (query × candidate) cells handled in one block
 _BLOCK_CELLS = 1 << 17
 
@@ -132,7 +156,8 @@ class PrivateKNN(AlgoBase):
         ``min_support`` (default 1); or a private sketch backend, e.g.
         ``{"name": "rr_minhash", "K": 128, "B": 4, "epsilon": 4.0, "delta": 1e-4}``
         (also ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``, ``"gaussian_jl"``;
-        see :mod:`dprec.similarity`), whose release is recorded in the ledger.
+        see :mod:`dprec.similarity`), whose release the privacy accountant
+        records.
         The dict is copied, never modified.
     selector : str or Selector, default "topk"
         Neighbour selector, by name (``"topk"``, ``"probabilistic"``,
@@ -142,7 +167,8 @@ class PrivateKNN(AlgoBase):
         ``GridSearchCV`` can grid over them): ``epsilon`` for PNCF and PPNS,
         ``p`` or the target accuracy ``alpha`` for PPNS, ``rho`` for PNCF.
         ``None`` keeps the selector's default; parameters a named selector
-        does not use are ignored.  With a selector object, leave them ``None``.
+        does not use are ignored with a ``UserWarning`` (``epsilon`` with
+        ``"topk"`` buys no privacy).  With a selector object, leave them ``None``.
     neighbourhood : {"item", "user"}, default "item"
         ``"item"``: Surprise's ``KNNBasic`` semantics, the neighbours of ``u``
         are chosen among the raters of ``i``.  ``"user"``: every user has one
@@ -151,15 +177,35 @@ class PrivateKNN(AlgoBase):
     centered : bool, default False
         Mean-centred prediction (``neighbourhood="user"`` only).
     random_state : None, int, RandomState or Generator
-        Stored as given and turned into a Generator in :meth:`fit`; the
-        randomness of each query is derived from it and the query's ids.
+        Stored as given; :meth:`fit` draws 128 bits from it, from which the
+        randomness of each query (derived from it and the query's ids) and
+        of a sketch backend are derived.  ``None`` (default) draws fresh
+        entropy at each fit; an int gives **seeded noise**: reproducible, for
+        experiments (a refit with the same seed on neighbouring data reuses
+        the same noise, which then cancels).
     verbose : bool, default False
         Print progress messages during ``fit``.
+    diagnostics : bool, default False
+        Add the selector's diagnostics to each prediction's ``details``: the
+        realised accuracy ``alpha``, the security ``beta`` and the
+        ``partitions`` the neighbours came from.  They are computed from the
+        exact similarities and ranks, so they reveal them: off by default,
+        and never covered by a privacy claim.
+    budget : (float, float), optional
+        A per-user ``(ε, δ)`` budget for the privacy accountant: a query
+        whose answer would take some user past it raises
+        :class:`dprec.ledger.BudgetExceededError` (answers already given stay
+        valid).  Composed per unit, basic composition of the entries' claims.
 
     Attributes
     ----------
     sim : ndarray of shape (n_users, n_users)
-        The similarity matrix (as in Surprise's kNN algorithms).
+        The similarity matrix (as in Surprise's kNN algorithms).  Like the
+        trainset, it holds the raw data: publish answers, never the fitted
+        object.
+    sketch_release_ : SketchRelease or None
+        What the users released through a sketch backend (its privacy entry
+        and who released), ``None`` for the exact similarities.
 
     Examples
     --------
@@ -174,7 +220,8 @@ class PrivateKNN(AlgoBase):
                  selector: str | Selector = "topk", epsilon: float | None = None,
                  p: float | None = None, alpha: float | None = None, rho: float | None = None,
                  neighbourhood: str = "item", centered: bool = False,
-                 random_state: RandomStateLike = None, verbose: bool = False) -> None:
+                 random_state: RandomStateLike = None, verbose: bool = False,
+                 diagnostics: bool = False, budget: tuple[float, float] | None = None) -> None:
         options = check_sim_options(sim_options)
         AlgoBase.__init__(self, sim_options=options)
         self.k = check_int(k, "k", minimum=1)
@@ -189,19 +236,21 @@ class PrivateKNN(AlgoBase):
         validate_random_state(random_state)
         self.random_state = random_state
         self.verbose = check_bool(verbose, "verbose")
+        self.diagnostics = check_bool(diagnostics, "diagnostics")
+        self.budget = None if budget is None else check_budget(budget)
 
     # ------------------------------------------------------------------ fit
     def fit(self, trainset):
         """Compute the similarities (and spend any privacy budget) on ``trainset``."""
-        rng = check_random_state(self.random_state)
-        seed, ledger = draw_seed(rng), PrivacyLedger()
+        entropy = fit_entropy(self.random_state)
         ratings = RatingArrays.from_trainset(trainset)
         if self.verbose:
             print(f"Computing the {self.sim_options['name']} similarity matrix...")
-        sim, sensitivity = similarity_matrix(
+        sim, sensitivity, release = similarity_matrix(
             self.sim_options, ratings, with_sensitivity=self._selector.needs_sensitivity,
-            rating_scale=trainset.rating_scale, random_state=rng, ledger=ledger)
-        return self._fit_with(trainset, ratings, sim, sensitivity, seed, ledger)
+            rating_scale=trainset.rating_scale,
+            random_state=derive_seed(entropy, "similarity"))
+        return self._fit_with(trainset, ratings, sim, sensitivity, entropy, release)
 
     def fit_precomputed(self, trainset, sim: np.ndarray,
                         sensitivity: np.ndarray | None = None) -> PrivateKNN:
@@ -230,18 +279,53 @@ class PrivateKNN(AlgoBase):
             sensitivity = np.asarray(sensitivity, dtype=np.float64)
             if not (np.isfinite(sensitivity) & (sensitivity > 0)).all():
                 raise ValueError("sensitivity must be finite and > 0 (each user's RS)")
-        seed = draw_seed(check_random_state(self.random_state))
         return self._fit_with(trainset, RatingArrays.from_trainset(trainset), sim, sensitivity,
-                              seed, PrivacyLedger())
+                              fit_entropy(self.random_state))
 
-    def _fit_with(self, trainset, ratings, sim, sensitivity, seed, ledger) -> PrivateKNN:
+    def _fit_with(self, trainset, ratings, sim, sensitivity, entropy: bytes,
+                  release: SketchRelease | None = None) -> PrivateKNN:
+        """The fit once the similarities are known; ``release`` is what the users released
+        through a sketch backend (``None`` for exact similarities)."""
         AlgoBase.fit(self, trainset)
-        self._seed, self._ledger = seed, ledger
+        self._seed = derive_seed(entropy, "queries")
         self._ratings, self.sim, self._sensitivity = ratings, sim, sensitivity
-        self._selector.record_privacy(self._ledger, self.k)
         self._user_means = ratings.user_means()
         self._selections = _SelectionLog()
+        self._answered: set[int] = set()
+        self.sketch_release_ = release
+        self._accountant = self._new_accountant(trainset, release)
         return self
+
+    def _new_accountant(self, trainset, release: SketchRelease | None) -> PrivacyAccountant:
+        """Register what the model may release and charge the sketches' one release."""
+        name = self.sim_options["name"]
+        model = (f"PrivateKNN(selector={self._selector.name!r}, similarity {name!r}, "
+                 f"{self.neighbourhood} neighbourhood, k={self.k})")
+        accountant = PrivacyAccountant([trainset.to_raw_uid(u) for u in range(trainset.n_users)],
+                                       budget=self.budget, model=model)
+        similarity = None
+        if release is not None and release.entry.epsilon < np.inf:
+            similarity = accountant.register(release.entry)
+            accountant.charge({similarity: release.released.astype(np.int64)})
+        self._selector_entries = [
+            (accountant.register(entry), entry.applies_to)
+            for entry in self._selector.privacy(self.k, self._sensitivity)]
+        selector = [index for index, _ in self._selector_entries]
+        if self.neighbourhood == "item":
+            accountant.declare_output("neighbour lists", selector, _ITEM_CANDIDATES)
+        elif similarity is not None:
+            accountant.declare_output("neighbour lists", [similarity])
+        elif selector:
+            accountant.declare_output("neighbour lists", selector)
+        else:
+            accountant.declare_output("neighbour lists", gap=_EXACT_NEIGHBOURS)
+        accountant.declare_output("predictions and details", gap=_RAW_RATINGS)
+        accountant.declare_output("diagnostics (details with diagnostics=True, "
+                                  "selection_summary())", gap=_DIAGNOSTICS)
+        if self.random_state is not None:
+            accountant.notes.append(_SEEDED)
+        accountant.notes.append(_OWN_QUERIES)
+        return accountant
 
     def neighbours(self, users, items=None) -> np.ndarray:
         """The neighbours the model chooses, as inner user ids (``-1`` for empty slots).
@@ -269,10 +353,11 @@ class PrivateKNN(AlgoBase):
             raise ValueError(f"items must have one id per user ({len(users)}), got {len(items)}")
         return self._estimate_item_neighbourhood(users, items).neighbours
 
-    def privacy_report(self) -> PrivacyLedger:
-        """The privacy ledger of the fitted model (empty when nothing private ran)."""
+    def privacy_report(self) -> PrivacyAccountant:
+        """The privacy accountant of the fitted model: what each mechanism claims, per
+        user, composed over everything answered so far (``print`` it to read it)."""
         self._check_fitted()
-        return self._ledger
+        return self._accountant
 
     def selection_summary(self) -> dict:
         """Accuracy α and security β of the neighbour selections made so far.
@@ -330,10 +415,11 @@ class PrivateKNN(AlgoBase):
             raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
     def _details(self, batch: _Batch, **extra) -> Iterator[dict]:
-        """The ``details`` of every query, in order: ``actual_k`` as KNNBasic, plus α, β
-        and the chosen neighbours' partitions for every selector but top-k (and
-        ``extra``).  Lazy, so that :func:`predictions` builds them."""
-        if isinstance(self._selector, TopK):
+        """The ``details`` of every query, in order: ``actual_k`` as KNNBasic, plus, with
+        ``diagnostics=True``, α, β and the chosen neighbours' partitions for every
+        selector but top-k (and ``extra``).  Lazy, so that :func:`predictions` builds
+        them."""
+        if isinstance(self._selector, TopK) or not self.diagnostics:
             return ({"actual_k": n, **extra} for n in batch.actual_k.tolist())
         return ({"actual_k": n, "alpha": a, "beta": b, "partitions": [p for p in row if p],
                  **extra}
@@ -377,9 +463,12 @@ class PrivateKNN(AlgoBase):
 
         blocks = list(_length_blocks(order, lengths[order]))
         batch = _Batch.empty(len(users), self.k)
-        for block, (chosen, est, actual_k, neighbours) in zip(blocks, map_blocks(answer, blocks)):
+        answers = map_blocks(answer, blocks)
+        for block, (chosen, est, actual_k, neighbours) in zip(blocks, answers):
             batch.est[block], batch.actual_k[block] = est, actual_k
             batch.store(block, chosen, neighbours)
+        self._charge(users * ratings.n_items + items, users, items, batch.neighbours)
+        for chosen, *_ in answers:
             self._selections.add(chosen)
         return batch
 
@@ -412,9 +501,51 @@ class PrivateKNN(AlgoBase):
                                 (rows,))
 
         parts = map_blocks(choose, _blocks(np.arange(len(users)), self._ratings.n_users))
-        for chosen in parts:
-            self._selections.add(chosen)
-        return _Chosen.concatenate(parts)
+        chosen = _Chosen.concatenate(parts)
+        self._charge(users, users, None, chosen.columns)
+        for part in parts:
+            self._selections.add(part)
+        return chosen
+
+    # ----------------------------------------------------------- accounting
+    def _charge(self, keys: np.ndarray, users: np.ndarray, items: np.ndarray | None,
+                neighbours: np.ndarray) -> None:
+        """Charge the selector's entries for the queries not answered before.
+
+        A query is keyed by ``(u, i)`` in the item neighbourhood and by ``u`` in
+        the user neighbourhood; its noise is a function of the key, so asking
+        it again releases nothing new and is not charged again.  Per new
+        query, every candidate other than the querying user is charged the
+        ``"candidates"`` entries (the raters of ``i``, or all other users), and
+        every chosen neighbour other than the querying user the ``"chosen"``
+        ones.  The querying user is not charged: their own answers are shown to
+        them only.  All or nothing (the budget is checked first).
+        """
+        if not self._selector_entries or not len(keys):
+            return
+        _, first = np.unique(keys, return_index=True)
+        first = first[[key not in self._answered for key in keys[first].tolist()]]
+        if not len(first):
+            return
+        n_users = self._ratings.n_users
+        asking = users[first]
+        own = np.bincount(asking, minlength=n_users)
+        if items is None:
+            candidates = len(first) - own
+        else:
+            ratings = self._ratings
+            per_item = np.bincount(items[first], minlength=ratings.n_items)
+            candidates = np.bincount(ratings.item_users,
+                                     weights=np.repeat(per_item, np.diff(ratings.item_ptr)),
+                                     minlength=n_users).astype(np.int64)
+            _, rated = ratings.lookup(asking, items[first])
+            candidates -= np.bincount(asking[rated], minlength=n_users)
+        picked = neighbours[first]
+        others = (picked >= 0) & (picked != asking[:, None])
+        chosen = np.bincount(picked[others], minlength=n_users)
+        self._accountant.charge({index: candidates if applies_to == "candidates" else chosen
+                                 for index, applies_to in self._selector_entries})
+        self._answered.update(keys[first].tolist())
 
     def _select(self, sims: np.ndarray, n_valid: np.ndarray, querying_users: np.ndarray,
                 keys: tuple[np.ndarray, ...]) -> _Chosen:
@@ -482,6 +613,12 @@ def _make_selector(selector: str | Selector, **params) -> Selector:
     for name, value in given.items():  # valid for some selector, even if this one ignores it
         _FLAT_CHECKS[name](value)
     accepted = inspect.signature(cls).parameters
+    ignored = sorted(set(given) - set(accepted))
+    if ignored:
+        warnings.warn(f"{ignored} {'is' if len(ignored) == 1 else 'are'} ignored by the "
+                      f"{cls.name!r} selector" + (": it has no privacy parameter, and its "
+                      "neighbour lists are not private" if "epsilon" in ignored else ""),
+                      UserWarning, stacklevel=3)
     return cls(**{name: value for name, value in given.items() if name in accepted})
 
 

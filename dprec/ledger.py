@@ -1,116 +1,446 @@
-"""The privacy ledger: what a fitted model spent, per protected unit.
+r"""The privacy accountant of a fitted model.
 
-The idea of diffprivlib's ``BudgetAccountant``, kept small: every private
-component of a model records each mechanism it applies as one
-:class:`LedgerEntry` -- (component, mechanism, ε, δ, protected unit,
-applications per user, group of users) -- and :meth:`PrivacyLedger.total`
-composes them: sequentially within a group, ``(Σ n·ε, Σ n·δ)`` (Dwork & Roth
-2014, Thm 3.16), and in parallel across disjoint groups of users (McSherry,
-SIGMOD 2009), so heterogeneous per-user budgets report the largest one.
+In the manner of diffprivlib's ``BudgetAccountant`` and of OpenDP's privacy
+maps: every private component of a model registers what one application of
+its mechanism guarantees (a :class:`LedgerEntry`: ε and δ computed by the
+mechanism's own privacy map in :mod:`dprec.mechanisms`, the protected
+:class:`Unit`, and a :class:`Status` saying whether dprec guarantees it), and
+the model charges the entry to every user whose data each release touches,
+as it answers (``fit``, ``test``, ``predict``, ``neighbours``...).  The
+accountant then composes, **per user**:
+
+* basic (sequential) composition: a user with ``n_e`` applications of entry
+  ``e`` has ``ε_u = Σ_e n_e ε_e`` and ``δ_u = Σ_e n_e δ_e`` (Dwork & Roth
+  2014, Thm 3.16); users whose data a release does not touch are not charged
+  for it (parallel composition, McSherry 2009);
+* a tighter bound from Google's ``dp-accounting`` (its privacy-loss
+  distributions, Koskela et al. 2020; Doroshenko et al. 2022) when installed
+  (``pip install 'dprec[accounting]'``): :meth:`PrivacyAccountant.tight_epsilon`.
+
+Entries protect different units (one rating, one item of a set, a swap in a
+ranking, one user); entries of different units are never added
+(:meth:`PrivacyAccountant.total` reports one unit at a time).
+
+What is *guaranteed* is said explicitly.  An entry's status is
+
+* :attr:`Status.HOLDS`: a guarantee for its unit, with the argument in the
+  docstring of the component and an audit in the tests;
+* :attr:`Status.AS_PUBLISHED`: a paper's claim that dprec reproduces but does
+  not guarantee, with the reason in :attr:`LedgerEntry.note`;
+* :attr:`Status.VOID`: a guarantee that would hold but is voided by how the
+  component was configured (e.g. a public bound read from the data).
+
+Outputs the model releases that no mechanism covers (predictions averaging
+raw ratings, diagnostics computed from exact similarities) are declared with
+:meth:`PrivacyAccountant.declare_output`; the model's end-to-end guarantee
+(:attr:`PrivacyAccountant.guarantee`) exists only when every output is
+covered by entries that hold.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from enum import Enum
 
+import numpy as np
 import pandas as pd
 
-from ._validation import check_delta, check_epsilon, check_int
+from ._validation import check_budget, check_delta, check_epsilon
 
-#: the ``users`` value of an entry that applies to every user
-ALL_USERS = "all"
+__all__ = [
+    "APPLIES_TO",
+    "BudgetExceededError",
+    "LedgerEntry",
+    "Output",
+    "PrivacyAccountant",
+    "PrivacyLeakWarning",
+    "Status",
+    "Unit",
+    "compose",
+]
+
+#: The δ at which :meth:`PrivacyAccountant.tight_epsilon` reports by default
+#: (plus the entries' own δ).
+TIGHT_DELTA = 1e-6
+#: Value discretisation of dp-accounting's privacy-loss distributions; pessimistic,
+#: so the bound stays an upper bound (coarser is faster, never unsafe).
+_PLD_DISCRETISATION = 1e-3
+
+
+class Unit(Enum):
+    """What two neighbouring datasets differ in."""
+
+    RATING = "one rating"
+    SET_ITEM = "one item of a user's set"
+    RANKING_SWAP = "a swap of two items in one user's ranking"
+    USER = "one user (all of their ratings)"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Status(Enum):
+    """Whether dprec guarantees an entry's (ε, δ)."""
+
+    HOLDS = "holds"
+    AS_PUBLISHED = "as published"
+    VOID = "void"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Whose data one application of an entry touches, as the model charges it.
+APPLIES_TO = {
+    "user": "the releasing user, once per fit",
+    "candidates": "every candidate of a neighbour set another user asks for",
+    "chosen": "every neighbour chosen for another user's query",
+}
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A configuration voids a privacy guarantee (diffprivlib's name for it)."""
+
+
+class BudgetExceededError(ValueError):
+    """A release would take some user past the accountant's budget."""
 
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One mechanism applied by one component of a model.
+    """What one application of one mechanism of a model guarantees.
 
     Attributes
     ----------
     component : str
-        Which part of the model applied it (``"similarity"``, ``"selector"``...).
+        The part of the model that applies it (``"similarity"``, ``"selector"``...).
     mechanism : str
-        The mechanism (``"randomized_response"``, ``"exponential"``...).
+        The mechanism, e.g. ``"randomized_response (RRMinHash)"``.
     epsilon, delta : float
-        The guarantee of one application.
-    unit : str
-        The protected unit: what two neighbouring inputs differ in
-        (``"one rating"``, ``"one item of a user's set"``...).
-    applications : int
-        How many times it is applied to each user's data.
-    users : str
-        Whom it applies to: ``"all"`` (every user) or the name of a group of
-        users; different groups are disjoint.
+        One application, computed by the mechanism's privacy map.
+    unit : Unit
+        The protected unit.
+    status : Status
+        Whether dprec guarantees it (see the module docstring).
+    applies_to : str
+        A key of :data:`APPLIES_TO`: whose data one application touches.
+    note : str
+        For :attr:`Status.HOLDS` the argument in brief (and the scope of the
+        unit, e.g. ``"sets of at least τ = 20 items"``); otherwise the reason
+        dprec does not guarantee it.
     """
 
     component: str
     mechanism: str
     epsilon: float
     delta: float
-    unit: str
-    applications: int = 1
-    users: str = ALL_USERS
+    unit: Unit
+    status: Status
+    applies_to: str
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon",
+                                                          allow_inf=True))
+        object.__setattr__(self, "delta", check_delta(self.delta, "delta"))
+        if not isinstance(self.unit, Unit):
+            raise TypeError(f"unit must be a dprec.ledger.Unit, got {self.unit!r}")
+        if not isinstance(self.status, Status):
+            raise TypeError(f"status must be a dprec.ledger.Status, got {self.status!r}")
+        if self.applies_to not in APPLIES_TO:
+            raise ValueError(f"applies_to must be one of {sorted(APPLIES_TO)}, "
+                             f"got {self.applies_to!r}")
 
 
-class PrivacyLedger:
-    """The list of mechanisms a model applied, composed sequentially.
+@dataclass(frozen=True)
+class Output:
+    """Something a model releases, and what protects it.
+
+    Attributes
+    ----------
+    name : str
+        E.g. ``"predictions"``, ``"neighbour lists"``.
+    covered_by : tuple of int
+        Indices of the entries whose release it is post-processing of.
+    gap : str or None
+        Why the entries do not cover it (``None``: covered).
+    """
+
+    name: str
+    covered_by: tuple[int, ...] = ()
+    gap: str | None = None
+
+
+def _worst(statuses: Iterable[Status]) -> Status:
+    order = [Status.HOLDS, Status.AS_PUBLISHED, Status.VOID]
+    return max(statuses, key=order.index, default=Status.HOLDS)
+
+
+class PrivacyAccountant:
+    """Per-user privacy accounting of one fitted model.
+
+    Parameters
+    ----------
+    users : int or sequence
+        The number of users, or their (raw) ids in inner-id order.
+    budget : (float, float), optional
+        ``(ε, δ)`` per user and unit; :meth:`charge` raises
+        :class:`BudgetExceededError` rather than let a release exceed it
+        (basic composition).
+    model : str
+        What the report is about, e.g. ``"PrivateKNN(selector='ppns')"``.
 
     Examples
     --------
-    >>> ledger = PrivacyLedger()
-    >>> entry = ledger.record("selector", "exponential", epsilon=0.5, unit="one rating")
-    >>> ledger.total()
-    (0.5, 0.0)
+    >>> from dprec.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+    >>> acc = PrivacyAccountant(3)
+    >>> e = acc.register(LedgerEntry("selector", "exponential", 0.5, 0.0, Unit.RATING,
+    ...                              Status.HOLDS, "candidates"))
+    >>> acc.charge({e: np.array([2, 0, 1])})
+    >>> acc.total(Unit.RATING)
+    (1.0, 0.0)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, users: int | Sequence, budget: tuple[float, float] | None = None,
+                 model: str = "model") -> None:
+        if isinstance(users, (int, np.integer)) and not isinstance(users, bool):
+            if users < 0:
+                raise ValueError(f"users must be >= 0, got {users}")
+            self.user_ids = np.arange(int(users))
+        else:
+            self.user_ids = np.asarray(list(users), dtype=object)
+        self.budget = None if budget is None else check_budget(budget)
+        self.model = str(model)
+        self.notes: list[str] = []
         self._entries: list[LedgerEntry] = []
+        self._counts: list[np.ndarray] = []
+        self._outputs: list[Output] = []
+        self.releases = 0          # calls of charge that released something
 
-    def record(self, component: str, mechanism: str, epsilon: float, delta: float = 0.0,
-               unit: str = "one rating", applications: int = 1,
-               users: str = ALL_USERS) -> LedgerEntry:
-        """Append one entry after checking its parameters; returns it."""
-        entry = LedgerEntry(
-            component=str(component),
-            mechanism=str(mechanism),
-            epsilon=check_epsilon(epsilon, "epsilon", allow_inf=True),
-            delta=check_delta(delta, "delta"),
-            unit=str(unit),
-            applications=check_int(applications, "applications", minimum=1),
-            users=str(users),
-        )
-        self._entries.append(entry)
-        return entry
+    # ------------------------------------------------------------ recording
+    @property
+    def n_users(self) -> int:
+        return len(self.user_ids)
 
     @property
     def entries(self) -> tuple[LedgerEntry, ...]:
-        """The recorded entries, in order."""
+        """The registered entries, in order."""
         return tuple(self._entries)
 
-    def total(self) -> tuple[float, float]:
-        """``(ε, δ)`` of the most exposed user.
+    @property
+    def outputs(self) -> tuple[Output, ...]:
+        """What the model releases, with what covers it."""
+        return tuple(self._outputs)
 
-        Entries for ``users="all"`` add up for everybody; entries for a named
-        group add up within it; the groups are disjoint, so the total is the
-        "all" sum plus the largest group sum.  ``(0.0, 0.0)`` for an empty
-        ledger (nothing private was applied).
+    def register(self, entry: LedgerEntry) -> int:
+        """Add a mechanism the model may apply; returns its index (for :meth:`charge`)."""
+        if not isinstance(entry, LedgerEntry):
+            raise TypeError(f"entry must be a LedgerEntry, got {type(entry).__name__}")
+        self._entries.append(entry)
+        self._counts.append(np.zeros(self.n_users, dtype=np.int64))
+        return len(self._entries) - 1
+
+    def declare_output(self, name: str, covered_by: Iterable[int] = (),
+                       gap: str | None = None) -> None:
+        """Declare an output of the model and what protects it (``gap``: why nothing does)."""
+        covered = tuple(int(c) for c in covered_by)
+        for index in covered:
+            self._entry(index)
+        self._outputs.append(Output(str(name), covered, gap))
+
+    def charge(self, applications: Mapping[int, np.ndarray]) -> None:
+        """Record one release: ``applications[e][u]`` more applications of entry ``e`` to ``u``.
+
+        All or nothing: if the release would take some user past the budget
+        (for some unit), :class:`BudgetExceededError` is raised and nothing is
+        recorded (answers already given stay valid).
         """
-        def sums(entries) -> tuple[float, float]:
-            entries = list(entries)
-            return (math.fsum(e.epsilon * e.applications for e in entries),
-                    math.fsum(e.delta * e.applications for e in entries))
+        added = {}
+        for index, counts in applications.items():
+            self._entry(index)
+            counts = np.asarray(counts)
+            if counts.shape != (self.n_users,) or counts.dtype.kind not in "iu":
+                raise ValueError(f"applications[{index}] must be {self.n_users} integer counts, "
+                                 f"got {counts.dtype} {counts.shape}")
+            if counts.size and counts.min() < 0:
+                raise ValueError("applications must be >= 0")
+            added[index] = counts.astype(np.int64)
+        if not any(c.any() for c in added.values()):
+            return
+        if self.budget is not None:
+            self._check_budget(added)
+        for index, counts in added.items():
+            self._counts[index] += counts
+        self.releases += 1
 
-        shared = sums(e for e in self._entries if e.users == ALL_USERS)
-        groups = {e.users for e in self._entries} - {ALL_USERS}
-        worst = max((sums(e for e in self._entries if e.users == g) for g in groups),
-                    default=(0.0, 0.0))
-        return shared[0] + worst[0], min(shared[1] + worst[1], 1.0)
+    def _entry(self, index: int) -> LedgerEntry:
+        if not 0 <= index < len(self._entries):
+            raise IndexError(f"no entry {index} (the accountant has {len(self._entries)})")
+        return self._entries[index]
+
+    def _check_budget(self, added: Mapping[int, np.ndarray]) -> None:
+        budget_eps, budget_delta = self.budget
+        for unit in self.units():
+            eps, delta = self._per_user(unit, added)
+            worst = int(np.argmax(eps)) if len(eps) else 0
+            if len(eps) and (eps[worst] > budget_eps * (1 + 1e-12)
+                             or delta.max() > budget_delta + 1e-15):
+                worst = worst if eps[worst] > budget_eps * (1 + 1e-12) else \
+                    int(np.argmax(delta))
+                raise BudgetExceededError(
+                    f"this release would take user {self.user_ids[worst]!r} to ε = "
+                    f"{eps[worst]:.4g}, δ = {delta[worst]:.3g} ({unit}), past the budget "
+                    f"(ε = {budget_eps:g}, δ = {budget_delta:g}); nothing was released "
+                    "(answers already given stay valid)")
+
+    # ------------------------------------------------------------ composition
+    def units(self) -> list[Unit]:
+        """The units of the registered entries, in order of first registration."""
+        return list(dict.fromkeys(e.unit for e in self._entries))
+
+    def applications(self, index: int) -> np.ndarray:
+        """Per user, how many times entry ``index`` was applied to their data (a copy)."""
+        self._entry(index)
+        return self._counts[index].copy()
+
+    def _of_unit(self, unit: Unit | None) -> tuple[Unit | None, list[int]]:
+        units = self.units()
+        if unit is None:
+            if len(units) > 1:
+                raise ValueError(f"the entries protect different units {[str(u) for u in units]}"
+                                 ", which are never added: give unit=")
+            unit = units[0] if units else None
+        elif not isinstance(unit, Unit):
+            raise TypeError(f"unit must be a dprec.ledger.Unit, got {unit!r}")
+        return unit, [n for n, e in enumerate(self._entries) if e.unit == unit]
+
+    def _per_user(self, unit: Unit | None, added: Mapping[int, np.ndarray] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """Basic composition per user for ``unit``: ``(Σ n ε, min(1, Σ n δ))``."""
+        _, indices = self._of_unit(unit)
+        eps = np.zeros(self.n_users)
+        delta = np.zeros(self.n_users)
+        for n in indices:
+            counts = self._counts[n] + (added.get(n, 0) if added else 0)
+            entry = self._entries[n]
+            if entry.epsilon == math.inf:
+                eps = np.where(counts > 0, math.inf, eps)
+            else:
+                eps += counts * entry.epsilon
+            delta += counts * entry.delta
+        return eps, np.minimum(delta, 1.0)
+
+    def per_user(self, unit: Unit | None = None) -> pd.DataFrame:
+        """Each user's composed (ε, δ) for ``unit`` and how many releases touched them.
+
+        Returns
+        -------
+        pandas.DataFrame indexed by user id, columns ``epsilon``, ``delta``
+        (basic composition) and ``releases`` (applications of all the unit's
+        entries).
+        """
+        unit, indices = self._of_unit(unit)
+        eps, delta = self._per_user(unit)
+        releases = sum((self._counts[n] for n in indices), np.zeros(self.n_users, np.int64))
+        return pd.DataFrame({"epsilon": eps, "delta": delta, "releases": releases},
+                            index=pd.Index(self.user_ids, name="user"))
+
+    def total(self, unit: Unit | None = None) -> tuple[float, float]:
+        """``(ε, δ)`` of the most exposed user for ``unit`` (basic composition).
+
+        ``(inf, 0.0)`` when no entry protects that unit: nothing is
+        guaranteed (never ``ε = 0``).  Raises ``ValueError`` if the entries
+        protect several units and ``unit`` is not given.
+        """
+        unit, indices = self._of_unit(unit)
+        if not indices:
+            return math.inf, 0.0
+        eps, delta = self._per_user(unit)
+        if not len(eps):
+            return 0.0, 0.0
+        return float(eps.max()), float(delta.max())
+
+    def status(self, unit: Unit | None = None) -> Status:
+        """The weakest status among the entries of ``unit`` that were applied."""
+        _, indices = self._of_unit(unit)
+        return _worst(self._entries[n].status for n in indices if self._counts[n].any())
+
+    def tight_epsilon(self, unit: Unit | None = None, delta: float | None = None,
+                      user=None) -> float:
+        """A tighter ε for one user (default: the most exposed), from dp-accounting.
+
+        Composes each entry's ``(ε_e, δ_e)`` privacy-loss distribution
+        ``n_e`` times (dp-accounting's ``from_privacy_parameters`` and
+        ``self_compose``, pessimistic discretisation) and reads ε at
+        ``delta`` (default :data:`TIGHT_DELTA` plus the user's basic δ).
+        Never larger than the basic ε (the smaller of the two is returned).
+
+        Raises
+        ------
+        ImportError
+            Without the optional dependency ``dp-accounting``.
+        """
+        from dp_accounting.pld import common
+        from dp_accounting.pld import privacy_loss_distribution as pld
+
+        unit, indices = self._of_unit(unit)
+        eps, deltas = self._per_user(unit)
+        if not indices or not len(eps):
+            return math.inf if not indices else 0.0
+        row = int(np.argmax(eps)) if user is None else self._user_row(user)
+        basic_eps = float(eps[row])
+        target = float(deltas[row]) + TIGHT_DELTA if delta is None else \
+            check_delta(delta, "delta")
+        if not math.isfinite(basic_eps) or basic_eps == 0.0:
+            return basic_eps
+        composed = None
+        for n in indices:
+            count = int(self._counts[n][row])
+            if not count:
+                continue
+            entry = self._entries[n]
+            params = common.DifferentialPrivacyParameters(entry.epsilon, entry.delta)
+            one = pld.from_privacy_parameters(
+                params, value_discretization_interval=_PLD_DISCRETISATION).self_compose(count)
+            composed = one if composed is None else composed.compose(one)
+        if target <= float(deltas[row]):
+            return basic_eps
+        return float(min(basic_eps, composed.get_epsilon_for_delta(target)))
+
+    def _user_row(self, user) -> int:
+        matches = np.flatnonzero(self.user_ids == np.asarray(user, dtype=object))
+        if not len(matches):
+            raise ValueError(f"user {user!r} is not in this accountant")
+        return int(matches[0])
+
+    # ------------------------------------------------------------ reporting
+    @property
+    def guarantee(self) -> dict[Unit, tuple[float, float]] | None:
+        """Per unit, the worst user's ``(ε, δ)`` for *everything* the model released,
+        or ``None`` when some output is not covered or some covering entry does
+        not hold (then there is no end-to-end guarantee: ε = ∞)."""
+        for output in self._outputs:
+            if output.gap is not None or any(self._entries[c].status is not Status.HOLDS
+                                             for c in output.covered_by):
+                return None
+        if not self._outputs or any(e.status is not Status.HOLDS for e in self._entries):
+            return None
+        return {unit: self.total(unit) for unit in self.units()}
 
     def to_frame(self) -> pd.DataFrame:
-        """The entries as a DataFrame, one row each."""
-        columns = [f for f in LedgerEntry.__dataclass_fields__]
-        return pd.DataFrame([asdict(e) for e in self._entries], columns=columns)
+        """One row per entry, with per-user applications (median and max)."""
+        rows = []
+        for entry, counts in zip(self._entries, self._counts):
+            row = asdict(entry)
+            row["unit"], row["status"] = str(entry.unit), str(entry.status)
+            row["applications_median"] = float(np.median(counts)) if len(counts) else 0.0
+            row["applications_max"] = int(counts.max()) if len(counts) else 0
+            rows.append(row)
+        columns = [f for f in LedgerEntry.__dataclass_fields__] + ["applications_median",
+                                                                   "applications_max"]
+        return pd.DataFrame(rows, columns=columns)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -119,12 +449,74 @@ class PrivacyLedger:
         return iter(self._entries)
 
     def __str__(self) -> str:
+        lines = [f"Privacy report: {self.model}, {self.n_users} users"]
+        guarantee = self.guarantee
+        if guarantee is None:
+            lines.append("Guarantee for everything the model releases: none (ε = ∞).")
+        else:
+            parts = [f"ε = {eps:.4g}, δ = {delta:.3g} per {unit} (worst user)"
+                     for unit, (eps, delta) in guarantee.items()]
+            lines.append("Guarantee for everything the model releases: " + "; ".join(parts)
+                         + ".  Queries are post-processing." * (self.releases == 0))
+        for output in self._outputs:
+            if output.gap is not None:
+                lines.append(f"  not covered: {output.name}: {output.gap}")
+            elif any(self._entries[c].status is not Status.HOLDS for c in output.covered_by):
+                lines.append(f"  {output.name}: only the papers' claims (as published) cover it")
         if not self._entries:
-            return "PrivacyLedger: no private mechanism applied (ε = 0)"
-        eps, delta = self.total()
-        table = self.to_frame().to_string(index=False)
-        return f"{table}\ntotal per user: ε = {eps:g}, δ = {delta:g}"
+            lines.append("No private mechanism ran.")
+        for n, entry in enumerate(self._entries):
+            counts = self._counts[n]
+            applied = (f"{np.median(counts):g} / {counts.max()} per user (median / max)"
+                       if len(counts) else "none")
+            lines.append(f"- {entry.component}: {entry.mechanism}: ε = {entry.epsilon:.4g}, "
+                         f"δ = {entry.delta:.3g} per application ({entry.unit}), "
+                         f"{entry.status}; applied {applied}")
+            if entry.note:
+                lines.append(f"    {entry.note}")
+        for unit in self.units():
+            eps, delta = self.total(unit)
+            status = self.status(unit)
+            label = "" if status is Status.HOLDS else f" ({status}: not a guarantee)"
+            lines.append(f"Per user, composed ({unit}): worst ε = {eps:.4g}, δ = {delta:.3g}"
+                         f"{label}; median ε = {self.per_user(unit)['epsilon'].median():.4g}")
+            lines.append("    " + self._tight_text(unit, eps, delta))
+        lines.extend(f"Note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+    def _tight_text(self, unit: Unit, eps: float, delta: float) -> str:
+        if not math.isfinite(eps) or eps == 0.0:
+            return "(basic composition is the bound here)"
+        try:
+            tight = self.tight_epsilon(unit)
+        except ImportError:
+            return "(pip install 'dprec[accounting]' for a tighter bound from dp-accounting)"
+        return (f"tighter (dp-accounting PLD): worst ε = {tight:.4g} at δ = "
+                f"{min(delta + TIGHT_DELTA, 1.0):.3g}")
 
     def __repr__(self) -> str:
-        eps, delta = self.total()
-        return f"PrivacyLedger(entries={len(self)}, epsilon={eps:g}, delta={delta:g})"
+        return (f"PrivacyAccountant(model={self.model!r}, users={self.n_users}, "
+                f"entries={len(self)}, releases={self.releases})")
+
+
+def compose(accountants: Sequence[PrivacyAccountant]) -> PrivacyAccountant:
+    """One accountant for several models fitted on overlapping users (e.g. the folds of a
+    cross-validation): users are matched by id, applications added, entries kept apart.
+
+    Outputs are not carried over (each model's coverage is its own); notes are.
+    """
+    accountants = list(accountants)
+    if not accountants:
+        raise ValueError("accountants must not be empty")
+    ids = list(dict.fromkeys(uid for acc in accountants for uid in acc.user_ids.tolist()))
+    position = {uid: n for n, uid in enumerate(ids)}
+    out = PrivacyAccountant(ids, model=" + ".join(acc.model for acc in accountants))
+    for acc in accountants:
+        rows = np.fromiter((position[uid] for uid in acc.user_ids.tolist()), np.int64,
+                           acc.n_users)
+        for entry, counts in zip(acc.entries, acc._counts):
+            index = out.register(entry)
+            out._counts[index][rows] += counts
+        out.notes.extend(note for note in acc.notes if note not in out.notes)
+        out.releases += acc.releases
+    return out

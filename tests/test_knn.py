@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from surprise import KNNBasic, dump
 from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN
+from dprec.ledger import Status, Unit
 
 
 @pytest.fixture(scope="module")
@@ -143,10 +145,11 @@ def test_inputs_are_not_mutated(split):
     assert snapshot == (trainset.ur, trainset.ir, testset)
 
 
-def test_privacy_report_is_empty_for_exact_topk(split):
-    algo = PrivateKNN().fit(split[0])
-    assert len(algo.privacy_report()) == 0
-    assert algo.privacy_report().total() == (0.0, 0.0)
+def test_privacy_report_of_exact_topk_says_nothing_is_protected(split):
+    report = PrivateKNN().fit(split[0]).privacy_report()
+    assert len(report) == 0
+    assert report.total() == (math.inf, 0.0) and report.guarantee is None
+    assert "No private mechanism ran" in str(report)
 
 
 @pytest.mark.parametrize(
@@ -204,8 +207,8 @@ def test_neighbours_and_fit_precomputed(split, neighbourhood):
 
 
 SKETCH_OPTIONS = [
-    {"name": "rr_minhash", "K": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4},
-    {"name": "noisy_minhash", "K": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4},
+    {"name": "rr_minhash", "K": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4, "tau": 5},
+    {"name": "noisy_minhash", "K": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4, "tau": 5},
     {"name": "sjlt", "k": 64, "s": 4, "epsilon": 2.0},
     {"name": "gaussian_jl", "k": 64, "epsilon": 2.0, "delta": 1e-5},
 ]
@@ -219,11 +222,19 @@ def test_private_sketch_backends_in_privateknn(split, options):
     predictions = algo.test(testset[:100])
     assert predictions == [algo.predict(u, i, r) for u, i, r in testset[:100]]
     assert all(np.isfinite(p.est) for p in predictions)
-    ledger = algo.privacy_report()
-    components = [entry.component for entry in ledger]
-    assert components == ["similarity", "selector"]
-    expected_delta = options.get("delta", 0.0)
-    assert ledger.total() == pytest.approx((options["epsilon"] + 0.5, expected_delta))
+    report = algo.privacy_report()
+    sketch, selector = report.entries
+    assert (sketch.component, selector.component) == ("similarity", "selector")
+    assert sketch.status is Status.HOLDS and selector.status is Status.AS_PUBLISHED
+    # each user released one sketch, at the ε asked for
+    assert sketch.epsilon == pytest.approx(options["epsilon"], rel=1e-5)
+    assert sketch.delta <= options.get("delta", 0.0)
+    assert report.applications(0).tolist() == [1] * trainset.n_users
+    # the units are reported apart, never added
+    if sketch.unit is Unit.SET_ITEM:
+        assert report.total(Unit.SET_ITEM) == (sketch.epsilon, sketch.delta)
+        with pytest.raises(ValueError, match="different units"):
+            report.total()
     assert np.allclose(np.diag(algo.sim), 1.0) and np.isfinite(algo.sim).all()
     again = PrivateKNN(k=10, sim_options=options, selector="ppns", epsilon=1.0,
                        random_state=0).fit(trainset)

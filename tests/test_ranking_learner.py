@@ -10,6 +10,7 @@ import pytest
 from surprise import SVD, Dataset, Reader
 from surprise.model_selection import GridSearchCV, cross_validate, train_test_split
 
+from dprec.ledger import Status, Unit
 from dprec.metrics import ndcg_at_k, pairwise_accuracy
 from dprec.ranking.learner import MallowsRanker, _RatingQuantiles, _Segments
 
@@ -164,17 +165,20 @@ def test_cross_validate_and_grid_search():
 def test_privacy_report(split):
     trainset, _ = split
     n = trainset.n_users
-    ledger = MallowsRanker(epsilon=2.0, n_epochs=1, random_state=0).fit(trainset).privacy_report()
-    (entry,) = ledger.entries
+    report = MallowsRanker(epsilon=2.0, n_epochs=1, random_state=0).fit(trainset).privacy_report()
+    (entry,) = report.entries
     assert entry.epsilon == 2.0 and entry.mechanism.startswith("mallows")
-    assert "transposition" in entry.unit and f"{n} of {n}" in entry.unit
+    assert entry.unit is Unit.RANKING_SWAP and entry.status is Status.HOLDS
+    assert report.applications(0).tolist() == [1] * n      # each order privatised once
+    assert report.guarantee == {Unit.RANKING_SWAP: (2.0, 0.0)}  # queries: post-processing
     groups = {trainset.to_raw_uid(u): [0.5, 1.0, 5.0][u % 3] for u in range(n)}
     hetero = MallowsRanker(epsilon=groups, mechanism="laplace", n_epochs=1,
                            random_state=0).fit(trainset)
-    entries = hetero.privacy_report().entries
-    assert [e.epsilon for e in entries] == [0.5, 1.0, 5.0]
-    assert sum(int(e.unit.split("(")[1].split()[0]) for e in entries) == n
-    assert hetero.privacy_report().total() == (5.0, 0.0)  # parallel over disjoint groups
+    report = hetero.privacy_report()
+    assert [e.epsilon for e in report.entries] == [0.5, 1.0, 5.0]
+    assert sum(report.applications(e).sum() for e in range(3)) == n
+    assert report.total() == (5.0, 0.0)  # parallel over disjoint groups
+    np.testing.assert_array_equal(report.per_user()["epsilon"], hetero.user_epsilon_)
     np.testing.assert_array_equal(hetero.user_epsilon_, [[0.5, 1.0, 5.0][u % 3]
                                                          for u in range(n)])
     none = MallowsRanker(epsilon=None, n_epochs=1).fit(trainset).privacy_report()

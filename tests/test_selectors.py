@@ -11,6 +11,7 @@ from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN
 from dprec._rng import QueryNoise
+from dprec.ledger import Status
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK, ppns_schedule
 from dprec.similarity.exact import (
     change_bound,
@@ -182,13 +183,17 @@ def test_cross_validate_n_jobs_agree_for_randomised_selectors(small_data, select
     np.testing.assert_array_equal(one["test_rmse"], two["test_rmse"])
 
 
-@pytest.mark.parametrize(("selector", "expected"), [("pncf", (1.0, 0.1)), ("ppns", (0.5, 0.0))])
-def test_private_selectors_write_their_epsilon_to_the_ledger(split, selector, expected):
+@pytest.mark.parametrize(("selector", "expected"), [
+    ("pncf", [(0.5, 0.1, "candidates"), (0.5, 0.0, "chosen")]),
+    ("ppns", [(0.5, 0.0, "candidates")])])
+def test_private_selectors_register_their_claims_as_published(split, selector, expected):
     algo = PrivateKNN(k=5, selector=selector, epsilon=1.0, random_state=0).fit(split[0])
-    ledger = algo.privacy_report()
-    assert len(ledger) >= 1
-    assert all(entry.component == "selector" for entry in ledger)
-    assert ledger.total() == pytest.approx(expected)  # PNCF: δ = ρ (its truncation)
+    report = algo.privacy_report()
+    assert [(e.epsilon, e.delta, e.applies_to) for e in report] == [
+        (pytest.approx(eps, rel=1e-6), d, a) for eps, d, a in expected]
+    assert all(e.component == "selector" and e.status is Status.AS_PUBLISHED
+               and "not a guarantee" in e.note for e in report)
+    assert report.total() == (0.0, 0.0)  # nothing answered yet, nothing charged
     assert len(PrivateKNN(selector="probabilistic").fit(split[0]).privacy_report()) == 0
 
 
@@ -196,10 +201,16 @@ def test_details_and_selection_summary(split):
     trainset, testset = split
     k, p = 10, 0.5
     algo = PrivateKNN(k=k, sim_options={"name": "cosine"}, selector="ppns", epsilon=1.0, p=p,
-                      neighbourhood="user", random_state=0).fit(trainset)
+                      neighbourhood="user", random_state=0, diagnostics=True).fit(trainset)
     predictions = algo.test(testset)
     possible = [pr for pr in predictions if not pr.details["was_impossible"]]
     assert possible
+    # without diagnostics=True the details reveal nothing of the exact similarities
+    plain = PrivateKNN(k=k, sim_options={"name": "cosine"}, selector="ppns", epsilon=1.0, p=p,
+                       neighbourhood="user", random_state=0).fit(trainset)
+    for prediction, other in zip(predictions, plain.test(testset)):
+        assert other.est == prediction.est
+        assert not {"alpha", "beta", "partitions"} & set(other.details)
     for prediction in possible[:50]:
         details = prediction.details
         assert {"actual_k", "alpha", "beta", "partitions"} <= set(details)

@@ -1,4 +1,4 @@
-"""Empirical privacy audits of the sketches (issue 5), with controls that must fail.
+"""Empirical privacy audits of the sketches, with controls that must fail.
 
 The audit (:func:`dprec.audit.estimate_epsilon_lower_bound`) runs a
 mechanism many times on two neighbouring inputs and turns event counts into a
@@ -47,7 +47,7 @@ def _differing_hashes(min_differences: int = 3):
     """
     X = _neighbours()
     for seed in range(1000):
-        buckets = MinHash(K, B, random_state=seed).sketch(X).values
+        buckets = MinHash(K, B, hash_seed=seed).sketch(X).values
         differ = np.flatnonzero(buckets[0] != buckets[1])
         if differ.size >= min_differences:
             return seed, buckets, differ
@@ -78,9 +78,9 @@ def _audit(mechanism, buckets, differ):
 
 def test_rr_minhash_audit_stays_below_the_declared_epsilon_and_a_broken_one_does_not():
     hash_seed, buckets, differ = _differing_hashes()
-    rr = RRMinHash(K, B, EPSILON, DELTA, tau=TAU, random_state=hash_seed)
+    rr = RRMinHash(K, B, EPSILON, DELTA, tau=TAU, hash_seed=hash_seed)
     assert np.array_equal(rr.sketch(_neighbours()).valid, [True, True])
-    plain = MinHash(K, B, random_state=hash_seed)
+    plain = MinHash(K, B, hash_seed=hash_seed)
     plain.sketch(_neighbours())
     assert np.array_equal(rr.hash_functions_.codes, plain.hash_functions_.codes)
 

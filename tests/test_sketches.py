@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dprec.datasets import user_item_matrix
-from dprec.ledger import PrivacyLedger
+from dprec.ledger import PrivacyLeakWarning, Status, Unit
 from dprec.mechanisms import gaussian_delta, gaussian_sigma, laplace_epsilon
 from dprec.similarity.minhash import (
     MinHash,
@@ -428,24 +428,28 @@ def test_sets_below_tau_are_excluded_with_a_warning(cls):
     sims = backend.estimate(S)
     assert (sims[[1, 3]][:, [0, 2, 4]] == 0).all() and (sims[:, [1, 3]][[0, 2, 4]] == 0).all()
     assert np.array_equal(np.diag(sims), np.ones(5))
-    assert backend.privacy().unit.startswith("1 item(s) of one user's set (|S_u| ≥ τ=20")
+    entry = backend.privacy()
+    assert entry.unit is Unit.SET_ITEM and entry.status is Status.HOLDS
+    assert entry.note.startswith("1 item(s) of one user's set, sets of at least τ = 20 items")
 
 
-def test_tau_defaults_to_the_smallest_non_empty_set():
+def test_tau_from_the_data_warns_and_voids_the_guarantee():
     rr = RRMinHash(16, 2, 4.0, 1e-4, random_state=0)
     with pytest.raises(ValueError, match="tau is not known yet"):
         rr.epsilon_prime()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+    with pytest.warns(PrivacyLeakWarning, match="τ = 12 from the data"):
         S = rr.sketch(_sets([30, 12, 40]))
     assert rr.tau_ == 12 and S.params["tau"] == 12
-    assert "τ from the data=12" in rr.privacy().unit
-    with pytest.raises(ValueError, match="tau"):
-        RRMinHash(16, 2, 4.0, 1e-4).sketch(_sets([30, 0, 40]))       # empty set: same rule
-    with pytest.raises(ValueError, match="every set is empty"):
-        RRMinHash(16, 2, 4.0, 1e-4).sketch(_sets([0, 0]))
-    with pytest.warns(UserWarning, match=r"1 user\(s\)"):
-        RRMinHash(16, 2, 4.0, 1e-4, small_users="exclude").sketch(_sets([30, 0, 40]))
+    entry = rr.privacy()
+    assert entry.status is Status.VOID and "τ was read from the data" in entry.note
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        with pytest.raises(ValueError, match="tau"):
+            RRMinHash(16, 2, 4.0, 1e-4).sketch(_sets([30, 0, 40]))   # empty set: same rule
+        with pytest.raises(ValueError, match="every set is empty"):
+            RRMinHash(16, 2, 4.0, 1e-4).sketch(_sets([0, 0]))
+        with pytest.warns(UserWarning, match=r"1 user\(s\)"):
+            RRMinHash(16, 2, 4.0, 1e-4, small_users="exclude").sketch(_sets([30, 0, 40]))
 
 
 # ----------------------------------------------------------------------------
@@ -492,8 +496,15 @@ def test_bad_sketch_inputs_are_rejected():
         MinHash(8, 2).estimate(S)
     with pytest.raises(ValueError, match="coordinates"):
         RRMinHash(9, 2, 1.0, 1e-4, tau=1).estimate(S)
+    seeded = RRMinHash(8, 2, 1.0, 1e-4, tau=1, hash_seed=3)
+    S = seeded.sketch(sp.eye(3, format="csr"))
     with pytest.raises(ValueError, match="noise parameters"):
-        rr.estimate(S, RRMinHash(8, 2, 2.0, 1e-4, tau=1).sketch(sp.eye(3, format="csr")))
+        rr.estimate(S, RRMinHash(8, 2, 2.0, 1e-4, tau=1, hash_seed=3)
+                    .sketch(sp.eye(3, format="csr")))
+    # sketches drawn with different hash functions are not comparable (datasketch's rule)
+    with pytest.raises(ValueError, match="different hash functions"):
+        rr.estimate(S, RRMinHash(8, 2, 1.0, 1e-4, tau=1, hash_seed=4)
+                    .sketch(sp.eye(3, format="csr")))
     with pytest.raises(ValueError, match="buckets"):
         rr.privatize(np.full((2, 8), 2), seed=0)
 
@@ -528,18 +539,19 @@ def test_registry_and_from_options():
         MinHash.from_options({"user_based": False})
 
 
-def test_privacy_records_go_to_the_ledger():
-    ledger = PrivacyLedger()
-    entries = [b.record_privacy(ledger) for b in _all_backends(tau=20)]
+def test_privacy_entries_come_from_the_mechanisms_maps():
+    entries = [b.privacy() for b in _all_backends(tau=20)]
     assert [e.component for e in entries] == ["similarity"] * 5
-    assert [e.mechanism for e in entries] == ["none", "randomized_response", "laplace",
-                                              "laplace", "gaussian"]
-    assert [(e.epsilon, e.delta) for e in entries[1:]] == [(6.0, 1e-4), (6.0, 1e-4),
-                                                           (2.0, 0.0), (2.0, 1e-4)]
-    assert all(e.applications == 1 for e in entries)
+    assert [e.mechanism.split(" ")[0] for e in entries] == [
+        "none", "randomized_response", "laplace", "laplace", "gaussian"]
+    for e, eps in zip(entries[1:], [6.0, 6.0, 2.0, 2.0]):
+        assert e.epsilon == pytest.approx(eps, rel=1e-5) and e.epsilon <= eps * (1 + 1e-12)
+    assert [e.delta for e in entries[1:]] == [1e-4, 1e-4, 0.0, 1e-4]  # JL: δ before a sketch
+    assert all(e.applies_to == "user" and e.status is Status.HOLDS for e in entries)
     assert entries[0].epsilon == math.inf
-    assert entries[3].unit == "one rating (|Δ| ≤ sensitivity=5)"
-    assert "|S_u| ≥ τ=20" in entries[1].unit
+    assert [e.unit for e in entries] == [Unit.SET_ITEM] * 3 + [Unit.RATING] * 2
+    assert "sensitivity = 5" in entries[3].note
+    assert "sets of at least τ = 20 items" in entries[1].note
 
 
 @pytest.mark.parametrize("backend", _all_backends(tau=None), ids=lambda b: b.name)

@@ -56,7 +56,6 @@ from .._ratings import RatingArrays
 from ..attacks import BetaKNNAttack, fit_prepared
 from ..datasets import load_or_synthetic, synthetic
 from ..knn import PrivateKNN
-from ..ledger import PrivacyLedger
 from ..similarity import _with_public_bounds, sketch_backend
 from ..similarity.exact import EXACT_SIMILARITIES
 from ..similarity.incremental import IncrementalSimilarity
@@ -213,12 +212,10 @@ def _fold_accuracy(configs, trainset, testset, fold, k, n_known, seed) -> list[d
                 algo.fit(trainset)
             backend = sketch_backend(_with_public_bounds(options, trainset.rating_scale))
             shared[key] = (algo.sim, np.full(trainset.n_users, float(backend.score_range)),
-                           backend)
+                           algo.sketch_release_)
         else:
-            sim, sensitivity, backend = shared[key]
-            ledger = PrivacyLedger()
-            backend.record_privacy(ledger)
-            fit_prepared(algo, trainset, ratings, sim, sensitivity, ledger)
+            sim, sensitivity, release = shared[key]
+            fit_prepared(algo, trainset, ratings, sim, sensitivity, release)
         rows.append({"config": config["config"], "fold": fold,
                      **_scores(algo, trainset, testset),
                      "seconds": time.perf_counter() - start})

@@ -43,14 +43,16 @@ from surprise.prediction_algorithms.predictions import Prediction
 from .._rng import RandomStateLike, check_random_state, validate_random_state
 from .._surprise import UNKNOWN, inner_ids, predictions
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
-from ..ledger import PrivacyLedger
+from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mallows import CALIBRATIONS, laplace_privatize, mallows_privatize
 
 __all__ = ["MECHANISMS", "MallowsRanker"]
 
 #: Names accepted by ``mechanism``.
 MECHANISMS: tuple[str, ...] = ("mallows", "laplace")
-_UNIT = "one transposition of a user's ranking"
+_ARGUMENT = ("each user's order privatised once (exact enumeration bounds the loss of a "
+             "swap); the model is fitted on the privatised orders only, and a prediction reads "
+             "the user's own rating histogram, which a swap does not change")
 #: Largest number of (query × training score) cells evaluated at once.
 _BLOCK_CELLS = 1 << 22
 
@@ -318,25 +320,35 @@ class MallowsRanker(AlgoBase):
                    else {"was_impossible": True, "reason": UNKNOWN} for ok in known.tolist())
         return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 
-    def privacy_report(self) -> PrivacyLedger:
-        """What the fit spent, per user: one entry per distinct ε.
+    def privacy_report(self) -> PrivacyAccountant:
+        """The privacy accountant: each user's order was privatised once, with their ε.
 
-        Each entry covers a disjoint group of users (its ``users`` field, also
-        named in its ``unit``); each user's guarantee is the ε of their own
-        entry, and :meth:`PrivacyLedger.total` (parallel composition across
-        groups) is the largest.  Users without privacy get an entry with ε = inf.
+        One entry per distinct ε, charged to the users who have it (parallel
+        composition across users: each user's guarantee is their own ε).  It
+        holds for everything the model releases: the factors are fitted on
+        the privatised orders only, and a prediction for user ``u`` also reads
+        ``u``'s own rating histogram and rated items, which a swap of two of
+        ``u``'s items does not change.  Users with ``ε = inf`` are not protected.
         """
         self._check_fitted()
-        ledger = PrivacyLedger()
-        values, counts = np.unique(self.user_epsilon_, return_counts=True)
-        total = len(self.user_epsilon_)
-        for eps, n in zip(values.tolist(), counts.tolist(), strict=True):
+        users = [self.trainset.to_raw_uid(u) for u in range(self.trainset.n_users)]
+        accountant = PrivacyAccountant(users, model=f"MallowsRanker(mechanism="
+                                                    f"{self.mechanism.lower()!r})")
+        entries = []
+        for eps in np.unique(self.user_epsilon_).tolist():
             mechanism = self.mechanism.lower() if math.isfinite(eps) else "none (not private)"
             if mechanism == "mallows":
                 mechanism = f"mallows ({self.calibration.lower()} θ)"
-            ledger.record("ranking", mechanism, epsilon=eps,
-                          unit=f"{_UNIT} ({n} of {total} users)", users=f"users with ε={eps:g}")
-        return ledger
+            index = accountant.register(LedgerEntry(
+                "ranking", mechanism, eps, 0.0, Unit.RANKING_SWAP, Status.HOLDS, "user",
+                _ARGUMENT if math.isfinite(eps) else "this user's order is released as is"))
+            accountant.charge({index: (self.user_epsilon_ == eps).astype(np.int64)})
+            entries.append(index)
+        accountant.declare_output("scores, predictions and rankings", entries)
+        if self.random_state is not None:
+            accountant.notes.append("seeded noise (random_state is set): reproducible, for "
+                                    "experiments; anyone who knows the seed can reproduce it")
+        return accountant
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "_quantiles"):

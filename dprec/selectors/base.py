@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._rng import QueryNoise
+from ..ledger import LedgerEntry
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Selector(ABC):
     """Base class of the neighbour selectors.
 
     Subclasses set :attr:`name`, implement :meth:`select`, and private ones
-    set :attr:`needs_sensitivity` and override :meth:`record_privacy`.
+    set :attr:`needs_sensitivity` and override :meth:`privacy`.
     """
 
     #: the name accepted by ``PrivateKNN(selector=...)``
@@ -89,8 +90,14 @@ class Selector(ABC):
         """
         return None
 
-    def record_privacy(self, ledger, k: int) -> None:  # noqa: B027
-        """Write the selector's privacy spending per query into ``ledger`` (none by default)."""
+    def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
+        """What one neighbour selection claims, one entry per mechanism (none by default).
+
+        ``sensitivity`` holds the users' ``RS`` when the selector needs it.
+        Each entry says whose data one application touches (``applies_to``:
+        every candidate of the neighbour set, or every chosen neighbour).
+        """
+        return []
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))

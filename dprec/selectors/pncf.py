@@ -9,6 +9,7 @@ import numpy as np
 from .. import mechanisms
 from .._rng import QueryNoise
 from .._validation import check_epsilon, check_real
+from ..ledger import LedgerEntry, Status, Unit
 from .base import (
     Selection,
     Selector,
@@ -39,15 +40,19 @@ class PNCF(Selector):
     :func:`dprec.mechanisms.laplace_scale` so that it spends at most ε/2;
     :meth:`noise_scale`).
 
-    Privacy (as in public reimplementations, ALGORITHMS.md §3 **choice**):
-    per neighbour selection, ε/2 for the ``k`` exponential draws and ε/2 for
-    the Laplace noise on each chosen similarity, relative to one rating of
-    a candidate with score sensitivity ``RS``.  Note Lu & Shen's objection
-    (ComSIS 2015, §2.2): the truncation gives some candidates probability 0,
-    which pure ε-DP does not allow; PNCF's guarantee holds only with
-    probability ``1 − ρ`` (Zhu et al., Thm 3.1), so the ledger records the
-    selection with ``δ = ρ`` (as the MinHash sketches record their
-    "with probability ``1 − δ``" bound).
+    Privacy, **as published** (reproduced, not guaranteed; the split of the
+    budget follows public reimplementations): per neighbour selection, ε/2
+    for the ``k`` exponential draws (with ``δ = ρ``, the paper's truncation
+    failure probability, Zhu et al., Thm 3.1) and ε/2 for the Laplace noise
+    on each chosen similarity, relative to one rating of a candidate with
+    score sensitivity ``RS``.  No (ε, δ) holds for what a model releases:
+    the truncation gives candidates below ``sim_k − λ`` probability 0 and
+    those above ``sim_k + λ`` probability 1, so a small change of one score
+    flips a certain event into an unlikely one (``δ`` near 1, Lu & Shen's
+    objection, ComSIS 2015, §2.2); ``RS`` and hence the Laplace scale are
+    computed from the raw data; and predictions average the neighbours' raw
+    ratings.  :data:`AS_PUBLISHED_SELECTION` and
+    :data:`AS_PUBLISHED_PERTURBATION` state it.
 
     Parameters
     ----------
@@ -117,14 +122,35 @@ class PNCF(Selector):
                                                         uniforms[rows])
         return np.where(positions >= 0, out, 0.0)
 
-    def record_privacy(self, ledger, k: int) -> None:
-        """ε/2 for the selection, with ``δ = ρ`` (the truncation's failure probability:
-        the guarantee holds with probability ``1 − ρ``), and ε/2 for the perturbation."""
-        unit = "one rating of a candidate neighbour (score sensitivity RS), per neighbour set"
-        ledger.record("selector", "exponential (PNCF selection, k draws, truncated)",
-                      self.epsilon / 2, delta=self.rho, unit=unit)
-        ledger.record("selector", "laplace (PNCF perturbed similarities)", self.epsilon / 2,
-                      unit=unit)
+    def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
+        """The paper's claims: the selection (``k`` draws of coefficient ``ε/(4k)`` on
+        scores ``sim/RS``, :func:`dprec.mechanisms.exponential_epsilon`, δ = ρ) per
+        neighbour set, and the perturbation of each chosen similarity
+        (:func:`dprec.mechanisms.laplace_epsilon` of :meth:`noise_scale` at the
+        largest ε over the users' ``RS``)."""
+        selection = mechanisms.exponential_epsilon(self.epsilon / (4 * k), 1.0, k)
+        rs = np.unique(np.asarray(sensitivity if sensitivity is not None else [1.0], float))
+        perturbation = max(mechanisms.laplace_epsilon(self.noise_scale(r), float(r), "lattice")
+                           for r in rs)
+        return [
+            LedgerEntry("selector", "exponential (PNCF selection, k draws, truncated)",
+                        selection, self.rho, Unit.RATING, Status.AS_PUBLISHED, "candidates",
+                        AS_PUBLISHED_SELECTION),
+            LedgerEntry("selector", "laplace (PNCF perturbed similarities)", perturbation, 0.0,
+                        Unit.RATING, Status.AS_PUBLISHED, "chosen",
+                        AS_PUBLISHED_PERTURBATION),
+        ]
+
+
+#: Why PNCF's selection claim is not a guarantee.
+AS_PUBLISHED_SELECTION = (
+    "the paper's claim, not a guarantee: no (ε, δ) holds; the truncation gives probability 0 "
+    "below sim_k − λ and 1 above sim_k + λ, so a small score change flips a certain event "
+    "(δ = ρ is not a failure probability of the guarantee); RS is computed from the raw data")
+#: Why PNCF's perturbation claim is not a guarantee.
+AS_PUBLISHED_PERTURBATION = (
+    "the paper's claim, not a guarantee: the Laplace scale 2·RS(u)/ε depends on RS, computed "
+    "from the raw data unprivatised (one rating can move RS from near 0 to 1)")
 
 
 @lru_cache(maxsize=4096)

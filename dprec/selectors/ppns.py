@@ -8,7 +8,8 @@ import numpy as np
 
 from .._rng import QueryNoise
 from .._validation import check_epsilon, check_real
-from ..mechanisms import gumbel_keys_from_uniform
+from ..ledger import LedgerEntry, Status, Unit
+from ..mechanisms import exponential_epsilon, gumbel_keys_from_uniform
 from .base import (
     Selection,
     Selector,
@@ -55,9 +56,16 @@ class PPNS(Selector):
     Security ``β`` = the partitions the schedule visits, plus one for the last
     neighbour: ``βk`` fake users are needed to cover where neighbours come from.
 
-    Privacy: ``k`` exponential draws of ``ε/(2k)`` each, i.e. ε/2 per
-    neighbour set, relative to one rating of a candidate with score
-    sensitivity ``RS`` (the weights as ALGORITHMS.md §3 specifies them).
+    Privacy, **as published** (reproduced, not guaranteed): ``k`` exponential
+    draws of ``ε/(2k)`` each, i.e. ε/2 per neighbour set, relative to one
+    rating of a candidate with score sensitivity ``RS``.  The claim does not
+    hold for what a model releases: the partitions are cut at exact ranks,
+    so one rating moves a candidate across a partition boundary and changes
+    its probability by far more than ``e^{ε/2}`` (the exponential weights
+    bound a ratio only within a fixed partition); ``RS`` is computed from the
+    raw data without noise; and the predictions average the neighbours' raw
+    ratings.  :data:`AS_PUBLISHED` states it; ``tests/test_privacy_findings.py``
+    measures it.
 
     Parameters
     ----------
@@ -144,7 +152,16 @@ class PPNS(Selector):
         chosen |= positions_to_mask(top_by_key(pool_keys, extra, k), width)
         return Selection(mask_to_positions(chosen, k), self.beta(n_valid, k).astype(np.int64))
 
-    def record_privacy(self, ledger, k: int) -> None:
-        ledger.record("selector", "exponential (PPNS selection, k draws)", self.epsilon / 2,
-                      unit="one rating of a candidate neighbour (score sensitivity RS), "
-                           "per neighbour set")
+    def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
+        """The paper's claim per neighbour set: ``k`` draws with weights
+        ``exp(c·sim/RS)``, ``c = ε/(4k)`` (:func:`dprec.mechanisms.exponential_epsilon`)."""
+        epsilon = exponential_epsilon(self.epsilon / (4 * k), 1.0, k)
+        return [LedgerEntry("selector", "exponential (PPNS selection, k draws)", epsilon, 0.0,
+                            Unit.RATING, Status.AS_PUBLISHED, "candidates", AS_PUBLISHED)]
+
+
+#: Why PPNS's ε/2 is not a guarantee (the reason its entry carries).
+AS_PUBLISHED = (
+    "the paper's claim, not a guarantee: partitions are cut at exact ranks (one rating moves "
+    "a candidate across a boundary; no bound on the ratio), RS is computed from the raw data "
+    "unprivatised, and only the draw within a fixed candidate order is covered")

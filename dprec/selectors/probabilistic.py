@@ -17,7 +17,8 @@ class Probabilistic(Selector):
     **choice**), so the selector's security β is the number of partitions of
     the whole candidate list.  Implemented as the top-k of
     ``log max(sim, floor) + Gumbel`` (one draw per query).  It makes **no
-    privacy claim**: nothing is written to the ledger.
+    privacy claim** (its paper targets diversity, not privacy): nothing is
+    registered with the accountant, and its neighbour lists are not covered.
 
     Parameters
     ----------

@@ -17,7 +17,6 @@ import numpy as np
 from .._ratings import RatingArrays
 from .._rng import RandomStateLike
 from .._validation import check_int
-from ..ledger import PrivacyLedger
 from .exact import (
     EXACT_SIMILARITIES,
     exact_similarity,
@@ -26,7 +25,13 @@ from .exact import (
 )
 from .minhash import MinHash, NoisyMinHash, RRMinHash, difference_bound
 from .sjlt import GaussianJL, PrivateSJLT
-from .sketches import SKETCH_BACKENDS, Sketch, SketchBackend, SketchPrivacy, sketch_backend
+from .sketches import (
+    SKETCH_BACKENDS,
+    Sketch,
+    SketchBackend,
+    SketchRelease,
+    sketch_backend,
+)
 
 _EXACT_KEYS = {"name", "user_based", "min_support"}
 
@@ -81,34 +86,35 @@ def _with_public_bounds(options: Mapping, rating_scale: tuple[float, float]) -> 
 
 def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity: bool = False,
                       rating_scale: tuple[float, float] = (1.0, 5.0),
-                      random_state: RandomStateLike = None,
-                      ledger: PrivacyLedger | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+                      random_state: RandomStateLike = None
+                      ) -> tuple[np.ndarray, np.ndarray | None, SketchRelease | None]:
     """The user × user similarity matrix described by validated ``options``.
 
-    Returns ``(sim, sensitivity)``; ``sensitivity`` is, when
+    Returns ``(sim, sensitivity, release)``.  ``sensitivity`` is, when
     ``with_sensitivity`` is set (the private selectors need it), each user's
     recommendation-aware sensitivity ``RS(u)`` for the exact similarities and
     the width of the similarity range for the sketches (their similarity is
     computed from privatised sketches; a bounded score moves by at most its
-    range), else ``None``.  A sketch backend draws its hash functions and
-    noise from ``random_state`` and records its release in ``ledger``.
+    range), else ``None``.  ``release`` says what the users released through
+    a sketch backend (:class:`SketchRelease`), ``None`` for the exact
+    similarities.  A sketch backend draws its noise (and hash seed) from
+    ``random_state``.
     """
     name = options["name"]
     if name in SKETCH_BACKENDS:
         backend = sketch_backend(_with_public_bounds(options, rating_scale), random_state)
         sim = backend.similarity_matrix(ratings.matrix)
-        if ledger is not None:
-            backend.record_privacy(ledger)
         sensitivity = np.full(ratings.n_users, float(backend.score_range))
-        return sim, sensitivity if with_sensitivity else None
+        return sim, (sensitivity if with_sensitivity else None), backend.release_
     min_support = options["min_support"]
     sim, sums = exact_similarity_and_sums(name, ratings.matrix, min_support)
     if not with_sensitivity:
-        return sim, None
-    return sim, recommendation_aware_sensitivity(name, ratings.matrix, sim, sums, min_support)
+        return sim, None, None
+    return (sim, recommendation_aware_sensitivity(name, ratings.matrix, sim, sums, min_support),
+            None)
 
 
 __all__ = ["EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL", "MinHash", "NoisyMinHash",
-           "PrivateSJLT", "RRMinHash", "Sketch", "SketchBackend", "SketchPrivacy",
+           "PrivateSJLT", "RRMinHash", "Sketch", "SketchBackend", "SketchRelease",
            "check_sim_options", "difference_bound", "exact_similarity",
            "recommendation_aware_sensitivity", "similarity_matrix", "sketch_backend"]

@@ -40,6 +40,7 @@ from .exact import (
     exact_similarity_and_sums,
     similarity_from_sums,
 )
+from .sketches import Sketch, SketchRelease
 
 __all__ = ["IncrementalSimilarity", "IncrementalSketchSimilarity", "pairwise_sensitivity",
            "row_sums"]
@@ -350,6 +351,10 @@ class IncrementalSketchSimilarity:
         """The score sensitivity the private selectors use: the similarity range."""
         return np.full(self.ratings.shape[0], float(self.backend.score_range))
 
+    def release(self) -> SketchRelease:
+        """What the users released: the backend's entry, and who has a sketch."""
+        return SketchRelease(self.backend.privacy(), np.asarray(self.sketches.valid).copy())
+
     def sketch(self, rows: sp.csr_matrix, keys: np.ndarray):
         """The backend's sketches of ``rows`` with noise ``keys`` (one call: one draw
         of the public hash functions, however many rows)."""
@@ -366,8 +371,6 @@ class IncrementalSketchSimilarity:
         full computation uses); ``precomputed``, if given, is
         ``self.sketch(rows, keys)`` computed beforehand.  ``self`` is unchanged.
         """
-        from .sketches import Sketch
-
         ids, rows, n_new = _check_update(ids, rows, self.ratings.shape)
         n_old = self.ratings.shape[0]
         ratings = _set_rows(self.ratings, ids, rows, n_new)

@@ -40,11 +40,17 @@ weaker guarantee.  See :func:`difference_bound`.
 
 All three estimators are unbiased before clipping to ``[0, 1]``.
 
-Sets smaller than ``τ`` (``τ`` public; default: the smallest non-empty set of
-the data passed to ``sketch``, which makes the noise level depend on the data)
+``τ`` is a public bound given by the caller.  ``tau=None`` reads it from the
+data (the smallest non-empty set passed to ``sketch``): that releases the
+smallest set size and makes every user's noise level depend on another
+user's data, so it emits a :class:`dprec.ledger.PrivacyLeakWarning` and the
+privacy entry is :attr:`~dprec.ledger.Status.VOID`.  Sets smaller than ``τ``
 do not get the stated guarantee: ``sketch`` raises ``ValueError`` naming
 ``tau``, or with ``small_users="exclude"`` releases nothing for them (their row
 is invalid, their similarities 0) and warns how many.  Empty sets likewise.
+
+The hash functions come from the public ``hash_seed`` (see
+:mod:`dprec.similarity.sketches`); the δ above is over their random draw.
 """
 
 from __future__ import annotations
@@ -57,21 +63,22 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import stats
 
-from .._rng import RandomStateLike, check_random_state, draw_seed, keyed_uniform
+from .._rng import RandomStateLike, keyed_uniform
 from .._validation import check_choice, check_epsilon, check_int, check_real
+from ..ledger import LedgerEntry, PrivacyLeakWarning, Status, Unit
 from ..mechanisms import (
+    laplace_epsilon,
     laplace_from_uniform,
     laplace_scale,
+    randomized_response_epsilon,
     randomized_response_from_uniform,
     randomized_response_keep_probability,
 )
 from .sketches import (
     Sketch,
     SketchBackend,
-    SketchPrivacy,
     check_clip,
     check_keys,
-    check_random_state_type,
     finish_estimate,
     pair_operands,
     set_matrix,
@@ -347,13 +354,13 @@ class _MinHashFamily(SketchBackend):
     option_defaults = {"K": 128, "B": 2, "delta": 1e-4}
     private = True
 
-    def _init_common(self, K, B, threshold, random_state) -> None:
+    def _init_common(self, K, B, threshold, hash_seed, random_state) -> None:
         self.K = check_int(K, "K", minimum=1)
         self.B = check_int(B, "B", minimum=2)
         if threshold is not None:
             check_real(threshold, "threshold")
         self.threshold = threshold
-        self.random_state = check_random_state_type(random_state)
+        self._init_seeds(hash_seed, random_state)
 
     def _init_private(self, epsilon, delta, tau, alpha, small_users) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -367,9 +374,9 @@ class _MinHashFamily(SketchBackend):
         self.tau_: int | None = self.tau
 
     # ------------------------------------------------------------ hashing
-    def hash_functions(self, n_items: int, rng: np.random.Generator) -> MinHashFunctions:
-        """The public hash functions for ``n_items`` items, drawn from ``rng``."""
-        return MinHashFunctions.draw(self.K, self.B, n_items, rng)
+    def hash_functions(self, n_items: int, hash_seed: int) -> MinHashFunctions:
+        """The public hash functions for ``n_items`` items, drawn from ``hash_seed``."""
+        return MinHashFunctions.draw(self.K, self.B, n_items, np.random.default_rng(hash_seed))
 
     def sketch(self, X, keys=None) -> Sketch:
         """Every user's sketch: MinHash, then the mechanism, row by row.
@@ -389,24 +396,26 @@ class _MinHashFamily(SketchBackend):
         -------
         Sketch
             ``values`` of shape (n_users, K).  The hash functions are kept in
-            ``self.hash_functions_``.
+            ``self.hash_functions_``, their seed in ``self.hash_seed_``.
 
         Notes
         -----
-        Randomness: a Generator is built from ``random_state`` on each call;
-        the hash functions are drawn from it first, then the noise seed.  An
-        int seed therefore gives the same sketches on every call (a repeat
-        releases nothing new); a Generator gives new hash functions and new
-        noise each call (a second release: sketch all users in one call).
+        Randomness: one draw of ``random_state`` per call gives the noise seed
+        (and the hash seed, one-way, when ``hash_seed`` is None; see
+        :meth:`SketchBackend._release_seeds`).  An int ``random_state``
+        therefore gives the same sketches on every call (a repeat releases
+        nothing new; seeded noise is for experiments); ``None`` or a Generator
+        give new noise each call (a second release: sketch all users in one
+        call).
         """
         sets = set_matrix(X)
         row_keys = check_keys(keys, sets.shape[0])
         released = self._check_sizes(np.diff(sets.indptr))
-        rng = check_random_state(self.random_state)
-        self.hash_functions_ = self.hash_functions(sets.shape[1], rng)
+        hash_seed, noise_seed = self._release_seeds()
+        self.hash_functions_ = self.hash_functions(sets.shape[1], hash_seed)
         buckets = self.hash_functions_.buckets(sets)
         buckets[~released] = -1
-        return self.privatize(buckets, draw_seed(rng), row_keys)
+        return self.privatize(buckets, noise_seed, row_keys)
 
     def _check_sizes(self, sizes: np.ndarray) -> np.ndarray:
         """Which users get a sketch (all non-empty for the non-private baseline)."""
@@ -478,30 +487,35 @@ class MinHash(_MinHashFamily):
         For :meth:`similarity_matrix`: the set is the items rated
         ``>= threshold`` (default: all rated items).
     random_state : None, int, RandomState or Generator
-        The hash functions.
+        Draws the hash seed when ``hash_seed`` is None (no noise here).
+    hash_seed : int, optional
+        The public seed of the hash functions.
     """
 
     name = "minhash"
     private = False
 
     def __init__(self, K: int, B: int, threshold: float | None = None,
-                 random_state: RandomStateLike = None) -> None:
-        self._init_common(K, B, threshold, random_state)
+                 random_state: RandomStateLike = None, hash_seed: int | None = None) -> None:
+        self._init_common(K, B, threshold, hash_seed, random_state)
 
-    def privacy(self) -> SketchPrivacy:
-        """No privacy: ``ε = inf``."""
-        return SketchPrivacy("none", math.inf, 0.0, "none (non-private MinHash)")
+    def privacy(self) -> LedgerEntry:
+        """No privacy: ``ε = inf`` (the exact hash values are released)."""
+        return LedgerEntry("similarity", "none (non-private MinHash)", math.inf, 0.0,
+                           Unit.SET_ITEM, Status.HOLDS, "user",
+                           "the exact MinHash buckets: no protection")
 
     def privatize(self, buckets: np.ndarray, seed: int | None = None, keys=None) -> Sketch:
         """The buckets themselves (``seed`` and ``keys`` are unused)."""
         codes, valid = self._check_buckets(buckets)
-        return Sketch(codes, valid, self.name, {"keep_probability": 1.0})
+        return Sketch(codes, valid, self.name, {"keep_probability": 1.0,
+                                                "hash_seed": self._hash_seed_used()})
 
 
 class _PrivateMinHash(_MinHashFamily):
-    def _init_all(self, K, B, epsilon, delta, tau, alpha, threshold, random_state,
+    def _init_all(self, K, B, epsilon, delta, tau, alpha, threshold, hash_seed, random_state,
                   small_users) -> None:
-        self._init_common(K, B, threshold, random_state)
+        self._init_common(K, B, threshold, hash_seed, random_state)
         self._init_private(epsilon, delta, tau, alpha, small_users)
 
     def _check_sizes(self, sizes: np.ndarray) -> np.ndarray:
@@ -512,6 +526,10 @@ class _PrivateMinHash(_MinHashFamily):
                 raise ValueError("every set is empty: no tau can be taken from the data; "
                                  "give tau")
             tau = int(positive.min())
+            warnings.warn(
+                f"tau=None reads τ = {tau} from the data (the smallest set): that releases it "
+                "and makes every user's noise depend on another user's data, so the (ε, δ) "
+                "guarantee is void; give a public tau", PrivacyLeakWarning, stacklevel=4)
         else:
             tau = self.tau
         _check_bound_args(self.K, self.B, self.alpha, tau, self.delta)
@@ -540,11 +558,22 @@ class _PrivateMinHash(_MinHashFamily):
         """``L`` (:func:`difference_bound`) at the current ``τ``."""
         return difference_bound(self.K, self.B, self.alpha, self._tau(), self.delta)
 
-    def _unit(self) -> str:
-        tau = "τ from the data" if self.tau is None else "τ"
-        value = f"={self.tau_}" if self.tau_ is not None else ""
-        return (f"{self.alpha} item(s) of one user's set (|S_u| ≥ {tau}{value}, "
-                f"α={self.alpha})")
+    def _entry(self, mechanism: str, epsilon: float) -> LedgerEntry:
+        """The entry of one sketch release: holds for sets of at least τ, void if τ came
+        from the data."""
+        value = f" = {self.tau_}" if self.tau_ is not None else ""
+        scope = (f"{self.alpha} item(s) of one user's set, sets of at least τ{value} items; "
+                 f"δ over the random hash functions (L = {self._bound_text()} coordinates "
+                 "differ with probability 1 − δ)")
+        if self.tau is None:
+            return LedgerEntry("similarity", mechanism, epsilon, self.delta, Unit.SET_ITEM,
+                               Status.VOID, "user",
+                               f"{scope}; void: τ was read from the data (tau=None)")
+        return LedgerEntry("similarity", mechanism, epsilon, self.delta, Unit.SET_ITEM,
+                           Status.HOLDS, "user", scope)
+
+    def _bound_text(self) -> str:
+        return f"{self.changed_coordinates():.4g}" if self.tau_ is not None else "L"
 
 
 class RRMinHash(_PrivateMinHash):
@@ -585,9 +614,15 @@ class RRMinHash(_PrivateMinHash):
         For :meth:`similarity_matrix`: sets of the items rated
         ``>= threshold`` (default: all rated items).
     random_state : None, int, RandomState or Generator
-        Hash functions first, then the noise seed.
+        The noise (and the hash seed when ``hash_seed`` is None).  ``None``:
+        fresh entropy for every release; an int: seeded noise, reproducible,
+        for experiments only.
     small_users : {"raise", "exclude"}
         What to do with sets smaller than ``τ`` (and empty sets).
+    hash_seed : int, optional
+        The public seed of the hash functions.  ``None`` (default) derives a
+        fresh one from ``random_state`` (one-way); a fixed int reproduces the
+        hash functions, and the δ then assumes data chosen independently of it.
 
     Examples
     --------
@@ -602,8 +637,10 @@ class RRMinHash(_PrivateMinHash):
 
     def __init__(self, K: int, B: int, epsilon: float, delta: float, tau: int | None = None,
                  alpha: int = 1, threshold: float | None = None,
-                 random_state: RandomStateLike = None, small_users: str = "raise") -> None:
-        self._init_all(K, B, epsilon, delta, tau, alpha, threshold, random_state, small_users)
+                 random_state: RandomStateLike = None, small_users: str = "raise",
+                 hash_seed: int | None = None) -> None:
+        self._init_all(K, B, epsilon, delta, tau, alpha, threshold, hash_seed, random_state,
+                       small_users)
 
     def epsilon_prime(self) -> float:
         """``ε' = ε / ⌈L⌉``, the budget of one coordinate."""
@@ -613,8 +650,14 @@ class RRMinHash(_PrivateMinHash):
         """``p = e^{ε'}/(e^{ε'} + B - 1)``."""
         return randomized_response_keep_probability(self.B, self.epsilon_prime())
 
-    def privacy(self) -> SketchPrivacy:
-        return SketchPrivacy("randomized_response", self.epsilon, self.delta, self._unit())
+    def privacy(self) -> LedgerEntry:
+        """``⌈L⌉`` coordinates of ``ε' = ε/⌈L⌉`` each (randomised response's map,
+        :func:`dprec.mechanisms.randomized_response_epsilon`), with probability 1 − δ."""
+        epsilon = self.epsilon
+        if self.tau_ is not None:
+            epsilon = math.ceil(self.changed_coordinates()) * randomized_response_epsilon(
+                self.B, self.keep_probability())
+        return self._entry("randomized_response (RRMinHash)", epsilon)
 
     def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:
         """Randomised response on the buckets (``-1`` rows: no sketch), row ``u`` from ``keys[u]``.
@@ -630,7 +673,7 @@ class RRMinHash(_PrivateMinHash):
             uniforms = keyed_uniform(seed, row_keys[valid], self.K)
             out[valid] = randomized_response_from_uniform(codes[valid], self.B, eps, uniforms)
         params = {"keep_probability": self.keep_probability(), "epsilon_prime": eps,
-                  "tau": self._tau()}
+                  "tau": self._tau(), "hash_seed": self._hash_seed_used()}
         return Sketch(out, valid, self.name, params)
 
 class NoisyMinHash(_PrivateMinHash):
@@ -658,8 +701,10 @@ class NoisyMinHash(_PrivateMinHash):
 
     def __init__(self, K: int, B: int, epsilon: float, delta: float, tau: int | None = None,
                  alpha: int = 1, threshold: float | None = None,
-                 random_state: RandomStateLike = None, small_users: str = "raise") -> None:
-        self._init_all(K, B, epsilon, delta, tau, alpha, threshold, random_state, small_users)
+                 random_state: RandomStateLike = None, small_users: str = "raise",
+                 hash_seed: int | None = None) -> None:
+        self._init_all(K, B, epsilon, delta, tau, alpha, threshold, hash_seed, random_state,
+                       small_users)
 
     def sensitivity(self) -> float:
         """``Δ = L (B - 1)``, the ℓ1 sensitivity of the bucket vector."""
@@ -671,8 +716,15 @@ class NoisyMinHash(_PrivateMinHash):
         return laplace_scale(self.epsilon, L * (self.B - 1), "lattice",
                              max_changed=math.ceil(L))
 
-    def privacy(self) -> SketchPrivacy:
-        return SketchPrivacy("laplace", self.epsilon, self.delta, self._unit())
+    def privacy(self) -> LedgerEntry:
+        """Lattice Laplace of ℓ1 sensitivity ``L(B − 1)`` (:func:`dprec.mechanisms.laplace_epsilon`
+        at the scale used is at most ε), with probability 1 − δ."""
+        epsilon = self.epsilon
+        if self.tau_ is not None:
+            L = self.changed_coordinates()
+            epsilon = laplace_epsilon(self.scale(), L * (self.B - 1), "lattice",
+                                      max_changed=math.ceil(L))
+        return self._entry("laplace (NoisyMinHash)", epsilon)
 
     def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:
         """``bucket + Lap(s)`` per coordinate (``-1`` rows: none), row ``u`` from ``keys[u]``."""
@@ -684,7 +736,8 @@ class NoisyMinHash(_PrivateMinHash):
             uniforms = keyed_uniform(seed, row_keys[valid], 3 * self.K)
             out[valid] = laplace_from_uniform(codes[valid].astype(np.float64), scale,
                                               uniforms.reshape(-1, self.K, 3))
-        return Sketch(out, valid, self.name, {"scale": scale, "tau": self._tau()})
+        return Sketch(out, valid, self.name, {"scale": scale, "tau": self._tau(),
+                                              "hash_seed": self._hash_seed_used()})
 
     def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
         """``Ĵ = 1 - 6(D/K - 4s²)/(B² - 1)`` for all pairs; clipped to [0, 1] if ``clip``."""

@@ -58,17 +58,23 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .._rng import RandomStateLike, check_random_state, draw_seed, keyed_uniform
+from .._rng import RandomStateLike, check_random_state, keyed_uniform
 from .._validation import check_choice, check_epsilon, check_int, check_real
-from ..mechanisms import gaussian_from_uniform, gaussian_sigma, laplace_from_uniform, laplace_scale
+from ..ledger import LedgerEntry, Status, Unit
+from ..mechanisms import (
+    gaussian_delta,
+    gaussian_from_uniform,
+    gaussian_sigma,
+    laplace_epsilon,
+    laplace_from_uniform,
+    laplace_scale,
+)
 from .sketches import (
     Sketch,
     SketchBackend,
-    SketchPrivacy,
     as_csr,
     check_clip,
     check_keys,
-    check_random_state_type,
     finish_estimate,
     pair_operands,
     squared_distances,
@@ -186,11 +192,11 @@ class _PrivateProjection(SketchBackend):
     similarity = "cosine"
     score_range = 2.0
 
-    def _init_common(self, k, epsilon, sensitivity, random_state) -> None:
+    def _init_common(self, k, epsilon, sensitivity, hash_seed, random_state) -> None:
         self.k = check_int(k, "k", minimum=1)
         self.epsilon = check_epsilon(epsilon)
         self.sensitivity = check_real(sensitivity, "sensitivity", low=0.0, low_inclusive=False)
-        self.random_state = check_random_state_type(random_state)
+        self._init_seeds(hash_seed, random_state)
 
     # subclasses: draw the public matrix, set the noise, describe the noise
     def _project(self, X: sp.csr_matrix, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
@@ -219,15 +225,16 @@ class _PrivateProjection(SketchBackend):
         -------
         Sketch
             ``values`` of shape (n_users, k), float64; ``params`` holds the
-            noise parameter.  The public matrix is kept in
-            ``self.projection_``.  An int ``random_state`` gives the same
-            release on every call; a Generator, a new one.
+            noise parameter and the hash seed.  The public matrix is kept in
+            ``self.projection_``, drawn from ``hash_seed_``.  An int
+            ``random_state`` gives the same release on every call (seeded
+            noise, for experiments); ``None`` or a Generator, a new one.
         """
         matrix = as_csr(X)
         row_keys = check_keys(keys, matrix.shape[0])
-        rng = check_random_state(self.random_state)
-        values, params = self._project(matrix, rng)
-        seed = draw_seed(rng)
+        hash_seed, seed = self._release_seeds()
+        values, params = self._project(matrix, np.random.default_rng(hash_seed))
+        params["hash_seed"] = hash_seed
         noisy = self._add_noise(values, params,
                                 lambda n: keyed_uniform(seed, row_keys, n * self.k)
                                 .reshape(-1, self.k, n))
@@ -293,8 +300,11 @@ class _PrivateProjection(SketchBackend):
                 "by the privacy unit; set sensitivity to the largest |rating| of the scale")
         return ratings
 
-    def _unit(self) -> str:
-        return f"one rating (|Δ| ≤ sensitivity={self.sensitivity:g})"
+    def _entry(self, mechanism: str, epsilon: float, delta: float) -> LedgerEntry:
+        return LedgerEntry(
+            "similarity", mechanism, epsilon, delta, Unit.RATING, Status.HOLDS, "user",
+            f"one rating added, removed or changed by at most sensitivity = "
+            f"{self.sensitivity:g} moves one coordinate of x; any public projection")
 
 
 class PrivateSJLT(_PrivateProjection):
@@ -315,7 +325,11 @@ class PrivateSJLT(_PrivateProjection):
     sensitivity : float
         ``Δ > 0``: the most one coordinate (rating) can move.
     random_state : None, int, RandomState or Generator
-        The public matrix first, then the noise seed.
+        The noise (and the hash seed when ``hash_seed`` is None); ``None``:
+        fresh entropy per release; an int: seeded noise, for experiments.
+    hash_seed : int, optional
+        The public seed of the projection (any fixed projection keeps the
+        guarantee: the sensitivity holds for every matrix of this form).
 
     Examples
     --------
@@ -330,8 +344,8 @@ class PrivateSJLT(_PrivateProjection):
     option_defaults = {"k": 256, "s": 4}
 
     def __init__(self, k: int, s: int, epsilon: float, sensitivity: float,
-                 random_state: RandomStateLike = None) -> None:
-        self._init_common(k, epsilon, sensitivity, random_state)
+                 random_state: RandomStateLike = None, hash_seed: int | None = None) -> None:
+        self._init_common(k, epsilon, sensitivity, hash_seed, random_state)
         self.k, self.s = _check_k_s(k, s)
 
     def scale(self) -> float:
@@ -339,8 +353,12 @@ class PrivateSJLT(_PrivateProjection):
         return laplace_scale(self.epsilon, math.sqrt(self.s) * self.sensitivity, "lattice",
                              max_changed=self.s)
 
-    def privacy(self) -> SketchPrivacy:
-        return SketchPrivacy("laplace", self.epsilon, 0.0, self._unit())
+    def privacy(self) -> LedgerEntry:
+        """Lattice Laplace of ℓ1 sensitivity ``√s·Δ`` over ``s`` coordinates
+        (:func:`dprec.mechanisms.laplace_epsilon` at the scale used)."""
+        epsilon = laplace_epsilon(self.scale(), math.sqrt(self.s) * self.sensitivity, "lattice",
+                                  max_changed=self.s)
+        return self._entry("laplace (private SJLT)", epsilon, 0.0)
 
     def _project(self, X, rng):
         self.projection_ = sjlt_matrix(self.k, self.s, X.shape[1], rng)
@@ -378,7 +396,9 @@ class GaussianJL(_PrivateProjection):
     sensitivity : float
         ``Δ > 0``.
     random_state : None, int, RandomState or Generator
-        ``P`` first, then the noise seed.
+        The noise (and the hash seed when ``hash_seed`` is None).
+    hash_seed : int, optional
+        The public seed of ``P``.
     calibration : {"kenthapadi", "analytic"}
         ``σ = (w₂/ε) sqrt(2(ln(1/(2δ)) + ε))`` (the paper's, default) or the
         smallest valid σ (:func:`dprec.mechanisms.gaussian_sigma`, Balle &
@@ -389,8 +409,9 @@ class GaussianJL(_PrivateProjection):
     option_defaults = {"k": 256, "delta": 1e-4}
 
     def __init__(self, k: int, epsilon: float, delta: float, sensitivity: float,
-                 random_state: RandomStateLike = None, calibration: str = "kenthapadi") -> None:
-        self._init_common(k, epsilon, sensitivity, random_state)
+                 random_state: RandomStateLike = None, calibration: str = "kenthapadi",
+                 hash_seed: int | None = None) -> None:
+        self._init_common(k, epsilon, sensitivity, hash_seed, random_state)
         self.delta = check_real(delta, "delta", low=0.0, high=0.5, low_inclusive=False,
                                 high_inclusive=False)
         self.calibration = check_choice(calibration, "calibration", GAUSSIAN_CALIBRATIONS)
@@ -405,8 +426,16 @@ class GaussianJL(_PrivateProjection):
             return kenthapadi_sigma(self.epsilon, self.delta, w2)
         return gaussian_sigma(self.epsilon, self.delta, w2)
 
-    def privacy(self) -> SketchPrivacy:
-        return SketchPrivacy("gaussian", self.epsilon, self.delta, self._unit())
+    def privacy(self) -> LedgerEntry:
+        """ε and the exact δ(ε) of σ at ℓ2 sensitivity ``w₂`` of the drawn ``P``
+        (:func:`dprec.mechanisms.gaussian_delta`; the declared δ before a sketch)."""
+        delta = self.delta
+        if hasattr(self, "sigma_"):
+            w2 = self.sensitivity * float(np.sqrt(np.max(np.sum(self.projection_**2, axis=0),
+                                                         initial=0.0)))
+            if w2 > 0:
+                delta = gaussian_delta(self.sigma_, w2, self.epsilon)
+        return self._entry("gaussian (Gaussian JL)", self.epsilon, delta)
 
     def _project(self, X, rng):
         self.projection_ = gaussian_jl_matrix(self.k, X.shape[1], rng)

@@ -1,16 +1,27 @@
 """Private similarity sketches: shared interface, records and the backend registry.
 
-Every sketch backend is a *local* mechanism (ALGORITHMS.md §4): each user
-turns their own data into a short privatised sketch on their own device,
-using only
+Every sketch backend is a *local* mechanism: each user turns their own data
+into a short privatised sketch on their own device, using only
 
 * their own row of the data,
-* the public hash functions (drawn first from the backend's ``random_state``,
-  so every user of one model shares them), and
-* fresh noise: the uniforms of row ``u`` are
-  :func:`dprec._rng.keyed_uniform` ``(seed, key_u)`` with ``seed`` drawn from
-  the same Generator *after* the hash functions and ``key_u`` the row's key
-  (its index by default), so a row's sketch never depends on another row.
+* the public hash functions (random projection), drawn from the public
+  ``hash_seed`` so that every user of one model shares them; the seed is
+  published (``hash_seed_``) and is independent of the noise: when not given,
+  it is derived one-way (SHA-256) from a draw of ``random_state``
+  (:func:`dprec._rng.derive_seed`), and
+* noise from ``random_state`` only: the uniforms of row ``u`` are
+  :func:`dprec._rng.keyed_uniform` ``(noise_seed, key_u)`` with ``key_u`` the
+  row's key (its index by default), so a row's sketch never depends on
+  another row.  ``random_state=None`` (the default) draws fresh entropy for
+  each release; an int makes the noise reproducible, for experiments only
+  (anyone who knows or guesses the seed can reproduce it).
+
+Why the hash functions must be random: the MinHash family's δ is the
+probability, over the hash functions, that neighbouring sets differ in more
+than ``L`` coordinates.  Hash functions fixed before the data (a constant
+``hash_seed``) let an adversary choose neighbouring sets that differ in many
+coordinates; the guarantee then assumes the data were chosen independently of
+the seed (the privacy report says so).
 
 The curator only sees the sketches and estimates all pairwise similarities
 from them with matrix products.  Backends (registry :data:`SKETCH_BACKENDS`,
@@ -24,7 +35,7 @@ keyed by ``name``):
 
 Each backend has two jobs, ``sketch(X)`` (all users at once, as their devices
 would) and ``estimate(S)`` (all pairs), plus ``similarity_matrix(ratings)``
-for :class:`dprec.PrivateKNN`, ``privacy()`` / ``record_privacy(ledger)``
+for :class:`dprec.PrivateKNN`, ``privacy()`` (a :class:`dprec.ledger.LedgerEntry`)
 and ``from_options(sim_options, random_state)``.
 
 References
@@ -41,19 +52,19 @@ import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._rng import RandomStateLike, validate_random_state
-from ..ledger import LedgerEntry, PrivacyLedger
+from .._rng import RandomStateLike, check_seed, derive_seed, fit_entropy, validate_random_state
+from ..ledger import LedgerEntry
 
 __all__ = [
     "SKETCH_BACKENDS",
     "Sketch",
     "SketchBackend",
-    "SketchPrivacy",
+    "SketchRelease",
     "sketch_backend",
 ]
 
@@ -117,27 +128,19 @@ class Sketch:
         return int(self.values.shape[1])
 
 
-@dataclass(frozen=True)
-class SketchPrivacy:
-    """What one release of a user's sketch guarantees.
+class SketchRelease(NamedTuple):
+    """What a model's users released through a sketch backend.
 
     Attributes
     ----------
-    mechanism : str
-        ``"randomized_response"``, ``"laplace"``, ``"gaussian"`` or ``"none"``.
-    epsilon, delta : float
-        The guarantee (``epsilon = inf`` for the non-private baseline).
-    unit : str
-        What two neighbouring inputs differ in.
-    applications : int
-        Releases per user (1: a sketch is released once).
+    entry : LedgerEntry
+        The guarantee of one user's release (:meth:`SketchBackend.privacy`).
+    released : numpy.ndarray of bool
+        Who released a sketch (the rest were excluded or had no data).
     """
 
-    mechanism: str
-    epsilon: float
-    delta: float
-    unit: str
-    applications: int = 1
+    entry: LedgerEntry
+    released: np.ndarray
 
 
 class SketchBackend:
@@ -173,20 +176,36 @@ class SketchBackend:
         """The matrix of estimated similarities between the rows of ``S`` (and ``other``)."""
         raise NotImplementedError
 
-    def privacy(self) -> SketchPrivacy:  # pragma: no cover - abstract
-        """The guarantee of one release of a user's sketch."""
+    def privacy(self) -> LedgerEntry:  # pragma: no cover - abstract
+        """The guarantee of one release of a user's sketch (component ``"similarity"``)."""
         raise NotImplementedError
 
     def _similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
         raise NotImplementedError  # pragma: no cover - abstract
 
     # ------------------------------------------------------------ shared
-    def record_privacy(self, ledger: PrivacyLedger) -> LedgerEntry:
-        """Write :meth:`privacy` to ``ledger`` (component ``"similarity"``)."""
-        record = self.privacy()
-        return ledger.record("similarity", record.mechanism, epsilon=record.epsilon,
-                             delta=record.delta, unit=record.unit,
-                             applications=record.applications)
+    def _release_seeds(self) -> tuple[int, int]:
+        """``(hash seed, noise seed)`` of one release.
+
+        The noise comes from ``random_state`` only; the public hash functions
+        from ``hash_seed``, or, when it is None, from a seed derived one-way
+        (:func:`dprec._rng.derive_seed`) from the same draw: publishing it
+        reveals nothing of the noise unless ``random_state`` can be guessed.
+        The hash seed used is kept in ``hash_seed_`` (public).
+        """
+        entropy = fit_entropy(self.random_state)
+        hash_seed = self.hash_seed if self.hash_seed is not None else \
+            derive_seed(entropy, "hash")
+        self.hash_seed_ = hash_seed
+        return hash_seed, derive_seed(entropy, "noise")
+
+    def _hash_seed_used(self) -> int | None:
+        """The seed of the last hash functions drawn (``hash_seed`` before any)."""
+        return getattr(self, "hash_seed_", self.hash_seed)
+
+    def _init_seeds(self, hash_seed, random_state) -> None:
+        self.hash_seed = check_seed(hash_seed, "hash_seed")
+        self.random_state = check_random_state_type(random_state)
 
     def similarity_matrix(self, ratings) -> np.ndarray:
         """``estimate(sketch(X))`` for the users' rating rows, ready for kNN.
@@ -205,9 +224,12 @@ class SketchBackend:
 
         Returns
         -------
-        numpy.ndarray of shape (n_users, n_users), float64.
+        numpy.ndarray of shape (n_users, n_users), float64.  What was
+        released is kept in ``release_`` (a :class:`SketchRelease`).
         """
-        sims = self.estimate(self.sketch(self._similarity_input(as_csr(ratings, "ratings"))))
+        sketches = self.sketch(self._similarity_input(as_csr(ratings, "ratings")))
+        self.release_ = SketchRelease(self.privacy(), np.asarray(sketches.valid).copy())
+        sims = self.estimate(sketches)
         np.fill_diagonal(sims, 1.0)
         return sims
 
@@ -349,7 +371,9 @@ def pair_operands(S: Sketch, other: Sketch | None, backend: str,
                   width: int) -> tuple[Sketch, Sketch]:
     """Check ``S`` (and ``other``) come from ``backend`` with ``width`` columns.
 
-    ``other`` must have been made with the same noise parameters as ``S``.
+    ``other`` must have been made with the same hash functions (``hash_seed``)
+    and noise parameters as ``S``: sketches of different hash functions are not
+    comparable (as datasketch's ``MinHash.jaccard`` refuses them).
     """
     operands = (S,) if other is None else (S, other)
     for label, sk in zip(("S", "other"), operands):
@@ -360,6 +384,10 @@ def pair_operands(S: Sketch, other: Sketch | None, backend: str,
             raise ValueError(f"{label} was made by {sk.backend!r}, not {backend!r}")
         if sk.width != width:
             raise ValueError(f"{label} has {sk.width} coordinates, this backend makes {width}")
+    if other is not None and other.params.get("hash_seed") != S.params.get("hash_seed"):
+        raise ValueError(f"S and other were made with different hash functions (hash_seed "
+                         f"{S.params.get('hash_seed')} and {other.params.get('hash_seed')}): "
+                         "their coordinates are not comparable")
     if other is not None and dict(other.params) != dict(S.params):
         raise ValueError(f"S and other were made with different noise parameters "
                          f"({dict(S.params)} and {dict(other.params)})")
