@@ -17,9 +17,16 @@ Violations of Differential Privacy" (CCS 2018) and Jagielski, Ullman & Oprea,
 "Auditing Differentially Private Machine Learning" (NeurIPS 2020), with the
 binomial bounds of Clopper & Pearson (Biometrika 1934).
 
-Later issues audit sketches and selectors with the same helper: give the
-samples (any array whose first axis indexes runs) and events (callables that
-map the samples to one boolean per run).
+Two levels:
+
+* :func:`estimate_epsilon_lower_bound` takes samples already drawn (any
+  array whose first axis indexes runs) and events (callables that map the
+  samples to one boolean per run);
+* :func:`audit_release` and :func:`audit_model` draw them: they run a whole
+  pipeline (a release function, or a model factory fitted and queried) on two
+  neighbouring datasets with independent seeds, many times, and return the
+  same bound.  :func:`with_rating` builds the neighbouring datasets (one
+  rating changed, added or removed).
 """
 
 from __future__ import annotations
@@ -31,11 +38,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ._rng import RandomStateLike, check_random_state
 from ._validation import check_int, check_real
 
 __all__ = [
     "Event",
     "EpsilonLowerBound",
+    "audit_model",
+    "audit_release",
+    "with_rating",
     "clopper_pearson",
     "epsilon_lower_bound_from_counts",
     "estimate_epsilon_lower_bound",
@@ -251,3 +262,144 @@ def lattice_resolution(values) -> float:
     lowest = integer & -integer                       # lowest set bit
     trailing = np.frexp(lowest.astype(np.float64))[1] - 1
     return math.ldexp(1.0, int(np.min(exponent - 53 + trailing)))
+
+
+# ----------------------------------------------------------------------------
+# neighbouring datasets, run end to end
+# ----------------------------------------------------------------------------
+
+def _stack(outputs: list) -> np.ndarray:
+    """Outputs of the runs as one array whose first axis indexes runs (objects if ragged)."""
+    try:
+        stacked = np.asarray(outputs)
+        if stacked.dtype != object and stacked.shape[:1] == (len(outputs),):
+            return stacked
+    except ValueError:
+        pass
+    out = np.empty(len(outputs), dtype=object)
+    out[:] = outputs
+    return out
+
+
+def audit_release(release: Callable, a, b, events: Sequence[Event | Callable],
+                  n_runs: int = 1000, confidence: float = 0.95, delta: float = 0.0,
+                  random_state: RandomStateLike = None,
+                  batched: bool = False) -> EpsilonLowerBound:
+    r"""Audit a release end to end on two neighbouring inputs.
+
+    Runs ``release(a, seed)`` and ``release(b, seed)`` ``n_runs`` times each,
+    with independent seeds (never shared between ``a`` and ``b``: a shared
+    seed would let seeded noise cancel), and bounds ε from the events'
+    counts (:func:`estimate_epsilon_lower_bound`).
+
+    Parameters
+    ----------
+    release : callable
+        ``release(data, seed) -> output`` for one run, or with ``batched``
+        ``release(data, seeds) -> outputs`` for an array of seeds (first axis
+        of the outputs: runs), e.g. a local randomiser applied to many copies
+        of one user's data at once.
+    a, b : any
+        The neighbouring inputs (datasets, trainsets, rows...).
+    events : sequence of :class:`Event` or callables
+        Fixed before the runs (see :func:`estimate_epsilon_lower_bound`).
+    n_runs : int
+        Runs on each input.
+    confidence, delta : float
+        As in :func:`estimate_epsilon_lower_bound`.
+    random_state : None, int, RandomState or Generator
+        The auditor's own randomness (the seeds of the runs).
+    batched : bool
+        Whether ``release`` takes an array of seeds.
+
+    Returns
+    -------
+    EpsilonLowerBound
+    """
+    n_runs = check_int(n_runs, "n_runs", minimum=1)
+    rng = check_random_state(random_state)
+    seeds = rng.choice(2**62, size=2 * n_runs, replace=False)
+    if batched:
+        samples_a = release(a, seeds[:n_runs])
+        samples_b = release(b, seeds[n_runs:])
+    else:
+        samples_a = _stack([release(a, int(seed)) for seed in seeds[:n_runs]])
+        samples_b = _stack([release(b, int(seed)) for seed in seeds[n_runs:]])
+    return estimate_epsilon_lower_bound(samples_a, samples_b, events, confidence, delta)
+
+
+def audit_model(factory: Callable, trainset_a, trainset_b, query: Callable,
+                events: Sequence[Event | Callable], n_runs: int = 1000,
+                confidence: float = 0.95, delta: float = 0.0,
+                random_state: RandomStateLike = None) -> EpsilonLowerBound:
+    r"""Audit a Surprise model end to end: fit on neighbouring trainsets, query, count events.
+
+    Each run builds ``factory(seed)`` (an unfitted algorithm whose
+    ``random_state`` is ``seed``), fits it on the trainset and returns
+    ``query(fitted)``: a prediction, a neighbour list, a detail.  Everything
+    the model does with its randomness (sketch noise, selection, weights) is
+    then part of the audit.
+
+    Parameters
+    ----------
+    factory : callable
+        ``factory(seed) -> algorithm``.
+    trainset_a, trainset_b : surprise.Trainset
+        Neighbouring trainsets (e.g. from :func:`with_rating`).
+    query : callable
+        ``query(fitted) -> output``; use raw ids (inner ids may differ
+        between the two trainsets).
+    events, n_runs, confidence, delta, random_state
+        As in :func:`audit_release`.
+
+    Examples
+    --------
+    >>> from dprec import PrivateKNN, datasets
+    >>> data = datasets.synthetic(30, 20, 300, random_state=0)
+    >>> uid, iid, _, _ = data.raw_ratings[0]
+    >>> a = data.build_full_trainset()
+    >>> b = with_rating(data, uid, iid, None).build_full_trainset()
+    >>> bound = audit_model(lambda s: PrivateKNN(k=3, random_state=s), a, b,
+    ...                     lambda m: m.predict(uid, iid).est,
+    ...                     [lambda est: np.asarray(est) > 3.0], n_runs=20, random_state=0)
+    >>> bound.epsilon <= math.inf
+    True
+    """
+    def release(trainset, seed):
+        return query(factory(seed).fit(trainset))
+
+    return audit_release(release, trainset_a, trainset_b, events, n_runs, confidence, delta,
+                         random_state)
+
+
+def with_rating(data, uid, iid, rating: float | None):
+    """A copy of a Surprise ``Dataset`` in which ``uid``'s rating of ``iid`` is ``rating``.
+
+    ``rating=None`` removes it; a pair not in the data is added.  The input is
+    not modified.  Neighbouring datasets for :func:`audit_model` (one rating
+    changed, added or removed).
+
+    Raises
+    ------
+    ValueError
+        If ``rating`` is None and ``uid`` did not rate ``iid``.
+    """
+    import copy
+
+    raw = list(data.raw_ratings)
+    where = [n for n, (u, i, *_) in enumerate(raw) if u == uid and i == iid]
+    if rating is None and not where:
+        raise ValueError(f"{uid!r} did not rate {iid!r}: nothing to remove")
+    if rating is not None:
+        rating = check_real(rating, "rating")
+    if where:
+        n = where[0]
+        if rating is None:
+            del raw[n]
+        else:
+            raw[n] = (raw[n][0], raw[n][1], rating, *raw[n][3:])
+    else:
+        raw.append((uid, iid, rating, None))
+    out = copy.copy(data)
+    out.raw_ratings = raw
+    return out

@@ -203,6 +203,10 @@ class PrivateKNN(AlgoBase):
         The similarity matrix (as in Surprise's kNN algorithms).  Like the
         trainset, it holds the raw data: publish answers, never the fitted
         object.
+    sensitivity_ : ndarray of shape (n_users,) or None
+        Each user's recommendation-aware sensitivity ``RS(u)`` (the private
+        selectors' score sensitivity), computed on the raw data; ``None`` for
+        selectors that do not use it.
     sketch_release_ : SketchRelease or None
         What the users released through a sketch backend (its privacy entry
         and who released), ``None`` for the exact similarities.
@@ -288,7 +292,7 @@ class PrivateKNN(AlgoBase):
         through a sketch backend (``None`` for exact similarities)."""
         AlgoBase.fit(self, trainset)
         self._seed = derive_seed(entropy, "queries")
-        self._ratings, self.sim, self._sensitivity = ratings, sim, sensitivity
+        self._ratings, self.sim, self.sensitivity_ = ratings, sim, sensitivity
         self._user_means = ratings.user_means()
         self._selections = _SelectionLog()
         self._answered: set[int] = set()
@@ -309,7 +313,7 @@ class PrivateKNN(AlgoBase):
             accountant.charge({similarity: release.released.astype(np.int64)})
         self._selector_entries = [
             (accountant.register(entry), entry.applies_to)
-            for entry in self._selector.privacy(self.k, self._sensitivity)]
+            for entry in self._selector.privacy(self.k, self.sensitivity_)]
         selector = [index for index, _ in self._selector_entries]
         if self.neighbourhood == "item":
             accountant.declare_output("neighbour lists", selector, _ITEM_CANDIDATES)
@@ -558,8 +562,8 @@ class PrivateKNN(AlgoBase):
         prefix = self._selector.sorted_prefix(k)
         order, sorted_sims = _stable_descending_order(sims, prefix,
                                                       keep_tail=self._selector.reads_tail)
-        sensitivity = (self._sensitivity[querying_users]
-                       if self._sensitivity is not None else None)
+        sensitivity = (self.sensitivity_[querying_users]
+                       if self.sensitivity_ is not None else None)
         selection = self._selector.select(sorted_sims, n_valid, k, QueryNoise(self._seed, keys),
                                           sensitivity)
         positions = selection.positions

@@ -375,7 +375,9 @@ class PrivacyAccountant:
         ``n_e`` times (dp-accounting's ``from_privacy_parameters`` and
         ``self_compose``, pessimistic discretisation) and reads ε at
         ``delta`` (default :data:`TIGHT_DELTA` plus the user's basic δ).
-        Never larger than the basic ε (the smaller of the two is returned).
+        Never larger than the basic ε (the smaller of the two is returned);
+        ``inf`` when ``delta`` is not above the probability that one of the
+        composed (ε, δ) guarantees fails, ``1 − Π (1 − δ_e)^{n_e}``.
 
         Raises
         ------
@@ -395,18 +397,18 @@ class PrivacyAccountant:
             check_delta(delta, "delta")
         if not math.isfinite(basic_eps) or basic_eps == 0.0:
             return basic_eps
+        counts = [(self._entries[n], int(self._counts[n][row])) for n in indices]
+        counts = [(entry, count) for entry, count in counts if count]
+        # the probability that some (ε, δ) entry fails: no finite ε below it
+        failure = -math.expm1(sum(count * math.log1p(-entry.delta) for entry, count in counts))
+        if target >= 1.0 or target <= failure:
+            return math.inf
         composed = None
-        for n in indices:
-            count = int(self._counts[n][row])
-            if not count:
-                continue
-            entry = self._entries[n]
+        for entry, count in counts:
             params = common.DifferentialPrivacyParameters(entry.epsilon, entry.delta)
             one = pld.from_privacy_parameters(
                 params, value_discretization_interval=_PLD_DISCRETISATION).self_compose(count)
             composed = one if composed is None else composed.compose(one)
-        if target <= float(deltas[row]):
-            return basic_eps
         return float(min(basic_eps, composed.get_epsilon_for_delta(target)))
 
     def _user_row(self, user) -> int:
@@ -487,6 +489,8 @@ class PrivacyAccountant:
     def _tight_text(self, unit: Unit, eps: float, delta: float) -> str:
         if not math.isfinite(eps) or eps == 0.0:
             return "(basic composition is the bound here)"
+        if delta >= 1.0:
+            return "(the entries' δ add up to 1: no composition bounds it)"
         try:
             tight = self.tight_epsilon(unit)
         except ImportError:

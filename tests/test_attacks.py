@@ -194,7 +194,7 @@ def test_scenario_equals_a_full_fit_of_the_poisoned_copy(data, selector, neighbo
     full.fit(poisoned)
     np.testing.assert_array_equal(state.sim, full.sim)
     if runner.needs_sensitivity:
-        np.testing.assert_array_equal(state.sensitivity(), full._sensitivity)
+        np.testing.assert_array_equal(state.sensitivity(), full.sensitivity_)
     items = np.arange(poisoned.n_items)
     outcome = runner.outcome(scenario, state, 99, target, items)
     fakes = scenario.users

@@ -52,3 +52,18 @@ def test_backends_cv_quick(tmp_path):
     assert set(table.backend) == set(backends_cv.BACKENDS)
     assert table[["rmse", "mae"]].notna().all().all()
     assert (tmp_path / "backends_cv.csv").is_file()
+
+
+@pytest.mark.slow
+def test_privacy_audit_quick_refutes_the_claims_and_not_the_guarantees(tmp_path):
+    from dprec.experiments import privacy_audit
+
+    table = privacy_audit.main(["--quick", "--out", str(tmp_path)])
+    written = pd.read_csv(tmp_path / "privacy_audit.csv")
+    assert len(written) == len(table) == 12
+    assert (written.refuted == (written.status == "as published")).all()
+    composed = pd.read_csv(tmp_path / "cross_validated_privacy.csv")
+    assert list(composed.models) == ["fold 1", "fold 2", "2 folds composed"]
+    # the composed claim is the sum over the folds for the users in both
+    assert composed.worst_epsilon.iloc[-1] <= composed.worst_epsilon.iloc[:-1].sum()
+    assert composed.worst_epsilon.iloc[-1] >= composed.worst_epsilon.iloc[:-1].max()

@@ -197,13 +197,13 @@ def test_neighbours_and_fit_precomputed(split, neighbourhood):
         for i, row in zip(items, chosen):
             raters = {v for v, _ in trainset.ir[i]}
             assert set(row[row >= 0]) <= raters
-    again = PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim, algo._sensitivity)
+    again = PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim, algo.sensitivity_)
     np.testing.assert_array_equal(again.neighbours(users, items), chosen)
     assert again.test(testset[:100]) == algo.test(testset[:100])
     with pytest.raises(ValueError, match="sensitivity"):
         PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim)
     with pytest.raises(ValueError, match="shape"):
-        PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim[1:], algo._sensitivity)
+        PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim[1:], algo.sensitivity_)
 
 
 SKETCH_OPTIONS = [

@@ -480,7 +480,7 @@ def test_pncf_laplace_spends_at_most_its_half(split, spy):
     algo.test(testset)
     spent = dict((m, eps) for m, eps, _ in spent_by_selector(spy, "pncf", algo))
     assert spent["laplace"] <= 0.5
-    off_grid = [rs for rs in np.unique(algo._sensitivity)
+    off_grid = [rs for rs in np.unique(algo.sensitivity_)
                 if lattice_epsilon(2 * rs / 1.0, rs) > 0.5]
     assert off_grid  # the old scale would have overspent for these users
 
@@ -501,7 +501,7 @@ def test_fit_precomputed_records_only_the_selector(split):
     algo = PrivateKNN(k=K, sim_options={"name": "cosine"}, selector="ppns", epsilon=2.0)
     fitted = algo.fit(trainset)
     again = PrivateKNN(k=K, sim_options={"name": "cosine"}, selector="ppns",
-                       epsilon=2.0).fit_precomputed(trainset, fitted.sim, fitted._sensitivity)
+                       epsilon=2.0).fit_precomputed(trainset, fitted.sim, fitted.sensitivity_)
     assert [(e.component, e.epsilon) for e in again.privacy_report()] == [
         ("selector", pytest.approx(1.0))]
 
