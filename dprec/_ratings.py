@@ -16,6 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 from surprise import Trainset
 
+from ._rng import stable_keys
+
 
 @dataclass(frozen=True)
 class RatingArrays:
@@ -36,6 +38,10 @@ class RatingArrays:
         Sorted ``u * n_items + i`` of every rating, for :meth:`lookup`.
     key_ratings : ndarray of float64
         The ratings in ``keys`` order.
+    item_keys : ndarray of int64
+        A public key per item, a function of its raw id alone
+        (:func:`dprec._rng.stable_keys`): public hash functions are keyed by
+        it, never by inner ids, which follow the order of the data.
     """
 
     n_users: int
@@ -46,6 +52,7 @@ class RatingArrays:
     matrix: sp.csr_matrix
     keys: np.ndarray
     key_ratings: np.ndarray
+    item_keys: np.ndarray
 
     @classmethod
     def from_trainset(cls, trainset: Trainset) -> RatingArrays:
@@ -65,7 +72,9 @@ class RatingArrays:
         # the CSR layout is already sorted by (user, item)
         rows = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(matrix.indptr))
         keys = rows * n_items + matrix.indices
-        return cls(n_users, n_items, item_ptr, users, ratings, matrix, keys, matrix.data)
+        item_keys = stable_keys(trainset.to_raw_iid(i) for i in range(n_items))
+        return cls(n_users, n_items, item_ptr, users, ratings, matrix, keys, matrix.data,
+                   item_keys)
 
     def lookup(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Ratings ``r_ui`` for arrays of inner ids (any shape).

@@ -82,6 +82,13 @@ def fit_entropy(random_state: RandomStateLike) -> bytes:
     return check_random_state(random_state).bytes(16)
 
 
+def derive_generator(entropy: bytes, purpose: str) -> np.random.Generator:
+    """A Generator seeded with 128 bits derived (SHA-256) from ``entropy`` for ``purpose``:
+    hands a component its own randomness without narrowing it to a 63-bit seed."""
+    digest = hashlib.sha256(purpose.encode() + b"\0" + bytes(entropy)).digest()
+    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+
+
 def derive_seed(entropy: bytes, purpose: str) -> int:
     """A 63-bit seed for ``purpose`` (``"noise"``, ``"hash"``, ``"queries"``...) from ``entropy``.
 
@@ -113,6 +120,37 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def keyed_bits(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: int,
+               stream: int = 0) -> np.ndarray:
+    """64 random bits per draw that depend only on their key (see :func:`keyed_uniform`).
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_queries, n_draws), uint64.
+    """
+    if isinstance(keys, np.ndarray):
+        keys = (keys,)
+    with np.errstate(over="ignore"):
+        state = _mix64(np.full(1, seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
+                       + np.uint64(stream + 1) * _GOLDEN)
+        state = np.broadcast_to(state, np.shape(keys[0])).astype(np.uint64)
+        for key in keys:
+            key = np.asarray(key).astype(np.int64).view(np.uint64)
+            state = _mix64(state ^ _mix64(key + _GOLDEN))
+        counters = (np.arange(1, n_draws + 1, dtype=np.uint64) * _GOLDEN)[None, :]
+        return _mix64(state[:, None] + counters)
+
+
+def stable_keys(ids) -> np.ndarray:
+    """A 64-bit key per id (raw user or item ids), the same in every process and run.
+
+    BLAKE2b of ``str(id)``: public functions of the ids alone (not of their
+    order in the data), for public hash functions keyed by item.
+    """
+    digests = b"".join(hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids)
+    return np.frombuffer(digests, dtype="<i8").astype(np.int64)
+
+
 def keyed_uniform(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: int,
                   stream: int = 0) -> np.ndarray:
     """Uniform numbers in the open interval (0, 1) that depend only on their key.
@@ -136,17 +174,7 @@ def keyed_uniform(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws:
     -------
     numpy.ndarray of shape (n_queries, n_draws), float64, in (0, 1).
     """
-    if isinstance(keys, np.ndarray):
-        keys = (keys,)
-    with np.errstate(over="ignore"):
-        state = _mix64(np.full(1, seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)
-                       + np.uint64(stream + 1) * _GOLDEN)
-        state = np.broadcast_to(state, np.shape(keys[0])).astype(np.uint64)
-        for key in keys:
-            key = np.asarray(key).astype(np.int64).view(np.uint64)
-            state = _mix64(state ^ _mix64(key + _GOLDEN))
-        counters = (np.arange(1, n_draws + 1, dtype=np.uint64) * _GOLDEN)[None, :]
-        bits = _mix64(state[:, None] + counters)
+    bits = keyed_bits(seed, keys, n_draws, stream)
     # (j + 0.5) * 2**-53 rounds to exactly 1.0 for j = 2**53 - 1 (ties to even), so
     # cap at the largest double below 1 to keep the interval open.
     u = ((bits >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53

@@ -213,7 +213,7 @@ def _rating_arrays(base: RatingArrays, keep: np.ndarray, users: np.ndarray,
     keys = all_users * n_items + all_items
     by_key = np.argsort(keys, kind="stable")
     return RatingArrays(n_users, n_items, item_ptr, all_users, all_ratings, matrix,
-                        keys[by_key], all_ratings[by_key])
+                        keys[by_key], all_ratings[by_key], base.item_keys)
 
 
 def _copy_trainset(trainset: Trainset, ur: dict, ir: dict, n_users: int, n_ratings: int,
@@ -905,7 +905,8 @@ class BetaKNNAttack:
                 seed = np.random.SeedSequence(self.entropy, spawn_key=(
                     2, zlib.crc32(key[1].encode()))).generate_state(1, np.uint32)[0]
                 backend = sketch_backend(options, random_state=int(seed))
-                states[key] = IncrementalSketchSimilarity.fit(backend, ratings.matrix)
+                states[key] = IncrementalSketchSimilarity.fit(backend, ratings.matrix,
+                                                              ratings.item_keys)
         grid = np.unique(ratings.item_ratings)
         return _Base(ts, ratings, grid, states, self._fake_prefix())
 

@@ -21,6 +21,7 @@ from ._ratings import RatingArrays
 from ._rng import (
     QueryNoise,
     RandomStateLike,
+    derive_generator,
     derive_seed,
     fit_entropy,
     validate_random_state,
@@ -118,6 +119,8 @@ _TOO_FEW = "Not enough neighbors."
 _ITEM_CANDIDATES = ("in the item neighbourhood the candidates are the raters of the item asked: "
                     "one rating decides whether a user can be chosen at all")
 _EXACT_NEIGHBOURS = "chosen from similarities computed on the raw data, without noise"
+_INNER_IDS = ("the neighbour sets are post-processing of the sketches, but neighbours() "
+              "returns inner ids, which follow the order of the data")
 _RAW_RATINGS = "they average the chosen neighbours' raw ratings"
 _DIAGNOSTICS = "computed from the exact similarities and ranks"
 _SEEDED = ("seeded noise (random_state is set): reproducible, for experiments; anyone who knows "
@@ -253,7 +256,7 @@ class PrivateKNN(AlgoBase):
         sim, sensitivity, release = similarity_matrix(
             self.sim_options, ratings, with_sensitivity=self._selector.needs_sensitivity,
             rating_scale=trainset.rating_scale,
-            random_state=derive_seed(entropy, "similarity"))
+            random_state=derive_generator(entropy, "similarity"))
         return self._fit_with(trainset, ratings, sim, sensitivity, entropy, release)
 
     def fit_precomputed(self, trainset, sim: np.ndarray,
@@ -311,6 +314,8 @@ class PrivateKNN(AlgoBase):
         if release is not None and release.entry.epsilon < np.inf:
             similarity = accountant.register(release.entry)
             accountant.charge({similarity: release.released.astype(np.int64)})
+            accountant.out_of_scope(release.entry.unit, ~release.released,
+                                    "released no sketch: a set smaller than τ, or empty")
         self._selector_entries = [
             (accountant.register(entry), entry.applies_to)
             for entry in self._selector.privacy(self.k, self.sensitivity_)]
@@ -318,7 +323,7 @@ class PrivateKNN(AlgoBase):
         if self.neighbourhood == "item":
             accountant.declare_output("neighbour lists", selector, _ITEM_CANDIDATES)
         elif similarity is not None:
-            accountant.declare_output("neighbour lists", [similarity])
+            accountant.declare_output("neighbour lists", [similarity], _INNER_IDS)
         elif selector:
             accountant.declare_output("neighbour lists", selector)
         else:
@@ -527,6 +532,10 @@ class PrivateKNN(AlgoBase):
         """
         if not self._selector_entries or not len(keys):
             return
+        with self._accountant.lock:
+            self._charge_new(keys, users, items, neighbours)
+
+    def _charge_new(self, keys, users, items, neighbours) -> None:
         _, first = np.unique(keys, return_index=True)
         first = first[[key not in self._answered for key in keys[first].tolist()]]
         if not len(first):

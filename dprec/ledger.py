@@ -40,6 +40,7 @@ covered by entries that hold.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from enum import Enum
@@ -217,7 +218,18 @@ class PrivacyAccountant:
         self._entries: list[LedgerEntry] = []
         self._counts: list[np.ndarray] = []
         self._outputs: list[Output] = []
+        self._out_of_scope: dict[Unit, tuple[np.ndarray, str]] = {}
         self.releases = 0          # calls of charge that released something
+        self.lock = threading.RLock()
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["lock"]          # pickled with the model (surprise.dump, joblib)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.lock = threading.RLock()
 
     # ------------------------------------------------------------ recording
     @property
@@ -250,6 +262,15 @@ class PrivacyAccountant:
             self._entry(index)
         self._outputs.append(Output(str(name), covered, gap))
 
+    def out_of_scope(self, unit: Unit, users: np.ndarray, reason: str) -> None:
+        """Mark ``users`` (a boolean mask) as outside the scope of ``unit``'s guarantee
+        (e.g. sets smaller than τ): their ε is ∞ whatever is charged."""
+        mask = np.asarray(users, dtype=bool)
+        if mask.shape != (self.n_users,):
+            raise ValueError(f"users must be a mask of {self.n_users} users, got {mask.shape}")
+        if mask.any():
+            self._out_of_scope[unit] = (mask.copy(), str(reason))
+
     def charge(self, applications: Mapping[int, np.ndarray]) -> None:
         """Record one release: ``applications[e][u]`` more applications of entry ``e`` to ``u``.
 
@@ -269,11 +290,12 @@ class PrivacyAccountant:
             added[index] = counts.astype(np.int64)
         if not any(c.any() for c in added.values()):
             return
-        if self.budget is not None:
-            self._check_budget(added)
-        for index, counts in added.items():
-            self._counts[index] += counts
-        self.releases += 1
+        with self.lock:
+            if self.budget is not None:
+                self._check_budget(added)
+            for index, counts in added.items():
+                self._counts[index] += counts
+            self.releases += 1
 
     def _entry(self, index: int) -> LedgerEntry:
         if not 0 <= index < len(self._entries):
@@ -318,9 +340,10 @@ class PrivacyAccountant:
 
     def _per_user(self, unit: Unit | None, added: Mapping[int, np.ndarray] | None = None
                   ) -> tuple[np.ndarray, np.ndarray]:
-        """Basic composition per user for ``unit``: ``(Σ n ε, min(1, Σ n δ))``."""
-        _, indices = self._of_unit(unit)
-        eps = np.zeros(self.n_users)
+        """Basic composition per user for ``unit``: ``(Σ n ε, min(1, Σ n δ))``; ε = ∞
+        where no entry protects the unit and for users outside its scope."""
+        unit, indices = self._of_unit(unit)
+        eps = np.zeros(self.n_users) if indices else np.full(self.n_users, math.inf)
         delta = np.zeros(self.n_users)
         for n in indices:
             counts = self._counts[n] + (added.get(n, 0) if added else 0)
@@ -330,6 +353,8 @@ class PrivacyAccountant:
             else:
                 eps += counts * entry.epsilon
             delta += counts * entry.delta
+        if unit in self._out_of_scope:
+            eps = np.where(self._out_of_scope[unit][0], math.inf, eps)
         return eps, np.minimum(delta, 1.0)
 
     def per_user(self, unit: Unit | None = None) -> pd.DataFrame:
@@ -369,12 +394,16 @@ class PrivacyAccountant:
 
     def tight_epsilon(self, unit: Unit | None = None, delta: float | None = None,
                       user=None) -> float:
-        """A tighter ε for one user (default: the most exposed), from dp-accounting.
+        """A tighter ε for one user, or a bound for every user, from dp-accounting.
 
         Composes each entry's ``(ε_e, δ_e)`` privacy-loss distribution
         ``n_e`` times (dp-accounting's ``from_privacy_parameters`` and
         ``self_compose``, pessimistic discretisation) and reads ε at
-        ``delta`` (default :data:`TIGHT_DELTA` plus the user's basic δ).
+        ``delta`` (default :data:`TIGHT_DELTA` plus the basic δ).  With
+        ``user=None``, ``n_e`` is the largest count of entry ``e`` over all
+        users: composition only grows with the counts, so this bounds every
+        user's ε, the most exposed user's included (two users may each have
+        the largest count of a different entry).
         Never larger than the basic ε (the smaller of the two is returned);
         ``inf`` when ``delta`` is not above the probability that one of the
         composed (ε, δ) guarantees fails, ``1 − Π (1 − δ_e)^{n_e}``.
@@ -388,17 +417,14 @@ class PrivacyAccountant:
         from dp_accounting.pld import privacy_loss_distribution as pld
 
         unit, indices = self._of_unit(unit)
-        eps, deltas = self._per_user(unit)
+        eps, _ = self._per_user(unit)
         if not indices or not len(eps):
             return math.inf if not indices else 0.0
-        row = int(np.argmax(eps)) if user is None else self._user_row(user)
-        basic_eps = float(eps[row])
-        target = float(deltas[row]) + TIGHT_DELTA if delta is None else \
-            check_delta(delta, "delta")
+        basic_eps = float(eps.max() if user is None else eps[self._user_row(user)])
+        counts, basic_delta = self._tight_counts(indices, user)
+        target = basic_delta + TIGHT_DELTA if delta is None else check_delta(delta, "delta")
         if not math.isfinite(basic_eps) or basic_eps == 0.0:
             return basic_eps
-        counts = [(self._entries[n], int(self._counts[n][row])) for n in indices]
-        counts = [(entry, count) for entry, count in counts if count]
         # the probability that some (ε, δ) entry fails: no finite ε below it
         failure = -math.expm1(sum(count * math.log1p(-entry.delta) for entry, count in counts))
         if target >= 1.0 or target <= failure:
@@ -409,7 +435,19 @@ class PrivacyAccountant:
             one = pld.from_privacy_parameters(
                 params, value_discretization_interval=_PLD_DISCRETISATION).self_compose(count)
             composed = one if composed is None else composed.compose(one)
-        return float(min(basic_eps, composed.get_epsilon_for_delta(target)))
+        bound = sum(entry.epsilon * count for entry, count in counts)  # basic, same counts
+        return float(min(bound, composed.get_epsilon_for_delta(target)))
+
+    def _tight_counts(self, indices: list[int], user) -> tuple[list, float]:
+        """``[(entry, applications)]`` composed for ``user`` (the largest per entry when
+        None), and their basic δ."""
+        if user is None:
+            counts = [(self._entries[n], int(self._counts[n].max())) for n in indices]
+        else:
+            row = self._user_row(user)
+            counts = [(self._entries[n], int(self._counts[n][row])) for n in indices]
+        counts = [(entry, count) for entry, count in counts if count]
+        return counts, min(1.0, sum(entry.delta * count for entry, count in counts))
 
     def _user_row(self, user) -> int:
         matches = np.flatnonzero(self.user_ids == np.asarray(user, dtype=object))
@@ -463,8 +501,12 @@ class PrivacyAccountant:
         for output in self._outputs:
             if output.gap is not None:
                 lines.append(f"  not covered: {output.name}: {output.gap}")
-            elif any(self._entries[c].status is not Status.HOLDS for c in output.covered_by):
-                lines.append(f"  {output.name}: only the papers' claims (as published) cover it")
+            else:
+                weak = sorted({str(self._entries[c].status) for c in output.covered_by
+                               if self._entries[c].status is not Status.HOLDS})
+                if weak:
+                    lines.append(f"  {output.name}: covered only by entries that do not hold "
+                                 f"({', '.join(weak)})")
         if not self._entries:
             lines.append("No private mechanism ran.")
         for n, entry in enumerate(self._entries):
@@ -482,11 +524,16 @@ class PrivacyAccountant:
             label = "" if status is Status.HOLDS else f" ({status}: not a guarantee)"
             lines.append(f"Per user, composed ({unit}): worst ε = {eps:.4g}, δ = {delta:.3g}"
                          f"{label}; median ε = {self.per_user(unit)['epsilon'].median():.4g}")
-            lines.append("    " + self._tight_text(unit, eps, delta))
+            if unit in self._out_of_scope:
+                mask, reason = self._out_of_scope[unit]
+                lines.append(f"    {int(mask.sum())} user(s) outside the guarantee ({reason}): "
+                             "ε = ∞ for them")
+            lines.append("    " + self._tight_text(unit, eps))
         lines.extend(f"Note: {note}" for note in self.notes)
         return "\n".join(lines)
 
-    def _tight_text(self, unit: Unit, eps: float, delta: float) -> str:
+    def _tight_text(self, unit: Unit, eps: float) -> str:
+        _, delta = self._tight_counts(self._of_unit(unit)[1], None)
         if not math.isfinite(eps) or eps == 0.0:
             return "(basic composition is the bound here)"
         if delta >= 1.0:
@@ -495,8 +542,8 @@ class PrivacyAccountant:
             tight = self.tight_epsilon(unit)
         except ImportError:
             return "(pip install 'dprec[accounting]' for a tighter bound from dp-accounting)"
-        return (f"tighter (dp-accounting PLD): worst ε = {tight:.4g} at δ = "
-                f"{min(delta + TIGHT_DELTA, 1.0):.3g}")
+        return (f"tighter (dp-accounting PLD): ε ≤ {tight:.4g} for every user at "
+                f"δ = {delta + TIGHT_DELTA:.3g}")
 
     def __repr__(self) -> str:
         return (f"PrivacyAccountant(model={self.model!r}, users={self.n_users}, "
@@ -521,6 +568,12 @@ def compose(accountants: Sequence[PrivacyAccountant]) -> PrivacyAccountant:
         for entry, counts in zip(acc.entries, acc._counts):
             index = out.register(entry)
             out._counts[index][rows] += counts
+        for unit, (mask, reason) in acc._out_of_scope.items():
+            combined = np.zeros(out.n_users, dtype=bool)
+            combined[rows[mask]] = True
+            if unit in out._out_of_scope:
+                combined |= out._out_of_scope[unit][0]
+            out.out_of_scope(unit, combined, reason)
         out.notes.extend(note for note in acc.notes if note not in out.notes)
         out.releases += acc.releases
     return out

@@ -225,7 +225,9 @@ def test_private_sketch_backends_in_privateknn(split, options):
     report = algo.privacy_report()
     sketch, selector = report.entries
     assert (sketch.component, selector.component) == ("similarity", "selector")
-    assert sketch.status is Status.HOLDS and selector.status is Status.AS_PUBLISHED
+    assert selector.status is Status.AS_PUBLISHED
+    assert sketch.status is (Status.AS_PUBLISHED if options["name"] == "gaussian_jl"
+                             else Status.HOLDS)  # floating-point Gaussian noise
     # each user released one sketch, at the ε asked for
     assert sketch.epsilon == pytest.approx(options["epsilon"], rel=1e-5)
     assert sketch.delta <= options.get("delta", 0.0)

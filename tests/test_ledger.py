@@ -144,7 +144,7 @@ def test_an_as_published_cover_is_no_guarantee():
     claim = acc.register(entry(0.5, status=Status.AS_PUBLISHED))
     acc.declare_output("neighbour lists", [claim])
     assert acc.guarantee is None
-    assert "only the papers' claims" in str(acc)
+    assert "covered only by entries that do not hold (as published)" in str(acc)
 
 
 def _optimal_composition_delta(eps0: float, k: int, eps: float) -> float:
@@ -208,3 +208,42 @@ def test_to_frame_lists_entries_with_their_applications():
     assert (row["unit"], row["status"]) == ("one rating", "as published")
     assert (row["applications_median"], row["applications_max"]) == (2.0, 10)
     assert repr(acc) == "PrivacyAccountant(model='model', users=4, entries=1, releases=1)"
+
+
+def test_users_nothing_protects_have_infinite_epsilon():
+    acc = PrivacyAccountant(["a", "b", "c"])
+    sketch = acc.register(entry(2.0, 1e-4, unit=Unit.SET_ITEM, applies_to="user"))
+    acc.charge({sketch: np.array([1, 1, 0])})
+    acc.out_of_scope(Unit.SET_ITEM, np.array([False, False, True]), "a set smaller than τ")
+    frame = acc.per_user(Unit.SET_ITEM)
+    assert frame.epsilon.tolist() == [2.0, 2.0, math.inf]
+    assert acc.total(Unit.SET_ITEM)[0] == math.inf
+    assert "1 user(s) outside the guarantee (a set smaller than τ)" in str(acc)
+    assert (acc.per_user(Unit.RATING).epsilon == math.inf).all()   # no entry: unprotected
+    merged = compose([acc, acc])
+    assert merged.per_user(Unit.SET_ITEM).epsilon.tolist() == [4.0, 4.0, math.inf]
+
+
+def test_the_tight_bound_covers_every_user_not_only_the_largest_basic_one():
+    """User a: 1000 applications of 0.0101 (basic 10.1, tight ≈ 2); user b: one of 10.
+    The bound must cover b's 10 (composing each entry's largest count)."""
+    pytest.importorskip("dp_accounting")
+    acc = PrivacyAccountant(["a", "b"])
+    small = acc.register(entry(0.0101))
+    large = acc.register(entry(10.0, applies_to="chosen"))
+    acc.charge({small: np.array([1000, 0]), large: np.array([0, 1])})
+    assert acc.tight_epsilon(user="a") < 3.0
+    assert acc.tight_epsilon(user="b") == pytest.approx(10.0)
+    assert acc.tight_epsilon() >= 10.0
+
+
+def test_the_accountant_pickles_without_its_lock():
+    import pickle
+
+    acc = PrivacyAccountant(2)
+    acc.charge({acc.register(entry()): np.array([1, 2])})
+    again = pickle.loads(pickle.dumps(acc))
+    assert again.total() == acc.total() and again.lock is not acc.lock
+    with again.lock:
+        again.charge({0: np.array([1, 0])})
+    assert again.total() == (1.0, 0.0)

@@ -4,7 +4,7 @@ Each audit builds two datasets that differ in **one unit** (one rating, one
 item of a set, a swap in a ranking), chosen adversarially (a candidate at a
 partition boundary, an item with a single rater, a pair whose sensitivity
 jumps), runs the whole pipeline many times on each with independent seeds,
-and turns the counts of one output event into a 95 % Clopper–Pearson lower
+and turns the counts of one output event into a 99 % Clopper–Pearson lower
 bound on ε (:mod:`dprec.audit`).  A component whose claim *holds* must never
 be refuted (lower bound ≤ claimed ε); a component reproduced *as published*
 is refuted where the bound exceeds its claim.
@@ -36,7 +36,7 @@ import argparse
 import itertools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -53,18 +53,19 @@ from ..ranking import mallows_privatize
 from ..selectors import PNCF, PPNS, Selector, ppns_schedule
 from ..similarity import GaussianJL, MinHash, NoisyMinHash, PrivateSJLT, RRMinHash
 
-__all__ = ["AuditResult", "diagnostics_alpha", "main", "mallows_swap", "pncf_sensitivity_jump",
-           "pncf_truncation", "ppns_boundary_pair", "ppns_partition_boundary", "run",
-           "selection_runs", "single_rater_item", "sketch_release"]
+__all__ = ["AuditResult", "cross_validated_privacy", "diagnostics_alpha", "fixed_hash_seed",
+           "main", "mallows_ranker", "mallows_swap", "pncf_sensitivity_jump", "pncf_truncation",
+           "ppns_boundary_pair", "ppns_partition_boundary", "run", "selection_runs",
+           "single_rater_item", "sketch_release"]
 
-CONFIDENCE = 0.95
+CONFIDENCE = 0.99
 
 
 @dataclass(frozen=True)
 class AuditResult:
     """One audit: the claim, the neighbouring datasets' event counts and the bound.
 
-    ``lower_bound`` holds with probability 95 % (over the runs); the claim is
+    ``lower_bound`` holds with probability 99 % (over the runs); the claim is
     refuted when it exceeds ``claimed_epsilon`` (δ taken into account).
     """
 
@@ -361,16 +362,22 @@ def diagnostics_alpha(data: Dataset, k: int = 5, p: float = 0.5, epsilon: float 
 
 
 # ------------------------------------------------------------------ components that hold
-def _differing_hash_seed(backend: Callable[[int], object], rows: sp.csr_matrix,
-                         at_least: int) -> tuple[int, np.ndarray]:
-    """A public hash seed under which the two rows' MinHash buckets differ in
-    ``at_least`` coordinates (chosen from the hash functions alone, before any noise)."""
-    for hash_seed in range(10_000):
-        buckets = backend(hash_seed).sketch(rows).values
-        differ = np.flatnonzero(buckets[0] != buckets[1])
-        if differ.size >= at_least:
-            return hash_seed, differ
-    raise ValueError("no hash seed with enough differing coordinates")  # pragma: no cover
+def _sets(*rows: Sequence[int], n_items: int = 2000) -> sp.csr_matrix:
+    """A 0/1 set matrix with the given rows of items."""
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    return sp.csr_matrix((np.ones(indptr[-1]), np.concatenate([np.asarray(r, int) for r in rows]),
+                          indptr), shape=(len(rows), n_items))
+
+
+def _all_coordinates_differ(K: int, B: int) -> tuple[int, sp.csr_matrix]:
+    """A public hash seed under which the sketches of ``{0}`` and ``{0, 1}`` differ in all
+    ``K`` coordinates (chosen from the hash functions alone, before any noise)."""
+    sets = _sets([0], [0, 1], n_items=2)
+    for hash_seed in range(100_000):
+        buckets = MinHash(K, B, hash_seed=hash_seed).sketch(sets).values
+        if (buckets[0] != buckets[1]).all():
+            return hash_seed, sets
+    raise ValueError("no hash seed makes every coordinate differ")  # pragma: no cover
 
 
 def _sketch_runs(make, row: sp.csr_matrix, seeds: np.ndarray) -> np.ndarray:
@@ -381,66 +388,145 @@ def _sketch_runs(make, row: sp.csr_matrix, seeds: np.ndarray) -> np.ndarray:
     return backend.sketch(copies, keys=np.arange(len(seeds))).values
 
 
+def _beyond(mean_a: np.ndarray, mean_b: np.ndarray, coordinates: np.ndarray) -> Event:
+    """Every coordinate that moves lies beyond ``D``'s mean, away from ``D′``'s: for
+    Laplace noise its probability ratio is ``exp(‖μ_a − μ_b‖₁ / scale)``, the worst case."""
+    direction = np.sign(mean_b - mean_a)[coordinates]
+    return Event("every moved coordinate beyond D's mean",
+                 lambda y: ((np.asarray(y)[:, coordinates] - mean_a[coordinates])
+                            * direction < 0).all(axis=1))
+
+
 def sketch_release(name: str, epsilon: float = 2.0, n_runs: int = 200_000,
                    seed: int = 0) -> AuditResult:
-    """A user's sketch on neighbouring data (one item added to a set of τ; one rating
-    added), many releases each.  The claims hold: the bound stays below them."""
-    tau, delta, n_items = 4, 1e-4, 30
+    """A user's sketch on neighbouring data, many releases each, with the event whose
+    log-probability ratio is the claimed ε itself (so a miscalibrated ε is refuted).
+
+    MinHash family: ``{a}`` and ``{a, b}`` (τ = 1) under a public hash seed that makes
+    all ``K = ⌈L⌉ = 4`` coordinates differ; event: all of them as in ``D``
+    (randomised response) or beyond ``D``'s buckets (Laplace).  SJLT: one rating
+    of ``Δ`` added; event: the ``s`` moved coordinates beyond ``D``'s projection.
+    Gaussian JL: the same rating and Mironov's low-bit event on the coordinate
+    that moves most (floating-point noise: *as published*).
+    """
     if name in ("rr_minhash", "noisy_minhash"):
-        sets = sp.csr_matrix((np.ones(2 * tau + 1), np.r_[np.arange(tau), np.arange(tau + 1)],
-                              [0, tau, 2 * tau + 1]), shape=(2, n_items))
-        K, B = 8, 2
-        hash_seed, differ = _differing_hash_seed(lambda h: MinHash(K, B, hash_seed=h), sets, 3)
+        K, B = 4, 2
+        hash_seed, sets = _all_coordinates_differ(K, B)
         cls = RRMinHash if name == "rr_minhash" else NoisyMinHash
 
         def make(s):
-            return cls(K, B, epsilon, delta, tau=tau, hash_seed=hash_seed, random_state=s)
+            return cls(K, B, epsilon, 1e-4, tau=1, hash_seed=hash_seed, random_state=s)
 
-        truth = MinHash(K, B, hash_seed=hash_seed).sketch(sets).values
-        unit, row_a, row_b = "one item of a user's set", sets[0], sets[1]
+        truth = MinHash(K, B, hash_seed=hash_seed).sketch(sets).values.astype(float)
+        every = np.arange(K)
         if name == "rr_minhash":
-            events = [Event("the differing coordinates as in D",
-                            lambda y: (np.asarray(y)[:, differ] == truth[0, differ]).all(axis=1))]
+            events = [Event("every coordinate as in D",
+                            lambda y: (np.asarray(y) == truth[0]).all(axis=1))]
         else:
-            direction = np.sign(truth[1, differ] - truth[0, differ])
-            middle = (truth[0, differ] + truth[1, differ]) / 2
-
-            def shift(y):
-                return ((np.asarray(y)[:, differ] - middle) * direction).sum(axis=1)
-            events = [Event(f"shift < {-t:g}", lambda y, t=t: shift(y) < -t)
-                      for t in (0.0, 2.0, 5.0, 10.0)]
-        claimed_delta = delta
+            events = [_beyond(truth[0], truth[1], every)]
+        unit, row_a, row_b = "one item of a user's set", sets[0], sets[1]
     else:
-        k_out, s = 16, 4
+        k_out, s, n_items = 16, 4, 30
         row_a = sp.csr_matrix(([5.0, 3.0, 4.0], ([0, 0, 0], [1, 4, 7])), shape=(1, n_items))
         row_b = sp.csr_matrix(([5.0, 3.0, 4.0, 5.0], ([0, 0, 0, 0], [1, 4, 7, 9])),
-                              shape=(1, n_items))               # one rating added
-        if name == "sjlt":
-            def make(s_):
+                              shape=(1, n_items))               # one rating of Δ = 5 added
+        cls = PrivateSJLT if name == "sjlt" else GaussianJL
+
+        def make(s_):
+            if cls is PrivateSJLT:
                 return PrivateSJLT(k_out, s, epsilon, 5.0, hash_seed=7, random_state=s_)
-        else:
-            def make(s_):
-                return GaussianJL(k_out, epsilon, 1e-5, 5.0, hash_seed=7, random_state=s_)
+            return GaussianJL(k_out, epsilon, 1e-5, 5.0, hash_seed=7, random_state=s_)
+
         probe = make(0)
         probe.sketch(row_a)                    # the public matrix, from hash_seed
         projection = sp.csr_matrix(probe.projection_)
         mean_a = (row_a @ projection.T).toarray().ravel()
-        step = (row_b @ projection.T).toarray().ravel() - mean_a
-
-        def along(y):
-            return (np.asarray(y) - mean_a - step / 2) @ step / (step @ step)
-        events = [Event(f"projection > {t:g}", lambda y, t=t: along(y) > t)
-                  for t in (0.0, 1.0, 2.0, 3.0)]
+        mean_b = (row_b @ projection.T).toarray().ravel()
+        if cls is PrivateSJLT:
+            events = [_beyond(mean_a, mean_b, np.flatnonzero(mean_b != mean_a))]
+        else:
+            j = int(np.argmax(np.abs(mean_b - mean_a)))
+            # Mironov: near 0, fl(0 + noise) has bits below 2**-53 that fl(μ + noise) lacks
+            row_a = sp.csr_matrix((1, n_items))
+            row_b = sp.csr_matrix(([5.0], ([0], [9])), shape=(1, n_items))
+            events = [Event("fine low bits", lambda y: (np.abs(np.asarray(y)[:, j]) < 0.5) & (
+                np.asarray(y)[:, j] * 2.0**53 != np.floor(np.asarray(y)[:, j] * 2.0**53)))]
         unit = "one rating"
-        claimed_delta = 0.0 if name == "sjlt" else 1e-5
-    bound = audit_release(lambda row, seeds: _sketch_runs(make, row, seeds), row_a, row_b,
-                          events, n_runs, CONFIDENCE, delta=claimed_delta, random_state=seed,
-                          batched=True)
     backend = make(0)
     backend.sketch(row_a)                       # σ (Gaussian JL) depends on the drawn matrix
-    return _result(f"{type(backend).__name__} sketch", "holds", unit,
-                   backend.privacy().epsilon, claimed_delta, bound, n_runs,
-                   "one user's release, neighbouring data")
+    entry = backend.privacy()
+    bound = audit_release(lambda row, seeds: _sketch_runs(make, row, seeds), row_a, row_b,
+                          events, n_runs, CONFIDENCE, delta=entry.delta, random_state=seed,
+                          batched=True)
+    return _result(f"{type(backend).__name__} sketch", str(entry.status), unit, entry.epsilon,
+                   entry.delta, bound, n_runs, "one user's release, neighbouring data")
+
+
+def fixed_hash_seed(epsilon: float = 2.0, n_runs: int = 200_000, seed: int = 0,
+                    hash_seed: int = 61) -> AuditResult:
+    """RRMinHash with a fixed, public ``hash_seed`` (K = 16, B = 4, τ = 20): sets chosen
+    knowing the hash functions differ in at least 10 of the ``K`` coordinates, twice
+    the ``⌈L⌉ = 5`` the random-hash claim allows, so that claim (ε with δ) is
+    exceeded; the entry is then the worst case ``K·ε′`` (δ = 0), which holds.  Event:
+    more coordinates report ``D``'s bucket than ``D′``'s, by at least a margin (the
+    likelihood ratio of randomised response grows with that difference)."""
+    K, B, tau, n_items, rigged = 16, 4, 20, 50_000, 10
+    codes = MinHash(K, B).hash_functions(np.arange(n_items), hash_seed).codes
+    ranks, buckets = codes // np.uint64(B), codes % np.uint64(B)
+    # the item that comes early in `rigged` of the permutations, and sets of items that
+    # all come after it there, in other buckets: those coordinates all differ
+    extra = int(np.argmin(np.partition(ranks, rigged - 1, axis=1)[:, rigged - 1]))
+    coords = np.argsort(ranks[extra])[:rigged]
+    beaten = ((ranks[:, coords] > ranks[extra, coords]).all(axis=1)
+              & (buckets[:, coords] != buckets[extra, coords]).all(axis=1))
+    members = np.flatnonzero(beaten)[:tau]
+    if len(members) < tau:
+        raise ValueError("no adversarial sets for this hash seed")  # pragma: no cover
+    sets = _sets(members, np.r_[members, extra], n_items=n_items)
+    truth = MinHash(K, B, hash_seed=hash_seed).sketch(sets).values
+
+    def make(s):
+        return RRMinHash(K, B, epsilon, 1e-4, tau=tau, hash_seed=hash_seed, random_state=s)
+
+    def margin(y):
+        y = np.asarray(y)
+        return (y == truth[0]).sum(axis=1) - (y == truth[1]).sum(axis=1)
+
+    backend = make(0)
+    backend.sketch(sets[0])
+    entry = backend.privacy()
+    events = [Event(f"margin ≥ {m}", lambda y, m=m: margin(y) >= m) for m in (6, 8, 10)]
+    bound = audit_release(lambda row, seeds: _sketch_runs(make, row, seeds), sets[0], sets[1],
+                          events, n_runs, CONFIDENCE, random_state=seed, batched=True)
+    return _result("RRMinHash sketch, fixed hash_seed", str(entry.status),
+                   "one item of a user's set", entry.epsilon, entry.delta, bound, n_runs,
+                   f"sets chosen from the public hash functions: "
+                   f"{int((truth[0] != truth[1]).sum())} of {K} coordinates differ (the "
+                   f"random-hash claim is ε = {epsilon:g} with δ)")
+
+
+def mallows_ranker(epsilon: float = 1.0, n_runs: int = 300, seed: int = 0) -> AuditResult:
+    """MallowsRanker end to end: one user's two top items swapped; event: the fitted model
+    scores the first above the second for that user."""
+    rng = np.random.default_rng(seed)
+    rows = [(f"u{u}", f"i{i}", float(rng.integers(1, 6))) for u in range(30) for i in range(8)]
+    rows = [(u, i, 5.0 if (u, i) == ("u0", "i0") else 1.0 if (u, i) == ("u0", "i1") else r)
+            for u, i, r in rows]
+    frame = pd.DataFrame(rows, columns=["user", "item", "rating"])
+    data = Dataset.load_from_df(frame, Reader(rating_scale=(1, 5)))
+    swapped = with_rating(with_rating(data, "u0", "i0", 1.0), "u0", "i1", 5.0)
+
+    def factory(s):
+        from ..ranking import MallowsRanker
+
+        return MallowsRanker(epsilon=epsilon, n_factors=4, n_epochs=3, random_state=s)
+
+    bound = audit_model(factory, data.build_full_trainset(), swapped.build_full_trainset(),
+                        lambda m: m.score("u0", "i0") > m.score("u0", "i1"),
+                        [Event("i0 above i1", lambda x: np.asarray(x, dtype=bool))], n_runs,
+                        CONFIDENCE, random_state=seed)
+    return _result("MallowsRanker (end to end)", "holds", "a swap in one user's ranking",
+                   epsilon, 0.0, bound, n_runs, "the user's two items swapped")
 
 
 def mallows_swap(m: int = 5, epsilon: float = 1.0, n_runs: int = 200_000,
@@ -522,7 +608,9 @@ def run(data: Dataset, quick: bool = False, seed: int = 0) -> pd.DataFrame:
     ]
     results += [sketch_release(name, n_runs=200_000 // scale, seed=seed)
                 for name in ("rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")]
+    results.append(fixed_hash_seed(n_runs=200_000 // scale, seed=seed))
     results.append(mallows_swap(n_runs=200_000 // scale, seed=seed))
+    results.append(mallows_ranker(n_runs=60 if quick else 300, seed=seed))
     table = pd.DataFrame([asdict(r) for r in results])
     table["refuted"] = [r.refuted for r in results]
     return table

@@ -140,7 +140,7 @@ def comparison_table(epsilons=EPSILONS, deltas=DELTAS, ks=KS, ss=SS, n_features:
     z = x - y
     rows = []
     for k in ks:
-        P = gaussian_jl_matrix(k, n_features, seed)
+        P = gaussian_jl_matrix(k, np.arange(n_features), seed)
         w2 = SENSITIVITY * float(np.sqrt((P**2).sum(axis=0)).max())
         for eps in epsilons:
             for delta in deltas:

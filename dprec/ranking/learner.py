@@ -44,7 +44,7 @@ from .._rng import RandomStateLike, check_random_state, validate_random_state
 from .._surprise import UNKNOWN, inner_ids, predictions
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
-from .mallows import CALIBRATIONS, laplace_privatize, mallows_privatize
+from .mallows import CALIBRATIONS, LAPLACE_MAX_EPSILON, laplace_privatize, mallows_privatize
 
 __all__ = ["MECHANISMS", "MallowsRanker"]
 
@@ -339,9 +339,15 @@ class MallowsRanker(AlgoBase):
             mechanism = self.mechanism.lower() if math.isfinite(eps) else "none (not private)"
             if mechanism == "mallows":
                 mechanism = f"mallows ({self.calibration.lower()} θ)"
+            status, note = Status.HOLDS, _ARGUMENT
+            if not math.isfinite(eps):
+                note = "this user's order is released as is"
+            elif self.mechanism.lower() == "laplace" and eps > LAPLACE_MAX_EPSILON:
+                status = Status.VOID
+                note = (f"void: above ε = {LAPLACE_MAX_EPSILON:g} the floating-point Laplace "
+                        "noise cannot reach every order, so some orders get probability 0")
             index = accountant.register(LedgerEntry(
-                "ranking", mechanism, eps, 0.0, Unit.RANKING_SWAP, Status.HOLDS, "user",
-                _ARGUMENT if math.isfinite(eps) else "this user's order is released as is"))
+                "ranking", mechanism, eps, 0.0, Unit.RANKING_SWAP, status, "user", note))
             accountant.charge({index: (self.user_epsilon_ == eps).astype(np.int64)})
             entries.append(index)
         accountant.declare_output("scores, predictions and rankings", entries)

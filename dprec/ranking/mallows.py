@@ -45,7 +45,8 @@ Laplace privatizer
     floating-point Laplace, Mironov 2012); the order probabilities differ from
     the ideal ones by rounding only.  numpy's Laplace draws are bounded by
     :math:`36.1\lambda`, so every order keeps a positive probability for
-    ε ≤ 144 (above that, extreme reversals become impossible).
+    ε ≤ 144 (:data:`LAPLACE_MAX_EPSILON`; above that, extreme reversals become
+    impossible and no ε-ranking DP holds).
 
 Utility (Lemma 4 and the pairwise formula, see
 :func:`mallows_expected_concordant`, :func:`laplace_expected_concordant`):
@@ -78,6 +79,7 @@ from .._validation import check_choice, check_epsilon, check_int
 
 __all__ = [
     "CALIBRATIONS",
+    "LAPLACE_MAX_EPSILON",
     "concordant_pairs",
     "laplace_expected_concordant",
     "laplace_order_probabilities",
@@ -93,6 +95,9 @@ OrdersLike = np.ndarray | Sequence
 EpsilonLike = float | Sequence[float] | np.ndarray
 #: Names accepted by ``calibration``.
 CALIBRATIONS: tuple[str, ...] = ("tight", "conservative")
+#: Largest ε at which :func:`laplace_privatize` gives every order a positive
+#: probability (numpy's Laplace draws are bounded by 36.1 scales).
+LAPLACE_MAX_EPSILON = 144.0
 
 
 # ------------------------------------------------------------ calibration

@@ -103,7 +103,7 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
     name = options["name"]
     if name in SKETCH_BACKENDS:
         backend = sketch_backend(_with_public_bounds(options, rating_scale), random_state)
-        sim = backend.similarity_matrix(ratings.matrix)
+        sim = backend.similarity_matrix(ratings.matrix, columns=ratings.item_keys)
         sensitivity = np.full(ratings.n_users, float(backend.score_range))
         return sim, (sensitivity if with_sensitivity else None), backend.release_
     min_support = options["min_support"]

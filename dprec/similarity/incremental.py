@@ -330,10 +330,13 @@ class IncrementalSketchSimilarity:
     ratings: sp.csr_matrix
     sketches: object
     sim: np.ndarray
+    columns: np.ndarray | None = None
 
     @classmethod
-    def fit(cls, backend, ratings: sp.csr_matrix) -> IncrementalSketchSimilarity:
-        """Sketch every user once and estimate all pairs (diagonal 1)."""
+    def fit(cls, backend, ratings: sp.csr_matrix,
+            columns: np.ndarray | None = None) -> IncrementalSketchSimilarity:
+        """Sketch every user once and estimate all pairs (diagonal 1); ``columns`` are
+        the items' public keys (:func:`dprec.similarity.sketches.check_columns`)."""
         if isinstance(backend.random_state, bool) or \
                 not isinstance(backend.random_state, (int, np.integer)):
             raise ValueError("the backend needs an int random_state (the same hash functions "
@@ -342,10 +345,10 @@ class IncrementalSketchSimilarity:
             raise ValueError("the backend needs an explicit tau: a tau computed from the data "
                              "changes when users are added")
         ratings = sp.csr_matrix(ratings, dtype=np.float64)
-        sketches = backend.sketch(backend._similarity_input(ratings))
+        sketches = backend.sketch(backend._similarity_input(ratings), columns=columns)
         sim = backend.estimate(sketches)
         np.fill_diagonal(sim, 1.0)
-        return cls(backend, ratings, sketches, sim)
+        return cls(backend, ratings, sketches, sim, columns)
 
     def sensitivity(self) -> np.ndarray:
         """The score sensitivity the private selectors use: the similarity range."""
@@ -360,7 +363,7 @@ class IncrementalSketchSimilarity:
         of the public hash functions, however many rows)."""
         rows = sp.csr_matrix(rows, dtype=np.float64)
         return self.backend.sketch(self.backend._similarity_input(rows),
-                                   keys=np.asarray(keys, dtype=np.int64))
+                                   keys=np.asarray(keys, dtype=np.int64), columns=self.columns)
 
     def update(self, ids: np.ndarray, rows: sp.csr_matrix, keys: np.ndarray | None = None,
                precomputed=None, out: np.ndarray | None = None) -> IncrementalSketchSimilarity:
@@ -384,4 +387,5 @@ class IncrementalSketchSimilarity:
         block = self.backend.estimate(new, sketches)
         block[np.arange(len(ids)), ids] = 1.0
         return IncrementalSketchSimilarity(self.backend, ratings, sketches,
-                                           _set_symmetric_rows(self.sim, ids, block, out))
+                                           _set_symmetric_rows(self.sim, ids, block, out),
+                                           self.columns)

@@ -63,7 +63,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy import stats
 
-from .._rng import RandomStateLike, keyed_uniform
+from .._rng import RandomStateLike, keyed_bits, keyed_uniform
 from .._validation import check_choice, check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, PrivacyLeakWarning, Status, Unit
 from ..mechanisms import (
@@ -78,6 +78,7 @@ from .sketches import (
     Sketch,
     SketchBackend,
     check_clip,
+    check_columns,
     check_keys,
     finish_estimate,
     pair_operands,
@@ -163,22 +164,23 @@ def difference_bound(K: int, B: int, alpha: int, tau: int, delta: float) -> floa
 # the public hash functions
 # ----------------------------------------------------------------------------
 
-def _code_dtype(n_codes: int) -> type:
-    for dtype in (np.uint16, np.uint32, np.uint64):
-        if n_codes - 1 <= np.iinfo(dtype).max:
-            return dtype
-    raise ValueError(f"n_items × B = {n_codes} is too large for 64-bit hash codes")
+#: Bits of a hash rank: ``rank·B + bucket`` must fit in 64 bits for ``B <= MAX_B``.
+_RANK_BITS = 53
+#: The largest number of buckets (``2**(64 - _RANK_BITS)``).
+MAX_B = 2 ** (64 - _RANK_BITS)
 
 
 @dataclass(frozen=True)
 class MinHashFunctions:
-    r"""``K`` range-``B`` MinHash functions on ``n_items`` items, as one table.
+    r"""``K`` range-``B`` MinHash functions on a set of items, as one table.
 
-    ``codes[e, j] = π_j(e) · B + g_j(e)`` with ``π_j`` a uniformly random
-    permutation of ``0..n_items-1`` (the rank of item ``e`` under hash ``j``)
-    and ``g_j(e)`` a uniform bucket.  The minimum code over a set is its
-    MinHash element's code, and ``min code mod B`` its bucket.  Exact
-    permutations: no ties, so ``P[same MinHash element] = J`` exactly.
+    ``codes[e, j] = ρ_j(e) · B + g_j(e)``: ``ρ_j(e)`` a uniformly random
+    53-bit rank of item ``e`` under hash ``j`` (a random permutation of the
+    items, up to ties of probability below ``n²/2^54``) and ``g_j(e)`` a
+    uniform bucket, both functions of the public ``hash_seed`` and the item's
+    public key only (:func:`dprec._rng.keyed_bits`), so an item's hash values
+    do not depend on which other items the data holds.  The minimum code over
+    a set is its MinHash element's code, and ``min code mod B`` its bucket.
     """
 
     K: int
@@ -186,19 +188,16 @@ class MinHashFunctions:
     codes: np.ndarray
 
     @classmethod
-    def draw(cls, K: int, B: int, n_items: int, rng: np.random.Generator) -> MinHashFunctions:
-        """Draw the table from ``rng``: the permutations first, then the buckets."""
+    def draw(cls, K: int, B: int, columns, hash_seed: int) -> MinHashFunctions:
+        """The table for the items with public keys ``columns``, from ``hash_seed``."""
         K = check_int(K, "K", minimum=1)
-        B = check_int(B, "B", minimum=2)
-        n_items = check_int(n_items, "n_items", minimum=0)
-        dtype = _code_dtype(max(1, n_items * B))
-        ranks = np.broadcast_to(np.arange(n_items, dtype=dtype)[:, None], (n_items, K))
-        ranks = rng.permuted(ranks, axis=0)                 # column j: π_j
-        buckets = rng.integers(0, B, size=(n_items, K), dtype=dtype)
-        ranks *= dtype(B)
-        ranks += buckets
-        ranks.flags.writeable = False
-        return cls(K=K, B=B, codes=ranks)
+        B = check_int(B, "B", minimum=2, maximum=MAX_B)
+        columns = np.asarray(columns, dtype=np.int64)
+        ranks = keyed_bits(hash_seed, columns, K, stream=0) >> np.uint64(64 - _RANK_BITS)
+        buckets = keyed_bits(hash_seed, columns, K, stream=1) % np.uint64(B)
+        codes = ranks * np.uint64(B) + buckets
+        codes.flags.writeable = False
+        return cls(K=K, B=B, codes=codes)
 
     @property
     def n_items(self) -> int:
@@ -356,7 +355,7 @@ class _MinHashFamily(SketchBackend):
 
     def _init_common(self, K, B, threshold, hash_seed, random_state) -> None:
         self.K = check_int(K, "K", minimum=1)
-        self.B = check_int(B, "B", minimum=2)
+        self.B = check_int(B, "B", minimum=2, maximum=MAX_B)
         if threshold is not None:
             check_real(threshold, "threshold")
         self.threshold = threshold
@@ -374,11 +373,11 @@ class _MinHashFamily(SketchBackend):
         self.tau_: int | None = self.tau
 
     # ------------------------------------------------------------ hashing
-    def hash_functions(self, n_items: int, hash_seed: int) -> MinHashFunctions:
-        """The public hash functions for ``n_items`` items, drawn from ``hash_seed``."""
-        return MinHashFunctions.draw(self.K, self.B, n_items, np.random.default_rng(hash_seed))
+    def hash_functions(self, columns: np.ndarray, hash_seed: int) -> MinHashFunctions:
+        """The public hash functions of the items with keys ``columns``, from ``hash_seed``."""
+        return MinHashFunctions.draw(self.K, self.B, columns, hash_seed)
 
-    def sketch(self, X, keys=None) -> Sketch:
+    def sketch(self, X, keys=None, columns=None) -> Sketch:
         """Every user's sketch: MinHash, then the mechanism, row by row.
 
         Parameters
@@ -391,6 +390,9 @@ class _MinHashFamily(SketchBackend):
             Row ``u``'s noise is a function of ``keys[u]`` only (default: the
             row index), so ``sketch(X[rows], keys=rows)`` gives the same rows
             as ``sketch(X)[rows]``.
+        columns : 1-D integer array of length ``n_items``, optional
+            The items' public keys (default: the column index): the hash
+            functions are drawn per key (:func:`.sketches.check_columns`).
 
         Returns
         -------
@@ -410,9 +412,10 @@ class _MinHashFamily(SketchBackend):
         """
         sets = set_matrix(X)
         row_keys = check_keys(keys, sets.shape[0])
+        items = check_columns(columns, sets.shape[1])
         released = self._check_sizes(np.diff(sets.indptr))
         hash_seed, noise_seed = self._release_seeds()
-        self.hash_functions_ = self.hash_functions(sets.shape[1], hash_seed)
+        self.hash_functions_ = self.hash_functions(items, hash_seed)
         buckets = self.hash_functions_.buckets(sets)
         buckets[~released] = -1
         return self.privatize(buckets, noise_seed, row_keys)
@@ -558,22 +561,40 @@ class _PrivateMinHash(_MinHashFamily):
         """``L`` (:func:`difference_bound`) at the current ``τ``."""
         return difference_bound(self.K, self.B, self.alpha, self._tau(), self.delta)
 
-    def _entry(self, mechanism: str, epsilon: float) -> LedgerEntry:
-        """The entry of one sketch release: holds for sets of at least τ, void if τ came
-        from the data."""
-        value = f" = {self.tau_}" if self.tau_ is not None else ""
-        scope = (f"{self.alpha} item(s) of one user's set, sets of at least τ{value} items; "
-                 f"δ over the random hash functions (L = {self._bound_text()} coordinates "
-                 "differ with probability 1 − δ)")
+    def _coordinates_epsilon(self, changed: float) -> float:  # pragma: no cover - abstract
+        """ε of a release whose true buckets differ in ``changed`` coordinates."""
+        raise NotImplementedError
+
+    def _entry(self, mechanism: str) -> LedgerEntry:
+        """The entry of one sketch release, ε from the mechanism's privacy map.
+
+        Random hash functions (``hash_seed=None``): (ε, δ) for sets of at
+        least τ, δ the probability over the hash functions that more than
+        ``L`` coordinates differ.  A fixed ``hash_seed`` is known before the
+        data, so neighbouring sets can be chosen to differ in all ``K``
+        coordinates: the entry is then the worst case, ``δ = 0``.  Void if τ
+        came from the data.
+        """
+        if self.tau_ is None:                      # τ unknown before a sketch
+            return LedgerEntry("similarity", mechanism, self.epsilon, self.delta,
+                               Unit.SET_ITEM, Status.VOID if self.tau is None else Status.HOLDS,
+                               "user", "τ not known yet")
+        scope = f"{self.alpha} item(s) of one user's set, sets of at least τ = {self.tau_} items"
+        if self.hash_seed is not None:
+            epsilon, delta = self._coordinates_epsilon(self.K), 0.0
+            scope += (f"; hash functions fixed by hash_seed = {self.hash_seed}: worst case over "
+                      f"neighbouring sets, all K = {self.K} coordinates may differ")
+        else:
+            L = self.changed_coordinates()
+            epsilon, delta = self._coordinates_epsilon(L), self.delta
+            scope += (f"; δ over the random hash functions (at most L = {L:.4g} coordinates "
+                      "differ with probability 1 − δ)")
         if self.tau is None:
-            return LedgerEntry("similarity", mechanism, epsilon, self.delta, Unit.SET_ITEM,
+            return LedgerEntry("similarity", mechanism, epsilon, delta, Unit.SET_ITEM,
                                Status.VOID, "user",
                                f"{scope}; void: τ was read from the data (tau=None)")
-        return LedgerEntry("similarity", mechanism, epsilon, self.delta, Unit.SET_ITEM,
-                           Status.HOLDS, "user", scope)
-
-    def _bound_text(self) -> str:
-        return f"{self.changed_coordinates():.4g}" if self.tau_ is not None else "L"
+        return LedgerEntry("similarity", mechanism, epsilon, delta, Unit.SET_ITEM, Status.HOLDS,
+                           "user", scope)
 
 
 class RRMinHash(_PrivateMinHash):
@@ -653,11 +674,10 @@ class RRMinHash(_PrivateMinHash):
     def privacy(self) -> LedgerEntry:
         """``⌈L⌉`` coordinates of ``ε' = ε/⌈L⌉`` each (randomised response's map,
         :func:`dprec.mechanisms.randomized_response_epsilon`), with probability 1 − δ."""
-        epsilon = self.epsilon
-        if self.tau_ is not None:
-            epsilon = math.ceil(self.changed_coordinates()) * randomized_response_epsilon(
-                self.B, self.keep_probability())
-        return self._entry("randomized_response (RRMinHash)", epsilon)
+        return self._entry("randomized_response (RRMinHash)")
+
+    def _coordinates_epsilon(self, changed: float) -> float:
+        return math.ceil(changed) * randomized_response_epsilon(self.B, self.keep_probability())
 
     def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:
         """Randomised response on the buckets (``-1`` rows: no sketch), row ``u`` from ``keys[u]``.
@@ -719,12 +739,11 @@ class NoisyMinHash(_PrivateMinHash):
     def privacy(self) -> LedgerEntry:
         """Lattice Laplace of ℓ1 sensitivity ``L(B − 1)`` (:func:`dprec.mechanisms.laplace_epsilon`
         at the scale used is at most ε), with probability 1 − δ."""
-        epsilon = self.epsilon
-        if self.tau_ is not None:
-            L = self.changed_coordinates()
-            epsilon = laplace_epsilon(self.scale(), L * (self.B - 1), "lattice",
-                                      max_changed=math.ceil(L))
-        return self._entry("laplace (NoisyMinHash)", epsilon)
+        return self._entry("laplace (NoisyMinHash)")
+
+    def _coordinates_epsilon(self, changed: float) -> float:
+        return laplace_epsilon(self.scale(), changed * (self.B - 1), "lattice",
+                               max_changed=math.ceil(changed))
 
     def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:
         """``bucket + Lap(s)`` per coordinate (``-1`` rows: none), row ``u`` from ``keys[u]``."""

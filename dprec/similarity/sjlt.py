@@ -33,8 +33,10 @@ moves by at most ``Δ = sensitivity``.
   (Kenthapadi et al.; ``calibration="analytic"`` uses the smallest valid σ of
   Balle & Wang 2018 instead).  ``‖x - y‖² ≈ ‖x' - y'‖² - 2kσ²``,
   ``‖x‖² ≈ ‖x'‖² - kσ²``, ``Var = 2‖z‖⁴/k + 8σ²‖z‖² + 8kσ⁴``
-  (:func:`gaussian_jl_distance_variance`).  (ε, δ)-DP; floating-point
-  Gaussian noise (Mironov's caveat applies).
+  (:func:`gaussian_jl_distance_variance`).  (ε, δ)-DP as published; the
+  noise is floating-point Gaussian, whose low bits reveal the input (Mironov
+  2012), so dprec reports it *as published*, not as a guarantee (the SJLT's
+  lattice Laplace has no such leak).
 
 The SJLT's noise term ``56 k b⁴ = 56 k s² Δ⁴/ε⁴`` beats the Gaussian's
 ``8 k σ⁴ ≈ 32 k (w₂/Δ)⁴ Δ⁴ (ln(1/(2δ)) + ε)²/ε⁴`` when
@@ -58,7 +60,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .._rng import RandomStateLike, check_random_state, keyed_uniform
+from .._rng import RandomStateLike, keyed_bits, keyed_uniform
 from .._validation import check_choice, check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, Status, Unit
 from ..mechanisms import (
@@ -74,6 +76,7 @@ from .sketches import (
     SketchBackend,
     as_csr,
     check_clip,
+    check_columns,
     check_keys,
     finish_estimate,
     pair_operands,
@@ -99,11 +102,13 @@ GAUSSIAN_CALIBRATIONS = ("kenthapadi", "analytic")
 # the public projections
 # ----------------------------------------------------------------------------
 
-def sjlt_matrix(k: int, s: int, n_features: int, random_state: RandomStateLike) -> sp.csc_matrix:
-    r"""The ``k × n_features`` SJLT (Kane & Nelson 2014, block construction).
+def sjlt_matrix(k: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
+    r"""The ``k × n`` SJLT (Kane & Nelson 2014, block construction) of ``n`` items.
 
-    Column ``j`` has one entry ``σ_r(j)/√s`` in each block ``r = 0..s-1``, at
-    row ``r·(k/s) + h_r(j)``; ``h`` (drawn first) and ``σ`` are fully random.
+    Column ``j`` (the item with public key ``columns[j]``) has one entry
+    ``σ_r(j)/√s`` in each block ``r = 0..s-1``, at row ``r·(k/s) + h_r(j)``; the
+    bucket ``h_r(j)`` and the sign ``σ_r(j)`` are uniform, functions of
+    ``hash_seed`` and the item's key only (:func:`dprec._rng.keyed_bits`).
 
     Returns
     -------
@@ -111,21 +116,24 @@ def sjlt_matrix(k: int, s: int, n_features: int, random_state: RandomStateLike) 
     row indices sorted.
     """
     k, s = _check_k_s(k, s)
-    n_features = check_int(n_features, "n_features", minimum=0)
-    rng = check_random_state(random_state)
-    buckets = rng.integers(0, k // s, size=(n_features, s))
-    signs = rng.integers(0, 2, size=(n_features, s)).astype(np.float64) * 2.0 - 1.0
+    columns = np.asarray(columns, dtype=np.int64)
+    n_features = len(columns)
+    buckets = (keyed_bits(hash_seed, columns, s, stream=0) % np.uint64(k // s)).astype(np.int64)
+    signs = (keyed_bits(hash_seed, columns, s, stream=1) >> np.uint64(63)).astype(np.float64)
     rows = buckets + (np.arange(s) * (k // s))[None, :]
     indptr = np.arange(0, n_features * s + 1, s, dtype=np.int64)
-    return sp.csc_matrix((signs.ravel() / math.sqrt(s), rows.ravel(), indptr),
+    return sp.csc_matrix(((2.0 * signs - 1.0).ravel() / math.sqrt(s), rows.ravel(), indptr),
                          shape=(k, n_features))
 
 
-def gaussian_jl_matrix(k: int, n_features: int, random_state: RandomStateLike) -> np.ndarray:
-    """The ``k × n_features`` matrix of iid ``N(0, 1/k)`` entries (dense)."""
+def gaussian_jl_matrix(k: int, columns, hash_seed: int) -> np.ndarray:
+    """The ``k × n`` matrix of iid ``N(0, 1/k)`` entries (dense), column ``j`` a
+    function of ``hash_seed`` and the key ``columns[j]`` only (Box–Muller)."""
     k = check_int(k, "k", minimum=1)
-    n_features = check_int(n_features, "n_features", minimum=0)
-    return check_random_state(random_state).standard_normal((k, n_features)) / math.sqrt(k)
+    columns = np.asarray(columns, dtype=np.int64)
+    u = keyed_uniform(hash_seed, columns, 2 * k).reshape(len(columns), k, 2)
+    normal = np.sqrt(-2.0 * np.log(u[..., 0])) * np.cos(2.0 * np.pi * u[..., 1])
+    return np.ascontiguousarray(normal.T) / math.sqrt(k)
 
 
 def kenthapadi_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
@@ -199,7 +207,8 @@ class _PrivateProjection(SketchBackend):
         self._init_seeds(hash_seed, random_state)
 
     # subclasses: draw the public matrix, set the noise, describe the noise
-    def _project(self, X: sp.csr_matrix, rng: np.random.Generator) -> tuple[np.ndarray, dict]:
+    def _project(self, X: sp.csr_matrix, columns: np.ndarray,
+                 hash_seed: int) -> tuple[np.ndarray, dict]:
         raise NotImplementedError  # pragma: no cover - abstract
 
     def _add_noise(self, values: np.ndarray, params: dict, uniforms_of) -> np.ndarray:
@@ -210,7 +219,7 @@ class _PrivateProjection(SketchBackend):
         """``(Var η, Var η²)`` of one noise coordinate."""
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def sketch(self, X, keys=None) -> Sketch:
+    def sketch(self, X, keys=None, columns=None) -> Sketch:
         """Every user's private projection ``x' = Mx + noise``, one row each.
 
         Parameters
@@ -220,6 +229,10 @@ class _PrivateProjection(SketchBackend):
         keys : 1-D integer array of length ``n_users``, optional
             Row ``u``'s noise depends only on ``keys[u]`` (default: the row
             index).
+        columns : 1-D integer array of length ``n_features``, optional
+            The features' (items') public keys, from which the matrix is
+            drawn column by column (default: the column index;
+            :func:`.sketches.check_columns`).
 
         Returns
         -------
@@ -232,8 +245,9 @@ class _PrivateProjection(SketchBackend):
         """
         matrix = as_csr(X)
         row_keys = check_keys(keys, matrix.shape[0])
+        items = check_columns(columns, matrix.shape[1])
         hash_seed, seed = self._release_seeds()
-        values, params = self._project(matrix, np.random.default_rng(hash_seed))
+        values, params = self._project(matrix, items, hash_seed)
         params["hash_seed"] = hash_seed
         noisy = self._add_noise(values, params,
                                 lambda n: keyed_uniform(seed, row_keys, n * self.k)
@@ -348,20 +362,25 @@ class PrivateSJLT(_PrivateProjection):
         self._init_common(k, epsilon, sensitivity, hash_seed, random_state)
         self.k, self.s = _check_k_s(k, s)
 
+    def _l1_sensitivity(self) -> float:
+        """``√s·Δ``, raised by a relative ``1e-9``: the computed projections of two
+        neighbouring vectors differ by ``√s·Δ`` up to floating-point rounding, which
+        can add one lattice step when ``√s·Δ`` is a multiple of the grid."""
+        return math.sqrt(self.s) * self.sensitivity * (1 + 1e-9)
+
     def scale(self) -> float:
         """The Laplace scale ``b ≈ √s·Δ/ε`` (lattice sampler, ``s`` coordinates move)."""
-        return laplace_scale(self.epsilon, math.sqrt(self.s) * self.sensitivity, "lattice",
-                             max_changed=self.s)
+        return laplace_scale(self.epsilon, self._l1_sensitivity(), "lattice", max_changed=self.s)
 
     def privacy(self) -> LedgerEntry:
         """Lattice Laplace of ℓ1 sensitivity ``√s·Δ`` over ``s`` coordinates
         (:func:`dprec.mechanisms.laplace_epsilon` at the scale used)."""
-        epsilon = laplace_epsilon(self.scale(), math.sqrt(self.s) * self.sensitivity, "lattice",
+        epsilon = laplace_epsilon(self.scale(), self._l1_sensitivity(), "lattice",
                                   max_changed=self.s)
         return self._entry("laplace (private SJLT)", epsilon, 0.0)
 
-    def _project(self, X, rng):
-        self.projection_ = sjlt_matrix(self.k, self.s, X.shape[1], rng)
+    def _project(self, X, columns, hash_seed):
+        self.projection_ = sjlt_matrix(self.k, self.s, columns, hash_seed)
         values = (X @ self.projection_.T.tocsr()).toarray()
         return values, {"scale": self.scale()}
 
@@ -381,9 +400,12 @@ class PrivateSJLT(_PrivateProjection):
 class GaussianJL(_PrivateProjection):
     r"""Gaussian JL with Gaussian noise (Kenthapadi et al. 2013): ``x' = Px + N(0, σ²)^k``.
 
-    (ε, δ)-DP when one coordinate of ``x`` moves by at most ``sensitivity``;
-    ``σ`` from ``w₂ = Δ · max_j ‖P e_j‖₂`` of the drawn (public) ``P``, so it
-    is known after :meth:`sketch` (``sigma_``, and in the sketch's params).
+    Claimed (ε, δ)-DP when one coordinate of ``x`` moves by at most
+    ``sensitivity``; ``σ`` from ``w₂ = Δ · max_j ‖P e_j‖₂`` of the drawn
+    (public) ``P``, so it is known after :meth:`sketch` (``sigma_``, and in the
+    sketch's params).  **As published**: the Gaussian noise is floating point,
+    and the low bits of a released value reveal the input (Mironov 2012): the
+    baseline of the paper, not a guarantee (see :meth:`privacy`).
 
     Parameters
     ----------
@@ -428,17 +450,24 @@ class GaussianJL(_PrivateProjection):
 
     def privacy(self) -> LedgerEntry:
         """ε and the exact δ(ε) of σ at ℓ2 sensitivity ``w₂`` of the drawn ``P``
-        (:func:`dprec.mechanisms.gaussian_delta`; the declared δ before a sketch)."""
+        (:func:`dprec.mechanisms.gaussian_delta`; the declared δ before a sketch),
+        **as published**: the noise is floating-point Gaussian, whose low bits
+        reveal the input (Mironov 2012), so dprec does not guarantee it."""
         delta = self.delta
         if hasattr(self, "sigma_"):
             w2 = self.sensitivity * float(np.sqrt(np.max(np.sum(self.projection_**2, axis=0),
                                                          initial=0.0)))
             if w2 > 0:
                 delta = gaussian_delta(self.sigma_, w2, self.epsilon)
-        return self._entry("gaussian (Gaussian JL)", self.epsilon, delta)
+        return LedgerEntry(
+            "similarity", "gaussian (Gaussian JL)", self.epsilon, delta, Unit.RATING,
+            Status.AS_PUBLISHED, "user",
+            "Kenthapadi et al.'s baseline as published, not a guarantee: the noise is "
+            "floating-point Gaussian, and the low bits of a released value reveal the input "
+            "(Mironov 2012)")
 
-    def _project(self, X, rng):
-        self.projection_ = gaussian_jl_matrix(self.k, X.shape[1], rng)
+    def _project(self, X, columns, hash_seed):
+        self.projection_ = gaussian_jl_matrix(self.k, columns, hash_seed)
         self.sigma_ = self.sigma(self.projection_)
         values = np.asarray(X @ self.projection_.T)
         return values, {"sigma": self.sigma_}

@@ -5,10 +5,11 @@ into a short privatised sketch on their own device, using only
 
 * their own row of the data,
 * the public hash functions (random projection), drawn from the public
-  ``hash_seed`` so that every user of one model shares them; the seed is
-  published (``hash_seed_``) and is independent of the noise: when not given,
-  it is derived one-way (SHA-256) from a draw of ``random_state``
-  (:func:`dprec._rng.derive_seed`), and
+  ``hash_seed`` so that every user of one model shares them, item by item
+  from the item's public key (``columns``, see :func:`check_columns`), never
+  from its position in the data; the seed is published (``hash_seed_``) and is
+  independent of the noise: when not given, it is derived one-way (SHA-256)
+  from a draw of ``random_state`` (:func:`dprec._rng.derive_seed`), and
 * noise from ``random_state`` only: the uniforms of row ``u`` are
   :func:`dprec._rng.keyed_uniform` ``(noise_seed, key_u)`` with ``key_u`` the
   row's key (its index by default), so a row's sketch never depends on
@@ -167,8 +168,9 @@ class SketchBackend:
             SKETCH_BACKENDS[cls.name] = cls
 
     # ------------------------------------------------------------ interface
-    def sketch(self, X, keys=None) -> Sketch:  # pragma: no cover - abstract
-        """Every user's privatised sketch (one row of ``X`` per user)."""
+    def sketch(self, X, keys=None, columns=None) -> Sketch:  # pragma: no cover - abstract
+        """Every user's privatised sketch (one row of ``X`` per user; ``columns`` the
+        public keys of its columns, see :func:`check_columns`)."""
         raise NotImplementedError
 
     def estimate(self, S: Sketch, other: Sketch | None = None,
@@ -207,7 +209,7 @@ class SketchBackend:
         self.hash_seed = check_seed(hash_seed, "hash_seed")
         self.random_state = check_random_state_type(random_state)
 
-    def similarity_matrix(self, ratings) -> np.ndarray:
+    def similarity_matrix(self, ratings, columns=None) -> np.ndarray:
         """``estimate(sketch(X))`` for the users' rating rows, ready for kNN.
 
         ``X`` is derived from ``ratings`` as each backend documents (the set
@@ -221,13 +223,16 @@ class SketchBackend:
         ratings : scipy.sparse matrix, users × items
             E.g. :func:`dprec.datasets.user_item_matrix` of a trainset (not
             modified).
+        columns : 1-D integer array, optional
+            The public key of each item (column), see :func:`check_columns`.
 
         Returns
         -------
         numpy.ndarray of shape (n_users, n_users), float64.  What was
         released is kept in ``release_`` (a :class:`SketchRelease`).
         """
-        sketches = self.sketch(self._similarity_input(as_csr(ratings, "ratings")))
+        sketches = self.sketch(self._similarity_input(as_csr(ratings, "ratings")),
+                               columns=columns)
         self.release_ = SketchRelease(self.privacy(), np.asarray(sketches.valid).copy())
         sims = self.estimate(sketches)
         np.fill_diagonal(sims, 1.0)
@@ -352,6 +357,27 @@ def check_keys(keys, n_rows: int) -> np.ndarray:
                          f"{arr.dtype} array of shape {arr.shape}")
     if np.unique(arr).size != n_rows:
         raise ValueError("keys must be unique: two rows with one key would share their noise")
+    return arr.astype(np.int64)
+
+
+def check_columns(columns, n_columns: int) -> np.ndarray:
+    """The public key of each column of ``X`` (the items): ``arange(n_columns)`` by default.
+
+    The public hash functions and projections are drawn per key, so one item
+    gets the same hash values whatever else the data holds.  Give the keys of
+    the raw item ids (:func:`dprec._rng.stable_keys`, what :class:`dprec.PrivateKNN`
+    does) whenever the columns are not a fixed public catalogue: an index that
+    follows the order of the data would let one user's data change everyone's
+    hash functions.
+    """
+    if columns is None:
+        return np.arange(n_columns, dtype=np.int64)
+    arr = np.asarray(columns)
+    if arr.dtype.kind not in "iu" or arr.shape != (n_columns,):
+        raise ValueError(f"columns must be {n_columns} integer keys (one per column of X), "
+                         f"got {arr.dtype} array of shape {arr.shape}")
+    if np.unique(arr).size != n_columns:
+        raise ValueError("columns must be unique: two items with one key would share hashes")
     return arr.astype(np.int64)
 
 
