@@ -181,6 +181,11 @@ def test_privacy_report(split):
     np.testing.assert_array_equal(report.per_user()["epsilon"], hetero.user_epsilon_)
     np.testing.assert_array_equal(hetero.user_epsilon_, [[0.5, 1.0, 5.0][u % 3]
                                                          for u in range(n)])
+    # Laplace on ranks above ε = 144: some orders are impossible, no ε-ranking DP
+    loud = MallowsRanker(epsilon=200.0, mechanism="laplace", n_epochs=1).fit(trainset)
+    assert loud.privacy_report().entries[0].status is Status.VOID
+    assert MallowsRanker(epsilon=100.0, mechanism="laplace", n_epochs=1).fit(
+        trainset).privacy_report().entries[0].status is Status.HOLDS
     none = MallowsRanker(epsilon=None, n_epochs=1).fit(trainset).privacy_report()
     assert none.total()[0] == math.inf
 
