@@ -48,7 +48,7 @@ from enum import Enum
 import numpy as np
 import pandas as pd
 
-from ._validation import check_budget, check_delta, check_epsilon
+from ._validation import check_budget, check_delta, check_epsilon, check_int
 
 __all__ = [
     "APPLIES_TO",
@@ -207,11 +207,12 @@ class PrivacyAccountant:
     def __init__(self, users: int | Sequence, budget: tuple[float, float] | None = None,
                  model: str = "model") -> None:
         if isinstance(users, (int, np.integer)) and not isinstance(users, bool):
-            if users < 0:
-                raise ValueError(f"users must be >= 0, got {users}")
-            self.user_ids = np.arange(int(users))
-        else:
-            self.user_ids = np.asarray(list(users), dtype=object)
+            users = range(check_int(users, "users"))
+        ids = list(users)
+        if not ids:
+            raise ValueError("users must not be empty")
+        self.user_ids = np.empty(len(ids), dtype=object)
+        self.user_ids[:] = ids          # ids as given: 1 and "1" stay apart
         self.budget = None if budget is None else check_budget(budget)
         self.model = str(model)
         self.notes: list[str] = []
@@ -265,9 +266,10 @@ class PrivacyAccountant:
     def out_of_scope(self, unit: Unit, users: np.ndarray, reason: str) -> None:
         """Mark ``users`` (a boolean mask) as outside the scope of ``unit``'s guarantee
         (e.g. sets smaller than τ): their ε is ∞ whatever is charged."""
-        mask = np.asarray(users, dtype=bool)
-        if mask.shape != (self.n_users,):
-            raise ValueError(f"users must be a mask of {self.n_users} users, got {mask.shape}")
+        mask = np.asarray(users)
+        if mask.dtype != bool or mask.shape != (self.n_users,):
+            raise ValueError(f"users must be a boolean mask of {self.n_users} users, got "
+                             f"{mask.dtype} {mask.shape}")
         if mask.any():
             self._out_of_scope[unit] = (mask.copy(), str(reason))
 
@@ -282,7 +284,7 @@ class PrivacyAccountant:
         for index, counts in applications.items():
             self._entry(index)
             counts = np.asarray(counts)
-            if counts.shape != (self.n_users,) or counts.dtype.kind not in "iu":
+            if counts.shape != (self.n_users,) or not np.issubdtype(counts.dtype, np.integer):
                 raise ValueError(f"applications[{index}] must be {self.n_users} integer counts, "
                                  f"got {counts.dtype} {counts.shape}")
             if counts.size and counts.min() < 0:
@@ -306,14 +308,13 @@ class PrivacyAccountant:
         budget_eps, budget_delta = self.budget
         for unit in self.units():
             eps, delta = self._per_user(unit, added)
-            worst = int(np.argmax(eps)) if len(eps) else 0
-            if len(eps) and (eps[worst] > budget_eps * (1 + 1e-12)
-                             or delta.max() > budget_delta + 1e-15):
-                worst = worst if eps[worst] > budget_eps * (1 + 1e-12) else \
-                    int(np.argmax(delta))
+            over = np.flatnonzero((eps > budget_eps * (1 + 1e-12))
+                                  | (delta > budget_delta + 1e-15))
+            if len(over):
+                user = over[0]
                 raise BudgetExceededError(
-                    f"this release would take user {self.user_ids[worst]!r} to ε = "
-                    f"{eps[worst]:.4g}, δ = {delta[worst]:.3g} ({unit}), past the budget "
+                    f"this release would take user {self.user_ids[user]!r} to ε = "
+                    f"{eps[user]:.4g}, δ = {delta[user]:.3g} ({unit}), past the budget "
                     f"(ε = {budget_eps:g}, δ = {budget_delta:g}); nothing was released "
                     "(answers already given stay valid)")
 
@@ -379,12 +380,7 @@ class PrivacyAccountant:
         guaranteed (never ``ε = 0``).  Raises ``ValueError`` if the entries
         protect several units and ``unit`` is not given.
         """
-        unit, indices = self._of_unit(unit)
-        if not indices:
-            return math.inf, 0.0
         eps, delta = self._per_user(unit)
-        if not len(eps):
-            return 0.0, 0.0
         return float(eps.max()), float(delta.max())
 
     def status(self, unit: Unit | None = None) -> Status:
@@ -418,8 +414,6 @@ class PrivacyAccountant:
 
         unit, indices = self._of_unit(unit)
         eps, _ = self._per_user(unit)
-        if not indices or not len(eps):
-            return math.inf if not indices else 0.0
         basic_eps = float(eps.max() if user is None else eps[self._user_row(user)])
         counts, basic_delta = self._tight_counts(indices, user)
         target = basic_delta + TIGHT_DELTA if delta is None else check_delta(delta, "delta")
@@ -440,17 +434,17 @@ class PrivacyAccountant:
 
     def _tight_counts(self, indices: list[int], user) -> tuple[list, float]:
         """``[(entry, applications)]`` composed for ``user`` (the largest per entry when
-        None), and their basic δ."""
+        None), and their basic δ (not capped at 1: callers ask whether it reaches 1)."""
         if user is None:
             counts = [(self._entries[n], int(self._counts[n].max())) for n in indices]
         else:
             row = self._user_row(user)
             counts = [(self._entries[n], int(self._counts[n][row])) for n in indices]
         counts = [(entry, count) for entry, count in counts if count]
-        return counts, min(1.0, sum(entry.delta * count for entry, count in counts))
+        return counts, sum(entry.delta * count for entry, count in counts)
 
     def _user_row(self, user) -> int:
-        matches = np.flatnonzero(self.user_ids == np.asarray(user, dtype=object))
+        matches = np.flatnonzero(self.user_ids == user)
         if not len(matches):
             raise ValueError(f"user {user!r} is not in this accountant")
         return int(matches[0])
@@ -475,8 +469,8 @@ class PrivacyAccountant:
         for entry, counts in zip(self._entries, self._counts):
             row = asdict(entry)
             row["unit"], row["status"] = str(entry.unit), str(entry.status)
-            row["applications_median"] = float(np.median(counts)) if len(counts) else 0.0
-            row["applications_max"] = int(counts.max()) if len(counts) else 0
+            row["applications_median"] = float(np.median(counts))
+            row["applications_max"] = int(counts.max())
             rows.append(row)
         columns = [f for f in LedgerEntry.__dataclass_fields__] + ["applications_median",
                                                                    "applications_max"]
@@ -489,15 +483,15 @@ class PrivacyAccountant:
         return iter(self._entries)
 
     def __str__(self) -> str:
-        lines = [f"Privacy report: {self.model}, {self.n_users} users"]
+        lines = [f"Privacy report: {self.model}, {self.n_users} user"
+                 + "s" * (self.n_users != 1)]
         guarantee = self.guarantee
         if guarantee is None:
             lines.append("Guarantee for everything the model releases: none (ε = ∞).")
         else:
             parts = [f"ε = {eps:.4g}, δ = {delta:.3g} per {unit} (worst user)"
                      for unit, (eps, delta) in guarantee.items()]
-            lines.append("Guarantee for everything the model releases: " + "; ".join(parts)
-                         + ".  Queries are post-processing." * (self.releases == 0))
+            lines.append("Guarantee for everything the model releases: " + "; ".join(parts))
         for output in self._outputs:
             if output.gap is not None:
                 lines.append(f"  not covered: {output.name}: {output.gap}")
@@ -511,8 +505,7 @@ class PrivacyAccountant:
             lines.append("No private mechanism ran.")
         for n, entry in enumerate(self._entries):
             counts = self._counts[n]
-            applied = (f"{np.median(counts):g} / {counts.max()} per user (median / max)"
-                       if len(counts) else "none")
+            applied = f"{np.median(counts):g} / {counts.max()} per user (median / max)"
             lines.append(f"- {entry.component}: {entry.mechanism}: ε = {entry.epsilon:.4g}, "
                          f"δ = {entry.delta:.3g} per application ({entry.unit}), "
                          f"{entry.status}; applied {applied}")
@@ -567,7 +560,7 @@ def compose(accountants: Sequence[PrivacyAccountant]) -> PrivacyAccountant:
                            acc.n_users)
         for entry, counts in zip(acc.entries, acc._counts):
             index = out.register(entry)
-            out._counts[index][rows] += counts
+            out._counts[index][rows] = counts
         for unit, (mask, reason) in acc._out_of_scope.items():
             combined = np.zeros(out.n_users, dtype=bool)
             combined[rows[mask]] = True

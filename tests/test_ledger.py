@@ -247,3 +247,213 @@ def test_the_accountant_pickles_without_its_lock():
     with again.lock:
         again.charge({0: np.array([1, 0])})
     assert again.total() == (1.0, 0.0)
+
+
+# ------------------------------------------------------------------ the report's text
+GOLDEN = """\
+Privacy report: M, 3 users
+Guarantee for everything the model releases: none (ε = ∞).
+  not covered: predictions: raw ratings
+  neighbour lists: covered only by entries that do not hold (as published, void)
+- similarity: laplace (x): ε = 1, δ = 0 per application (one item of a user's set), holds; \
+applied 1 / 1 per user (median / max)
+    the argument
+- selector: exponential (y): ε = 0.5, δ = 0.1 per application (one rating), as published; \
+applied 1 / 2 per user (median / max)
+    a reason
+- selector: z: ε = 1, δ = 0 per application (one rating), void; applied 0 / 0 per user \
+(median / max)
+Per user, composed (one item of a user's set): worst ε = inf, δ = 0; median ε = 1
+    1 user(s) outside the guarantee (no sketch): ε = ∞ for them
+    (basic composition is the bound here)
+Per user, composed (one rating): worst ε = 1, δ = 0.2 (as published: not a guarantee); \
+median ε = 0.5
+    tighter (dp-accounting PLD): ε ≤ 0.9676 for every user at δ = 0.2
+Note: seeded"""
+
+
+def _reported() -> PrivacyAccountant:
+    acc = PrivacyAccountant(["a", "b", "c"], model="M")
+    held = acc.register(LedgerEntry("similarity", "laplace (x)", 1.0, 0.0, Unit.SET_ITEM,
+                                    Status.HOLDS, "user", "the argument"))
+    claim = acc.register(LedgerEntry("selector", "exponential (y)", 0.5, 0.1, Unit.RATING,
+                                     Status.AS_PUBLISHED, "candidates", "a reason"))
+    void = acc.register(LedgerEntry("selector", "z", 1.0, 0.0, Unit.RATING, Status.VOID,
+                                    "chosen"))
+    acc.charge({held: np.array([1, 1, 0]), claim: np.array([2, 0, 1])})
+    acc.out_of_scope(Unit.SET_ITEM, np.array([False, False, True]), "no sketch")
+    acc.declare_output("predictions", gap="raw ratings")
+    acc.declare_output("neighbour lists", [claim, void])
+    acc.notes.append("seeded")
+    return acc
+
+
+def test_the_report_reads_as_written():
+    pytest.importorskip("dp_accounting")
+    acc = _reported()
+    assert str(acc) == GOLDEN
+    assert (acc.status(Unit.SET_ITEM), acc.status(Unit.RATING)) == (Status.HOLDS,
+                                                                     Status.AS_PUBLISHED)
+
+
+def test_a_guarantee_over_two_units_and_no_mechanism():
+    acc = PrivacyAccountant(1)
+    one = acc.register(entry(1.0, applies_to="user"))
+    two = acc.register(entry(2.0, 1e-5, unit=Unit.USER, applies_to="user"))
+    acc.charge({one: np.array([1]), two: np.array([1])})
+    acc.declare_output("answers", [one, two])
+    assert str(acc).splitlines()[1] == (
+        "Guarantee for everything the model releases: ε = 1, δ = 0 per one rating (worst "
+        "user); ε = 2, δ = 1e-05 per one user (all of their ratings) (worst user)")
+    assert str(PrivacyAccountant(1)).splitlines()[-1] == "No private mechanism ran."
+
+
+def test_a_guarantee_line_and_the_tight_text_branches():
+    pytest.importorskip("dp_accounting")
+    acc = PrivacyAccountant(["only"], model="R")
+    one = acc.register(LedgerEntry("ranking", "mallows", 1.0, 0.0, Unit.RANKING_SWAP,
+                                   Status.HOLDS, "user"))
+    acc.charge({one: np.array([1])})
+    acc.declare_output("scores", [one])
+    text = str(acc).splitlines()
+    assert text[:2] == ["Privacy report: R, 1 user",
+                        "Guarantee for everything the model releases: ε = 1, δ = 0 per a swap "
+                        "of two items in one user's ranking (worst user)"]
+    assert text[-1] == "    tighter (dp-accounting PLD): ε ≤ 1 for every user at δ = 1e-06"
+    saturated = PrivacyAccountant(1)
+    half = saturated.register(entry(0.5, 0.5))
+    saturated.charge({half: np.array([2])})
+    assert str(saturated).splitlines()[-1] == ("    (the entries' δ add up to 1: no "
+                                               "composition bounds it)")
+    assert saturated.tight_epsilon() == math.inf          # δ = 1 + 1e-6: nothing to bound
+
+
+def test_no_dp_accounting_is_said(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_accounting(name, *args, **kwargs):
+        if name.startswith("dp_accounting"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_accounting)
+    acc = PrivacyAccountant(1)
+    acc.charge({acc.register(entry(1.0)): np.array([1])})
+    assert str(acc).splitlines()[-1] == ("    (pip install 'dprec[accounting]' for a tighter "
+                                         "bound from dp-accounting)")
+
+
+# ------------------------------------------------------------------ pinned details
+def test_entries_convert_to_floats_and_name_their_parameters():
+    e = LedgerEntry("c", "m", 1, 0, Unit.RATING, Status.HOLDS, "user")
+    assert type(e.epsilon) is float and type(e.delta) is float
+    assert LedgerEntry("c", "none", math.inf, 0, Unit.RATING, Status.HOLDS,
+                       "user").epsilon == math.inf    # "no privacy" is a valid entry
+    with pytest.raises(ValueError, match="^epsilon must"):
+        LedgerEntry("c", "m", 0, 0, Unit.RATING, Status.HOLDS, "user")
+    with pytest.raises(ValueError, match="^delta must"):
+        LedgerEntry("c", "m", 1, -0.1, Unit.RATING, Status.HOLDS, "user")
+
+
+def test_users_are_kept_as_given_and_must_exist():
+    acc = PrivacyAccountant([1, "1", "a"])
+    acc.charge({acc.register(entry(0.5)): np.array([1, 2, 0])})
+    frame = acc.per_user()
+    assert frame.index.tolist() == [1, "1", "a"] and frame.index.name == "user"
+    assert frame.releases.dtype == np.int64 and acc.applications(0).dtype == np.int64
+    assert acc.tight_epsilon(user="1") == pytest.approx(1.0, abs=1e-3)
+    assert acc.tight_epsilon(user="a") == 0.0                 # nothing applied to them
+    with pytest.raises(ValueError, match="not in this accountant"):
+        acc.tight_epsilon(user=2)
+    for users in (0, [], -1):
+        with pytest.raises((ValueError, TypeError), match="users must"):
+            PrivacyAccountant(users)
+    assert PrivacyAccountant(1).n_users == 1
+
+
+def test_delta_adds_up_over_entries_and_stops_at_one():
+    acc = PrivacyAccountant(1)
+    a, b = acc.register(entry(0.1, 0.3)), acc.register(entry(0.1, 0.4, applies_to="chosen"))
+    acc.charge({a: np.array([1]), b: np.array([1])})
+    assert acc.total() == pytest.approx((0.2, 0.7))
+    acc.charge({a: np.array([2])})                  # 0.3 · 3 + 0.4 = 1.3: capped
+    assert acc.total()[1] == 1.0
+    assert acc.per_user().delta.tolist() == [1.0]
+
+
+def test_tight_epsilon_accounts_for_each_entrys_delta():
+    """One (ε = 1, δ = 0.01) mechanism at δ′ = 0.02: ε′ = ln(e − (δ′ − δ)(1 + e)/(1 − δ))
+    (its privacy profile), not the pure mechanism's ln(e − δ′(1 + e))."""
+    pytest.importorskip("dp_accounting")
+    acc = PrivacyAccountant(1)
+    acc.charge({acc.register(entry(1.0, 0.01)): np.array([1])})
+    e = math.e
+    expected = math.log(e - (0.02 - 0.01) * (1 + e) / (1 - 0.01))
+    assert expected - 1e-9 <= acc.tight_epsilon(delta=0.02) <= expected + 2e-3
+    with pytest.raises(ValueError, match="^delta must"):
+        acc.tight_epsilon(delta=1.0)
+
+
+def test_units_are_named_where_several_exist():
+    acc = PrivacyAccountant(2)
+    acc.charge({acc.register(entry(1.0)): np.array([1, 0]),
+                acc.register(entry(2.0, unit=Unit.USER, applies_to="user")): np.array([0, 1])})
+    assert acc.status(Unit.USER) is Status.HOLDS
+    assert acc.tight_epsilon(Unit.USER) == pytest.approx(2.0, abs=1e-3)
+    assert acc.tight_epsilon(Unit.SET_ITEM) == math.inf     # nothing protects that unit
+    assert PrivacyAccountant(1).status() is Status.HOLDS      # nothing applied: vacuous
+
+
+def test_budget_names_the_first_user_past_it():
+    acc = PrivacyAccountant(["x", "y", "z"], budget=(1.0, 0.05))
+    e = acc.register(entry(0.5, 0.02))
+    d = acc.register(entry(0.01, 0.02, applies_to="chosen"))
+    acc.charge({e: np.array([2, 0, 0])})                     # x exactly at ε = 1
+    with pytest.raises(BudgetExceededError, match=r"user 'y' to ε = 0.03, δ = 0.06"):
+        acc.charge({d: np.array([0, 3, 0])})                 # past δ only
+    with pytest.raises(BudgetExceededError, match=r"user 'x' to ε = 1.5, δ = 0.06"):
+        acc.charge({e: np.array([1, 0, 1])})                 # past ε only
+    acc.charge({d: np.array([0, 2, 0])})                     # y: δ = 0.04, not past 0.05
+    exact = PrivacyAccountant(["w"], budget=(1.0, 0.04))
+    f = exact.register(entry(0.25, 0.02))
+    exact.charge({f: np.array([2])})                         # δ exactly at the budget
+    two_units = exact.register(entry(2.0, 0.0, unit=Unit.USER, applies_to="user"))
+    with pytest.raises(BudgetExceededError, match=r"ε = 2, δ = 0 \(one user"):
+        exact.charge({two_units: np.array([1])})             # each unit has its own budget
+
+
+def test_index_errors_name_the_entry():
+    acc = PrivacyAccountant(1)
+    acc.register(entry())
+    with pytest.raises(IndexError, match=r"no entry 1 \(the accountant has 1\)"):
+        acc.applications(1)
+    with pytest.raises(IndexError, match="no entry -1"):
+        acc.applications(-1)
+
+
+def test_out_of_scope_needs_a_boolean_mask():
+    acc = PrivacyAccountant(3)
+    with pytest.raises(ValueError, match="boolean mask of 3"):
+        acc.out_of_scope(Unit.RATING, np.array([0, 1, 0]), "why")
+    with pytest.raises(ValueError, match="boolean mask of 3"):
+        acc.out_of_scope(Unit.RATING, np.array([True, False]), "why")
+
+
+def test_compose_keeps_scope_notes_and_releases():
+    one, two = PrivacyAccountant(["a", "b"]), PrivacyAccountant(["b", "c"])
+    for acc, mask, note in ((one, [True, False], "n1"), (two, [False, True], "n2")):
+        acc.charge({acc.register(entry(1.0)): np.array([1, 1])})
+        acc.out_of_scope(Unit.RATING, np.array(mask), "out")
+        acc.notes += [note, "shared"]
+    merged = compose([one, two])
+    assert merged.per_user().epsilon.tolist() == [math.inf, 2.0, math.inf]   # a, b, c
+    assert "2 user(s) outside the guarantee (out)" in str(merged)
+    assert merged.notes == ["n1", "shared", "n2"] and merged.releases == 2
+
+
+def test_to_frame_columns_without_entries():
+    assert list(PrivacyAccountant(1).to_frame().columns) == [
+        "component", "mechanism", "epsilon", "delta", "unit", "status", "applies_to", "note",
+        "applications_median", "applications_max"]

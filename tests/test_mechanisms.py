@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from fractions import Fraction
 from itertools import permutations
 
@@ -523,3 +524,137 @@ def test_exponential_top_k_rejects_bad_arguments():
     out = M.exponential_top_k(s, 2, 1.0, 1.0, 0, mask=m)
     assert sorted(out[0].tolist()) == [1, 2] and math.isnan(s[0, 0])
     assert m.tolist() == [[False, True, True]]
+
+
+# ------------------------------------------------------------------ pinned samplers
+def test_gaussian_from_uniform_is_box_muller_as_documented():
+    """N = sqrt(-2 ln u0) cos(2π u1): u0 = e^{-1/2}, u1 = 1/8 give N = cos(π/4)."""
+    u = np.array([[math.exp(-0.5), 0.125], [math.exp(-2.0), 0.5]])
+    out = M.gaussian_from_uniform([1.0, -2.0], 3.0, u)
+    np.testing.assert_allclose(out, [1.0 + 3.0 * math.cos(math.pi / 4), -2.0 - 3.0 * 2.0],
+                               rtol=1e-14)
+
+
+def test_seeded_laplace_draws_its_uniforms_in_the_documented_order():
+    """laplace(x, b, seed) is laplace_from_uniform(x, b, u) with u0, u1, u2 drawn in turn
+    from the seeded generator (u1 floored at 2**-54)."""
+    n, scale = 1000, 2.5
+    x = np.linspace(-3.0, 3.0, n)
+    rng = np.random.default_rng(11)
+    u0, u1, u2 = rng.random(n), np.maximum(rng.random(n), 2.0**-54), rng.random(n)
+    np.testing.assert_array_equal(M.laplace(x, scale, 11),
+                                  M.laplace_from_uniform(x, scale, np.stack([u0, u1, u2], -1)))
+    numpy_out = M.laplace(x, scale, 11, sampler="numpy")
+    np.testing.assert_array_equal(numpy_out, x + np.random.default_rng(11).laplace(0, scale, n))
+
+
+def test_laplace_from_uniform_is_the_rounded_input_plus_discrete_laplace_steps():
+    rng = np.random.default_rng(3)
+    u = rng.random((500, 3))
+    x = rng.normal(0.0, 10.0, 500)
+    scale = 0.7
+    grid = M.laplace_grid(scale)
+    steps = M.discrete_laplace_from_uniform(u, scale / grid)
+    np.testing.assert_array_equal(M.laplace_from_uniform(x, scale, u),
+                                  grid * (np.floor(x / grid + 0.5) + steps))
+
+
+def test_discrete_laplace_keeps_the_shape_of_the_draws():
+    u = np.random.default_rng(0).random((2, 4, 3))
+    out = M.discrete_laplace_from_uniform(u, 2.0)
+    assert out.shape == (2, 4)
+    np.testing.assert_array_equal(out.ravel(), M.discrete_laplace_from_uniform(
+        u.reshape(-1, 3), 2.0))
+    assert M.discrete_laplace_from_uniform(u[0, 0], 2.0).shape == ()      # one draw
+    with pytest.raises(ValueError, match=r"uniforms must have shape \(\.\.\., 3\)"):
+        M.discrete_laplace_from_uniform(np.full((4, 2), 0.5), 2.0)
+
+
+def test_randomized_response_maps_uniforms_as_documented():
+    """Keep iff u < p; else offset o = 1 + ⌊(u − p)/((1 − p)/(n − 1))⌋, output (x + o) mod n."""
+    n, eps = 3, math.log(3.0)                          # p = 3/(3 + 2) = 0.6
+    p = M.randomized_response_keep_probability(n, eps)
+    assert p == pytest.approx(0.6)
+    u = np.array([p, 0.59, p + 0.1, p + 0.3])          # u = p flips (P(keep) is exactly p)
+    out = M.randomized_response_from_uniform(np.zeros(4, dtype=int), n, eps, u)
+    assert out.tolist() == [1, 0, 1, 2]
+
+
+def test_randomized_response_never_wraps_an_offset_back_to_the_input():
+    """Near u = 1 the offset's floor reaches n − 1 in floating point (n = 2**20, ε = 20):
+    it must be capped, else (x + n) mod n = x keeps the value it should replace."""
+    n, eps = 2**20, 20.0
+    u = 1.0 - np.arange(1, 200) * 2.0**-53
+    out = M.randomized_response_from_uniform(np.full(len(u), 5), n, eps, u)
+    assert (out != 5).all()
+
+
+def test_overflow_is_one_clear_error_without_runtime_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="too large"):
+            M.laplace([1e308], 1e-300, 0)
+
+
+def test_seeded_samplers_are_reproducible():
+    scores = np.random.default_rng(0).random((20, 6))
+    a = M.exponential_top_k(scores, 3, 1.0, 1.0, 7)
+    np.testing.assert_array_equal(a, M.exponential_top_k(scores, 3, 1.0, 1.0, 7))
+    assert not np.array_equal(a, M.exponential_top_k(scores, 3, 1.0, 1.0, 8))
+    codes = np.arange(500) % 4
+    r = M.randomized_response(codes, 4, 0.5, 7)
+    np.testing.assert_array_equal(r, M.randomized_response(codes, 4, 0.5, 7))
+    assert not np.array_equal(r, M.randomized_response(codes, 4, 0.5, 8))
+
+
+def test_gumbel_top_k_respects_the_mask_and_returns_sorted_int_positions():
+    rng = np.random.default_rng(1)
+    n_rows, width, k = 2000, 50, 5
+    scores = rng.normal(size=(n_rows, width))
+    u = rng.random((n_rows, width))
+    got = M.gumbel_top_k_from_uniform(scores, k, 4.0, 1.0, u)
+    keys = scores * 4.0 / (2 * k) - np.log(-np.log(u))
+    np.testing.assert_array_equal(got, np.argsort(-keys, axis=1)[:, :k])
+    assert got.dtype == np.int64
+    mask = np.ones((n_rows, width), bool)
+    mask[:, np.argmax(scores.mean(axis=0))] = False
+    masked = M.gumbel_top_k_from_uniform(scores, k, 4.0, 1.0, u, mask=mask)
+    assert not np.isin(masked, np.flatnonzero(~mask[0])).any()
+    everything = M.gumbel_top_k_from_uniform(scores[0], width, 4.0, 1.0, u[0])   # 1-D, k = n
+    assert everything.dtype == np.int64 and sorted(everything.tolist()) == list(range(width))
+
+
+def test_too_few_valid_candidates_names_the_row():
+    mask = np.array([[True, True, True], [True, True, False], [True, False, False]])
+    with pytest.raises(ValueError, match=r"k=2 exceeds the number of valid candidates "
+                                         r"\(1 in row 2\)"):
+        M.gumbel_top_k_from_uniform(np.zeros((3, 3)), 2, 1.0, 1.0, np.full((3, 3), 0.5),
+                                    mask=mask)
+
+
+def test_default_arguments():
+    assert M.exponential_coefficient(3.0, 0.5) == 3.0
+    assert M.laplace_scale(0.5, 1.3) == M.laplace_scale(0.5, 1.3, "lattice", max_changed=1)
+    assert M.laplace_scale(1.0, 1.0) == 1.0            # exactly ε at scale 1: not beyond it
+
+
+def test_gaussian_calibration_reaches_its_loops():
+    """σ well below Δ/e (large ε and δ) and far above Δ·e (small ε): both bracket searches."""
+    for eps, delta, sens in [(10.0, 0.2, 1.0), (0.05, 1e-8, 1.0)]:
+        sigma = M.gaussian_sigma(eps, delta, sens)
+        assert M.gaussian_delta(sigma, sens, eps) <= delta
+        assert M.gaussian_delta(sigma * 0.999, sens, eps) > delta
+    sigma, sens = 2.0, 1.0
+    delta0 = M.gaussian_delta(sigma, sens, 0.0)
+    assert M.gaussian_epsilon(sigma, sens, delta0) == 0.0
+
+
+def test_opendp_sampler_shapes_and_features():
+    dp = pytest.importorskip("opendp.prelude")
+    out = M.laplace(np.zeros((2, 3)), 1.0, None, sampler="opendp")
+    assert out.shape == (2, 3) and out.dtype == np.float64
+    assert M.laplace(np.zeros(0), 1.0, None, sampler="opendp").shape == (0,)
+    one = M.laplace(5.0, 0.01, None, sampler="opendp")
+    assert one.shape == () and abs(float(one) - 5.0) < 1.0
+    dp.disable_features("contrib")                     # dprec enables what it needs itself
+    assert np.isfinite(M.laplace([0.0], 1.0, None, sampler="opendp")).all()

@@ -330,3 +330,48 @@ def test_calibration_parameter():
     assert float(mallows_theta(1.0, 10)) == pytest.approx(1 / 17)
     assert float(mallows_theta(1.0, 10, "conservative")) == pytest.approx(1 / 20)
     assert float(mallows_theta(1.0, 2)) == pytest.approx(1.0)
+
+
+# ------------------------------------------------------------------ calibration, pinned
+def test_calibration_maps_and_their_edges():
+    from dprec.ranking.mallows import laplace_scale, mallows_theta
+
+    np.testing.assert_allclose(mallows_theta([1.0, 2.0], [5, 2]), [1 / 7, 2.0])
+    np.testing.assert_allclose(mallows_theta(1.0, 5, calibration="conservative"), 0.1)
+    assert mallows_theta(np.inf, 5) == np.inf
+    np.testing.assert_allclose(laplace_scale(2.0, [5, 1, 0]), [4.0, 0.0, 0.0])
+    assert mallows_theta(np.float64(3.0), np.int64(3)) == 1.0
+
+
+def test_no_privacy_returns_the_order_and_warns_of_nothing():
+    import warnings
+
+    from dprec.ranking import laplace_privatize
+
+    order = np.array([4, 0, 3, 1, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(mallows_privatize(order, np.inf, 0), order)
+        huge = mallows_privatize(np.tile(order, (200, 1)), 1e6, 0)    # θ huge: identity
+        assert (huge == order).all()
+        assert laplace_privatize(order, np.inf, 0).tolist() == order.tolist()
+        small = mallows_privatize(np.tile(order, (2000, 1)), 1e-9, 0)  # θ ≈ 0: uniform
+    assert sorted(np.unique(small[:, 0]).tolist()) == sorted(order.tolist())
+
+
+@pytest.mark.parametrize("epsilon, error, match", [
+    (np.array([True, False]), TypeError, "^epsilon must be a number or an array"),
+    (np.array(["a", "b"]), TypeError, "^epsilon must be a number or an array"),
+    (np.array([1.0, np.nan]), ValueError, "^epsilon must not contain NaN"),
+    (np.array([1.0, 0.0]), ValueError, r"^epsilon must be > 0 \(inf for no privacy\)"),
+    (np.array([1.0, 2.0, 3.0]), ValueError, r"^epsilon must be one number or one per order"),
+    (0.0, ValueError, "^epsilon must"),
+])
+def test_per_order_budgets_are_checked(epsilon, error, match):
+    with pytest.raises(error, match=match):
+        mallows_privatize([np.arange(3), np.arange(4)], epsilon, 0)
+
+
+def test_a_zero_dimensional_budget_is_one_number():
+    out = mallows_privatize([np.arange(3), np.arange(4)], np.array(1e6), 0)
+    assert [o.tolist() for o in out] == [[0, 1, 2], [0, 1, 2, 3]]

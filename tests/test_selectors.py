@@ -249,3 +249,138 @@ def test_grid_search_over_selectors_and_epsilon(small_data):
 def test_bad_selector_parameters(kwargs, error, needle):
     with pytest.raises(error, match=needle):
         PrivateKNN(**kwargs)
+
+
+# ------------------------------------------------------------------ the selection contract
+SELECTOR_OBJECTS = [TopK(), Probabilistic(), PNCF(epsilon=1.0), PPNS(epsilon=1.0, p=0.5)]
+
+
+@pytest.mark.parametrize("selector", SELECTOR_OBJECTS, ids=lambda s: s.name)
+def test_selections_are_int64_with_minus_one_for_empty_slots(selector):
+    """Rows with 0, 2 and 30 candidates for k = 5: positions are int64, distinct, within
+    the row's candidates, exactly -1 in empty slots; β int64 >= 1; weights 0 in empty slots."""
+    k, width = 5, 30
+    n_valid = np.array([0, 2, 30, 30])
+    sims = np.full((4, width), -np.inf)
+    for row, n in enumerate(n_valid):
+        sims[row, :n] = np.linspace(0.9, 0.1, n) if n else []
+    selection = selector.select(sims, n_valid, k, QueryNoise(1, (np.arange(4),)),
+                                np.full(4, 0.5))
+    positions = selection.positions
+    assert positions.dtype == np.int64 and selection.beta.dtype == np.int64
+    assert positions.shape == (4, k)
+    for row, n in enumerate(n_valid):
+        taken = positions[row][positions[row] >= 0]
+        assert len(taken) == min(n, k) and len(set(taken.tolist())) == len(taken)
+        assert (taken < n).all() and (positions[row][len(taken):] == -1).all()
+    assert (selection.beta >= 1).all() and selection.beta[0] == 1
+    if selection.weights is not None:
+        assert (selection.weights[positions < 0] == 0.0).all()
+
+
+def test_selector_defaults_and_repr():
+    assert (PNCF().epsilon, PNCF().rho) == (1.0, 0.1)
+    assert (PPNS().epsilon, PPNS().p, PPNS().alpha) == (1.0, 0.5, None)
+    assert Probabilistic().floor == 1e-3
+    assert repr(PPNS(epsilon=2, p=0.3)) == "PPNS(epsilon=2.0, alpha=None, p=0.3)"
+    assert repr(PNCF(epsilon=0.5, rho=0.2)) == "PNCF(epsilon=0.5, rho=0.2)"
+    assert repr(TopK()) == "TopK()"
+
+
+def test_ppns_p_bound_against_k_and_its_message():
+    PPNS(p=0.75).check_k(4)                           # p = (k − 1)/k: still allowed
+    PPNS(p=0.7).check_k(4)
+    with pytest.raises(ValueError, match=r"^p=0.76 > \(k-1\)/k = 0.75 for k=4"):
+        PPNS(p=0.76).check_k(4)
+    with pytest.raises(ValueError, match=r"^alpha=0.9 \(so p = alpha\) > \(k-1\)/k"):
+        PPNS(alpha=0.9).check_k(4)
+    with pytest.raises(ValueError, match=r"PPNS needs k >= 2"):
+        PPNS(p=0.5).check_k(1)
+    assert PPNS(alpha=1.0).p == 1.0 and PPNS(alpha=0.3).alpha == 0.3
+    for alpha in (0.0, 1.5):
+        with pytest.raises(ValueError, match="^alpha must"):
+            PPNS(alpha=alpha)
+
+
+def test_ppns_schedule_of_k_1_is_an_empty_int_array():
+    assert ppns_schedule(1, 0.5).dtype == np.int64 and ppns_schedule(1, 0.5).size == 0
+
+
+def test_ppns_tops_up_from_the_remaining_candidates_when_the_partitions_run_out():
+    """12 candidates for k = 10 (p = 0.5 visits two partitions of 10): every row gets 10
+    distinct neighbours."""
+    sims = np.sort(np.random.default_rng(2).random((50, 12)), axis=1)[:, ::-1]
+    positions = PPNS(1.0, p=0.5).select(sims, np.full(50, 12), 10,
+                                        QueryNoise(5, (np.arange(50),)),
+                                        np.full(50, 0.5)).positions
+    assert ((positions >= 0).sum(axis=1) == 10).all()
+    assert all(len(set(row.tolist())) == 10 for row in positions)
+
+
+def _pncf_counts(sims, k, rs, n_rows=4000, epsilon=1.0):
+    rows = np.tile(np.asarray(sims, float), (n_rows, 1))
+    positions = PNCF(epsilon).select(rows, np.full(n_rows, rows.shape[1]), k,
+                                     QueryNoise(9, (np.arange(n_rows),)),
+                                     np.full(n_rows, rs)).positions
+    return np.bincount(positions[positions >= 0], minlength=rows.shape[1]), positions
+
+
+def test_pncf_truncation_boundaries_are_inclusive():
+    # λ = sim_k = 0.3: 0.6 = sim_k + λ is certain; 0.0 = sim_k − λ can be drawn
+    counts, positions = _pncf_counts([0.6, 0.5, 0.3, 0.1, 0.0, 0.0, 0.0], 3, rs=10.0)
+    assert counts[0] == 4000                       # certain (≥ sim_k + λ)
+    assert counts[4:].sum() > 0                    # at sim_k − λ: in the band
+    assert counts[3] > 0                           # two drawn from the band of five
+    # λ = 0 (sim_k = 0): the first k at or above 0 are certain, in order
+    _, positions = _pncf_counts([0.5, 0.4, 0.0, 0.0, 0.0], 3, rs=10.0)
+    assert (positions == [0, 1, 2]).all()
+
+
+def test_pncf_weights_favour_higher_scores_and_beta_counts_the_reachable_partitions():
+    counts, _ = _pncf_counts([0.9, 0.5, 0.45, 0.1, 0.05, 0.0], 2, rs=0.01, epsilon=20.0)
+    assert counts[1] > counts[3]                  # exp(ε·sim/(4k·RS)) weights, not uniform
+    sims = np.tile(np.linspace(0.9, 0.0, 30), (2, 1))
+    beta = PNCF(1.0).select(sims, np.full(2, 30), 5, QueryNoise(1, (np.arange(2),)),
+                            np.full(2, 10.0)).beta
+    assert beta.tolist() == [6, 6]                # λ = sim_k: all 30 reachable, 6 partitions
+
+
+def test_pncf_privacy_uses_the_users_sensitivities():
+    from dprec import mechanisms
+
+    entries = PNCF(1.0).privacy(4)
+    assert [e.mechanism for e in entries] == [
+        "exponential (PNCF selection, k draws, truncated)",
+        "laplace (PNCF perturbed similarities)"]
+    assert entries[1].epsilon == mechanisms.laplace_epsilon(PNCF(1.0).noise_scale(1.0), 1.0)
+    rs = np.array([0.3, 0.7, 0.3])
+    assert PNCF(1.0).privacy(4, rs)[1].epsilon == max(
+        mechanisms.laplace_epsilon(PNCF(1.0).noise_scale(r), r) for r in (0.3, 0.7))
+    assert PPNS(1.0).privacy(4)[0].mechanism == "exponential (PPNS selection, k draws)"
+
+
+def test_probabilistic_beta_is_at_least_one_partition():
+    sims = np.full((2, 3), -np.inf)
+    sims[1, :2] = [0.5, 0.2]
+    beta = Probabilistic().select(sims, np.array([0, 2]), 5, QueryNoise(0, (np.arange(2),)),
+                                  None).beta
+    assert beta.tolist() == [1, 1] and beta.dtype == np.int64
+
+
+def test_position_helpers():
+    from dprec.selectors.base import mask_to_positions, top_by_key
+
+    mask = np.array([[True, True, True, False, True], [False] * 5])
+    assert mask_to_positions(mask, 3).tolist() == [[0, 1, 2], [-1, -1, -1]]
+    assert mask_to_positions(mask, 3).dtype == np.int64
+    rng = np.random.default_rng(4)
+    keys = rng.random((200, 40))
+    got = top_by_key(keys, np.full(200, 7), 7)
+    np.testing.assert_array_equal(got, np.argsort(-keys, axis=1)[:, :7])
+    counts = np.array([0, 1, 3] * 2)
+    some = top_by_key(keys[:6], counts, 4)
+    assert ((some >= 0).sum(axis=1) == counts).all() and (some[:, 3] == -1).all()
+    assert top_by_key(keys[:2, :3], np.array([5, 5]), 5).tolist() == \
+        np.c_[np.argsort(-keys[:2, :3], axis=1), np.full((2, 2), -1)].tolist()
+    assert top_by_key(keys[:0], np.zeros(0, int), 3).shape == (0, 3)
+    assert top_by_key(keys[:2], np.array([10, 10]), 3).shape == (2, 3)

@@ -602,3 +602,119 @@ def test_sketch_objects():
         S.params["scale"] = 2.0
     with pytest.raises(ValueError, match="shape"):
         Sketch(np.zeros(3), np.ones(3, bool), "sjlt")
+
+
+# ----------------------------------------------------------------------------
+# the privacy entries and parameters, pinned
+# ----------------------------------------------------------------------------
+
+def test_minhash_entries_field_by_field():
+    X = _sets([30, 12, 40])
+    before = RRMinHash(16, 2, 4.0, 1e-4).privacy()               # τ from the data, unknown
+    assert (before.component, before.mechanism, before.epsilon, before.delta, before.unit,
+            before.status, before.applies_to, before.note) == (
+        "similarity", "randomized_response (RRMinHash)", 4.0, 1e-4, Unit.SET_ITEM,
+        Status.VOID, "user", "τ not known yet")
+    public = RRMinHash(16, 2, 4.0, 1e-4, tau=10).privacy()       # τ public: known at once
+    assert public.status is Status.HOLDS and public.epsilon == pytest.approx(4.0)
+    random_hash = RRMinHash(16, 2, 4.0, 1e-4, tau=10, random_state=0)
+    random_hash.sketch(X)
+    L = difference_bound(16, 2, 1, 10, 1e-4)
+    entry = random_hash.privacy()
+    assert entry.epsilon == pytest.approx(4.0) and entry.delta == 1e-4
+    assert entry.note == ("1 item(s) of one user's set, sets of at least τ = 10 items; δ over "
+                          f"the random hash functions (at most L = {L:.4g} coordinates differ "
+                          "with probability 1 − δ)")
+    fixed = NoisyMinHash(16, 2, 4.0, 1e-4, tau=10, hash_seed=5, random_state=0)
+    fixed.sketch(X)
+    entry = fixed.privacy()
+    assert (entry.mechanism, entry.delta) == ("laplace (NoisyMinHash)", 0.0)
+    assert entry.epsilon == pytest.approx(laplace_epsilon(fixed.scale(), 16 * 1, "lattice",
+                                                          max_changed=16))
+    assert entry.note == ("1 item(s) of one user's set, sets of at least τ = 10 items; hash "
+                          "functions fixed by hash_seed = 5: worst case over neighbouring sets, "
+                          "all K = 16 coordinates may differ")
+    assert NoisyMinHash(16, 4, 4.0, 1e-4, tau=10).sensitivity() == pytest.approx(
+        difference_bound(16, 4, 1, 10, 1e-4) * 3)
+
+
+def test_sketch_params_and_rows_without_a_sketch():
+    X = _sets([30, 2, 40])
+    rr = RRMinHash(16, 4, 4.0, 1e-4, tau=10, small_users="exclude", threshold=3.0,
+                   random_state=0)
+    assert rr.threshold == 3.0
+    with pytest.warns(UserWarning):
+        S = rr.sketch(X)
+    assert set(S.params) == {"keep_probability", "epsilon_prime", "tau", "hash_seed"}
+    assert (np.asarray(S.values)[1] == -1).all() and (np.asarray(S.values)[[0, 2]] >= 0).all()
+    noisy = NoisyMinHash(16, 4, 4.0, 1e-4, tau=10, small_users="exclude", random_state=0)
+    with pytest.warns(UserWarning):
+        S = noisy.sketch(X)
+    assert set(S.params) == {"scale", "tau", "hash_seed"}
+    assert (np.asarray(S.values)[1] == 0.0).all()
+    projection = PrivateSJLT(16, 4, 1.0, 5.0, hash_seed=3, random_state=0)
+    assert set(projection.sketch(X).params) == {"scale", "hash_seed"} and \
+        projection.hash_seed == 3
+
+
+def test_warnings_say_why():
+    with pytest.warns(PrivacyLeakWarning, match=(
+            r"tau=None reads τ = 1 from the data \(the smallest set\): that releases it and "
+            r"makes every user's noise depend on another user's data, so the \(ε, δ\) "
+            r"guarantee is void; give a public tau")):
+        RRMinHash(16, 2, 4.0, 1e-4, random_state=0).sketch(_sets([30, 1]))
+    with pytest.warns(UserWarning, match=(r"1 user\(s\) with fewer than tau=5 items \(empty "
+                                          r"sets included\) are excluded: no sketch released, "
+                                          r"similarity 0")):
+        RRMinHash(16, 2, 4.0, 1e-4, tau=5, small_users="exclude").sketch(_sets([30, 1]))
+
+
+def test_the_exact_binomial_quantile_reaches_k():
+    # τ = 1, B = 2: a coordinate differs with probability 1/2, all four with 1/16 > δ
+    assert difference_bound_binomial(4, 2, 1, 1, 1e-4) == 4
+    assert difference_bound_binomial(1, 2, 1, 1, 0.6) == 0      # P[X > 0] = 1/2 ≤ 0.6
+
+
+def test_projection_matrices_as_documented():
+    from dprec._rng import keyed_bits
+
+    keys = np.array([3, 8, 1])
+    S = sjlt_matrix(16, 4, keys, 9)
+    assert S.shape == (16, 3)
+    buckets = keyed_bits(9, keys, 4, stream=0) % np.uint64(4)
+    signs = np.where(keyed_bits(9, keys, 4, stream=1) >> np.uint64(63), 1.0, -1.0)
+    dense = np.zeros((16, 3))
+    for j in range(3):
+        dense[np.arange(4) * 4 + buckets[j].astype(int), j] = signs[j] / 2.0
+    np.testing.assert_array_equal(S.toarray(), dense)
+    assert sjlt_matrix(16, 1, np.array([7]), 0).shape == (16, 1)
+    jl = GaussianJL(8, 1.0, 1e-5, 0.5, hash_seed=2, random_state=0)
+    jl.sketch(sp.csr_matrix(np.ones((1, 3))))
+    w2 = 0.5 * np.sqrt((jl.projection_**2).sum(axis=0)).max()
+    assert jl.sigma_ == kenthapadi_sigma(1.0, 1e-5, w2)
+    assert jl.privacy().delta == gaussian_delta(jl.sigma_, w2, 1.0)
+    assert jl.privacy().mechanism == "gaussian (Gaussian JL)"
+    assert jl.privacy().note.startswith("Kenthapadi et al.'s baseline as published, not a "
+                                        "guarantee: the noise is floating-point Gaussian, and "
+                                        "the low bits of a released value reveal the input "
+                                        "(Mironov 2012)")
+    half = np.full((8, 2), 0.5 / np.sqrt(8))                     # column norms 0.5
+    assert jl.sigma(half) == pytest.approx(kenthapadi_sigma(1.0, 1e-5, 0.25), rel=1e-12)
+    unit = np.zeros((8, 1))
+    unit[0, 0] = 1.0
+    assert jl.sigma(unit) == kenthapadi_sigma(1.0, 1e-5, 0.5)
+    assert jl.sigma(np.zeros((8, 0))) < 1e-200                   # no feature: no noise needed
+    sjlt = PrivateSJLT(1, 1, 2.0, 5.0, random_state=0)          # k = 1 is allowed
+    assert sjlt.privacy().mechanism == "laplace (private SJLT)"
+    assert kenthapadi_sigma(1.0, 0.4999, 0.5) > 0                 # δ < 1/2, any w₂ > 0
+
+
+def test_projections_reproduce_with_a_seed_and_keep_their_hash_seed():
+    X = sp.random(5, 20, density=0.4, format="csr", random_state=0)
+    a = PrivateSJLT(16, 4, 1.0, 5.0, random_state=3).sketch(X).values
+    np.testing.assert_array_equal(a, PrivateSJLT(16, 4, 1.0, 5.0, random_state=3)
+                                  .sketch(X).values)
+    one, two = (PrivateSJLT(16, 4, 1.0, 5.0, hash_seed=5, random_state=s) for s in (1, 2))
+    one.sketch(X)
+    two.sketch(X)
+    assert (one.projection_ != two.projection_).nnz == 0 and one.hash_seed_ == 5

@@ -351,6 +351,8 @@ class MallowsRanker(AlgoBase):
             accountant.charge({index: (self.user_epsilon_ == eps).astype(np.int64)})
             entries.append(index)
         accountant.declare_output("scores, predictions and rankings", entries)
+        accountant.notes.append("every answer is post-processing of the privatised orders: "
+                                "queries add nothing")
         if self.random_state is not None:
             accountant.notes.append("seeded noise (random_state is set): reproducible, for "
                                     "experiments; anyone who knows the seed can reproduce it")

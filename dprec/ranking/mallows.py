@@ -124,7 +124,7 @@ def mallows_theta(epsilon: EpsilonLike, m: int | np.ndarray,
     numpy.ndarray of float64 (θ = ∞ for ``epsilon = inf``; any θ for ``m <= 1``).
     """
     calibration = check_choice(calibration, "calibration", CALIBRATIONS)
-    eps = np.asarray(epsilon, dtype=np.float64)
+    eps = _check_budgets(epsilon)
     m = np.asarray(m, dtype=np.float64)
     denom = 2.0 * m - 3.0 if calibration == "tight" else 2.0 * m
     return eps / np.maximum(denom, 1.0)
@@ -132,7 +132,7 @@ def mallows_theta(epsilon: EpsilonLike, m: int | np.ndarray,
 
 def laplace_scale(epsilon: EpsilonLike, m: int | np.ndarray) -> np.ndarray:
     r"""Laplace scale :math:`\lambda = 2(m - 1)/\varepsilon` (0 for ε = ∞ or m ≤ 1)."""
-    eps = np.asarray(epsilon, dtype=np.float64)
+    eps = _check_budgets(epsilon)
     m = np.asarray(m, dtype=np.float64)
     return 2.0 * np.maximum(m - 1.0, 0.0) / eps
 
@@ -223,23 +223,32 @@ def _restore(batch: _Batch, flat: np.ndarray):
     return [p.astype(dt) for p, dt in zip(pieces, batch.dtypes, strict=True)]
 
 
-def _per_order_epsilon(epsilon: EpsilonLike, n_orders: int, name: str = "epsilon") -> np.ndarray:
-    """ε of every order: one number for all, or one per order; ``inf`` = no privacy."""
+def _check_budgets(epsilon: EpsilonLike, name: str = "epsilon") -> np.ndarray:
+    """Privacy budgets as a float array: numbers ``> 0``, ``inf`` for no privacy."""
     if np.ndim(epsilon) == 0:
         if isinstance(epsilon, np.ndarray):
             epsilon = epsilon.item()
-        return np.full(n_orders, check_epsilon(epsilon, name, allow_inf=True))
+        return np.asarray(check_epsilon(epsilon, name, allow_inf=True))
     eps = np.asarray(epsilon)
     if eps.dtype == bool or not np.issubdtype(eps.dtype, np.number):
         raise TypeError(f"{name} must be a number or an array of numbers, got dtype {eps.dtype}")
-    eps = eps.astype(np.float64).reshape(-1)
-    if len(eps) != n_orders:
-        raise ValueError(f"{name} must be one number or one per order ({n_orders}), "
-                         f"got {len(eps)} values")
+    eps = eps.astype(np.float64)
     if np.isnan(eps).any():
         raise ValueError(f"{name} must not contain NaN")
     if (eps <= 0).any():
         raise ValueError(f"{name} must be > 0 (inf for no privacy), got {eps.min()}")
+    return eps
+
+
+def _per_order_epsilon(epsilon: EpsilonLike, n_orders: int, name: str = "epsilon") -> np.ndarray:
+    """ε of every order: one number for all, or one per order; ``inf`` = no privacy."""
+    eps = _check_budgets(epsilon, name)
+    if eps.ndim == 0:
+        return np.full(n_orders, float(eps))
+    eps = eps.reshape(-1)
+    if len(eps) != n_orders:
+        raise ValueError(f"{name} must be one number or one per order ({n_orders}), "
+                         f"got {len(eps)} values")
     return eps
 
 

@@ -128,7 +128,7 @@ class PNCF(Selector):
         neighbour set, and the perturbation of each chosen similarity
         (:func:`dprec.mechanisms.laplace_epsilon` of :meth:`noise_scale` at the
         largest ε over the users' ``RS``)."""
-        selection = mechanisms.exponential_epsilon(self.epsilon / (4 * k), 1.0, k)
+        selection = mechanisms.exponential_epsilon(self.epsilon / (4 * k), sensitivity=1.0, k=k)
         rs = np.unique(np.asarray(sensitivity if sensitivity is not None else [1.0], float))
         perturbation = max(mechanisms.laplace_epsilon(self.noise_scale(r), float(r), "lattice")
                            for r in rs)

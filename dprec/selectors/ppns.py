@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .._rng import QueryNoise
-from .._validation import check_epsilon, check_real
+from .._validation import check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, Status, Unit
 from ..mechanisms import exponential_epsilon, gumbel_keys_from_uniform
 from .base import (
@@ -28,6 +28,8 @@ def ppns_schedule(k: int, p: float) -> np.ndarray:
     ``k``-th neighbour comes from the unvisited partitions.  E.g. ``k = 40``,
     ``p = 0.5``: ``[20, 10, 5, 3, 1]``.
     """
+    k = check_int(k, "k", minimum=1)
+    p = check_real(p, "p", low=0.0, high=1.0, low_inclusive=False)  # p = 0 would never end
     counts, total, i = [], 0, 0
     while total < k - 1:
         count = min(math.ceil(p * (1 - p) ** i * k), k - 1 - total)
@@ -155,7 +157,7 @@ class PPNS(Selector):
     def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
         """The paper's claim per neighbour set: ``k`` draws with weights
         ``exp(c·sim/RS)``, ``c = ε/(4k)`` (:func:`dprec.mechanisms.exponential_epsilon`)."""
-        epsilon = exponential_epsilon(self.epsilon / (4 * k), 1.0, k)
+        epsilon = exponential_epsilon(self.epsilon / (4 * k), sensitivity=1.0, k=k)
         return [LedgerEntry("selector", "exponential (PPNS selection, k draws)", epsilon, 0.0,
                             Unit.RATING, Status.AS_PUBLISHED, "candidates", AS_PUBLISHED)]
 

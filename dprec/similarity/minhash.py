@@ -532,7 +532,7 @@ class _PrivateMinHash(_MinHashFamily):
             warnings.warn(
                 f"tau=None reads τ = {tau} from the data (the smallest set): that releases it "
                 "and makes every user's noise depend on another user's data, so the (ε, δ) "
-                "guarantee is void; give a public tau", PrivacyLeakWarning, stacklevel=4)
+                "guarantee is void; give a public tau", PrivacyLeakWarning, stacklevel=3)
         else:
             tau = self.tau
         _check_bound_args(self.K, self.B, self.alpha, tau, self.delta)
