@@ -2,13 +2,14 @@
 
 from . import datasets, mechanisms, metrics
 from .attacks import BetaKNNAttack
-from .knn import PrivateKNN
+from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
 from .ledger import PrivacyAccountant
 from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
-__all__ = ["BetaKNNAttack", "MallowsRanker", "PrivacyAccountant", "PrivateKNN", "__version__",
+__all__ = ["BetaKNNAttack", "MallowsRanker", "PrivacyAccountant", "PrivateKNN",
+           "PrivateKNNBaseline", "PrivateKNNWithMeans", "PrivateKNNWithZScore", "__version__",
            "datasets", "mechanisms", "metrics"]
 
 

@@ -5,6 +5,11 @@ Surprise keeps ratings in dicts of Python lists (``trainset.ur`` /
 :class:`RatingArrays`: the same ratings as a users × items CSR matrix and as
 item-major arrays in ``trainset.ir`` order (the order Surprise's
 ``heapq.nlargest`` uses to break ties between equally similar raters).
+
+For item-based kNN (``sim_options={"user_based": False}``) the roles swap as
+in Surprise's ``SymmetricAlgo.switch``: the rows ("users" below) are the
+items, the columns the users, and the column-major arrays follow
+``trainset.ur``.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from ._rng import stable_keys
 
 @dataclass(frozen=True)
 class RatingArrays:
-    """The ratings of a trainset, by item and by user.
+    """The ratings of a trainset, by item and by user (by user and by item when
+    built with ``user_based=False``: rows are then items, columns users).
 
     Attributes
     ----------
@@ -55,12 +61,19 @@ class RatingArrays:
     item_keys: np.ndarray
 
     @classmethod
-    def from_trainset(cls, trainset: Trainset) -> RatingArrays:
-        """Read ``trainset.ir`` once into flat arrays (no per-rating numpy work)."""
-        n_users, n_items, n_ratings = trainset.n_users, trainset.n_items, trainset.n_ratings
-        counts = np.fromiter((len(trainset.ir[i]) for i in range(n_items)), np.int64, n_items)
+    def from_trainset(cls, trainset: Trainset, user_based: bool = True) -> RatingArrays:
+        """Read ``trainset.ir`` (``trainset.ur`` when not ``user_based``) once into flat
+        arrays (no per-rating numpy work)."""
+        n_ratings = trainset.n_ratings
+        if user_based:
+            n_users, n_items, by_column = trainset.n_users, trainset.n_items, trainset.ir
+            raw_column = trainset.to_raw_iid
+        else:
+            n_users, n_items, by_column = trainset.n_items, trainset.n_users, trainset.ur
+            raw_column = trainset.to_raw_uid
+        counts = np.fromiter((len(by_column[i]) for i in range(n_items)), np.int64, n_items)
         pairs = np.fromiter(
-            itertools.chain.from_iterable(trainset.ir[i] for i in range(n_items)),
+            itertools.chain.from_iterable(by_column[i] for i in range(n_items)),
             dtype=[("u", np.int64), ("r", np.float64)],
             count=n_ratings,
         )
@@ -72,7 +85,7 @@ class RatingArrays:
         # the CSR layout is already sorted by (user, item)
         rows = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(matrix.indptr))
         keys = rows * n_items + matrix.indices
-        item_keys = stable_keys(trainset.to_raw_iid(i) for i in range(n_items))
+        item_keys = stable_keys(raw_column(i) for i in range(n_items))
         return cls(n_users, n_items, item_ptr, users, ratings, matrix, keys, matrix.data,
                    item_keys)
 
@@ -93,7 +106,17 @@ class RatingArrays:
         return np.where(found, self.key_ratings[pos] if len(self.keys) else 0.0, 0.0), found
 
     def user_means(self) -> np.ndarray:
-        """Each user's mean rating (every user in a trainset has one)."""
+        """Each row's mean rating (every user and item in a trainset has one)."""
         counts = np.diff(self.matrix.indptr)
         sums = np.asarray(self.matrix.sum(axis=1)).ravel()
         return sums / np.maximum(counts, 1)
+
+    def user_sigmas(self) -> np.ndarray:
+        """Each row's population standard deviation of its ratings, as Surprise's
+        ``KNNWithZScore`` computes it: where it is 0, the standard deviation of all
+        the ratings instead."""
+        counts = np.maximum(np.diff(self.matrix.indptr), 1)
+        rows = np.repeat(np.arange(self.n_users), np.diff(self.matrix.indptr))
+        deviations = self.matrix.data - self.user_means()[rows]
+        sigmas = np.sqrt(np.bincount(rows, deviations**2, self.n_users) / counts)
+        return np.where(sigmas == 0.0, float(np.std(self.matrix.data)), sigmas)

@@ -13,6 +13,9 @@ from collections.abc import Iterable
 
 import numpy as np
 
+_REAL_KINDS = ("i", "u", "f")
+_INTEGER_KINDS = ("i", "u")
+
 
 def check_int(value, name: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """Return ``value`` as an ``int`` in ``[minimum, maximum]``; bools are rejected."""
@@ -43,6 +46,52 @@ def check_real(value, name: str, low: float | None = None, high: float | None = 
     if high is not None and (value > high or (value == high and not high_inclusive)):
         raise ValueError(f"{name} must be {'<=' if high_inclusive else '<'} {high}, got {value}")
     return value
+
+
+def check_positive(value, name: str) -> float:
+    """A finite number ``> 0`` (a scale, a sensitivity, a coefficient)."""
+    return check_real(value, name, low=0.0, low_inclusive=False)
+
+
+def check_open_unit(value, name: str) -> float:
+    """A number in the open interval ``(0, 1)`` (e.g. a δ that must not be 0)."""
+    return check_real(value, name, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+
+
+def check_real_array(values, name: str = "values", finite: bool = True) -> np.ndarray:
+    """``values`` as a float64 array (no copy when already float64), finite unless
+    ``finite`` is False; integers are accepted, booleans and strings are not."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in _REAL_KINDS:
+        raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
+    arr = np.asarray(arr, dtype=np.float64)
+    if finite and not np.isfinite(arr).all():
+        raise ValueError(f"{name} must be finite (no NaN or infinity)")
+    return arr
+
+
+def check_code_array(values, n_values: int, name: str = "values") -> np.ndarray:
+    """``values`` as an int64 array of codes in ``0 .. n_values - 1``."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in _INTEGER_KINDS:
+        raise TypeError(f"{name} must be an array of integer codes, got dtype {arr.dtype}")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_values):
+        raise ValueError(f"{name} must lie in 0 .. n_values - 1 = {n_values - 1}, "
+                         f"got range [{arr.min()}, {arr.max()}]")
+    return np.asarray(arr, dtype=np.int64)
+
+
+def check_uniforms(uniforms, shape: tuple[int, ...], name: str = "uniforms") -> np.ndarray:
+    """``uniforms`` as a float64 array of exactly ``shape`` with entries in (0, 1)."""
+    arr = np.asarray(uniforms)
+    if arr.dtype.kind != "f":
+        raise TypeError(f"{name} must be a float array, got dtype {arr.dtype}")
+    if arr.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {arr.shape}")
+    arr = np.asarray(arr, dtype=np.float64)
+    if arr.size and not ((arr > 0.0).all() and (arr < 1.0).all()):
+        raise ValueError(f"{name} must lie in the open interval (0, 1)")
+    return arr
 
 
 def check_epsilon(value, name: str = "epsilon", allow_inf: bool = False) -> float:

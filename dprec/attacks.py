@@ -97,7 +97,7 @@ from ._validation import check_bool, check_int
 from .knn import PrivateKNN
 from .selectors import SELECTORS, Selector
 from .similarity import SKETCH_BACKENDS, _with_public_bounds, sketch_backend
-from .similarity.exact import EXACT_SIMILARITIES
+from .similarity.exact import SUM_SIMILARITIES
 from .similarity.incremental import IncrementalSimilarity, IncrementalSketchSimilarity
 
 __all__ = ["COLUMNS", "AttackTarget", "BetaKNNAttack", "round_to_grid", "scenario_seed"]
@@ -338,10 +338,10 @@ class _PrivateKNNRunner(_Runner):
     def __init__(self, name: str, algo: PrivateKNN) -> None:
         super().__init__(name, algo)
         selector = algo.selector if isinstance(algo.selector, Selector) else \
-            SELECTORS[algo.selector]
+            SELECTORS[algo.selector.lower()]
         self.needs_sensitivity = bool(selector.needs_sensitivity)
         options = algo.sim_options
-        if options["name"] in EXACT_SIMILARITIES:
+        if options["name"] in SUM_SIMILARITIES:
             self.sim_key = ("exact", options["name"], int(options.get("min_support", 1)))
         elif options["name"] in SKETCH_BACKENDS:
             backend = sketch_backend(_with_public_bounds(options, (1.0, 1.0)))
@@ -443,7 +443,7 @@ def _user_neighbourhood_estimates(algo: PrivateKNN, data: _ScenarioData, users: 
     estimates[~ok] = np.nan
     estimates = estimates[inverse.ravel()]
     if algo.centered:
-        estimates += algo._user_means[users][:, None]
+        estimates += algo.means[users][:, None]
     return _clip(algo, estimates), kept
 
 
@@ -935,7 +935,10 @@ def _check_betas(betas) -> tuple[int, ...]:
 
 
 def _make_runner(name: str, algo: AlgoBase) -> _Runner:
-    if isinstance(algo, PrivateKNN):
+    """The batched runner for user-based ``PrivateKNN`` with the basic rule; any other
+    algorithm (the other rules and item-based kNN included) is asked query by query."""
+    if (isinstance(algo, PrivateKNN) and algo.prediction == "basic"
+            and algo.sim_options["user_based"]):
         return _PrivateKNNRunner(name, algo)
     return _Runner(name, algo)
 

@@ -1,9 +1,11 @@
-"""``PrivateKNN``: user-based kNN collaborative filtering for Surprise.
+"""``PrivateKNN``: Surprise's kNN family with private neighbour selection and similarity.
 
-One algorithm class, composed of a similarity backend (:mod:`dprec.similarity`)
-and a neighbour selector (:mod:`dprec.selectors`).  With the exact
-similarities and the top-k selector it reproduces Surprise's ``KNNBasic``
-prediction for prediction, computed for whole test sets at once.
+One algorithm class, composed of a similarity backend (:mod:`dprec.similarity`),
+a neighbour selector (:mod:`dprec.selectors`) and one of Surprise's kNN
+prediction rules (``KNNBasic``, ``KNNWithMeans``, ``KNNWithZScore``,
+``KNNBaseline``), user- or item-based.  With the exact similarities and the
+top-k selector it reproduces the corresponding Surprise class prediction for
+prediction, computed for whole test sets at once.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ from .similarity import (
 )
 
 NEIGHBOURHOODS = ("item", "user")
+#: Surprise's kNN prediction rules: KNNBasic, KNNWithMeans, KNNWithZScore, KNNBaseline
+PREDICTIONS = ("basic", "means", "zscore", "baseline")
+_BASELINE_OPTIONS = {"method", "n_epochs", "reg", "reg_u", "reg_i", "learning_rate"}
 
 
 @dataclass
@@ -121,7 +126,10 @@ _ITEM_CANDIDATES = ("in the item neighbourhood the candidates are the raters of 
 _EXACT_NEIGHBOURS = "chosen from similarities computed on the raw data, without noise"
 _INNER_IDS = ("the neighbour sets are post-processing of the sketches, but neighbours() "
               "returns inner ids, which follow the order of the data")
-_RAW_RATINGS = "they average the chosen neighbours' raw ratings"
+_RAW_RATINGS = ("they average the chosen neighbours' raw ratings (and use means or baselines "
+                "of raw ratings)")
+_ITEM_BASED = ("item-based: the neighbours are items, whose similarities aggregate all their "
+               "raters' ratings; the selectors' guarantees are stated for user-based selection")
 _DIAGNOSTICS = "computed from the exact similarities and ranks"
 _SEEDED = ("seeded noise (random_state is set): reproducible, for experiments; anyone who knows "
            "the seed can reproduce the noise, and a refit with the same seed on neighbouring "
@@ -133,18 +141,26 @@ _BLOCK_CELLS = 1 << 17
 
 
 class PrivateKNN(AlgoBase):
-    r"""User-based kNN with pluggable neighbour selection and similarity.
+    r"""kNN collaborative filtering with pluggable neighbour selection and similarity.
 
-    Prediction for user :math:`u` and item :math:`i` with neighbours
-    :math:`N` and similarities :math:`s`:
+    Surprise's prediction rules, for user :math:`u` and item :math:`i`, over
+    the chosen neighbours :math:`v \in N` with :math:`s(u, v) > 0` who rated
+    :math:`i` (user-based; item-based swaps the roles of users and items):
 
     .. math::
-        \hat r_{ui} = \frac{\sum_{v \in N,\, s(u,v) > 0} s(u, v)\, r_{vi}}
-                           {\sum_{v \in N,\, s(u,v) > 0} s(u, v)}
+        \text{basic:}\quad \hat r_{ui} = \frac{\sum_v s(u,v)\, r_{vi}}{\sum_v s(u,v)}
+        \qquad
+        \text{means:}\quad \hat r_{ui} = \mu_u + \frac{\sum_v s(u,v)(r_{vi} - \mu_v)}
+                                                       {\sum_v s(u,v)}
 
-    or, with ``centered=True`` (user neighbourhood only, the papers' formula),
-    :math:`\hat r_{ui} = \bar r_u + \sum_{v} s(u,v)(r_{vi} - \bar r_v) / \sum_v |s(u,v)|`
-    over the neighbours with :math:`s \ne 0` who rated :math:`i`.
+    ``zscore``: :math:`\mu_u + \sigma_u \sum_v s(u,v)(r_{vi} - \mu_v)/\sigma_v / \sum_v s(u,v)`;
+    ``baseline``: :math:`b_{ui} + \sum_v s(u,v)(r_{vi} - b_{vi}) / \sum_v s(u,v)` with
+    :math:`b_{ui} = \mu + b_u + b_i` (Koren 2010).  The last three fall back to
+    :math:`\mu_u` (or :math:`b_{ui}`) when fewer than ``min_k`` neighbours
+    contribute, as Surprise's do; ``basic`` is then impossible.  With
+    ``centered=True`` (the papers' formula, user neighbourhood only):
+    :math:`\bar r_u + \sum_{v} s(u,v)(r_{vi} - \bar r_v) / \sum_v |s(u,v)|` over the
+    neighbours with :math:`s \ne 0` who rated :math:`i`.
 
     Parameters
     ----------
@@ -155,8 +171,10 @@ class PrivateKNN(AlgoBase):
         (Surprise then falls back to the global mean, ``was_impossible=True``).
     sim_options : dict, optional
         Surprise-style similarity options: ``name`` (``"msd"`` (default),
-        ``"cosine"``, ``"pearson"``), ``user_based`` (must be True),
-        ``min_support`` (default 1); or a private sketch backend, e.g.
+        ``"cosine"``, ``"pearson"``, ``"pearson_baseline"`` with ``shrinkage``,
+        default 100), ``user_based`` (default True; False for item-based kNN,
+        exact similarities only), ``min_support`` (default 1); or a private
+        sketch backend (user-based), e.g.
         ``{"name": "rr_minhash", "K": 128, "B": 4, "epsilon": 4.0, "delta": 1e-4}``
         (also ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``, ``"gaussian_jl"``;
         see :mod:`dprec.similarity`), whose release the privacy accountant
@@ -173,12 +191,23 @@ class PrivateKNN(AlgoBase):
         does not use are ignored with a ``UserWarning`` (``epsilon`` with
         ``"topk"`` buys no privacy).  With a selector object, leave them ``None``.
     neighbourhood : {"item", "user"}, default "item"
-        ``"item"``: Surprise's ``KNNBasic`` semantics, the neighbours of ``u``
-        are chosen among the raters of ``i``.  ``"user"``: every user has one
+        ``"item"``: Surprise's kNN semantics, the neighbours of ``u`` are
+        chosen among the raters of ``i``.  ``"user"``: every user has one
         neighbour set chosen among all other users (the semantics of the
         papers and of the kNN attack); the members who rated ``i`` predict.
+        (Item-based, read "item" for "user" and conversely.)
+    prediction : {"basic", "means", "zscore", "baseline"}, default "basic"
+        Surprise's ``KNNBasic``, ``KNNWithMeans``, ``KNNWithZScore`` or
+        ``KNNBaseline`` rule (also as the classes :class:`PrivateKNNWithMeans`,
+        :class:`PrivateKNNWithZScore`, :class:`PrivateKNNBaseline`).
+    bsl_options : dict, optional
+        Surprise's baseline options (``method`` ``"als"`` (default) or
+        ``"sgd"``, ``n_epochs``, ``reg_u``, ``reg_i``, ``reg``,
+        ``learning_rate``), for ``prediction="baseline"`` and the
+        ``pearson_baseline`` similarity; computed by Surprise itself.
     centered : bool, default False
-        Mean-centred prediction (``neighbourhood="user"`` only).
+        The papers' mean-centred prediction (``neighbourhood="user"``,
+        ``prediction="basic"`` only); Surprise's is ``prediction="means"``.
     random_state : None, int, RandomState or Generator
         Stored as given; :meth:`fit` draws 128 bits from it, from which the
         randomness of each query (derived from it and the query's ids) and
@@ -186,8 +215,8 @@ class PrivateKNN(AlgoBase):
         entropy at each fit; an int gives **seeded noise**: reproducible, for
         experiments (a refit with the same seed on neighbouring data reuses
         the same noise, which then cancels).
-    verbose : bool, default False
-        Print progress messages during ``fit``.
+    verbose : bool, default True
+        Print progress messages during ``fit`` (as Surprise's kNN algorithms).
     diagnostics : bool, default False
         Add the selector's diagnostics to each prediction's ``details``: the
         realised accuracy ``alpha``, the security ``beta`` and the
@@ -202,10 +231,16 @@ class PrivateKNN(AlgoBase):
 
     Attributes
     ----------
-    sim : ndarray of shape (n_users, n_users)
+    sim : ndarray of shape (n_users, n_users), or (n_items, n_items) item-based
         The similarity matrix (as in Surprise's kNN algorithms).  Like the
         trainset, it holds the raw data: publish answers, never the fitted
         object.
+    means, sigmas : ndarray
+        Each user's (item's, item-based) mean rating and standard deviation
+        (Surprise's ``KNNWithMeans.means`` and ``KNNWithZScore.sigmas``).
+    bu, bi : ndarray or None
+        The user and item baselines (``prediction="baseline"`` or
+        ``pearson_baseline``), as Surprise's ``compute_baselines`` returns them.
     sensitivity_ : ndarray of shape (n_users,) or None
         Each user's recommendation-aware sensitivity ``RS(u)`` (the private
         selectors' score sensitivity), computed on the raw data; ``None`` for
@@ -227,10 +262,11 @@ class PrivateKNN(AlgoBase):
                  selector: str | Selector = "topk", epsilon: float | None = None,
                  p: float | None = None, alpha: float | None = None, rho: float | None = None,
                  neighbourhood: str = "item", centered: bool = False,
-                 random_state: RandomStateLike = None, verbose: bool = False,
-                 diagnostics: bool = False, budget: tuple[float, float] | None = None) -> None:
+                 random_state: RandomStateLike = None, verbose: bool = True,
+                 diagnostics: bool = False, budget: tuple[float, float] | None = None,
+                 prediction: str = "basic", bsl_options: Mapping | None = None) -> None:
         options = check_sim_options(sim_options)
-        AlgoBase.__init__(self, sim_options=options)
+        AlgoBase.__init__(self, sim_options=options, bsl_options=_check_bsl_options(bsl_options))
         self.k = check_int(k, "k", minimum=1)
         self.min_k = check_int(min_k, "min_k", minimum=0)
         self.selector, self.epsilon, self.p, self.alpha, self.rho = selector, epsilon, p, alpha, rho
@@ -238,8 +274,11 @@ class PrivateKNN(AlgoBase):
         self._selector.check_k(self.k)
         self.neighbourhood = check_choice(neighbourhood, "neighbourhood", NEIGHBOURHOODS)
         self.centered = check_bool(centered, "centered")
-        if self.centered and self.neighbourhood != "user":
-            raise ValueError("centered=True needs neighbourhood='user'")
+        self.prediction = check_choice(prediction, "prediction", PREDICTIONS)
+        if self.centered and (self.neighbourhood != "user" or self.prediction != "basic"):
+            raise ValueError("centered=True (the papers' rule) needs neighbourhood='user' and "
+                             "prediction='basic'; Surprise's mean-centred rule is "
+                             "prediction='means'")
         validate_random_state(random_state)
         self.random_state = random_state
         self.verbose = check_bool(verbose, "verbose")
@@ -250,14 +289,51 @@ class PrivateKNN(AlgoBase):
     def fit(self, trainset):
         """Compute the similarities (and spend any privacy budget) on ``trainset``."""
         entropy = fit_entropy(self.random_state)
-        ratings = RatingArrays.from_trainset(trainset)
-        if self.verbose:
-            print(f"Computing the {self.sim_options['name']} similarity matrix...")
-        sim, sensitivity, release = similarity_matrix(
-            self.sim_options, ratings, with_sensitivity=self._selector.needs_sensitivity,
-            rating_scale=trainset.rating_scale,
-            random_state=derive_generator(entropy, "similarity"))
+        AlgoBase.fit(self, trainset)
+        ratings = RatingArrays.from_trainset(trainset, self.sim_options["user_based"])
+        sim, sensitivity, release = self._similarities(ratings, entropy)
         return self._fit_with(trainset, ratings, sim, sensitivity, entropy, release)
+
+    def compute_similarities(self) -> np.ndarray:
+        """The similarity matrix of ``sim_options`` on the trainset (Surprise's hook).
+
+        For an exact similarity it is computed afresh.  A sketch backend's
+        similarities come from the users' one release made by :meth:`fit`
+        (a new release would spend their budget again): a copy of ``sim``.
+        """
+        if not hasattr(self, "trainset"):
+            raise AttributeError("compute_similarities needs a trainset: call fit first")
+        if self.sim_options["name"] not in EXACT_SIMILARITIES:
+            self._check_fitted()
+            return self.sim.copy()
+        ratings = RatingArrays.from_trainset(self.trainset, self.sim_options["user_based"])
+        return self._similarities(ratings, fit_entropy(self.random_state))[0]
+
+    def _similarities(self, ratings: RatingArrays, entropy: bytes):
+        """``similarity_matrix`` of ``sim_options`` (baselines computed if it needs them)."""
+        name = self.sim_options["name"]
+        residuals = None
+        if name == "pearson_baseline":
+            mu = self.trainset.global_mean
+            b_rows, b_columns = self._baselines()
+            rows = np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))
+            residuals = ratings.matrix.data - (mu + b_columns[ratings.matrix.indices]
+                                               + b_rows[rows])
+        if self.verbose:
+            print(f"Computing the {name} similarity matrix...")
+        result = similarity_matrix(
+            self.sim_options, ratings, with_sensitivity=self._selector.needs_sensitivity,
+            rating_scale=self.trainset.rating_scale,
+            random_state=derive_generator(entropy, "similarity"), residuals=residuals)
+        if self.verbose:
+            print("Done computing similarity matrix.")
+        return result
+
+    def _baselines(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(b_x, b_y)``: Surprise's baselines (``compute_baselines``, cached per fit)
+        in the roles of the rows and columns (users and items, or swapped)."""
+        bu, bi = self.compute_baselines()
+        return (bu, bi) if self.sim_options["user_based"] else (bi, bu)
 
     def fit_precomputed(self, trainset, sim: np.ndarray,
                         sensitivity: np.ndarray | None = None) -> PrivateKNN:
@@ -273,7 +349,9 @@ class PrivateKNN(AlgoBase):
         if self.sim_options["name"] not in EXACT_SIMILARITIES:
             raise ValueError("fit_precomputed is for the exact similarities; "
                              f"{self.sim_options['name']!r} must be fitted with fit()")
-        n = trainset.n_users
+        AlgoBase.fit(self, trainset)
+        ratings = RatingArrays.from_trainset(trainset, self.sim_options["user_based"])
+        n = ratings.n_users
         sim = np.asarray(sim, dtype=np.float64)
         if sim.shape != (n, n):
             raise ValueError(f"sim must have shape ({n}, {n}), got {sim.shape}")
@@ -286,17 +364,19 @@ class PrivateKNN(AlgoBase):
             sensitivity = np.asarray(sensitivity, dtype=np.float64)
             if not (np.isfinite(sensitivity) & (sensitivity > 0)).all():
                 raise ValueError("sensitivity must be finite and > 0 (each user's RS)")
-        return self._fit_with(trainset, RatingArrays.from_trainset(trainset), sim, sensitivity,
-                              fit_entropy(self.random_state))
+        return self._fit_with(trainset, ratings, sim, sensitivity, fit_entropy(self.random_state))
 
     def _fit_with(self, trainset, ratings, sim, sensitivity, entropy: bytes,
                   release: SketchRelease | None = None) -> PrivateKNN:
         """The fit once the similarities are known; ``release`` is what the users released
         through a sketch backend (``None`` for exact similarities)."""
-        AlgoBase.fit(self, trainset)
+        if getattr(self, "trainset", None) is not trainset:
+            AlgoBase.fit(self, trainset)
         self._seed = derive_seed(entropy, "queries")
         self._ratings, self.sim, self.sensitivity_ = ratings, sim, sensitivity
-        self._user_means = ratings.user_means()
+        self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
+        if self.prediction == "baseline":
+            self.bx, self.by = self._baselines()
         self._selections = _SelectionLog()
         self._answered: set[int] = set()
         self.sketch_release_ = release
@@ -316,11 +396,13 @@ class PrivateKNN(AlgoBase):
             accountant.charge({similarity: release.released.astype(np.int64)})
             accountant.out_of_scope(release.entry.unit, ~release.released,
                                     "released no sketch: a set smaller than τ, or empty")
-        self._selector_entries = [
+        self._selector_entries = [] if not self.sim_options["user_based"] else [
             (accountant.register(entry), entry.applies_to)
             for entry in self._selector.privacy(self.k, self.sensitivity_)]
         selector = [index for index, _ in self._selector_entries]
-        if self.neighbourhood == "item":
+        if not self.sim_options["user_based"]:
+            accountant.declare_output("neighbour lists", gap=_ITEM_BASED)
+        elif self.neighbourhood == "item":
             accountant.declare_output("neighbour lists", selector, _ITEM_CANDIDATES)
         elif similarity is not None:
             accountant.declare_output("neighbour lists", [similarity], _INNER_IDS)
@@ -336,31 +418,41 @@ class PrivateKNN(AlgoBase):
         accountant.notes.append(_OWN_QUERIES)
         return accountant
 
-    def neighbours(self, users, items=None) -> np.ndarray:
-        """The neighbours the model chooses, as inner user ids (``-1`` for empty slots).
+    def neighbours(self, users=None, items=None) -> np.ndarray:
+        """The neighbours the model chooses, as inner ids (``-1`` for empty slots):
+        user ids, or item ids item-based.
 
         Parameters
         ----------
         users : array of inner user ids
-        items : array of inner item ids, optional
-            Required with ``neighbourhood="item"`` (the neighbours of ``u`` for
-            item ``i`` are chosen among the raters of ``i``); ignored with
-            ``neighbourhood="user"`` (one neighbour set per user).
+        items : array of inner item ids
+            With ``neighbourhood="item"`` both, one item per user (the
+            neighbours of ``u`` for item ``i`` are chosen among the raters of
+            ``i``); with ``neighbourhood="user"`` only ``users`` (``items``
+            item-based): one neighbour set each.
 
         Returns
         -------
-        ndarray of shape (len(users), k): the same draws as the predictions use.
+        ndarray of shape (n_queries, k): the same draws as the predictions use.
         """
         self._check_fitted()
-        users = _check_ids(users, "users", self.trainset.n_users)
+        user_based = self.sim_options["user_based"]
+        given = {name: _check_ids(ids, name, n) for name, ids, n in
+                 (("users", users, self.trainset.n_users), ("items", items, self.trainset.n_items))
+                 if ids is not None}
         if self.neighbourhood == "user":
-            return self._user_neighbours(users).columns
-        if items is None:
-            raise ValueError("items is required with neighbourhood='item'")
-        items = _check_ids(items, "items", self.trainset.n_items)
-        if len(items) != len(users):
-            raise ValueError(f"items must have one id per user ({len(users)}), got {len(items)}")
-        return self._estimate_item_neighbourhood(users, items).neighbours
+            name = "users" if user_based else "items"
+            if name not in given:
+                raise ValueError(f"{name} is required with neighbourhood='user'"
+                                 + ("" if user_based else " item-based"))
+            return self._user_neighbours(given[name]).columns
+        if len(given) < 2:
+            raise ValueError("users and items are both required with neighbourhood='item'")
+        if len(given["items"]) != len(given["users"]):
+            raise ValueError(f"items must have one id per user ({len(given['users'])}), got "
+                             f"{len(given['items'])}")
+        return self._estimate_item_neighbourhood(
+            *self._switch(given["users"], given["items"])).neighbours
 
     def privacy_report(self) -> PrivacyAccountant:
         """The privacy accountant of the fitted model: what each mechanism claims, per
@@ -387,10 +479,14 @@ class PrivateKNN(AlgoBase):
     def estimate(self, u, i):
         """Estimate one rating from inner ids (same numbers as :meth:`test`)."""
         self._check_fitted()
-        if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
+        known_u, known_i = self.trainset.knows_user(u), self.trainset.knows_item(i)
+        if not (known_u and known_i):
+            if self.prediction == "baseline":  # KNNBaseline: the baseline of what is known
+                return float(self._unknown_baseline(np.array([u if known_u else -1]),
+                                                    np.array([i if known_i else -1]))[0])
             raise PredictionImpossible(UNKNOWN)
-        batch = self._estimate_batch(np.array([u]), np.array([i]))
-        if batch.actual_k[0] < max(self.min_k, 1):
+        batch = self._estimate_batch(*self._switch(np.array([u]), np.array([i])))
+        if not self._possible(batch.actual_k)[0]:
             raise PredictionImpossible(_TOO_FEW)
         return float(batch.est[0]), next(self._details(batch))
 
@@ -401,24 +497,81 @@ class PrivateKNN(AlgoBase):
             return []
         uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
         known = np.flatnonzero((users >= 0) & (items >= 0))
-        batch = self._estimate_batch(users[known], items[known])
+        batch = self._estimate_batch(*self._switch(users[known], items[known]))
         position = np.full(len(testset), -1)
         position[known] = np.arange(len(known))
         possible = np.zeros(len(testset), dtype=bool)
-        possible[known] = batch.actual_k >= max(self.min_k, 1)
+        possible[known] = self._possible(batch.actual_k)
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
         est[possible] = batch.est[position[possible]]
+        baseline = self.prediction == "baseline"
+        if baseline:  # KNNBaseline answers unknown users and items with their baseline
+            unknown = position < 0
+            est[unknown] = self._unknown_baseline(users[unknown], items[unknown])
         known_details = self._details(batch, was_impossible=False)  # one per known query
 
         def details():
             for j, ok in zip(position.tolist(), possible.tolist()):
                 detail = next(known_details) if j >= 0 else None
-                yield detail if ok else {"was_impossible": True,
-                                         "reason": UNKNOWN if detail is None else _TOO_FEW}
+                if ok:
+                    yield detail
+                elif baseline:
+                    yield {"was_impossible": False}
+                else:
+                    yield {"was_impossible": True,
+                           "reason": UNKNOWN if detail is None else _TOO_FEW}
 
         return predictions(self.trainset, uids, iids, r_uis, est, details(), verbose)
 
     # ----------------------------------------------------------- internals
+    def _switch(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(x, y)`` in Surprise's roles: ``(users, items)``, swapped item-based."""
+        return (users, items) if self.sim_options["user_based"] else (items, users)
+
+    def _possible(self, actual_k: np.ndarray) -> np.ndarray:
+        """Which known queries have an estimate: ``basic`` needs ``min_k`` (at least 1)
+        contributing neighbours, the other rules fall back to a mean or baseline."""
+        if self.prediction == "basic":
+            return actual_k >= max(self.min_k, 1)
+        return np.ones(len(actual_k), dtype=bool)
+
+    def _unknown_baseline(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """KNNBaseline's estimate where the user or item is unknown (inner id ``-1``):
+        ``μ + b_u + b_i`` over the known ones."""
+        est = np.full(len(users), self.trainset.global_mean)
+        est += np.where(users >= 0, self.bu[np.maximum(users, 0)], 0.0)
+        return est + np.where(items >= 0, self.bi[np.maximum(items, 0)], 0.0)
+
+    def _combine(self, xs: np.ndarray, ys: np.ndarray, neighbours: np.ndarray,
+                 weights: np.ndarray, values: np.ndarray,
+                 found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The prediction rule: estimates and ``actual_k`` for queries ``(x, y)`` from the
+        chosen ``neighbours`` (x ids, ``-1`` empty), their ``weights`` and their ratings
+        ``values`` of ``y`` (where ``found``)."""
+        nb = np.maximum(neighbours, 0)
+        if self.centered:
+            deviations = values - self.means[nb]
+            shift, actual_k = _weighted_mean(weights, deviations, found & (weights != 0),
+                                             absolute_denominator=True)
+            return self.means[xs] + shift, actual_k
+        use = found & (weights > 0)
+        if self.prediction == "basic":
+            return _weighted_mean(weights, values, use)
+        if self.prediction == "baseline":
+            mu = self.trainset.global_mean
+            offset = mu + self.bx[xs] + self.by[ys]
+            deviations = values - (mu + self.bx[nb] + self.by[ys][:, None])
+        else:
+            offset = self.means[xs]
+            deviations = values - self.means[nb]
+            if self.prediction == "zscore":
+                deviations = deviations / self.sigmas[nb]
+        shift, actual_k = _weighted_mean(weights, deviations, use)
+        shift[actual_k < self.min_k] = 0.0
+        if self.prediction == "zscore":
+            shift *= self.sigmas[xs]
+        return offset + shift, actual_k
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "sim"):
             raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
@@ -436,7 +589,10 @@ class PrivateKNN(AlgoBase):
                                         batch.beta.tolist(), batch.partitions.tolist()))
 
     def _estimate_batch(self, users: np.ndarray, items: np.ndarray) -> _Batch:
-        """Estimates (and their selections) for known inner ids."""
+        """Estimates (and their selections) for known inner ids in the ``(x, y)`` roles
+        (:meth:`_switch`)."""
+        if not len(users):
+            return _Batch.empty(0, self.k)
         if self.neighbourhood == "item":
             return self._estimate_item_neighbourhood(users, items)
         return self._estimate_user_neighbourhood(users, items)
@@ -465,10 +621,11 @@ class PrivateKNN(AlgoBase):
             chosen = self._select(sims, lengths[block], users[block],
                                   (users[block], items[block]))
             slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
-            est, actual_k = _weighted_mean(chosen.weights, ratings.item_ratings[slots],
-                                           chosen.weights > 0)
-            return chosen, est, actual_k, np.where(chosen.columns >= 0,
-                                                   ratings.item_users[slots], -1)
+            neighbours = np.where(chosen.columns >= 0, ratings.item_users[slots], -1)
+            est, actual_k = self._combine(users[block], items[block], neighbours,
+                                          chosen.weights, ratings.item_ratings[slots],
+                                          chosen.columns >= 0)
+            return chosen, est, actual_k, neighbours
 
         blocks = list(_length_blocks(order, lengths[order]))
         batch = _Batch.empty(len(users), self.k)
@@ -490,14 +647,8 @@ class PrivateKNN(AlgoBase):
         found &= neighbours >= 0
         batch = _Batch.empty(len(users), self.k)
         batch.store(np.arange(len(users)), per_user.take(inverse), neighbours)
-        if not self.centered:
-            batch.est, batch.actual_k = _weighted_mean(weights, values, found & (weights > 0))
-            return batch
-        means = self._user_means
-        deviations = values - means[np.maximum(neighbours, 0)]
-        shift, batch.actual_k = _weighted_mean(weights, deviations, found & (weights != 0),
-                                               absolute_denominator=True)
-        batch.est = means[users] + shift
+        batch.est, batch.actual_k = self._combine(users, items, neighbours, weights, values,
+                                                  found)
         return batch
 
     def _user_neighbours(self, users: np.ndarray) -> _Chosen:
@@ -586,10 +737,61 @@ class PrivateKNN(AlgoBase):
         else:
             top = np.where(np.arange(min(k, sorted_sims.shape[1]))[None, :] < n_valid[:, None],
                            sorted_sims[:, :k], 0.0)
-            alpha = _ratio(np.maximum(true_sims, 0).sum(axis=1), np.maximum(top, 0).sum(axis=1))
+            chosen_sims = -np.sort(-np.maximum(true_sims, 0), axis=1)
+            alpha = np.minimum(_ratio(_sequential_sum(chosen_sims),
+                                      _sequential_sum(np.maximum(top, 0))), 1.0)
         ranks = safe if prefix is None else _ranks(sims, columns, true_sims, safe, prefix)
         return _Chosen(columns=columns, weights=np.where(taken, weights, 0.0), alpha=alpha,
                        beta=selection.beta, partitions=np.where(taken, ranks // k + 1, 0))
+
+
+class PrivateKNNWithMeans(PrivateKNN):
+    """:class:`PrivateKNN` with ``prediction="means"``: Surprise's ``KNNWithMeans``."""
+
+    def __init__(self, k: int = 40, min_k: int = 1, sim_options: Mapping | None = None,
+                 **kwargs) -> None:
+        super().__init__(k, min_k, sim_options, prediction="means", **kwargs)
+
+
+class PrivateKNNWithZScore(PrivateKNN):
+    """:class:`PrivateKNN` with ``prediction="zscore"``: Surprise's ``KNNWithZScore``."""
+
+    def __init__(self, k: int = 40, min_k: int = 1, sim_options: Mapping | None = None,
+                 **kwargs) -> None:
+        super().__init__(k, min_k, sim_options, prediction="zscore", **kwargs)
+
+
+class PrivateKNNBaseline(PrivateKNN):
+    """:class:`PrivateKNN` with ``prediction="baseline"``: Surprise's ``KNNBaseline``
+    (``bsl_options`` as Surprise's)."""
+
+    def __init__(self, k: int = 40, min_k: int = 1, sim_options: Mapping | None = None,
+                 bsl_options: Mapping | None = None, **kwargs) -> None:
+        super().__init__(k, min_k, sim_options, prediction="baseline", bsl_options=bsl_options,
+                         **kwargs)
+
+
+def _check_bsl_options(bsl_options: Mapping | None) -> dict:
+    """Validate Surprise's ``bsl_options`` and return a copy (the input is not mutated)."""
+    if bsl_options is None:
+        return {}
+    if not isinstance(bsl_options, Mapping):
+        raise TypeError(f"bsl_options must be a dict, got {type(bsl_options).__name__}")
+    options = dict(bsl_options)
+    unknown = set(options) - _BASELINE_OPTIONS
+    if unknown:
+        raise ValueError(f"bsl_options has unknown option(s) {sorted(unknown)}; allowed: "
+                         f"{sorted(_BASELINE_OPTIONS)}")
+    if "method" in options:
+        options["method"] = check_choice(options["method"], "bsl_options['method']",
+                                         ("als", "sgd"))
+    if "n_epochs" in options:
+        options["n_epochs"] = check_int(options["n_epochs"], "bsl_options['n_epochs']",
+                                        minimum=1)
+    for name in ("reg", "reg_u", "reg_i", "learning_rate"):
+        if name in options:
+            options[name] = check_real(options[name], f"bsl_options['{name}']", low=0.0)
+    return options
 
 
 #: the range of each flat selector parameter, whichever selector uses it
@@ -633,6 +835,14 @@ def _make_selector(selector: str | Selector, **params) -> Selector:
                       "neighbour lists are not private" if "epsilon" in ignored else ""),
                       UserWarning, stacklevel=3)
     return cls(**{name: value for name, value in given.items() if name in accepted})
+
+
+def _sequential_sum(values: np.ndarray) -> np.ndarray:
+    """Row sums added left to right, so that trailing zeros (the padding of a wider
+    block) leave them bit-identical, unlike numpy's pairwise ``sum``."""
+    if values.shape[1] == 0:
+        return np.zeros(len(values))
+    return np.cumsum(values, axis=1)[:, -1]
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:

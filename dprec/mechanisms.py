@@ -56,7 +56,17 @@ import numpy as np
 from scipy import optimize, special
 
 from ._rng import RandomStateLike, check_random_state
-from ._validation import check_choice, check_epsilon, check_int, check_real
+from ._validation import (
+    check_choice,
+    check_code_array,
+    check_epsilon,
+    check_int,
+    check_open_unit,
+    check_positive,
+    check_real,
+    check_real_array,
+    check_uniforms,
+)
 
 __all__ = [
     "LATTICE_BITS",
@@ -110,49 +120,11 @@ _MAX_CODES = 2**53        # randomized_response: offsets are exact below this
 # argument checks
 # ----------------------------------------------------------------------------
 
-def _as_real_array(values, name: str = "values") -> np.ndarray:
-    """``values`` as a float64 array (no copy when already float64), finite."""
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be an array of real numbers, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{name} must be finite (no NaN or infinity)")
-    return arr
-
-
-def _as_code_array(values, n_values: int, name: str = "values") -> np.ndarray:
-    """``values`` as an int64 array of codes in ``0 .. n_values - 1``."""
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be an array of integer codes, got dtype {arr.dtype}")
-    if arr.size and (arr.min() < 0 or arr.max() >= n_values):
-        raise ValueError(f"{name} must lie in 0 .. n_values - 1 = {n_values - 1}, "
-                         f"got range [{arr.min()}, {arr.max()}]")
-    return arr.astype(np.int64, copy=False)
-
-
-def _as_uniforms(uniforms, shape: tuple[int, ...], name: str = "uniforms") -> np.ndarray:
-    """``uniforms`` as a float64 array of exactly ``shape`` with entries in (0, 1)."""
-    arr = np.asarray(uniforms)
-    if arr.dtype.kind != "f":
-        raise TypeError(f"{name} must be a float array, got dtype {arr.dtype}")
-    if arr.shape != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {arr.shape}")
-    arr = arr.astype(np.float64, copy=False)
-    if arr.size and not ((arr > 0.0).all() and (arr < 1.0).all()):
-        raise ValueError(f"{name} must lie in the open interval (0, 1)")
-    return arr
-
-
 def _open_uniform(rng: np.random.Generator, shape) -> np.ndarray:
     """Uniforms in [2**-54, 1 - 2**-53], i.e. in the open interval (0, 1)."""
-    u = rng.random(shape)
-    return np.maximum(u, _TINY, out=u)
+    return np.maximum(rng.random(shape), _TINY)
 
 
-def _check_scale(value, name: str) -> float:
-    return check_real(value, name, low=0.0, low_inclusive=False)
 
 
 # ----------------------------------------------------------------------------
@@ -176,7 +148,7 @@ def laplace_grid(scale: float) -> float:
         If ``scale`` is not a positive finite number or is so small that the
         grid underflows.
     """
-    scale = _check_scale(scale, "scale")
+    scale = check_positive(scale, "scale")
     _, exponent = math.frexp(scale)          # scale = m * 2**exponent, m in [0.5, 1)
     grid = math.ldexp(1.0, exponent - 1 - LATTICE_BITS)
     if grid == 0.0:
@@ -330,11 +302,11 @@ def discrete_laplace_from_uniform(uniforms, t: float) -> np.ndarray:
     -------
     numpy.ndarray of shape ``uniforms.shape[:-1]``, float64 holding integers.
     """
-    t = _check_scale(t, "t")
+    t = check_positive(t, "t")
     u = np.asarray(uniforms)
     if u.ndim < 1 or u.shape[-1] != 3:
         raise ValueError(f"uniforms must have shape (..., 3), got {u.shape}")
-    u = _as_uniforms(u, u.shape)
+    u = check_uniforms(u, u.shape)
     shape = u.shape[:-1]
     cols = [np.ascontiguousarray(u[..., j]).ravel() for j in range(3)]
     n = cols[0].size
@@ -368,9 +340,9 @@ def laplace_from_uniform(values, scale: float, uniforms) -> np.ndarray:
     -------
     numpy.ndarray, float64, of the shape of ``values``.
     """
-    x = _as_real_array(values)
-    scale = _check_scale(scale, "scale")
-    u = _as_uniforms(uniforms, x.shape + (3,))
+    x = check_real_array(values)
+    scale = check_positive(scale, "scale")
+    u = check_uniforms(uniforms, x.shape + (3,))
     grid = laplace_grid(scale)
     cols = [np.ascontiguousarray(u[..., j]).ravel() for j in range(3)]
     out = _lattice_laplace_1d(x.ravel(), grid, _DLaplace.from_t(scale / grid),
@@ -453,8 +425,8 @@ def laplace(values, scale: float, random_state: RandomStateLike,
     ImportError
         For ``sampler="opendp"`` without OpenDP installed.
     """
-    x = _as_real_array(values)
-    scale = _check_scale(scale, "scale")
+    x = check_real_array(values)
+    scale = check_positive(scale, "scale")
     sampler = check_choice(sampler, "sampler", LAPLACE_SAMPLERS)
     rng = check_random_state(random_state)
     if sampler == "numpy":
@@ -507,8 +479,8 @@ def laplace_epsilon(scale: float, sensitivity: float, sampler: str = "lattice",
         The most coordinates two neighbouring inputs can differ in (1 for a
         scalar query; the vector length when unknown).
     """
-    scale = _check_scale(scale, "scale")
-    sensitivity = _check_scale(sensitivity, "sensitivity")
+    scale = check_positive(scale, "scale")
+    sensitivity = check_positive(sensitivity, "sensitivity")
     sampler = check_choice(sampler, "sampler", LAPLACE_SAMPLERS)
     max_changed = check_int(max_changed, "max_changed", minimum=1)
     if sampler == "numpy":
@@ -535,7 +507,7 @@ def laplace_scale(epsilon: float, sensitivity: float, sampler: str = "lattice",
         lattice rounding alone exceeds it.
     """
     epsilon = check_epsilon(epsilon)
-    sensitivity = _check_scale(sensitivity, "sensitivity")
+    sensitivity = check_positive(sensitivity, "sensitivity")
     sampler = check_choice(sampler, "sampler", LAPLACE_SAMPLERS)
     max_changed = check_int(max_changed, "max_changed", minimum=1)
     scale = sensitivity / epsilon
@@ -565,9 +537,9 @@ def gaussian_from_uniform(values, sigma: float, uniforms) -> np.ndarray:
         Standard deviation ``> 0``.
     uniforms : array of shape ``np.shape(values) + (2,)`` in (0, 1)
     """
-    x = _as_real_array(values)
-    sigma = _check_scale(sigma, "sigma")
-    u = _as_uniforms(uniforms, x.shape + (2,))
+    x = check_real_array(values)
+    sigma = check_positive(sigma, "sigma")
+    u = check_uniforms(uniforms, x.shape + (2,))
     normal = np.sqrt(-2.0 * np.log(u[..., 0])) * np.cos(2.0 * np.pi * u[..., 1])
     return _finite_sum(x, sigma * normal)
 
@@ -602,8 +574,8 @@ def gaussian(values, sigma: float, random_state: RandomStateLike) -> np.ndarray:
     -------
     numpy.ndarray, float64, of the shape of ``values``.
     """
-    x = _as_real_array(values)
-    sigma = _check_scale(sigma, "sigma")
+    x = check_real_array(values)
+    sigma = check_positive(sigma, "sigma")
     rng = check_random_state(random_state)
     return _finite_sum(x, sigma * rng.standard_normal(x.shape))
 
@@ -621,8 +593,8 @@ def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
     ``δ(ε) = Φ(Δ/(2σ) − εσ/Δ) − e^ε · Φ(−Δ/(2σ) − εσ/Δ)``, the smallest δ for
     which ``x + N(0, σ²)`` is (ε, δ)-DP at ℓ2 sensitivity ``Δ``.
     """
-    sigma = _check_scale(sigma, "sigma")
-    sensitivity = _check_scale(sensitivity, "sensitivity")
+    sigma = check_positive(sigma, "sigma")
+    sensitivity = check_positive(sensitivity, "sensitivity")
     epsilon = check_real(epsilon, "epsilon", low=0.0)
     return _gaussian_delta(sigma, sensitivity, epsilon)
 
@@ -633,10 +605,9 @@ def gaussian_epsilon(sigma: float, sensitivity: float, delta: float) -> float:
     Inverts the exact curve of :func:`gaussian_delta` numerically (Balle &
     Wang 2018), valid for every ε (not only ε < 1 as in Dwork & Roth, Thm A.1).
     """
-    sigma = _check_scale(sigma, "sigma")
-    sensitivity = _check_scale(sensitivity, "sensitivity")
-    delta = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
-                       high_inclusive=False)
+    sigma = check_positive(sigma, "sigma")
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    delta = check_open_unit(delta, "delta")
     if _gaussian_delta(sigma, sensitivity, 0.0) <= delta:
         return 0.0
     high = 1.0
@@ -660,9 +631,8 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     the safe side.
     """
     epsilon = check_epsilon(epsilon)
-    delta = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
-                       high_inclusive=False)
-    sensitivity = _check_scale(sensitivity, "sensitivity")
+    delta = check_open_unit(delta, "delta")
+    sensitivity = check_positive(sensitivity, "sensitivity")
 
     def excess(log_sigma: float) -> float:
         return _gaussian_delta(math.exp(log_sigma), sensitivity, epsilon) - delta
@@ -680,8 +650,8 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
 
 def gaussian_rho(sigma: float, sensitivity: float) -> float:
     r"""zCDP parameter ``ρ = Δ₂² / (2σ²)`` of the Gaussian mechanism (Bun & Steinke 2016)."""
-    sigma = _check_scale(sigma, "sigma")
-    sensitivity = _check_scale(sensitivity, "sensitivity")
+    sigma = check_positive(sigma, "sigma")
+    sensitivity = check_positive(sensitivity, "sensitivity")
     return sensitivity**2 / (2.0 * sigma**2)
 
 
@@ -731,13 +701,13 @@ def randomized_response_from_uniform(values, n_values: int, epsilon: float,
     numpy.ndarray of int64, the shape of ``values``.
     """
     codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
-    return _randomized_response(codes, n_values, epsilon, _as_uniforms(uniforms, codes.shape))
+    return _randomized_response(codes, n_values, epsilon, check_uniforms(uniforms, codes.shape))
 
 
 def _check_randomized_response(values, n_values, epsilon) -> tuple[np.ndarray, int, float]:
     n_values = check_int(n_values, "n_values", minimum=2, maximum=_MAX_CODES)
     epsilon = check_epsilon(epsilon)
-    return _as_code_array(values, n_values), n_values, epsilon
+    return check_code_array(values, n_values), n_values, epsilon
 
 
 def _randomized_response(codes: np.ndarray, n_values: int, epsilon: float,
@@ -792,7 +762,7 @@ def exponential_coefficient(epsilon: float, sensitivity: float, k: int = 1) -> f
     ``k`` compose to ε (Thm 3.16).
     """
     epsilon = check_epsilon(epsilon)
-    sensitivity = _check_scale(sensitivity, "sensitivity")
+    sensitivity = check_positive(sensitivity, "sensitivity")
     k = check_int(k, "k", minimum=1)
     return epsilon / (2.0 * k * sensitivity)
 
@@ -805,8 +775,8 @@ def exponential_epsilon(coefficient: float, sensitivity: float, k: int = 1) -> f
     ``k`` draws.  E.g. the selectors' weights ``exp(ε q / (4 k RS))`` spend
     ``exponential_epsilon(ε / (4 k RS), RS, k) = ε / 2``.
     """
-    coefficient = _check_scale(coefficient, "coefficient")
-    sensitivity = _check_scale(sensitivity, "sensitivity")
+    coefficient = check_positive(coefficient, "coefficient")
+    sensitivity = check_positive(sensitivity, "sensitivity")
     k = check_int(k, "k", minimum=1)
     return 2.0 * k * sensitivity * coefficient
 
@@ -823,12 +793,9 @@ def _check_mask(mask, scores: np.ndarray) -> np.ndarray:
 
 
 def _check_scores(scores, k, mask) -> tuple[np.ndarray, int, np.ndarray]:
-    arr = np.asarray(scores)
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"scores must be an array of real numbers, got dtype {arr.dtype}")
+    arr = check_real_array(scores, "scores", finite=False)
     if arr.ndim not in (1, 2):
         raise ValueError(f"scores must be 1-D or 2-D (rows of candidates), got {arr.ndim}-D")
-    arr = arr.astype(np.float64, copy=False)
     n_candidates = arr.shape[-1]
     k = check_int(k, "k", minimum=1)
     if k > n_candidates:
@@ -887,15 +854,12 @@ def gumbel_keys_from_uniform(scores, coefficient: float, uniforms, mask=None) ->
     -------
     numpy.ndarray, float64, the shape of ``scores``.
     """
-    coefficient = _check_scale(coefficient, "coefficient")
-    arr = np.asarray(scores)
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"scores must be an array of real numbers, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
+    coefficient = check_positive(coefficient, "coefficient")
+    arr = check_real_array(scores, "scores", finite=False)
     valid = _check_mask(mask, arr)
     if not np.isfinite(arr[valid]).all():
         raise ValueError("scores must be finite where mask is True")
-    return _gumbel_keys(arr, coefficient, _as_uniforms(uniforms, arr.shape), valid)
+    return _gumbel_keys(arr, coefficient, check_uniforms(uniforms, arr.shape), valid)
 
 
 def gumbel_top_k_from_uniform(scores, k: int, epsilon: float, sensitivity: float,
@@ -938,7 +902,7 @@ def gumbel_top_k_from_uniform(scores, k: int, epsilon: float, sensitivity: float
     """
     arr, k, valid = _check_scores(scores, k, mask)
     coefficient = exponential_coefficient(epsilon, sensitivity, k)
-    u = _as_uniforms(uniforms, arr.shape)
+    u = check_uniforms(uniforms, arr.shape)
     return _top_k_of_keys(_gumbel_keys(arr, coefficient, u, valid), k)
 
 

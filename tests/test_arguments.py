@@ -18,8 +18,10 @@ from dprec.ranking import mallows_privatize
 from dprec.ranking.mallows import laplace_scale as rank_laplace_scale
 from dprec.ranking.mallows import mallows_theta
 from dprec.selectors import PNCF, PPNS, Probabilistic
+from dprec.selectors.ppns import ppns_schedule
 from dprec.similarity import GaussianJL, MinHash, NoisyMinHash, PrivateSJLT, RRMinHash
-from dprec.similarity.minhash import difference_bound
+from dprec.similarity.minhash import difference_bound, difference_bound_binomial
+from dprec.similarity.sjlt import kenthapadi_sigma
 
 U3 = np.full((2, 3), 0.5)           # uniforms for two Laplace draws
 U2 = np.full((2, 2), 0.5)
@@ -142,6 +144,10 @@ CASES = [
     ("PPNS", lambda: PPNS(alpha=1.5), ValueError, "alpha"),
     ("PPNS", lambda: PPNS(p=0.5, alpha=0.5), ValueError, "give p or alpha"),
     ("Probabilistic", lambda: Probabilistic(floor=0.0), ValueError, "floor"),
+    ("ppns_schedule", lambda: ppns_schedule(0, 0.5), ValueError, "k"),
+    ("ppns_schedule", lambda: ppns_schedule(40, 0.0), ValueError, "p"),
+    ("ppns_schedule", lambda: ppns_schedule(40, 1.5), ValueError, "p"),
+    ("ppns_schedule", lambda: ppns_schedule(40, "x"), TypeError, "p"),
     # sketches
     ("MinHash", lambda: MinHash(0, 2), ValueError, "K"),
     ("MinHash", lambda: MinHash(8, 1), ValueError, "B"),
@@ -158,6 +164,28 @@ CASES = [
     ("NoisyMinHash", lambda: NoisyMinHash(8, 2, 1.0, 0.0), ValueError, "delta"),
     ("difference_bound", lambda: difference_bound(8, 2, 1, 4, 1.0), ValueError, "delta"),
     ("difference_bound", lambda: difference_bound(0, 2, 1, 4, 0.1), ValueError, "K"),
+    ("difference_bound", lambda: difference_bound(8, 1, 1, 4, 0.1), ValueError, "B"),
+    ("difference_bound", lambda: difference_bound(8, 2.0, 1, 4, 0.1), TypeError, "B"),
+    ("difference_bound", lambda: difference_bound(8, 2, 0, 4, 0.1), ValueError, "alpha"),
+    ("difference_bound", lambda: difference_bound(8, 2, 1.0, 4, 0.1), TypeError, "alpha"),
+    ("difference_bound", lambda: difference_bound(8, 2, 1, 0, 0.1), ValueError, "tau"),
+    ("difference_bound", lambda: difference_bound(8, 2, 1, 4.0, 0.1), TypeError, "tau"),
+    ("difference_bound", lambda: difference_bound(8, 2, 1, 4, 0.0), ValueError, "delta"),
+    ("difference_bound", lambda: difference_bound(8, 2, 1, 4, -0.5), ValueError, "delta"),
+    ("difference_bound_binomial", lambda: difference_bound_binomial(8, 2, 1, 4, 0.0),
+     ValueError, "delta"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(1.0, 0.0, 1.0), ValueError, "delta"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(1.0, -0.1, 1.0), ValueError, "delta"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(1.0, 0.5, 1.0), ValueError, "delta"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(1.0, 0.7, 1.0), ValueError, "delta"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(1.0, "x", 1.0), TypeError, "delta"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(1.0, 0.1, 0.0), ValueError,
+     "l2_sensitivity"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(1.0, 0.1, -1.0), ValueError,
+     "l2_sensitivity"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(1.0, 0.1, "x"), TypeError,
+     "l2_sensitivity"),
+    ("kenthapadi_sigma", lambda: kenthapadi_sigma(0.0, 0.1, 1.0), ValueError, "epsilon"),
     ("PrivateSJLT", lambda: PrivateSJLT(16, 3, 1.0, 1.0), ValueError, "s"),
     ("PrivateSJLT", lambda: PrivateSJLT(16, 4, 0.0, 1.0), ValueError, "epsilon"),
     ("PrivateSJLT", lambda: PrivateSJLT(16, 4, 1.0, 0.0), ValueError, "sensitivity"),
@@ -172,6 +200,8 @@ CASES = [
      "columns"),
     # Mallows calibration
     ("mallows_theta", lambda: mallows_theta(0.0, 5), ValueError, "epsilon"),
+    ("mallows_theta", lambda: mallows_theta(1.0, 5, calibration="TIGHT "), ValueError,
+     "calibration"),
     ("mallows_theta", lambda: mallows_theta(1.0, 5, calibration="x"), ValueError,
      "calibration"),
     ("laplace_scale (ranks)", lambda: rank_laplace_scale(-1.0, 5), ValueError, "epsilon"),
@@ -193,4 +223,6 @@ def test_bounds_that_are_inclusive_accept_their_end():
     assert M.randomized_response_epsilon(2, 0.9) == pytest.approx(math.log(9))
     assert M.laplace_scale(1.0, 1.0, max_changed=1) == 1.0
     PPNS(p=1.0)                                      # checked against k when attached
+    assert ppns_schedule(3, 1.0).tolist() == [2]              # k − 1 from the first partition
+    assert kenthapadi_sigma(1.0, 0.499, 1.0) > 0
     MinHash(8, 2**11)

@@ -404,3 +404,15 @@ def test_fast_cross_validation_scores_equal_test_and_individual_fits(data):
         assert row["mae"] == pytest.approx(accuracy.mae(predictions, verbose=False), abs=1e-12)
         assert row["impossible"] == pytest.approx(
             np.mean([p.details["was_impossible"] for p in predictions]))
+
+
+def test_selector_names_are_case_insensitive_and_other_rules_are_attacked(data):
+    # PrivateKNN(selector="PPNS") used to raise KeyError in the attack
+    upper = attack(knn("PPNS", verbose=False), data, n_targets=2).run()
+    lower = attack(knn("ppns", verbose=False), data, n_targets=2).run()
+    pd.testing.assert_frame_equal(upper.drop(columns="seconds"), lower.drop(columns="seconds"))
+    # the other rules and item-based kNN are asked query by query
+    for algo in (knn(prediction="means", verbose=False),
+                 PrivateKNN(k=K, sim_options={"user_based": False}, verbose=False)):
+        table = attack(algo, data, n_targets=2).run()
+        assert len(table) == 2 and table["recovery"].notna().all()

@@ -163,7 +163,19 @@ def test_privacy_report_of_exact_topk_says_nothing_is_protected(split):
         ({"centered": True}, ValueError, "centered"),
         ({"centered": "yes", "neighbourhood": "user"}, TypeError, "centered"),
         ({"sim_options": {"name": "jaccard"}}, ValueError, "name"),
-        ({"sim_options": {"name": "cosine", "user_based": False}}, ValueError, "user_based"),
+        ({"sim_options": {"name": "minhash", "user_based": False}}, ValueError, "user_based"),
+        ({"sim_options": {"user_based": 0}}, TypeError, "user_based"),
+        ({"sim_options": {"name": "pearson_baseline", "shrinkage": -1}}, ValueError,
+         "shrinkage"),
+        ({"sim_options": {"name": "msd", "shrinkage": 1}}, ValueError, "shrinkage"),
+        ({"prediction": "median"}, ValueError, "prediction"),
+        ({"centered": True, "neighbourhood": "user", "prediction": "means"}, ValueError,
+         "centered"),
+        ({"bsl_options": {"method": "lbfgs"}}, ValueError, "method"),
+        ({"bsl_options": {"n_epochs": 0}}, ValueError, "n_epochs"),
+        ({"bsl_options": {"reg": -1}}, ValueError, "reg"),
+        ({"bsl_options": {"regu": 1}}, ValueError, "regu"),
+        ({"bsl_options": "als"}, TypeError, "bsl_options"),
         ({"sim_options": {"min_support": -1}}, ValueError, "min_support"),
         ({"sim_options": {"min_suport": 2}}, ValueError, "min_suport"),
         ({"sim_options": "cosine"}, TypeError, "sim_options"),
@@ -286,3 +298,78 @@ def test_thread_count_follows_the_limits(monkeypatch):
     monkeypatch.setenv("DPREC_NUM_THREADS", "zero")  # not a positive integer: ignored
     assert thread_count() == 3
     assert map_blocks(lambda x: x * x, range(7)) == [x * x for x in range(7)]
+
+
+# ---------------------------------------------------------------- regressions (issue 15)
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+@pytest.mark.parametrize("prediction", ["basic", "means", "baseline"])
+def test_testset_of_only_unknown_rows(split, neighbourhood, prediction):
+    # no row with both its user and its item known (a fold of new users): no crash,
+    # the same answers as predict() row by row
+    trainset, _ = split
+    algo = PrivateKNN(k=5, neighbourhood=neighbourhood, prediction=prediction,
+                      verbose=False).fit(trainset)
+    rows = [("new user", trainset.to_raw_iid(0), 3.0), ("new user", "new item", None)]
+    assert algo.test(rows) == [algo.predict(*row) for row in rows]
+    assert algo.test([]) == []
+
+
+@pytest.mark.parametrize("selector", ["probabilistic", "pncf", "ppns"])
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+def test_alpha_is_the_same_batched_and_alone_and_at_most_one(split, selector, neighbourhood):
+    # alpha used to depend on the block width (summation order) and reach 1 + 4e-16
+    trainset, testset = split
+    epsilon = None if selector == "probabilistic" else 2.0
+    algo = PrivateKNN(k=10, selector=selector, epsilon=epsilon, neighbourhood=neighbourhood,
+                      diagnostics=True, random_state=3, verbose=False).fit(trainset)
+    batch = algo.test(testset[:400])
+    single = [algo.predict(u, i, r) for u, i, r in testset[:400]]
+    assert [p.details for p in batch] == [p.details for p in single]
+    alphas = [p.details["alpha"] for p in batch if not p.details["was_impossible"]]
+    assert alphas and all(0.0 <= a <= 1.0 for a in alphas)
+
+
+def test_compute_similarities(split):
+    trainset, _ = split
+    exact = PrivateKNN(sim_options={"name": "pearson"}, verbose=False).fit(trainset)
+    np.testing.assert_array_equal(exact.compute_similarities(), exact.sim)
+    sketch = PrivateKNN(sim_options=SKETCH_OPTIONS[0], random_state=0,
+                        verbose=False).fit(trainset)
+    released = sketch.compute_similarities()  # the users' one release, not a new one
+    np.testing.assert_array_equal(released, sketch.sim)
+    assert released is not sketch.sim
+    with pytest.raises(AttributeError, match="fit"):
+        PrivateKNN(sim_options=SKETCH_OPTIONS[0]).compute_similarities()
+
+
+def test_verbose_follows_surprise(split, capsys):
+    trainset, _ = split
+    assert PrivateKNN().verbose is True
+    PrivateKNN(sim_options={"name": "pearson_baseline"}).fit(trainset)
+    printed = capsys.readouterr().out
+    assert "Estimating biases using als..." in printed
+    assert "Computing the pearson_baseline similarity matrix..." in printed
+    assert "Done computing similarity matrix." in printed
+    PrivateKNN(verbose=False).fit(trainset)
+    assert capsys.readouterr().out == ""
+
+
+def test_item_based_neighbours_are_items_and_not_charged_to_users(split):
+    trainset, _ = split
+    algo = PrivateKNN(k=6, sim_options={"name": "cosine", "user_based": False},
+                      selector="ppns", epsilon=1.0, random_state=0, verbose=False)
+    algo.fit(trainset)
+    assert algo.sim.shape == (trainset.n_items, trainset.n_items)
+    users = np.arange(8)
+    items = np.array([trainset.ur[u][0][0] for u in users])
+    chosen = algo.neighbours(users, items)   # among the items rated by u
+    for u, row in zip(users, chosen):
+        rated = {j for j, _ in trainset.ur[u]}
+        assert set(row[row >= 0]) <= rated
+    report = algo.privacy_report()
+    assert len(report) == 0 and "item-based" in str(report)
+    per_item = PrivateKNN(k=6, sim_options={"user_based": False}, neighbourhood="user",
+                          verbose=False).fit(trainset)
+    assert per_item.neighbours(items=items).shape == (8, 6)
+    with pytest.raises(ValueError, match="items"):
+        per_item.neighbours(users)

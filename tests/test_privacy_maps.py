@@ -329,3 +329,23 @@ def test_the_smallest_uniform_is_positive_and_tiny():
 
     u = M._open_uniform(Zeros(), 5)
     assert (u > 0).all() and (u <= 2.0**-53).all()
+
+
+def test_exponential_epsilon_defaults_to_one_draw():
+    # ε = 2·k·Δ·c: one draw (k = 1) unless told otherwise
+    assert M.exponential_epsilon(0.25, 2.0) == 1.0
+    assert M.exponential_epsilon(0.25, 2.0, k=3) == 3.0
+
+
+def test_lattice_laplace_reads_the_low_bits_of_its_first_uniform():
+    # with u1 < 2**-53 the fine uniform (⌊2**53 u1⌋ + u1_low)·2**-53 is u1_low·2**-53 alone:
+    # the noise lies in the far tail, set by u1_low (column 1), never by u2 (column 2)
+    tiny = 2.0**-60
+    noise = M.laplace_from_uniform(np.zeros(3), 1.0, np.array([[tiny, 0.2, 0.7],
+                                                               [tiny, 0.9, 0.7],
+                                                               [tiny, 0.9, 0.2]]))
+    # scale 1: |noise| has the integer part of -ln(u_fine), 38.3 (u1_low = 0.2) and
+    # 36.8 (u1_low = 0.9); the top bit of u2 gives the sign
+    tail = np.floor(-np.log(np.array([0.2, 0.9, 0.9]) * 2.0**-53))
+    assert np.array_equal(np.floor(np.abs(noise)), tail)
+    assert np.array_equal(np.sign(noise), [-1.0, -1.0, 1.0])

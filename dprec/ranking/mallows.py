@@ -125,7 +125,7 @@ def mallows_theta(epsilon: EpsilonLike, m: int | np.ndarray,
     """
     calibration = check_choice(calibration, "calibration", CALIBRATIONS)
     eps = _check_budgets(epsilon)
-    m = np.asarray(m, dtype=np.float64)
+    m = np.asarray(m)
     denom = 2.0 * m - 3.0 if calibration == "tight" else 2.0 * m
     return eps / np.maximum(denom, 1.0)
 
@@ -133,7 +133,7 @@ def mallows_theta(epsilon: EpsilonLike, m: int | np.ndarray,
 def laplace_scale(epsilon: EpsilonLike, m: int | np.ndarray) -> np.ndarray:
     r"""Laplace scale :math:`\lambda = 2(m - 1)/\varepsilon` (0 for ε = ∞ or m ≤ 1)."""
     eps = _check_budgets(epsilon)
-    m = np.asarray(m, dtype=np.float64)
+    m = np.asarray(m)
     return 2.0 * np.maximum(m - 1.0, 0.0) / eps
 
 

@@ -111,7 +111,7 @@ def partition_count(n_valid: np.ndarray, k: int) -> np.ndarray:
 
 def first_positions(n_valid: np.ndarray, k: int) -> np.ndarray:
     """Positions ``0..k-1`` of every row, ``-1`` past the row's valid candidates."""
-    positions = np.broadcast_to(np.arange(k, dtype=np.int64), (len(n_valid), k))
+    positions = np.broadcast_to(np.arange(k), (len(n_valid), k))
     return np.where(positions < np.asarray(n_valid)[:, None], positions, -1)
 
 
@@ -126,7 +126,7 @@ def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     counts = np.asarray(counts)
     width = keys.shape[1]
     most = min(int(counts.max(initial=0)), width, k)
-    out = np.full((len(keys), k), -1, dtype=np.int64)
+    out = np.full((len(keys), k), -1)
     if most == 0:
         return out
     if most == 1:
@@ -150,7 +150,7 @@ def mask_to_positions(mask: np.ndarray, k: int) -> np.ndarray:
     counts = mask.sum(axis=1)
     rank = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
     keep = rank < k
-    out = np.full((len(mask), k), -1, dtype=np.int64)
+    out = np.full((len(mask), k), -1)
     out[rows[keep], rank[keep]] = columns[keep]
     return out
 

@@ -2,7 +2,8 @@
 
 ``sim_options`` follows Surprise: ``{"name": ..., "user_based": True,
 "min_support": 1}`` for the exact similarities (``"msd"``, ``"cosine"``,
-``"pearson"``), or a sketch backend's name and parameters
+``"pearson"``, ``"pearson_baseline"`` with ``"shrinkage"``, default 100),
+user- or item-based, or a sketch backend's name and parameters
 (``"rr_minhash"``, ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``,
 ``"gaussian_jl"``; see :mod:`dprec.similarity.sketches`).
 """
@@ -16,11 +17,13 @@ import numpy as np
 
 from .._ratings import RatingArrays
 from .._rng import RandomStateLike
-from .._validation import check_int
+from .._validation import check_bool, check_int, check_real
 from .exact import (
     EXACT_SIMILARITIES,
+    change_bound,
     exact_similarity,
     exact_similarity_and_sums,
+    pearson_baseline_similarity,
     recommendation_aware_sensitivity,
 )
 from .minhash import MinHash, NoisyMinHash, RRMinHash, difference_bound
@@ -34,6 +37,7 @@ from .sketches import (
 )
 
 _EXACT_KEYS = {"name", "user_based", "min_support"}
+_SHRINKAGE_KEYS = _EXACT_KEYS | {"shrinkage"}
 
 
 def check_sim_options(sim_options: Mapping | None) -> dict:
@@ -44,8 +48,9 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
     TypeError
         If ``sim_options`` is not a mapping.
     ValueError
-        For an unknown similarity name or option, ``user_based=False`` (dprec is
-        user-based), or ``min_support < 0``.
+        For an unknown similarity name or option, ``user_based=False`` with a
+        sketch backend (sketches are users' releases of their own rated sets),
+        ``min_support < 0`` or ``shrinkage < 0``.
     """
     if sim_options is None:
         sim_options = {}
@@ -57,18 +62,25 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
     if not isinstance(name, str) or name.lower() not in names:
         raise ValueError(f"sim_options['name'] must be one of {names}, got {name!r}")
     options["name"] = name.lower()
+    user_based = check_bool(options.get("user_based", True), "sim_options['user_based']")
     if options["name"] in SKETCH_BACKENDS:
+        if not user_based:
+            raise ValueError(f"sim_options['user_based'] must be True for the sketch backend "
+                             f"{options['name']!r}: a sketch is a user's release of their own "
+                             "rated set, and no user holds an item's set of raters")
         sketch_backend(_with_public_bounds(options, (1.0, 1.0)))  # validates every option
         return options
-    if options.get("user_based", True) is not True:
-        raise ValueError("sim_options['user_based'] must be True: dprec's kNN is user-based")
-    options["user_based"] = True
+    options["user_based"] = user_based
     options["min_support"] = check_int(options.get("min_support", 1),
                                        "sim_options['min_support']", minimum=0)
-    unknown = set(options) - _EXACT_KEYS
+    allowed = _SHRINKAGE_KEYS if options["name"] == "pearson_baseline" else _EXACT_KEYS
+    if "shrinkage" in allowed:
+        options["shrinkage"] = check_real(options.get("shrinkage", 100.0),
+                                          "sim_options['shrinkage']", low=0.0)
+    unknown = set(options) - allowed
     if unknown:
         raise ValueError(f"sim_options has unknown option(s) {sorted(unknown)} for "
-                         f"{options['name']!r}; allowed: {sorted(_EXACT_KEYS)}")
+                         f"{options['name']!r}; allowed: {sorted(allowed)}")
     return options
 
 
@@ -86,9 +98,11 @@ def _with_public_bounds(options: Mapping, rating_scale: tuple[float, float]) -> 
 
 def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity: bool = False,
                       rating_scale: tuple[float, float] = (1.0, 5.0),
-                      random_state: RandomStateLike = None
+                      random_state: RandomStateLike = None,
+                      residuals: np.ndarray | None = None,
                       ) -> tuple[np.ndarray, np.ndarray | None, SketchRelease | None]:
-    """The user × user similarity matrix described by validated ``options``.
+    """The similarity matrix of the rows of ``ratings`` (users, or items when
+    item-based) described by validated ``options``.
 
     Returns ``(sim, sensitivity, release)``.  ``sensitivity`` is, when
     ``with_sensitivity`` is set (the private selectors need it), each user's
@@ -98,7 +112,10 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
     range), else ``None``.  ``release`` says what the users released through
     a sketch backend (:class:`SketchRelease`), ``None`` for the exact
     similarities.  A sketch backend draws its noise (and hash seed) from
-    ``random_state``.
+    ``random_state``.  ``pearson_baseline`` needs the baseline ``residuals``
+    ``r − (μ + b_row + b_column)`` of the stored ratings, and its sensitivity is
+    the width of its range, 2 (a bound on RS: its baselines are global fits,
+    which the item-removal formula of RS does not follow).
     """
     name = options["name"]
     if name in SKETCH_BACKENDS:
@@ -107,6 +124,13 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
         sensitivity = np.full(ratings.n_users, float(backend.score_range))
         return sim, (sensitivity if with_sensitivity else None), backend.release_
     min_support = options["min_support"]
+    if name == "pearson_baseline":
+        if residuals is None:
+            raise ValueError("pearson_baseline needs the baseline residuals of the ratings")
+        sim = pearson_baseline_similarity(ratings.matrix, residuals, min_support,
+                                          options["shrinkage"])
+        bound = change_bound(name, residuals)
+        return sim, (np.full(ratings.n_users, bound) if with_sensitivity else None), None
     sim, sums = exact_similarity_and_sums(name, ratings.matrix, min_support)
     if not with_sensitivity:
         return sim, None, None

@@ -21,6 +21,14 @@ so with integer ratings they are bit-identical to Surprise's (ALGORITHMS.md §1)
 Pairs with ``|I_uv| < min_support`` get 0, the diagonal is 1.  Where
 Surprise would divide by zero (no co-rated item with ``min_support=0``, or
 all-zero ratings) dprec returns 0.
+
+``pearson_baseline`` (Koren 2010, Surprise's shrunk baseline-centred
+Pearson) is the cosine of the baseline residuals
+``d_ui = r_ui − (μ + b_u + b_i)`` shrunk towards 0 by the support:
+
+- pearson_baseline ``Σ d_ui d_vi / sqrt(Σ d_ui² · Σ d_vi²) · (|I_uv| − 1) / (|I_uv| − 1 + λ)``
+
+with pairs of fewer than ``max(2, min_support)`` co-rated items at 0.
 """
 
 from __future__ import annotations
@@ -28,10 +36,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-EXACT_SIMILARITIES = ("cosine", "msd", "pearson")
+#: the similarities that are functions of the co-rated sums alone (updatable incrementally)
+SUM_SIMILARITIES = ("cosine", "msd", "pearson")
+EXACT_SIMILARITIES = (*SUM_SIMILARITIES, "pearson_baseline")
 
 
-def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True) -> tuple[np.ndarray, ...]:
+def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
+                  values: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs.
 
     Dense BLAS products (``X @ X.T`` runs as a symmetric rank-k update, half
@@ -40,8 +51,10 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True) -> tuple[np.nd
     no sum can exceed 2^24 they run in float32, where every partial sum of
     integers is exact whatever the summation order, and are returned as
     float64: the same numbers as float64 sums, about twice as fast.
+    ``values``, if given, replaces the stored ratings (one per stored entry,
+    e.g. baseline residuals) on the same pattern.
     """
-    data = ratings.data
+    data = ratings.data if values is None else values
     max_sum = ratings.shape[1] * float(np.max(data**2, initial=0.0))
     exact_in_float32 = max_sum < 2**24 and np.array_equal(data, np.round(data))
     dtype = np.float32 if exact_in_float32 else np.float64
@@ -104,10 +117,38 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
     return exact_similarity_and_sums(name, ratings, min_support)[0]
 
 
+def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
+                                min_support: int = 1, shrinkage: float = 100.0) -> np.ndarray:
+    """Surprise's ``pearson_baseline`` similarity of the rows of ``ratings``.
+
+    Parameters
+    ----------
+    ratings : scipy.sparse.csr_matrix
+        Rows × columns ratings, sorted indices (only the pattern is read).
+    residuals : ndarray
+        ``r − (μ + b_row + b_column)`` for each stored rating, in ``ratings.data`` order.
+    min_support : int
+        Pairs with fewer than ``max(2, min_support)`` co-rated columns get 0.
+    shrinkage : float
+        λ in ``(n − 1) / (n − 1 + λ)``.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_rows), float64, symmetric, diagonal 1.
+    """
+    freq, sq_i, prods, _ = co_rated_sums(ratings, with_sums=False, values=residuals)
+    sim = _divide(prods, np.sqrt(sq_i * sq_i.T))
+    sim *= _divide(freq - 1.0, freq - 1.0 + shrinkage)
+    sim[freq < max(2, min_support)] = 0.0
+    np.fill_diagonal(sim, 1.0)
+    return sim
+
+
 def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: int = 1):
-    """:func:`exact_similarity` and the co-rated sums it was computed from."""
-    if name not in EXACT_SIMILARITIES:
-        raise ValueError(f"name must be one of {EXACT_SIMILARITIES}, got {name!r}")
+    """:func:`exact_similarity` and the co-rated sums it was computed from (not for
+    ``pearson_baseline``, which needs baselines: :func:`pearson_baseline_similarity`)."""
+    if name not in SUM_SIMILARITIES:
+        raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")
     freq, sq_i, prods, s_i = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64),
                                            with_sums=name == "pearson")
     s_j = None if s_i is None else s_i.T

@@ -36,7 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .exact import (
-    EXACT_SIMILARITIES,
+    SUM_SIMILARITIES,
     exact_similarity_and_sums,
     similarity_from_sums,
 )
@@ -198,8 +198,8 @@ class IncrementalSimilarity:
     def fit(cls, name: str, ratings: sp.csr_matrix, min_support: int = 1,
             with_sensitivity: bool = False) -> IncrementalSimilarity:
         """The full computation (:func:`exact_similarity_and_sums`), done once."""
-        if name not in EXACT_SIMILARITIES:
-            raise ValueError(f"name must be one of {EXACT_SIMILARITIES}, got {name!r}")
+        if name not in SUM_SIMILARITIES:
+            raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")
         ratings = sp.csr_matrix(ratings, dtype=np.float64)
         ratings.sort_indices()
         sim, sums = exact_similarity_and_sums(name, ratings, min_support)

@@ -64,7 +64,7 @@ import scipy.sparse as sp
 from scipy import stats
 
 from .._rng import RandomStateLike, keyed_bits, keyed_uniform
-from .._validation import check_choice, check_epsilon, check_int, check_real
+from .._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from ..ledger import LedgerEntry, PrivacyLeakWarning, Status, Unit
 from ..mechanisms import (
     laplace_epsilon,
@@ -116,8 +116,7 @@ def _check_bound_args(K, B, alpha, tau, delta) -> tuple[int, int, int, int, floa
     if alpha > tau:
         raise ValueError(f"alpha must be <= tau (a set of at least tau items differs in at "
                          f"most alpha of them), got alpha={alpha}, tau={tau}")
-    delta = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
-                       high_inclusive=False)
+    delta = check_open_unit(delta, "delta")
     return K, B, alpha, tau, delta
 
 
@@ -363,8 +362,7 @@ class _MinHashFamily(SketchBackend):
 
     def _init_private(self, epsilon, delta, tau, alpha, small_users) -> None:
         self.epsilon = check_epsilon(epsilon)
-        self.delta = check_real(delta, "delta", low=0.0, high=1.0, low_inclusive=False,
-                                high_inclusive=False)
+        self.delta = check_open_unit(delta, "delta")
         self.tau = None if tau is None else check_int(tau, "tau", minimum=1)
         self.alpha = check_int(alpha, "alpha", minimum=1)
         if self.tau is not None:

@@ -61,7 +61,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._rng import RandomStateLike, keyed_bits, keyed_uniform
-from .._validation import check_choice, check_epsilon, check_int, check_real
+from .._validation import check_choice, check_epsilon, check_int, check_positive, check_real
 from ..ledger import LedgerEntry, Status, Unit
 from ..mechanisms import (
     gaussian_delta,
@@ -146,7 +146,7 @@ def kenthapadi_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> flo
     epsilon = check_epsilon(epsilon)
     delta = check_real(delta, "delta", low=0.0, high=0.5, low_inclusive=False,
                        high_inclusive=False)
-    w2 = check_real(l2_sensitivity, "l2_sensitivity", low=0.0, low_inclusive=False)
+    w2 = check_positive(l2_sensitivity, "l2_sensitivity")
     return w2 / epsilon * math.sqrt(2.0 * (math.log(1.0 / (2.0 * delta)) + epsilon))
 
 
@@ -203,7 +203,7 @@ class _PrivateProjection(SketchBackend):
     def _init_common(self, k, epsilon, sensitivity, hash_seed, random_state) -> None:
         self.k = check_int(k, "k", minimum=1)
         self.epsilon = check_epsilon(epsilon)
-        self.sensitivity = check_real(sensitivity, "sensitivity", low=0.0, low_inclusive=False)
+        self.sensitivity = check_positive(sensitivity, "sensitivity")
         self._init_seeds(hash_seed, random_state)
 
     # subclasses: draw the public matrix, set the noise, describe the noise
