@@ -1,9 +1,13 @@
-"""Surprise ``KNNBasic`` against ``dprec.PrivateKNN`` (top-k, item neighbourhood).
+"""Surprise's kNN family against dprec's (top-k, exact similarities), user- and item-based.
 
-Both fit and test on the same 5 folds of MovieLens 100k (synthetic data of
-the same shape when it is absent), for each exact similarity; the script
-prints both times and the speed-up measured in this run, and checks that the
-predictions agree.  Run: ``python benchmarks/bench_knn.py``.
+Each Surprise class (``KNNBasic``, ``KNNWithMeans``, ``KNNWithZScore``,
+``KNNBaseline``) and dprec's counterpart (``PrivateKNN`` with the same
+``prediction`` rule) fit and test on the same 5 folds of MovieLens 100k
+(synthetic data of the same shape when it is absent); the script prints both
+times and the speed-up measured in this run, and checks that every prediction
+agrees: the largest ``|Δest|`` and the number of rows whose ``details``
+(``actual_k``, ``was_impossible``) differ.
+Run: ``python benchmarks/bench_knn.py`` (``--help`` for the options).
 """
 
 from __future__ import annotations
@@ -12,39 +16,53 @@ import argparse
 
 import numpy as np
 from _common import folds, time_cv
-from surprise import KNNBasic, accuracy
+from surprise import KNNBaseline, KNNBasic, KNNWithMeans, KNNWithZScore, accuracy
 
 from dprec import PrivateKNN
 from dprec.datasets import load_or_synthetic
 
+SURPRISE = {"basic": KNNBasic, "means": KNNWithMeans, "zscore": KNNWithZScore,
+            "baseline": KNNBaseline}
+
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sims", nargs="+", default=["msd", "cosine", "pearson"])
+    parser.add_argument("--sims", nargs="+", default=["msd"],
+                        help="msd, cosine, pearson, pearson_baseline")
+    parser.add_argument("--rules", nargs="+", default=list(SURPRISE), choices=list(SURPRISE))
+    parser.add_argument("--based", nargs="+", default=["user", "item"], choices=["user", "item"])
     parser.add_argument("--k", type=int, default=40)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=3,
-                        help="dprec runs per similarity (the fastest is reported)")
+                        help="dprec runs per row (the fastest is reported)")
     args = parser.parse_args(argv)
 
     data, label = load_or_synthetic("auto")
     splits = folds(data, args.folds)
-    print(f"{label}: {args.folds} folds, k={args.k}, fit + test")
-    print(f"{'similarity':<10} {'KNNBasic s':>11} {'dprec s':>9} {'speed-up':>9} "
-          f"{'RMSE':>8} {'max |Δest|':>11}")
-    for name in args.sims:
-        options = {"name": name}
-        surprise_s, reference = time_cv(
-            lambda options=options: KNNBasic(k=args.k, sim_options=dict(options), verbose=False),
-            splits)
-        runs = [time_cv(lambda options=options: PrivateKNN(k=args.k, sim_options=options), splits)
-                for _ in range(args.repeat)]
-        dprec_s, ours = min(runs, key=lambda run: run[0])
-        gap = max(np.max(np.abs(np.array([p.est for p in a]) - np.array([p.est for p in b])))
-                  for a, b in zip(reference, ours))
-        rmse = np.mean([accuracy.rmse(p, verbose=False) for p in ours])
-        print(f"{name:<10} {surprise_s:>11.2f} {dprec_s:>9.3f} {surprise_s / dprec_s:>8.1f}x "
-              f"{rmse:>8.4f} {gap:>11.1e}")
+    print(f"{label}: {args.folds} folds, k={args.k}, fit + test, times summed over the folds")
+    print(f"{'Surprise class':<14} {'based':<5} {'similarity':<16} {'Surprise s':>10} "
+          f"{'dprec s':>8} {'speed-up':>9} {'RMSE':>7} {'max |Δest|':>11} {'Δdetails':>9}")
+    for based in args.based:
+        for name in args.sims:
+            options = {"name": name, "user_based": based == "user"}
+            for rule in args.rules:
+                reference_class = SURPRISE[rule]
+                surprise_s, reference = time_cv(
+                    lambda cls=reference_class, options=options: cls(
+                        k=args.k, sim_options=dict(options), verbose=False),
+                    splits)
+                runs = [time_cv(lambda options=options, rule=rule: PrivateKNN(
+                    k=args.k, sim_options=options, prediction=rule, verbose=False), splits)
+                        for _ in range(args.repeat)]
+                dprec_s, ours = min(runs, key=lambda run: run[0])
+                pairs = [(a, b) for fold_a, fold_b in zip(reference, ours)
+                         for a, b in zip(fold_a, fold_b)]
+                gap = max(abs(a.est - b.est) for a, b in pairs)
+                details = sum(a.details != b.details for a, b in pairs)
+                rmse = np.mean([accuracy.rmse(p, verbose=False) for p in ours])
+                print(f"{reference_class.__name__:<14} {based:<5} {name:<16} {surprise_s:>10.2f} "
+                      f"{dprec_s:>8.3f} {surprise_s / dprec_s:>8.1f}x {rmse:>7.4f} "
+                      f"{gap:>11.1e} {details:>9d}", flush=True)
 
 
 if __name__ == "__main__":

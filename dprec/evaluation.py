@@ -20,6 +20,7 @@ from surprise import accuracy
 from surprise.model_selection import KFold, cross_validate
 
 from ._validation import check_int
+from .metrics import ndcg_at_k, precision_at_k
 
 FOLD_COLUMNS = ["algo", "fold", "rmse", "mae", "fit_time", "test_time"]
 
@@ -75,8 +76,9 @@ def summarise(table: pd.DataFrame, by: str | list[str] = "algo") -> pd.DataFrame
 
 
 def fit_and_score(algo, trainset, testset) -> dict:
-    """Fit ``algo``, test it, and return RMSE, MAE, seconds and (for dprec's kNN)
-    the selection summary's mean α, β and furthest partition."""
+    """Fit ``algo``, test it, and return RMSE, MAE, precision@10 (relevance: rating
+    ≥ 3.5) and NDCG@10 over the test predictions, seconds and (for dprec's kNN) the
+    selection summary's mean α, β and furthest partition."""
     start = time.perf_counter()
     algo.fit(trainset)
     fitted = time.perf_counter()
@@ -84,6 +86,8 @@ def fit_and_score(algo, trainset, testset) -> dict:
     tested = time.perf_counter()
     row = {"rmse": accuracy.rmse(predictions, verbose=False),
            "mae": accuracy.mae(predictions, verbose=False),
+           "precision@10": precision_at_k(predictions, 10),
+           "ndcg@10": ndcg_at_k(predictions, 10),
            "impossible": float(np.mean([p.details["was_impossible"] for p in predictions])),
            "fit_time": fitted - start, "test_time": tested - fitted}
     if hasattr(algo, "selection_summary"):

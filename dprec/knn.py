@@ -46,6 +46,7 @@ from .similarity import (
     check_sim_options,
     similarity_matrix,
 )
+from .topn import recommend_batch
 
 NEIGHBOURHOODS = ("item", "user")
 #: Surprise's kNN prediction rules: KNNBasic, KNNWithMeans, KNNWithZScore, KNNBaseline
@@ -81,18 +82,19 @@ class _Batch:
     alpha: np.ndarray
     beta: np.ndarray
     partitions: np.ndarray
-    neighbours: np.ndarray   # inner user ids of the chosen neighbours, -1 if empty
+    neighbours: np.ndarray   # inner ids of the chosen neighbours, -1 if empty
+    weights: np.ndarray      # their weights in the prediction, 0 if empty
 
     @classmethod
     def empty(cls, n: int, k: int) -> _Batch:
         return cls(np.zeros(n), np.zeros(n, dtype=np.int64), np.ones(n),
                    np.ones(n, dtype=np.int64), np.zeros((n, k), dtype=np.int64),
-                   np.full((n, k), -1, dtype=np.int64))
+                   np.full((n, k), -1, dtype=np.int64), np.zeros((n, k)))
 
     def store(self, rows: np.ndarray, chosen: _Chosen, neighbours: np.ndarray) -> None:
         self.alpha[rows], self.beta[rows] = chosen.alpha, chosen.beta
         self.partitions[rows] = chosen.partitions
-        self.neighbours[rows] = neighbours
+        self.neighbours[rows], self.weights[rows] = neighbours, chosen.weights
 
 
 class _SelectionLog:
@@ -419,8 +421,17 @@ class PrivateKNN(AlgoBase):
         return accountant
 
     def neighbours(self, users=None, items=None) -> np.ndarray:
-        """The neighbours the model chooses, as inner ids (``-1`` for empty slots):
-        user ids, or item ids item-based.
+        """The neighbours' ids of :meth:`kneighbors`."""
+        return self.kneighbors(users, items)[0]
+
+    def kneighbors(self, users=None, items=None) -> tuple[np.ndarray, np.ndarray]:
+        """The neighbours the model uses and their weights, through the selector.
+
+        The neighbours are inner ids (``-1`` for empty slots): user ids, or
+        item ids item-based; the weights are what the prediction rule weighs
+        them by (the similarities, or the selector's weights), 0 for empty
+        slots.  The same draws as the predictions, charged to the accountant
+        as they are.
 
         Parameters
         ----------
@@ -433,7 +444,8 @@ class PrivateKNN(AlgoBase):
 
         Returns
         -------
-        ndarray of shape (n_queries, k): the same draws as the predictions use.
+        neighbours : ndarray of int64, shape (n_queries, k)
+        weights : ndarray of float64, shape (n_queries, k)
         """
         self._check_fitted()
         user_based = self.sim_options["user_based"]
@@ -445,14 +457,75 @@ class PrivateKNN(AlgoBase):
             if name not in given:
                 raise ValueError(f"{name} is required with neighbourhood='user'"
                                  + ("" if user_based else " item-based"))
-            return self._user_neighbours(given[name]).columns
+            chosen = self._user_neighbours(given[name])
+            return chosen.columns, chosen.weights
         if len(given) < 2:
             raise ValueError("users and items are both required with neighbourhood='item'")
         if len(given["items"]) != len(given["users"]):
             raise ValueError(f"items must have one id per user ({len(given['users'])}), got "
                              f"{len(given['items'])}")
-        return self._estimate_item_neighbourhood(
-            *self._switch(given["users"], given["items"])).neighbours
+        batch = self._estimate_item_neighbourhood(*self._switch(given["users"], given["items"]))
+        return batch.neighbours, batch.weights
+
+    def get_neighbors(self, iid: int, k: int) -> list[int]:
+        """The ``k`` neighbours of user (item, item-based) ``iid``, as Surprise's
+        ``AlgoBase.get_neighbors`` returns them (inner ids), through the selector.
+
+        With top-k: the ``k`` most similar others, ties by inner id, as
+        Surprise.  With a private selector, ``k`` must be the model's ``k`` (its
+        privacy entries are for that ``k``) and the answer is the user's
+        neighbour set of ``neighbourhood="user"``, drawn and charged as such.
+        """
+        self._check_fitted()
+        n = self._ratings.n_users
+        iid = check_int(iid, "iid", minimum=0, maximum=n - 1)
+        k = check_int(k, "k", minimum=1)
+        if isinstance(self._selector, TopK):
+            sims = self.sim[iid].copy()
+            sims[iid] = -np.inf
+            order, _ = _stable_descending_order(sims[None, :], min(k, n - 1))
+            return order[0, :min(k, n - 1)].tolist()
+        if k != self.k:
+            raise ValueError(f"k must be the model's k={self.k} with the {self._selector.name} "
+                             f"selector (its privacy entries are for that k), got {k}")
+        columns = self._user_neighbours(np.array([iid])).columns[0]
+        return columns[columns >= 0].tolist()
+
+    def recommend(self, uid, n: int = 10, exclude_rated: bool = True) -> list[tuple]:
+        """The top-``n`` items for raw user id ``uid``: ``[(raw iid, est), ...]``, best
+        first (see :func:`dprec.topn.recommend_batch`; charged as ``n_items`` queries)."""
+        top = recommend_batch(self, [uid], n, exclude_rated)
+        return list(zip(top["iid"].tolist(), top["est"].tolist()))
+
+    def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True):
+        """Top-``n`` lists of many users at once, a DataFrame (``uid``, ``rank``,
+        ``iid``, ``est``): :func:`dprec.topn.recommend_batch`."""
+        return recommend_batch(self, uids, n, exclude_rated)
+
+    def estimate_arrays(self, users, items) -> tuple[np.ndarray, np.ndarray]:
+        """Estimates for arrays of inner ids, as :meth:`test` computes them.
+
+        Parameters
+        ----------
+        users, items : 1-D arrays of inner ids, of the same length
+
+        Returns
+        -------
+        est : ndarray of float64
+            Clipped to the rating scale; the global mean where impossible.
+        possible : ndarray of bool
+            False where the prediction was impossible (``was_impossible``).
+        """
+        self._check_fitted()
+        users = _check_ids(users, "users", self.trainset.n_users)
+        items = _check_ids(items, "items", self.trainset.n_items)
+        if len(items) != len(users):
+            raise ValueError(f"items must have one id per user ({len(users)}), got {len(items)}")
+        batch = self._estimate_batch(*self._switch(users, items))
+        possible = self._possible(batch.actual_k)
+        low, high = self.trainset.rating_scale
+        est = np.where(possible, np.clip(batch.est, low, high), self.default_prediction())
+        return est, possible
 
     def privacy_report(self) -> PrivacyAccountant:
         """The privacy accountant of the fitted model: what each mechanism claims, per
@@ -662,7 +735,9 @@ class PrivateKNN(AlgoBase):
 
         parts = map_blocks(choose, _blocks(np.arange(len(users)), self._ratings.n_users))
         chosen = _Chosen.concatenate(parts)
-        self._charge(users, users, None, chosen.columns)
+        # keyed by u; in the item neighbourhood (get_neighbors) apart from the (u, i) keys
+        self._charge(users if self.neighbourhood == "user" else -1 - users, users, None,
+                     chosen.columns)
         for part in parts:
             self._selections.add(part)
         return chosen

@@ -1,4 +1,5 @@
-r"""Ranking metrics on Surprise predictions: pairwise accuracy, Kendall τ, NDCG@k.
+r"""Ranking metrics on Surprise predictions and top-N lists: pairwise accuracy,
+Kendall τ, NDCG@k, precision@k, recall@k, MAP@k and catalogue coverage.
 
 Every function takes a list of Surprise ``Prediction`` tuples (``uid``,
 ``iid``, ``r_ui``, ``est``, ``details``), groups them by user and compares, for
@@ -14,9 +15,10 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from ._validation import check_choice, check_int
+from ._validation import check_choice, check_int, check_real
 
-__all__ = ["kendall_tau", "ndcg_at_k", "pairwise_accuracy"]
+__all__ = ["coverage", "kendall_tau", "map_at_k", "ndcg_at_k", "pairwise_accuracy",
+           "precision_at_k", "recall_at_k"]
 
 #: Largest number of within-user pairs materialised at once.
 _PAIR_BLOCK = 1 << 22
@@ -207,3 +209,124 @@ def ndcg_at_k(predictions: Sequence, k: int = 10, gains: str = "linear") -> floa
         raise ValueError("every user's ideal DCG is 0 (all gains are 0)")
     # a perfect order can exceed 1 by rounding only
     return min(float(np.mean(dcg[valid] / idcg[valid])), 1.0)
+
+
+# ------------------------------------------------------------- top-N metrics
+def _ranked(predictions, k: int, threshold: float, testset):
+    """Per ranked row: user code, rank (0-based), relevant, recommended; and per user the
+    number of relevant items.
+
+    From test predictions (Surprise's FAQ): each user's test items ranked by
+    estimate (ties in input order); an item in the first ``k`` is
+    recommended if its estimate is ``>= threshold``, relevant if its true
+    rating is.  From a top-N frame (``recommend_batch``) and ``testset``:
+    every listed item of rank ``<= k`` is recommended, relevant if the
+    testset rates it ``>= threshold`` for that user; a user's relevant items
+    are those of the testset.
+    """
+    if isinstance(predictions, pd.DataFrame):
+        if testset is None:
+            raise ValueError("testset is required to score a top-N frame")
+        frame = predictions
+        missing = {"uid", "iid", "rank"} - set(frame.columns)
+        if missing:
+            raise ValueError(f"predictions frame lacks column(s) {sorted(missing)}")
+        truth = pd.DataFrame(list(testset), columns=["uid", "iid", "r_ui"])
+        truth = truth[pd.to_numeric(truth["r_ui"]) >= threshold]
+        listed = frame[frame["rank"] <= k].sort_values(["uid", "rank"], kind="stable")
+        codes, uniques = pd.factorize(pd.concat([listed["uid"], truth["uid"]],
+                                                ignore_index=True))
+        users = codes[:len(listed)]
+        relevant_pairs = set(zip(truth["uid"].tolist(), truth["iid"].tolist()))
+        relevant = np.fromiter(((u, i) in relevant_pairs for u, i in
+                                zip(listed["uid"].tolist(), listed["iid"].tolist())), bool,
+                               len(listed))
+        rank = listed["rank"].to_numpy(np.int64) - 1
+        n_relevant = np.bincount(codes[len(listed):], minlength=len(uniques))
+        return users, rank, relevant, np.ones(len(listed), bool), n_relevant
+    users, true, est = _arrays(predictions)
+    order = np.lexsort((-est, users))      # stable: ties keep the input order
+    users, true, est = users[order], true[order], est[order]
+    rank = np.arange(len(users)) - np.searchsorted(users, users, side="left")
+    relevant = true >= threshold
+    n_relevant = np.bincount(users, relevant)
+    top = rank < k
+    return users[top], rank[top], relevant[top], (est >= threshold)[top], n_relevant
+
+
+def _check_topn_args(k, threshold):
+    return check_int(k, "k", minimum=1), check_real(threshold, "threshold")
+
+
+def precision_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> float:
+    r"""Mean over users of precision@k: relevant recommended items / recommended items.
+
+    Over test predictions, as Surprise's FAQ computes it: a user's ``k``
+    best-estimated test items with estimate ``>= threshold`` are recommended,
+    relevant if the true rating is ``>= threshold``; a user with nothing
+    recommended scores 0.  Over a top-N frame (:func:`dprec.topn.recommend_batch`)
+    and ``testset``: the first ``k`` items of each list.
+
+    Parameters
+    ----------
+    predictions : list of surprise Prediction, or DataFrame (uid, iid, rank)
+    k : int, default 10
+    threshold : float, default 3.5
+        Relevance: true rating ``>= threshold``.
+    testset : list of (uid, iid, r_ui), required with a top-N frame
+    """
+    k, threshold = _check_topn_args(k, threshold)
+    users, _, relevant, recommended, n_relevant = _ranked(predictions, k, threshold, testset)
+    n = len(n_relevant)
+    hits = np.bincount(users, relevant & recommended, minlength=n)
+    shown = np.bincount(users, recommended, minlength=n)
+    return float(np.mean(np.divide(hits, shown, out=np.zeros(n), where=shown > 0)))
+
+
+def recall_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> float:
+    r"""Mean over users of recall@k: relevant recommended items / relevant items.
+
+    Same recommendations as :func:`precision_at_k`; a user without relevant
+    items scores 0 (Surprise's FAQ).
+    """
+    k, threshold = _check_topn_args(k, threshold)
+    users, _, relevant, recommended, n_relevant = _ranked(predictions, k, threshold, testset)
+    n = len(n_relevant)
+    hits = np.bincount(users, relevant & recommended, minlength=n)
+    return float(np.mean(np.divide(hits, n_relevant, out=np.zeros(n), where=n_relevant > 0)))
+
+
+def map_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> float:
+    r"""Mean average precision at k over the users with a relevant item.
+
+    .. math::
+        \mathrm{AP@k}(u) = \frac{1}{\min(k, |R_u|)} \sum_{p=1}^{k}
+            \mathrm{P@p}(u)\, [\text{item at } p \in R_u]
+
+    with the items ranked as in :func:`precision_at_k` (over test
+    predictions every one of the first ``k`` counts as shown, whatever its
+    estimate) and :math:`R_u` the user's relevant items.
+    """
+    k, threshold = _check_topn_args(k, threshold)
+    users, rank, relevant, _, n_relevant = _ranked(predictions, k, threshold, testset)
+    hits_so_far = np.zeros(len(users))
+    if len(users):
+        cumulative = np.cumsum(relevant)
+        first = np.searchsorted(users, users, side="left")
+        hits_so_far = cumulative - np.where(first > 0, cumulative[np.maximum(first - 1, 0)], 0)
+    precision = np.where(relevant, hits_so_far / (rank + 1), 0.0)
+    n = len(n_relevant)
+    total = np.bincount(users, precision, minlength=n)
+    valid = n_relevant > 0
+    if not valid.any():
+        raise ValueError("no user has a relevant item (true rating >= threshold)")
+    return float(np.mean(total[valid] / np.minimum(k, n_relevant[valid])))
+
+
+def coverage(recommendations: pd.DataFrame, n_items: int) -> float:
+    """Catalogue coverage: the share of the ``n_items`` items that appear in some
+    top-N list (a frame with an ``iid`` column, e.g. from ``recommend_batch``)."""
+    n_items = check_int(n_items, "n_items", minimum=1)
+    if not isinstance(recommendations, pd.DataFrame) or "iid" not in recommendations:
+        raise TypeError("recommendations must be a DataFrame with an 'iid' column")
+    return recommendations["iid"].nunique() / n_items

@@ -11,11 +11,15 @@ from dprec.experiments import selectors_cv
 
 @pytest.mark.slow
 def test_selectors_cv_quick_writes_csv_and_plot(tmp_path):
-    table = selectors_cv.main(["--quick", "--out", str(tmp_path)])
+    table = selectors_cv.main(["--quick", "--out", str(tmp_path), "--rules", "basic",
+                               "baseline"])
     written = pd.read_csv(tmp_path / "selectors_cv.csv")
     assert len(written) == len(table) > 0
-    assert {"selector", "epsilon", "k", "neighbourhood", "fold", "rmse", "mae", "alpha", "beta",
-            "fit_time", "test_time"} <= set(written.columns)
+    assert {"selector", "epsilon", "k", "neighbourhood", "prediction", "fold", "rmse", "mae",
+            "precision@10", "ndcg@10", "alpha", "beta", "fit_time",
+            "test_time"} <= set(written.columns)
+    assert set(written.prediction) == {"basic", "baseline"}
+    assert written[["precision@10", "ndcg@10"]].apply(lambda c: c.between(0, 1)).all().all()
     assert set(written.selector) == {"topk", "probabilistic", "pncf", "ppns"}
     assert written[["rmse", "mae", "alpha", "beta"]].notna().all().all()
     assert (tmp_path / "selectors_mae.png").stat().st_size > 10_000

@@ -6,6 +6,7 @@ import itertools
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from surprise.prediction_algorithms.predictions import Prediction
@@ -154,3 +155,99 @@ def test_metric_validation():
         kendall_tau(same)
     with pytest.raises(ValueError, match="negative"):
         ndcg_at_k([Prediction("u", 1, -2.0, 1.0, {})])
+
+
+# ------------------------------------------------------------------ top-N metrics
+def faq_precision_recall(predictions, k, threshold):
+    """Surprise's FAQ code (docs: "How to compute precision@k and recall@k"), verbatim."""
+    from collections import defaultdict
+
+    user_est_true = defaultdict(list)
+    for uid, _, true_r, est, _ in predictions:
+        user_est_true[uid].append((est, true_r))
+    precisions, recalls = {}, {}
+    for uid, user_ratings in user_est_true.items():
+        user_ratings.sort(key=lambda x: x[0], reverse=True)
+        n_rel = sum((true_r >= threshold) for (_, true_r) in user_ratings)
+        n_rec_k = sum((est >= threshold) for (est, _) in user_ratings[:k])
+        n_rel_and_rec_k = sum(((true_r >= threshold) and (est >= threshold))
+                              for (est, true_r) in user_ratings[:k])
+        precisions[uid] = n_rel_and_rec_k / n_rec_k if n_rec_k != 0 else 0
+        recalls[uid] = n_rel_and_rec_k / n_rel if n_rel != 0 else 0
+    return np.mean(list(precisions.values())), np.mean(list(recalls.values()))
+
+
+def reference_map(predictions, k, threshold):
+    by_user = {}
+    for uid, _, true_r, est, _ in predictions:
+        by_user.setdefault(uid, []).append((est, true_r))
+    scores = []
+    for rows in by_user.values():
+        rows.sort(key=lambda x: x[0], reverse=True)
+        n_rel = sum(t >= threshold for _, t in rows)
+        if n_rel == 0:
+            continue
+        hits, total = 0, 0.0
+        for p, (_, t) in enumerate(rows[:k], 1):
+            if t >= threshold:
+                hits += 1
+                total += hits / p
+        scores.append(total / min(k, n_rel))
+    return np.mean(scores)
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+@pytest.mark.parametrize("threshold", [3.5, 4.0])
+def test_precision_recall_map_match_plain_python(k, threshold):
+    rng = np.random.default_rng(k)
+    preds = [Prediction(f"u{u}", f"i{i}", float(rng.integers(1, 6)),
+                        float(np.round(rng.uniform(1, 5), 1)), {})
+             for u in range(40) for i in range(rng.integers(1, 25))]
+    precision, recall = faq_precision_recall(preds, k, threshold)
+    assert metrics.precision_at_k(preds, k, threshold) == pytest.approx(precision, abs=1e-12)
+    assert metrics.recall_at_k(preds, k, threshold) == pytest.approx(recall, abs=1e-12)
+    expected_map = reference_map(preds, k, threshold)
+    assert metrics.map_at_k(preds, k, threshold) == pytest.approx(expected_map, abs=1e-12)
+
+
+def test_top_n_lists_are_scored_against_the_testset():
+    top = pd.DataFrame({"uid": ["a", "a", "a", "b", "b"], "rank": [1, 2, 3, 1, 2],
+                        "iid": ["x", "y", "z", "x", "w"], "est": [5, 4, 3, 5, 4]})
+    testset = [("a", "y", 5.0), ("a", "q", 4.0), ("a", "z", 2.0), ("b", "v", 1.0),
+               ("c", "x", 5.0)]
+    # a: y relevant at rank 2 of 3, 2 relevant items (y, q); b: none relevant; c: no list
+    assert metrics.precision_at_k(top, k=3, testset=testset) == pytest.approx((1 / 3 + 0 + 0) / 3)
+    assert metrics.recall_at_k(top, k=3, testset=testset) == pytest.approx((1 / 2 + 0 + 0) / 3)
+    assert metrics.precision_at_k(top, k=1, testset=testset) == 0.0
+    # AP@3: a: (1/2) / min(3, 2); c: 0 over its 1 relevant item; b has none
+    assert metrics.map_at_k(top, k=3, testset=testset) == pytest.approx((0.25 + 0.0) / 2)
+    assert metrics.coverage(top, n_items=8) == 4 / 8
+    with pytest.raises(ValueError, match="testset"):
+        metrics.precision_at_k(top)
+    with pytest.raises(ValueError, match="k"):
+        metrics.recall_at_k(top, k=0, testset=testset)
+    with pytest.raises(TypeError, match="recommendations"):
+        metrics.coverage([("a", "x")], 3)
+
+
+def test_recommendations_rank_every_item_and_skip_what_was_rated(small_data):
+    from dprec import PrivateKNN
+
+    trainset = small_data.build_full_trainset()
+    algo = PrivateKNN(k=10, verbose=False).fit(trainset)
+    uids = [trainset.to_raw_uid(u) for u in range(5)]
+    top = algo.recommend_batch(uids, n=7)
+    assert top.groupby("uid").size().tolist() == [7] * 5
+    for uid in uids:
+        rows = top[top["uid"] == uid]
+        rated = {trainset.to_raw_iid(i) for i, _ in trainset.ur[trainset.to_inner_uid(uid)]}
+        assert not rated & set(rows["iid"])
+        assert rows["est"].is_monotonic_decreasing and rows["rank"].tolist() == list(range(1, 8))
+        # the list is the best of every unrated item's prediction
+        preds = [algo.predict(uid, trainset.to_raw_iid(i)) for i in trainset.all_items()
+                 if trainset.to_raw_iid(i) not in rated]
+        best = sorted((p.est for p in preds if not p.details["was_impossible"]), reverse=True)
+        np.testing.assert_allclose(rows["est"], best[:7], rtol=0, atol=1e-12)
+    assert algo.recommend(uids[0], n=7) == list(zip(top["iid"][:7], top["est"][:7]))
+    with pytest.raises(ValueError, match="unknown user"):
+        algo.recommend("nobody")

@@ -1,11 +1,15 @@
-"""Neighbour selectors under cross-validation: accuracy, α and β against ε.
+"""Neighbour selectors under cross-validation: accuracy, top-N quality, α and β against ε.
 
-Every selector × ε × k × neighbourhood, cosine similarity, k-fold
-cross-validation on MovieLens 100k (synthetic data of its shape when it is
-absent).  Writes ``selectors_cv.csv`` (one row per configuration and fold)
-and ``selectors_mae.png`` (MAE against ε per selector).
+Every selector × ε × k × neighbourhood × prediction rule (Surprise's
+``KNNBasic``, ``KNNWithMeans``, ``KNNWithZScore``, ``KNNBaseline``), cosine
+similarity, k-fold cross-validation on MovieLens 100k (synthetic data of its
+shape when it is absent): RMSE, MAE, precision@10 and NDCG@10 (over each
+user's test items, relevance: rating ≥ 3.5).  Writes ``selectors_cv.csv``
+(one row per configuration and fold) and ``selectors_mae.png`` (MAE against
+ε per selector).
 
-Run: ``python experiments/selectors_cv.py [--quick] [--out results/selectors]``.
+Run: ``python experiments/selectors_cv.py [--quick] [--rules basic means baseline]
+[--out results/selectors]``.
 """
 
 from __future__ import annotations
@@ -25,37 +29,41 @@ PRIVATE = ("pncf", "ppns")
 
 
 def configurations(epsilons=EPSILONS, ks=(20, 40), neighbourhoods=("item", "user"),
-                   p: float = 0.5) -> list[dict]:
+                   p: float = 0.5, rules=("basic",)) -> list[dict]:
     """The grid: ε only varies for the private selectors (top-k and probabilistic once)."""
     grid = []
-    for neighbourhood in neighbourhoods:
-        for k in ks:
-            grid.append({"selector": "topk", "epsilon": None, "k": k,
-                         "neighbourhood": neighbourhood})
-            grid.append({"selector": "probabilistic", "epsilon": None, "k": k,
-                         "neighbourhood": neighbourhood})
-            grid += [{"selector": selector, "epsilon": epsilon, "k": k,
-                      "neighbourhood": neighbourhood} for selector in PRIVATE
-                     for epsilon in epsilons]
+    for rule in rules:
+        for neighbourhood in neighbourhoods:
+            for k in ks:
+                cell = {"k": k, "neighbourhood": neighbourhood, "prediction": rule}
+                grid.append({"selector": "topk", "epsilon": None, **cell})
+                grid.append({"selector": "probabilistic", "epsilon": None, **cell})
+                grid += [{"selector": selector, "epsilon": epsilon, **cell}
+                         for selector in PRIVATE for epsilon in epsilons]
     for config in grid:
         config["p"] = p if config["selector"] == "ppns" else None
     return grid
 
 
-def make_algo(selector, epsilon, k, neighbourhood, p=None, seed: int = 0) -> PrivateKNN:
+def make_algo(selector, epsilon, k, neighbourhood, p=None, prediction="basic",
+              seed: int = 0) -> PrivateKNN:
+    """The configuration's model (the basic rule in the user neighbourhood is the papers'
+    mean-centred one)."""
     return PrivateKNN(k=k, sim_options={"name": "cosine"}, selector=selector, epsilon=epsilon,
-                      p=p, neighbourhood=neighbourhood, centered=neighbourhood == "user",
-                      random_state=seed)
+                      p=p, neighbourhood=neighbourhood, prediction=prediction,
+                      centered=neighbourhood == "user" and prediction == "basic",
+                      random_state=seed, verbose=False)
 
 
 def run(data=None, epsilons=EPSILONS, ks=(20, 40), neighbourhoods=("item", "user"),
-        n_folds: int = 5, seed: int = 0, n_jobs: int = 1, progress: bool = True) -> pd.DataFrame:
+        n_folds: int = 5, seed: int = 0, n_jobs: int = 1, progress: bool = True,
+        rules=("basic",)) -> pd.DataFrame:
     """The sweep as a DataFrame (see :func:`dprec.evaluation.grid_table`)."""
     if data is None:
         data, label = load_or_synthetic("auto", seed)
     else:
         label = "given"
-    table = grid_table(configurations(epsilons, ks, neighbourhoods), make_algo, data,
+    table = grid_table(configurations(epsilons, ks, neighbourhoods, rules=rules), make_algo, data,
                        n_folds=n_folds, random_state=seed, n_jobs=n_jobs, progress=progress)
     table.insert(0, "dataset", label)
     return table
@@ -63,32 +71,33 @@ def run(data=None, epsilons=EPSILONS, ks=(20, 40), neighbourhoods=("item", "user
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Fold means per configuration."""
-    keys = ["neighbourhood", "k", "selector", "epsilon"]
+    keys = ["prediction", "neighbourhood", "k", "selector", "epsilon"]
     table = table.assign(epsilon=table["epsilon"].fillna(float("inf")))
-    return (table.groupby(keys, sort=True)[["rmse", "mae", "alpha", "beta", "impossible",
-                                            "fit_time", "test_time"]]
+    return (table.groupby(keys, sort=True)[["rmse", "mae", "precision@10", "ndcg@10", "alpha",
+                                            "beta", "impossible", "fit_time", "test_time"]]
             .mean().reset_index().replace({"epsilon": {float("inf"): None}}))
 
 
 def plot(table: pd.DataFrame, path: Path) -> None:
-    """MAE against ε, one line per selector, one panel per (neighbourhood, k)."""
+    """MAE against ε, one line per selector, one panel per (rule, neighbourhood, k)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     means = summary(table)
-    panels = means[["neighbourhood", "k"]].drop_duplicates().to_numpy()
+    panels = means[["prediction", "neighbourhood", "k"]].drop_duplicates().to_numpy()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
-    for ax, (neighbourhood, k) in zip(axes[0], panels):
-        panel = means[(means.neighbourhood == neighbourhood) & (means.k == k)]
+    for ax, (rule, neighbourhood, k) in zip(axes[0], panels):
+        panel = means[(means.prediction == rule) & (means.neighbourhood == neighbourhood)
+                      & (means.k == k)]
         for selector, rows in panel.groupby("selector"):
             if rows["epsilon"].isna().all():
                 ax.axhline(rows["mae"].iloc[0], ls="--", lw=1, label=selector,
                            color="k" if selector == "topk" else "tab:gray")
             else:
                 ax.plot(rows["epsilon"].astype(float), rows["mae"], marker="o", label=selector)
-        ax.set(xscale="log", xlabel="ε", ylabel="MAE", title=f"{neighbourhood} nbhd, k={k}")
+        ax.set(xscale="log", xlabel="ε", ylabel="MAE", title=f"{rule}, {neighbourhood} nbhd, k={k}")
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -101,6 +110,13 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-jobs", type=int, default=1)
+    parser.add_argument("--rules", nargs="+", default=["basic"],
+                        choices=["basic", "means", "zscore", "baseline"],
+                        help="prediction rules (Surprise's KNNBasic, KNNWithMeans, ...)")
+    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    parser.add_argument("--ks", nargs="+", type=int, default=[20, 40])
+    parser.add_argument("--neighbourhoods", nargs="+", default=["item", "user"],
+                        choices=["item", "user"])
     parser.add_argument("--quick", action="store_true",
                         help="a small run: synthetic 300 users, 2 folds, ε ∈ {1, 10}, k = 20")
     args = parser.parse_args(argv)
@@ -111,9 +127,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
 
         data = synthetic(300, 400, 12_000, random_state=args.seed)
         table = run(data, epsilons=(1.0, 10.0), ks=(20,), n_folds=2, seed=args.seed,
-                    n_jobs=args.n_jobs, progress=False)
+                    n_jobs=args.n_jobs, progress=False, rules=args.rules)
     else:
-        table = run(n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs)
+        table = run(epsilons=args.epsilons, ks=args.ks, neighbourhoods=args.neighbourhoods,
+                    n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs, rules=args.rules)
     table.to_csv(out / "selectors_cv.csv", index=False)
     plot(table, out / "selectors_mae.png")
     print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))

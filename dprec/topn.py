@@ -1,0 +1,106 @@
+"""Top-N recommendation from any fitted model with ``estimate_arrays``.
+
+A user's top-N list ranks every item of the catalogue by its estimate; the
+estimates of a block of users × all items are one call of the model's
+``estimate_arrays`` (whole item rows at once, no Python loop over items), so
+a private model answers, and its accountant charges, them as any other
+queries.  Items without an estimate (``was_impossible``) are never
+recommended, nor, with ``exclude_rated``, those the user rated in the
+trainset.  Ties are broken by inner item id, so the lists are reproducible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ._ratings import RatingArrays
+from ._validation import check_bool, check_int
+
+__all__ = ["recommend_batch"]
+
+#: largest number of (user × item) estimates computed at once
+_BLOCK_CELLS = 1 << 20
+
+
+def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = True
+                    ) -> pd.DataFrame:
+    """The top-``n`` items of each user in ``uids`` (raw ids), by estimate.
+
+    Parameters
+    ----------
+    algo : fitted model with ``trainset`` and ``estimate_arrays(users, items)``
+        e.g. :class:`dprec.PrivateKNN`.
+    uids : iterable of raw user ids, known to the trainset
+    n : int, default 10
+        List length (``>= 1``); shorter when fewer items have an estimate.
+    exclude_rated : bool, default True
+        Leave out the items the user rated in the trainset.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``uid``, ``rank`` (1 = best), ``iid`` (raw ids) and ``est``,
+        ``n`` rows per user at most, in the order of ``uids``.
+    """
+    n = check_int(n, "n", minimum=1)
+    exclude_rated = check_bool(exclude_rated, "exclude_rated")
+    trainset = getattr(algo, "trainset", None)
+    if trainset is None or not hasattr(algo, "estimate_arrays"):
+        raise TypeError("algo must be a fitted model with estimate_arrays (e.g. PrivateKNN)")
+    uids = list(uids)
+    users = np.array([_inner_uid(trainset, uid) for uid in uids], dtype=np.int64)
+    n_items = trainset.n_items
+    rated = RatingArrays.from_trainset(trainset).matrix if exclude_rated else None
+    size = max(1, _BLOCK_CELLS // max(n_items, 1))
+    frames = []
+    for start in range(0, len(users), size):
+        block = users[start:start + size]
+        est, possible = algo.estimate_arrays(np.repeat(block, n_items),
+                                             np.tile(np.arange(n_items), len(block)))
+        scores = np.where(possible, est, -np.inf).reshape(len(block), n_items)
+        if rated is not None:
+            rows = rated[block]
+            scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr)), rows.indices] = -np.inf
+        top = _top(scores, n)
+        top["position"] += start
+        frames.append(top)
+    top = pd.concat(frames, ignore_index=True) if frames else _top(np.zeros((0, 0)), n)
+    return pd.DataFrame({
+        "uid": [uids[j] for j in top["position"].tolist()],
+        "rank": top["rank"].to_numpy(),
+        "iid": [trainset.to_raw_iid(i) for i in top["item"].tolist()],
+        "est": top["est"].to_numpy(),
+    })
+
+
+def _inner_uid(trainset, uid) -> int:
+    try:
+        return trainset.to_inner_uid(uid)
+    except ValueError:
+        raise ValueError(f"uids must be users of the trainset, got unknown user {uid!r}") from None
+
+
+def _top(scores: np.ndarray, n: int) -> pd.DataFrame:
+    """Rows ``(position, rank, item, est)`` of the ``n`` best finite scores per row,
+    by descending score, ties by item id."""
+    n_rows, n_items = scores.shape
+    m = min(n, n_items)
+    if m == 0:
+        return pd.DataFrame({"position": np.zeros(0, np.int64), "rank": np.zeros(0, np.int64),
+                             "item": np.zeros(0, np.int64), "est": np.zeros(0)})
+    best = np.argpartition(-scores, m - 1, axis=1)[:, :m] if m < n_items else \
+        np.broadcast_to(np.arange(n_items), scores.shape)
+    # the m-th best score may be tied with items left out of the partition: widen to all ties
+    threshold = np.take_along_axis(scores, best, axis=1).min(axis=1, keepdims=True)
+    candidates = scores >= threshold
+    rows, items = np.nonzero(candidates)
+    values = scores[rows, items]
+    order = np.lexsort((items, -values, rows))
+    rows, items, values = rows[order], items[order], values[order]
+    rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left") + 1
+    keep = (rank <= m) & np.isfinite(values)
+    return pd.DataFrame({"position": rows[keep], "rank": rank[keep], "item": items[keep],
+                         "est": values[keep]})
