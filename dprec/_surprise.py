@@ -26,6 +26,12 @@ def inner_ids(trainset, testset) -> tuple[tuple, tuple, tuple, np.ndarray, np.nd
     return uids, iids, r_uis, users, items
 
 
+def raw_to_inner(trainset, users: bool = True) -> dict:
+    """A new dict ``raw id -> inner id`` of the trainset's users (items if not ``users``):
+    Surprise keeps it private (``Trainset._raw2inner_id_*``); dprec reads it here only."""
+    return dict(trainset._raw2inner_id_users if users else trainset._raw2inner_id_items)
+
+
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while building many small containers.

@@ -93,10 +93,11 @@ from surprise import AlgoBase, Dataset, PredictionImpossible, Reader, Trainset
 
 from ._ratings import RatingArrays
 from ._rng import RandomStateLike, check_random_state, fit_entropy, validate_random_state
+from ._surprise import raw_to_inner
 from ._validation import check_bool, check_int
 from .knn import PrivateKNN
 from .selectors import SELECTORS, Selector
-from .similarity import SKETCH_BACKENDS, _with_public_bounds, sketch_backend
+from .similarity import SKETCH_BACKENDS, sketch_backend, with_public_bounds
 from .similarity.exact import SUM_SIMILARITIES
 from .similarity.incremental import IncrementalSimilarity, IncrementalSketchSimilarity
 
@@ -221,7 +222,7 @@ def _copy_trainset(trainset: Trainset, ur: dict, ir: dict, n_users: int, n_ratin
     """A new ``Trainset`` (new dicts; unchanged rating lists are shared, never modified)."""
     return Trainset(defaultdict(list, ur), defaultdict(list, ir), n_users, trainset.n_items,
                     n_ratings, trainset.rating_scale, raw2inner_users,
-                    dict(trainset._raw2inner_id_items))
+                    raw_to_inner(trainset, users=False))
 
 
 def _poisoned_data(base: _Base, target: AttackTarget, n_fake: int) -> _ScenarioData:
@@ -233,7 +234,7 @@ def _poisoned_data(base: _Base, target: AttackTarget, n_fake: int) -> _ScenarioD
     pairs = list(zip(items.tolist(), ratings.tolist()))
     for item, rating in pairs:
         ir[item] = list(ts.ir[item]) + [(int(f), rating) for f in fakes]
-    raw2inner = dict(ts._raw2inner_id_users)
+    raw2inner = raw_to_inner(ts)
     for f in fakes:
         ur[int(f)] = list(pairs)
         raw2inner[f"{base.fake_prefix}{f - n}"] = int(f)
@@ -257,7 +258,7 @@ def _baseline_data(base: _Base, target: AttackTarget) -> _ScenarioData:
     for item in hidden:
         ir[item] = [(u, r) for u, r in ts.ir[item] if u != t]
     trainset = _copy_trainset(ts, ur, ir, ts.n_users, ts.n_ratings - len(hidden),
-                              dict(ts._raw2inner_id_users))
+                              raw_to_inner(ts))
     arrays = base.ratings
     entry_items = np.repeat(np.arange(arrays.n_items), np.diff(arrays.item_ptr))
     keep = ~((arrays.item_users == t) & np.isin(entry_items, target.hidden_items))
@@ -344,7 +345,7 @@ class _PrivateKNNRunner(_Runner):
         if options["name"] in SUM_SIMILARITIES:
             self.sim_key = ("exact", options["name"], int(options.get("min_support", 1)))
         elif options["name"] in SKETCH_BACKENDS:
-            backend = sketch_backend(_with_public_bounds(options, (1.0, 1.0)))
+            backend = sketch_backend(with_public_bounds(options, (1.0, 1.0)))
             if getattr(backend, "tau", 0) is not None:  # τ fixed: incremental is exact
                 self.sim_key = ("sketch", repr(sorted(options.items())))
 
@@ -884,7 +885,7 @@ class BetaKNNAttack:
     def _fake_prefix(self) -> str:
         """A raw-id prefix that no real user id starts with."""
         prefix = _FAKE_PREFIX
-        raw_ids = [str(u) for u in self.trainset._raw2inner_id_users]
+        raw_ids = [str(u) for u in raw_to_inner(self.trainset)]
         while any(u.startswith(prefix) for u in raw_ids):
             prefix = "_" + prefix
         return prefix
@@ -901,7 +902,7 @@ class BetaKNNAttack:
                 sensitive = any(r.needs_sensitivity for r in runners if r.sim_key == key)
                 states[key] = IncrementalSimilarity.fit(key[1], ratings.matrix, key[2], sensitive)
             else:
-                options = _with_public_bounds(runner.algo.sim_options, ts.rating_scale)
+                options = with_public_bounds(runner.algo.sim_options, ts.rating_scale)
                 seed = np.random.SeedSequence(self.entropy, spawn_key=(
                     2, zlib.crc32(key[1].encode()))).generate_state(1, np.uint32)[0]
                 backend = sketch_backend(options, random_state=int(seed))

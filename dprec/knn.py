@@ -20,6 +20,7 @@ from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
 from ._ratings import RatingArrays
+from .baselines import als_baselines
 from ._rng import (
     QueryNoise,
     RandomStateLike,
@@ -317,7 +318,7 @@ class PrivateKNN(AlgoBase):
         residuals = None
         if name == "pearson_baseline":
             mu = self.trainset.global_mean
-            b_rows, b_columns = self._baselines()
+            b_rows, b_columns = self._baselines(ratings)
             rows = np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))
             residuals = ratings.matrix.data - (mu + b_columns[ratings.matrix.indices]
                                                + b_rows[rows])
@@ -331,11 +332,25 @@ class PrivateKNN(AlgoBase):
             print("Done computing similarity matrix.")
         return result
 
-    def _baselines(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(b_x, b_y)``: Surprise's baselines (``compute_baselines``, cached per fit)
-        in the roles of the rows and columns (users and items, or swapped)."""
-        bu, bi = self.compute_baselines()
-        return (bu, bi) if self.sim_options["user_based"] else (bi, bu)
+    def _baselines(self, ratings: RatingArrays) -> tuple[np.ndarray, np.ndarray]:
+        """``(b_x, b_y)``: the baselines ``bu``, ``bi`` as Surprise's ``compute_baselines``
+        fits them (cached per fit; ALS vectorised by :func:`dprec.baselines.als_baselines`,
+        SGD by Surprise), in the roles of the rows and columns of ``ratings`` (users and
+        items, or swapped)."""
+        user_based = self.sim_options["user_based"]
+        method = self.bsl_options.get("method", "als")
+        if self.bu is None and method == "als":
+            if self.verbose:
+                print("Estimating biases using als...")
+            matrix = ratings.matrix
+            rows = np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr))
+            users, items = (rows, matrix.indices) if user_based else (matrix.indices, rows)
+            self.bu, self.bi = als_baselines(
+                users, items, matrix.data, self.trainset.n_users, self.trainset.n_items,
+                self.trainset.global_mean, self.bsl_options.get("n_epochs", 10),
+                self.bsl_options.get("reg_u", 15), self.bsl_options.get("reg_i", 10))
+        bu, bi = self.compute_baselines()  # Surprise's SGD, or the cached ALS
+        return (bu, bi) if user_based else (bi, bu)
 
     def fit_precomputed(self, trainset, sim: np.ndarray,
                         sensitivity: np.ndarray | None = None) -> PrivateKNN:
@@ -378,7 +393,7 @@ class PrivateKNN(AlgoBase):
         self._ratings, self.sim, self.sensitivity_ = ratings, sim, sensitivity
         self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
         if self.prediction == "baseline":
-            self.bx, self.by = self._baselines()
+            self.bx, self.by = self._baselines(ratings)
         self._selections = _SelectionLog()
         self._answered: set[int] = set()
         self.sketch_release_ = release

@@ -53,11 +53,12 @@ from joblib import Parallel, delayed
 from surprise.model_selection import KFold
 
 from .._ratings import RatingArrays
+from .._surprise import inner_ids
 from ..attacks import BetaKNNAttack, fit_prepared
 from ..datasets import load_or_synthetic, synthetic
 from ..knn import PrivateKNN
-from ..similarity import _with_public_bounds, sketch_backend
-from ..similarity.exact import EXACT_SIMILARITIES
+from ..similarity import sketch_backend, with_public_bounds
+from ..similarity.exact import SUM_SIMILARITIES
 from ..similarity.incremental import IncrementalSimilarity
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -167,17 +168,12 @@ def _scores(algo: PrivateKNN, trainset, testset) -> dict:
     estimates, the global mean where impossible), from the batch arrays behind
     ``test()`` without building ``Prediction`` objects; also over the possible
     predictions only, and the share of impossible ones."""
-    to_user, to_item = trainset._raw2inner_id_users, trainset._raw2inner_id_items
-    users = np.array([to_user.get(u, -1) for u, _, _ in testset])
-    items = np.array([to_item.get(i, -1) for _, i, _ in testset])
-    truth = np.array([r for _, _, r in testset], dtype=np.float64)
+    _, _, r_uis, users, items = inner_ids(trainset, testset)
+    truth = np.asarray(r_uis, dtype=np.float64)
     known = np.flatnonzero((users >= 0) & (items >= 0))
-    batch = algo._estimate_batch(users[known], items[known])
     possible = np.zeros(len(testset), dtype=bool)
-    possible[known] = batch.actual_k >= max(algo.min_k, 1)
     est = np.full(len(testset), algo.default_prediction())
-    est[known[possible[known]]] = batch.est[possible[known]]
-    est = np.clip(est, *trainset.rating_scale)
+    est[known], possible[known] = algo.estimate_arrays(users[known], items[known])
     error = est - truth
     return {"rmse": float(np.sqrt(np.mean(error**2))), "mae": float(np.mean(np.abs(error))),
             "rmse_possible": float(np.sqrt(np.mean(error[possible]**2))),
@@ -200,7 +196,7 @@ def _fold_accuracy(configs, trainset, testset, fold, k, n_known, seed) -> list[d
         options = algo.sim_options
         key = repr(sorted(options.items()))
         start = time.perf_counter()
-        if options["name"] in EXACT_SIMILARITIES:
+        if options["name"] in SUM_SIMILARITIES:
             if key not in shared:
                 shared[key] = IncrementalSimilarity.fit(options["name"], ratings.matrix,
                                                         options.get("min_support", 1), True)
@@ -210,7 +206,7 @@ def _fold_accuracy(configs, trainset, testset, fold, k, n_known, seed) -> list[d
             with warnings.catch_warnings():  # users below τ = n_known: documented above
                 warnings.filterwarnings("ignore", message=".*no sketch released.*")
                 algo.fit(trainset)
-            backend = sketch_backend(_with_public_bounds(options, trainset.rating_scale))
+            backend = sketch_backend(with_public_bounds(options, trainset.rating_scale))
             shared[key] = (algo.sim, np.full(trainset.n_users, float(backend.score_range)),
                            algo.sketch_release_)
         else:

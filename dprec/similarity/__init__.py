@@ -68,7 +68,7 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
             raise ValueError(f"sim_options['user_based'] must be True for the sketch backend "
                              f"{options['name']!r}: a sketch is a user's release of their own "
                              "rated set, and no user holds an item's set of raters")
-        sketch_backend(_with_public_bounds(options, (1.0, 1.0)))  # validates every option
+        sketch_backend(with_public_bounds(options, (1.0, 1.0)))  # validates every option
         return options
     options["user_based"] = user_based
     options["min_support"] = check_int(options.get("min_support", 1),
@@ -84,7 +84,7 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
     return options
 
 
-def _with_public_bounds(options: Mapping, rating_scale: tuple[float, float]) -> dict:
+def with_public_bounds(options: Mapping, rating_scale: tuple[float, float]) -> dict:
     """The options with the projections' ``sensitivity`` defaulting to the most one
     rating moves a coordinate on the (public) rating scale: ``max(|low|, |high|)``
     when it is added or removed, ``high - low`` when it is changed."""
@@ -119,7 +119,7 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
     """
     name = options["name"]
     if name in SKETCH_BACKENDS:
-        backend = sketch_backend(_with_public_bounds(options, rating_scale), random_state)
+        backend = sketch_backend(with_public_bounds(options, rating_scale), random_state)
         sim = backend.similarity_matrix(ratings.matrix, columns=ratings.item_keys)
         sensitivity = np.full(ratings.n_users, float(backend.score_range))
         return sim, (sensitivity if with_sensitivity else None), backend.release_
@@ -141,4 +141,5 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
 __all__ = ["EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL", "MinHash", "NoisyMinHash",
            "PrivateSJLT", "RRMinHash", "Sketch", "SketchBackend", "SketchRelease",
            "check_sim_options", "difference_bound", "exact_similarity",
-           "recommendation_aware_sensitivity", "similarity_matrix", "sketch_backend"]
+           "recommendation_aware_sensitivity", "similarity_matrix", "sketch_backend",
+           "with_public_bounds"]
