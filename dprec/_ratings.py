@@ -15,6 +15,7 @@ items, the columns the users, and the column-major arrays follow
 from __future__ import annotations
 
 import itertools
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +64,24 @@ class RatingArrays:
     @classmethod
     def from_trainset(cls, trainset: Trainset, user_based: bool = True) -> RatingArrays:
         """Read ``trainset.ir`` (``trainset.ur`` when not ``user_based``) once into flat
-        arrays (no per-rating numpy work)."""
+        arrays (no per-rating numpy work).
+
+        Built once per trainset object and orientation, then reused (Surprise's
+        trainsets are not modified after they are built).
+        """
+        cached = _BUILT.setdefault(trainset, {})
+        if user_based not in cached:
+            cached[user_based] = cls._build(trainset, user_based)
+        return cached[user_based]
+
+    def remember(self, trainset: Trainset) -> RatingArrays:
+        """Register these (user-based) arrays as those of ``trainset``, for arrays built
+        without it (the attack simulator's changed copies); returns them."""
+        _BUILT.setdefault(trainset, {})[True] = self
+        return self
+
+    @classmethod
+    def _build(cls, trainset: Trainset, user_based: bool) -> RatingArrays:
         n_ratings = trainset.n_ratings
         if user_based:
             n_users, n_items, by_column = trainset.n_users, trainset.n_items, trainset.ir
@@ -120,3 +138,7 @@ class RatingArrays:
         deviations = self.matrix.data - self.user_means()[rows]
         sigmas = np.sqrt(np.bincount(rows, deviations**2, self.n_users) / counts)
         return np.where(sigmas == 0.0, float(np.std(self.matrix.data)), sigmas)
+
+
+#: the arrays built (or registered) for each live trainset, by orientation
+_BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -83,7 +83,6 @@ import zlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -92,7 +91,7 @@ from joblib import Parallel, delayed
 from surprise import AlgoBase, Dataset, PredictionImpossible, Reader, Trainset
 
 from ._ratings import RatingArrays
-from ._rng import RandomStateLike, check_random_state, fit_entropy, validate_random_state
+from ._rng import RandomStateLike, check_random_state, validate_random_state
 from ._surprise import raw_to_inner
 from ._validation import check_bool, check_int
 from .knn import PrivateKNN
@@ -174,26 +173,6 @@ class _ScenarioData:
     ids: np.ndarray          # user ids whose rows changed (or were appended)
     rows: sp.csr_matrix      # their ratings
     users: np.ndarray        # whose predictions the scenario reads
-
-    @cached_property
-    def pattern(self) -> sp.csr_matrix:
-        """``B``, the 0/1 pattern of the ratings (once per scenario, for every algorithm)."""
-        pattern = self.ratings.matrix.copy()
-        pattern.data = np.ones_like(pattern.data)
-        return pattern
-
-    @cached_property
-    def stack(self) -> sp.csr_matrix:
-        """``[R | B]``, so that one product gives weighted sums and weight totals."""
-        return sp.hstack([self.ratings.matrix, self.pattern], format="csr")
-
-    @cached_property
-    def deviation_stack(self) -> sp.csr_matrix:
-        """``[R − r̄ | B]`` on the rated cells (for the centred prediction)."""
-        deviations = self.ratings.matrix.copy()
-        means = self.ratings.user_means()
-        deviations.data = deviations.data - np.repeat(means, np.diff(deviations.indptr))
-        return sp.hstack([deviations, self.pattern], format="csr")
 
 
 def _rating_arrays(base: RatingArrays, keep: np.ndarray, users: np.ndarray,
@@ -328,12 +307,10 @@ class _PrivateKNNRunner(_Runner):
     sketch backend whose ``tau`` is computed from the data (it changes when
     fakes join) is refitted from scratch.
 
-    Uses three internals of ``PrivateKNN`` (``_fit_with``, which
-    ``fit_precomputed`` calls after rebuilding the rating arrays that the
-    simulator already has; ``_user_neighbours``, the columns *and weights*
-    behind ``neighbours()``; ``_estimate_batch``, the arrays behind ``test()``),
-    so that one scenario costs milliseconds; equality with the public API is
-    tested in ``tests/test_attacks.py``.
+    Only ``PrivateKNN``'s public API (``fit_precomputed``, ``estimate_arrays``,
+    ``neighbours``), with the rating arrays the simulator already has
+    registered for each changed copy, so that one scenario costs milliseconds;
+    equality with a full ``fit`` is tested in ``tests/test_attacks.py``.
     """
 
     def __init__(self, name: str, algo: PrivateKNN) -> None:
@@ -360,10 +337,11 @@ class _PrivateKNNRunner(_Runner):
                          state.sensitivity() if self.needs_sensitivity else None, release)
         users = data.users
         if algo.neighbourhood == "user":
-            chosen = algo._user_neighbours(users)
-            estimates, columns = _user_neighbourhood_estimates(algo, data, users, chosen.columns,
-                                                               chosen.weights, items)
-            exposed = (chosen.columns == target.inner_id).any(axis=1).astype(np.float64)
+            est, possible = algo.estimate_arrays(np.repeat(users, len(items)),
+                                                 np.tile(items, len(users)))
+            estimates = np.where(possible, est, np.nan).reshape(len(users), -1)
+            columns = items
+            exposed = (algo.neighbours(users) == target.inner_id).any(axis=1).astype(np.float64)
         else:
             estimates, exposed = _item_neighbourhood_estimates(algo, users, items, target)
             columns = items
@@ -374,17 +352,13 @@ class _PrivateKNNRunner(_Runner):
 
 def fit_prepared(algo: PrivateKNN, trainset: Trainset, ratings: RatingArrays, sim: np.ndarray,
                  sensitivity: np.ndarray | None, release=None) -> PrivateKNN:
-    """``algo.fit_precomputed(trainset, sim, sensitivity)`` with the rating arrays given.
-
-    The one place that calls ``PrivateKNN._fit_with`` (``fit_precomputed``
-    rebuilds ``ratings`` from the trainset, tens of milliseconds that many
-    refits on the same data repeat).  The model's randomness is drawn from
-    ``random_state`` as in ``fit``; ``sim`` may come from a sketch backend,
-    whose :class:`~dprec.similarity.SketchRelease` the model's accountant then
-    records.
+    """``algo.fit_precomputed(trainset, sim, sensitivity, release)`` with the rating arrays
+    of ``trainset`` given (registered for it, so that they are not rebuilt: many refits on
+    changed copies of the data repeat that work).  ``sim`` may come from a sketch backend,
+    whose :class:`~dprec.similarity.SketchRelease` the model's accountant then records.
     """
-    return algo._fit_with(trainset, ratings, sim, sensitivity, fit_entropy(algo.random_state),
-                          release)
+    ratings.remember(trainset)
+    return algo.fit_precomputed(trainset, sim, sensitivity, release)
 
 
 def _clip(algo: AlgoBase, estimates: np.ndarray) -> np.ndarray:
@@ -392,72 +366,15 @@ def _clip(algo: AlgoBase, estimates: np.ndarray) -> np.ndarray:
     return np.clip(estimates, low, high)
 
 
-def _user_neighbourhood_estimates(algo: PrivateKNN, data: _ScenarioData, users: np.ndarray,
-                                  columns: np.ndarray, weights: np.ndarray,
-                                  items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``PrivateKNN``'s user-neighbourhood estimates for ``users`` × ``items`` at once.
-
-    The weighted mean over the chosen neighbours who rated the item (weights
-    ``> 0``; centred: ``≠ 0``, over ``Σ|w|``, added to the user's mean), as
-    one sparse product ``W [R | B]``; NaN where fewer than ``max(min_k, 1)``
-    neighbours count.  Users with the same neighbours and weights (all fake
-    users under top-k) are computed once.
-
-    Returns
-    -------
-    estimates : ndarray (len(users), len(kept))
-    kept : ndarray
-        The items of ``items`` that some user gets a possible estimate for
-        (sorted): every other item is impossible for all of them.
-    """
-    use = (columns >= 0) & ((weights != 0) if algo.centered else (weights > 0))
-    key = np.hstack([np.where(use, columns, -1), np.where(use, weights, 0.0)])
-    key, inverse = np.unique(key, axis=0, return_inverse=True)
-    k = columns.shape[1]
-    cols, w = key[:, :k].astype(np.int64), key[:, k:]
-    use = cols >= 0
-    indptr = np.concatenate([[0], np.cumsum(use.sum(axis=1))])
-    shape = (len(key), data.ratings.n_users)
-
-    def neighbours(values: np.ndarray) -> sp.csr_matrix:  # users × users, row-major CSR
-        return sp.csr_matrix((values, cols[use], indptr), shape=shape)
-
-    n_items = data.ratings.n_items
-    stack = data.deviation_stack if algo.centered else data.stack
-    weighted = neighbours(w[use]) @ stack
-    totals = np.zeros(2 * n_items, dtype=bool)
-    totals[weighted.indices] = True  # [R | B] columns with a non-empty weighted sum
-    wanted = np.zeros(n_items, dtype=bool)
-    wanted[items] = True
-    kept = np.flatnonzero(totals[n_items:] & wanted)
-    weighted = weighted.toarray()
-    numerator = weighted[:, kept]
-    if algo.centered:
-        denominator = (neighbours(np.abs(w[use])) @ data.pattern).toarray()[:, kept]
-    else:
-        denominator = weighted[:, n_items + kept]
-    ok = denominator > 0  # some neighbour with a counted weight rated the item
-    if algo.min_k > 1:
-        ok &= (neighbours(np.ones(use.sum())) @ data.pattern).toarray()[:, kept] >= algo.min_k
-    with np.errstate(divide="ignore", invalid="ignore"):
-        estimates = numerator / denominator
-    estimates[~ok] = np.nan
-    estimates = estimates[inverse.ravel()]
-    if algo.centered:
-        estimates += algo.means[users][:, None]
-    return _clip(algo, estimates), kept
-
-
 def _item_neighbourhood_estimates(algo: PrivateKNN, users: np.ndarray, items: np.ndarray,
                                   target: AttackTarget) -> tuple[np.ndarray, np.ndarray]:
     """Estimates for ``users`` × ``items`` and, for the fake users, the fraction of the
     hidden items for which the target is among the chosen raters."""
     q_users, q_items = np.repeat(users, len(items)), np.tile(items, len(users))
-    batch = algo._estimate_batch(q_users, q_items)
-    possible = batch.actual_k >= max(algo.min_k, 1)
-    estimates = _clip(algo, np.where(possible, batch.est, np.nan)).reshape(len(users), -1)
+    est, possible, neighbours = algo.estimate_arrays(q_users, q_items, with_neighbours=True)
+    estimates = np.where(possible, est, np.nan).reshape(len(users), -1)
     hidden = np.isin(items, target.hidden_items)
-    chosen = (batch.neighbours == target.inner_id).any(axis=1).reshape(len(users), -1)
+    chosen = (neighbours == target.inner_id).any(axis=1).reshape(len(users), -1)
     exposure = chosen[:, hidden].mean(axis=1) if hidden.any() else np.full(len(users), np.nan)
     return estimates, exposure
 

@@ -16,11 +16,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
 
 import numpy as np
+import scipy.sparse as sp
 from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
 from ._ratings import RatingArrays
-from .baselines import als_baselines
 from ._rng import (
     QueryNoise,
     RandomStateLike,
@@ -39,6 +39,7 @@ from ._validation import (
     check_int,
     check_real,
 )
+from .baselines import als_baselines
 from .ledger import PrivacyAccountant
 from .selectors import SELECTORS, Selector, TopK
 from .similarity import (
@@ -76,26 +77,25 @@ class _Chosen:
 
 @dataclass
 class _Batch:
-    """Estimates for a batch of queries and the selections behind them."""
+    """Estimates for a batch of queries and the selections behind them.
+
+    ``chosen`` and ``neighbours`` hold one row per selection and ``row`` maps
+    each query to its selection: one per query in the item neighbourhood, one
+    per user in the user neighbourhood (many queries share it).
+    """
 
     est: np.ndarray
     actual_k: np.ndarray
-    alpha: np.ndarray
-    beta: np.ndarray
-    partitions: np.ndarray
+    row: np.ndarray          # each query's row of `chosen` and `neighbours`
+    chosen: _Chosen
     neighbours: np.ndarray   # inner ids of the chosen neighbours, -1 if empty
-    weights: np.ndarray      # their weights in the prediction, 0 if empty
 
     @classmethod
-    def empty(cls, n: int, k: int) -> _Batch:
-        return cls(np.zeros(n), np.zeros(n, dtype=np.int64), np.ones(n),
-                   np.ones(n, dtype=np.int64), np.zeros((n, k), dtype=np.int64),
-                   np.full((n, k), -1, dtype=np.int64), np.zeros((n, k)))
-
-    def store(self, rows: np.ndarray, chosen: _Chosen, neighbours: np.ndarray) -> None:
-        self.alpha[rows], self.beta[rows] = chosen.alpha, chosen.beta
-        self.partitions[rows] = chosen.partitions
-        self.neighbours[rows], self.weights[rows] = neighbours, chosen.weights
+    def empty(cls, k: int) -> _Batch:
+        nothing = np.zeros(0, dtype=np.int64)
+        chosen = _Chosen(np.full((0, k), -1), np.zeros((0, k)), np.ones(0), np.ones(0, np.int64),
+                         np.zeros((0, k), dtype=np.int64))
+        return cls(np.zeros(0), nothing, nothing, chosen, np.full((0, k), -1))
 
 
 class _SelectionLog:
@@ -352,20 +352,23 @@ class PrivateKNN(AlgoBase):
         bu, bi = self.compute_baselines()  # Surprise's SGD, or the cached ALS
         return (bu, bi) if user_based else (bi, bu)
 
-    def fit_precomputed(self, trainset, sim: np.ndarray,
-                        sensitivity: np.ndarray | None = None) -> PrivateKNN:
+    def fit_precomputed(self, trainset, sim: np.ndarray, sensitivity: np.ndarray | None = None,
+                        release: SketchRelease | None = None) -> PrivateKNN:
         """Fit with a similarity matrix computed elsewhere (e.g. extended incrementally).
 
         For simulations that refit on slightly changed data, such as the β-kNN
         attack adding fake users: the caller supplies ``sim`` (n_users ×
         n_users, inner ids of ``trainset``) and, for the private selectors,
         each user's sensitivity ``RS`` — they must equal what :meth:`fit`
-        would compute.  Only for the exact similarities (a sketch backend
+        would compute.  For a sketch backend, ``release`` is what the users
+        released (the sketches behind ``sim``), which the accountant records;
+        without it only the exact similarities are accepted (a sketch backend
         spends its budget inside :meth:`fit`).
         """
-        if self.sim_options["name"] not in EXACT_SIMILARITIES:
+        if self.sim_options["name"] not in EXACT_SIMILARITIES and release is None:
             raise ValueError("fit_precomputed is for the exact similarities; "
-                             f"{self.sim_options['name']!r} must be fitted with fit()")
+                             f"{self.sim_options['name']!r} must be fitted with fit() "
+                             "or given the sketches' release")
         AlgoBase.fit(self, trainset)
         ratings = RatingArrays.from_trainset(trainset, self.sim_options["user_based"])
         n = ratings.n_users
@@ -381,7 +384,8 @@ class PrivateKNN(AlgoBase):
             sensitivity = np.asarray(sensitivity, dtype=np.float64)
             if not (np.isfinite(sensitivity) & (sensitivity > 0)).all():
                 raise ValueError("sensitivity must be finite and > 0 (each user's RS)")
-        return self._fit_with(trainset, ratings, sim, sensitivity, fit_entropy(self.random_state))
+        return self._fit_with(trainset, ratings, sim, sensitivity, fit_entropy(self.random_state),
+                              release)
 
     def _fit_with(self, trainset, ratings, sim, sensitivity, entropy: bytes,
                   release: SketchRelease | None = None) -> PrivateKNN:
@@ -394,6 +398,9 @@ class PrivateKNN(AlgoBase):
         self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
         if self.prediction == "baseline":
             self.bx, self.by = self._baselines(ratings)
+        by_row, self._item_major_deviations = self._rule_deviations(ratings)
+        self._deviation_matrix = sp.csc_matrix(sp.csr_matrix(
+            (by_row, ratings.matrix.indices, ratings.matrix.indptr), shape=ratings.matrix.shape))
         self._selections = _SelectionLog()
         self._answered: set[int] = set()
         self.sketch_release_ = release
@@ -480,7 +487,7 @@ class PrivateKNN(AlgoBase):
             raise ValueError(f"items must have one id per user ({len(given['users'])}), got "
                              f"{len(given['items'])}")
         batch = self._estimate_item_neighbourhood(*self._switch(given["users"], given["items"]))
-        return batch.neighbours, batch.weights
+        return batch.neighbours, batch.chosen.weights
 
     def get_neighbors(self, iid: int, k: int) -> list[int]:
         """The ``k`` neighbours of user (item, item-based) ``iid``, as Surprise's
@@ -517,12 +524,14 @@ class PrivateKNN(AlgoBase):
         ``iid``, ``est``): :func:`dprec.topn.recommend_batch`."""
         return recommend_batch(self, uids, n, exclude_rated)
 
-    def estimate_arrays(self, users, items) -> tuple[np.ndarray, np.ndarray]:
+    def estimate_arrays(self, users, items, with_neighbours: bool = False) -> tuple:
         """Estimates for arrays of inner ids, as :meth:`test` computes them.
 
         Parameters
         ----------
         users, items : 1-D arrays of inner ids, of the same length
+        with_neighbours : bool, default False
+            Also return each query's neighbours (as :meth:`kneighbors`).
 
         Returns
         -------
@@ -530,6 +539,7 @@ class PrivateKNN(AlgoBase):
             Clipped to the rating scale; the global mean where impossible.
         possible : ndarray of bool
             False where the prediction was impossible (``was_impossible``).
+        neighbours : ndarray of int64, shape (len(users), k), with ``with_neighbours``
         """
         self._check_fitted()
         users = _check_ids(users, "users", self.trainset.n_users)
@@ -540,6 +550,8 @@ class PrivateKNN(AlgoBase):
         possible = self._possible(batch.actual_k)
         low, high = self.trainset.rating_scale
         est = np.where(possible, np.clip(batch.est, low, high), self.default_prediction())
+        if with_neighbours:
+            return est, possible, batch.neighbours[batch.row]
         return est, possible
 
     def privacy_report(self) -> PrivacyAccountant:
@@ -630,35 +642,49 @@ class PrivateKNN(AlgoBase):
         est += np.where(users >= 0, self.bu[np.maximum(users, 0)], 0.0)
         return est + np.where(items >= 0, self.bi[np.maximum(items, 0)], 0.0)
 
-    def _combine(self, xs: np.ndarray, ys: np.ndarray, neighbours: np.ndarray,
-                 weights: np.ndarray, values: np.ndarray,
-                 found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The prediction rule: estimates and ``actual_k`` for queries ``(x, y)`` from the
-        chosen ``neighbours`` (x ids, ``-1`` empty), their ``weights`` and their ratings
-        ``values`` of ``y`` (where ``found``)."""
-        nb = np.maximum(neighbours, 0)
+    def _rule_deviations(self, ratings: RatingArrays) -> tuple[np.ndarray, np.ndarray]:
+        """What each stored rating ``r_xy`` contributes to the weighted sum of the rule,
+        in ``ratings.matrix.data`` order and in the item-major order: ``r`` (basic),
+        ``r − μ_x`` (means, centred), ``(r − μ_x) / σ_x`` (zscore), ``r − (μ + b_x + b_y)``
+        (baseline)."""
+        matrix = ratings.matrix
+        by_row = (np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr)), matrix.indices,
+                  matrix.data)
+        by_column = (ratings.item_users, np.repeat(np.arange(ratings.n_items),
+                                                   np.diff(ratings.item_ptr)),
+                     ratings.item_ratings)
+        rule = "means" if self.centered else self.prediction
+        out = []
+        for x, y, r in (by_row, by_column):
+            if rule == "basic":
+                out.append(r)
+            elif rule == "baseline":
+                out.append(r - (self.trainset.global_mean + self.bx[x] + self.by[y]))
+            elif rule == "zscore":
+                out.append((r - self.means[x]) / self.sigmas[x])
+            else:
+                out.append(r - self.means[x])
+        return out[0], out[1]
+
+    def _finish(self, xs: np.ndarray, ys: np.ndarray, shift: np.ndarray,
+                actual_k: np.ndarray) -> np.ndarray:
+        """The rule's estimates from the weighted mean ``shift`` of the deviations
+        (:meth:`_rule_deviations`): the mean itself (basic), or an offset plus it,
+        dropped where fewer than ``min_k`` neighbours contribute (Surprise's fallback)."""
+        if self.prediction == "basic" and not self.centered:
+            return shift
         if self.centered:
-            deviations = values - self.means[nb]
-            shift, actual_k = _weighted_mean(weights, deviations, found & (weights != 0),
-                                             absolute_denominator=True)
-            return self.means[xs] + shift, actual_k
-        use = found & (weights > 0)
-        if self.prediction == "basic":
-            return _weighted_mean(weights, values, use)
+            return self.means[xs] + shift
+        shift = np.where(actual_k < self.min_k, 0.0, shift)
         if self.prediction == "baseline":
-            mu = self.trainset.global_mean
-            offset = mu + self.bx[xs] + self.by[ys]
-            deviations = values - (mu + self.bx[nb] + self.by[ys][:, None])
-        else:
-            offset = self.means[xs]
-            deviations = values - self.means[nb]
-            if self.prediction == "zscore":
-                deviations = deviations / self.sigmas[nb]
-        shift, actual_k = _weighted_mean(weights, deviations, use)
-        shift[actual_k < self.min_k] = 0.0
+            return self.trainset.global_mean + self.bx[xs] + self.by[ys] + shift
         if self.prediction == "zscore":
-            shift *= self.sigmas[xs]
-        return offset + shift, actual_k
+            shift = shift * self.sigmas[xs]
+        return self.means[xs] + shift
+
+    def _counted(self, weights: np.ndarray) -> np.ndarray:
+        """Which neighbours count: similarity ``> 0`` (Surprise), ``≠ 0`` (papers' rule)."""
+        return weights != 0 if self.centered else weights > 0
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "sim"):
@@ -671,16 +697,17 @@ class PrivateKNN(AlgoBase):
         them."""
         if isinstance(self._selector, TopK) or not self.diagnostics:
             return ({"actual_k": n, **extra} for n in batch.actual_k.tolist())
+        chosen = batch.chosen.take(batch.row)
         return ({"actual_k": n, "alpha": a, "beta": b, "partitions": [p for p in row if p],
                  **extra}
-                for n, a, b, row in zip(batch.actual_k.tolist(), batch.alpha.tolist(),
-                                        batch.beta.tolist(), batch.partitions.tolist()))
+                for n, a, b, row in zip(batch.actual_k.tolist(), chosen.alpha.tolist(),
+                                        chosen.beta.tolist(), chosen.partitions.tolist()))
 
     def _estimate_batch(self, users: np.ndarray, items: np.ndarray) -> _Batch:
         """Estimates (and their selections) for known inner ids in the ``(x, y)`` roles
         (:meth:`_switch`)."""
         if not len(users):
-            return _Batch.empty(0, self.k)
+            return _Batch.empty(self.k)
         if self.neighbourhood == "item":
             return self._estimate_item_neighbourhood(users, items)
         return self._estimate_user_neighbourhood(users, items)
@@ -709,35 +736,64 @@ class PrivateKNN(AlgoBase):
             chosen = self._select(sims, lengths[block], users[block],
                                   (users[block], items[block]))
             slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
-            neighbours = np.where(chosen.columns >= 0, ratings.item_users[slots], -1)
-            est, actual_k = self._combine(users[block], items[block], neighbours,
-                                          chosen.weights, ratings.item_ratings[slots],
-                                          chosen.columns >= 0)
-            return chosen, est, actual_k, neighbours
+            found = chosen.columns >= 0
+            shift, actual_k = _weighted_mean(chosen.weights, self._item_major_deviations[slots],
+                                             found & self._counted(chosen.weights),
+                                             absolute_denominator=self.centered)
+            est = self._finish(users[block], items[block], shift, actual_k)
+            return chosen, est, actual_k, np.where(found, ratings.item_users[slots], -1)
 
         blocks = list(_length_blocks(order, lengths[order]))
-        batch = _Batch.empty(len(users), self.k)
         answers = map_blocks(answer, blocks)
-        for block, (chosen, est, actual_k, neighbours) in zip(blocks, answers):
-            batch.est[block], batch.actual_k[block] = est, actual_k
-            batch.store(block, chosen, neighbours)
+        position = np.empty(len(users), dtype=np.int64)
+        position[np.concatenate(blocks)] = np.arange(len(users))
+        parts = [np.concatenate([answer[j] for answer in answers])[position] for j in (1, 2, 3)]
+        chosen = _Chosen.concatenate([answer[0] for answer in answers]).take(position)
+        batch = _Batch(parts[0], parts[1], np.arange(len(users)), chosen, parts[2])
         self._charge(users * ratings.n_items + items, users, items, batch.neighbours)
-        for chosen, *_ in answers:
-            self._selections.add(chosen)
+        for answer in answers:
+            self._selections.add(answer[0])
         return batch
 
     def _estimate_user_neighbourhood(self, users, items) -> _Batch:
-        """One neighbour set per user; its members who rated ``i`` predict."""
-        unique_users, inverse = np.unique(users, return_inverse=True)
-        per_user = self._user_neighbours(unique_users)
-        neighbours, weights = per_user.columns[inverse], per_user.weights[inverse]
-        values, found = self._ratings.lookup(np.maximum(neighbours, 0), items[:, None])
-        found &= neighbours >= 0
-        batch = _Batch.empty(len(users), self.k)
-        batch.store(np.arange(len(users)), per_user.take(inverse), neighbours)
-        batch.est, batch.actual_k = self._combine(users, items, neighbours, weights, values,
-                                                  found)
-        return batch
+        """One neighbour set per user; its members who rated ``i`` predict.
+
+        The weighted sums of every (user, item) pair asked are sparse products
+        ``W D`` and ``W B`` (``W`` the users' neighbour weights, ``D`` the rule's
+        deviations, ``B`` the rating pattern, restricted to the items asked),
+        per block of users.
+        """
+        unique_users, row = np.unique(users, return_inverse=True)
+        chosen = self._user_neighbours(unique_users)
+        unique_items, column = np.unique(items, return_inverse=True)
+        deviations = self._deviation_matrix[:, unique_items]
+        pattern = deviations.copy()
+        pattern.data = np.ones_like(pattern.data)
+        counted = (chosen.columns >= 0) & self._counted(chosen.weights)
+        shift = np.zeros(len(users))
+        actual_k = np.zeros(len(users), dtype=np.int64)
+        by_row = np.argsort(row, kind="stable")
+        bounds = np.searchsorted(row[by_row], np.arange(len(unique_users) + 1))
+        for block in _blocks(np.arange(len(unique_users)), len(unique_items)):
+            use = counted[block]
+            indptr = np.concatenate([[0], np.cumsum(use.sum(axis=1))])
+
+            def weights(values, use=use, indptr=indptr, block=block):
+                return sp.csr_matrix((values, chosen.columns[block][use], indptr),
+                                     shape=(len(block), self._ratings.n_users))
+
+            w = chosen.weights[block][use]
+            numerator = (weights(w) @ deviations).toarray()
+            denominator = (weights(np.abs(w) if self.centered else w) @ pattern).toarray()
+            count = (weights(np.ones(len(w))) @ pattern).toarray()
+            asked = by_row[bounds[block[0]]:bounds[block[-1] + 1]]
+            cells = (row[asked] - block[0], column[asked])
+            denominator = denominator[cells]
+            shift[asked] = np.divide(numerator[cells], denominator,
+                                     out=np.zeros(len(asked)), where=denominator != 0)
+            actual_k[asked] = count[cells]
+        est = self._finish(users, items, shift, actual_k)
+        return _Batch(est, actual_k, row, chosen, chosen.columns)
 
     def _user_neighbours(self, users: np.ndarray) -> _Chosen:
         """Each user's neighbour set (user ids in ``columns``, ``-1`` for none)."""

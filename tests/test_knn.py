@@ -373,3 +373,74 @@ def test_item_based_neighbours_are_items_and_not_charged_to_users(split):
     assert per_item.neighbours(items=items).shape == (8, 6)
     with pytest.raises(ValueError, match="items"):
         per_item.neighbours(users)
+
+
+@pytest.mark.parametrize("prediction", ["means", "zscore", "baseline"])
+@pytest.mark.parametrize("user_based", [True, False])
+def test_user_neighbourhood_rules_match_reference(split, prediction, user_based):
+    trainset, testset = split
+    algo = PrivateKNN(k=7, sim_options={"name": "cosine", "user_based": user_based},
+                      neighbourhood="user", prediction=prediction, min_k=2,
+                      verbose=False).fit(trainset)
+    known_users, known_items = algo_users(trainset), algo_items(trainset)
+    queries = [(trainset.to_inner_uid(u), trainset.to_inner_iid(i)) for u, i, _ in testset[:300]
+               if u in known_users and i in known_items]
+    users, items = map(np.array, zip(*queries))
+    est, possible = algo.estimate_arrays(users, items)
+    assert possible.all()  # every rule but basic falls back to a mean or baseline
+    xs, ys = (users, items) if user_based else (items, users)
+    lookup = (trainset.ir if user_based else trainset.ur)
+    mu = trainset.global_mean
+    for x, y, got in zip(xs, ys, est):
+        rated = dict(lookup[y])
+        neighbours, weights = algo.kneighbors(**({"users": [x]} if user_based else
+                                                 {"items": [x]}))
+        num = den = 0.0
+        n = 0
+        for v, w in zip(neighbours[0], weights[0]):
+            if v >= 0 and w > 0 and v in rated:
+                if prediction == "baseline":
+                    dev = rated[v] - (mu + algo.bx[v] + algo.by[y])
+                else:
+                    dev = rated[v] - algo.means[v]
+                    if prediction == "zscore":
+                        dev /= algo.sigmas[v]
+                num, den, n = num + w * dev, den + w, n + 1
+        shift = num / den if n >= 2 else 0.0
+        if prediction == "baseline":
+            expected = mu + algo.bx[x] + algo.by[y] + shift
+        elif prediction == "zscore":
+            expected = algo.means[x] + shift * algo.sigmas[x]
+        else:
+            expected = algo.means[x] + shift
+        low, high = trainset.rating_scale
+        assert got == pytest.approx(min(high, max(low, expected)), abs=1e-9)
+
+
+def algo_users(trainset):
+    return {trainset.to_raw_uid(u) for u in trainset.all_users()}
+
+
+def algo_items(trainset):
+    return {trainset.to_raw_iid(i) for i in trainset.all_items()}
+
+
+def test_recommendations_are_charged_like_predictions(split):
+    trainset, _ = split
+    algo = PrivateKNN(k=5, selector="ppns", epsilon=1.0, random_state=0,
+                      verbose=False).fit(trainset)
+    report = algo.privacy_report()
+    assert report.applications(0).sum() == 0
+    uid = trainset.to_raw_uid(0)
+    top = algo.recommend(uid, n=5)
+    charged = report.applications(0).copy()
+    assert charged.sum() > 0 and len(top) == 5
+    # the same list again releases nothing new: same keyed draws, no new charge
+    assert algo.recommend(uid, n=5) == top
+    np.testing.assert_array_equal(report.applications(0), charged)
+    # and equals the predictions one by one
+    items = np.arange(trainset.n_items)
+    est, possible = algo.estimate_arrays(np.zeros_like(items), items)
+    rated = {i for i, _ in trainset.ur[0]}
+    ranked = sorted((e, i) for e, i, ok in zip(-est, items, possible) if ok and i not in rated)
+    assert [trainset.to_raw_iid(i) for _, i in ranked[:5]] == [iid for iid, _ in top]
