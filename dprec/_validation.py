@@ -53,9 +53,14 @@ def check_positive(value, name: str) -> float:
     return check_real(value, name, low=0.0, low_inclusive=False)
 
 
+def check_open_interval(value, name: str, low: float, high: float) -> float:
+    """A number in the open interval ``(low, high)``."""
+    return check_real(value, name, low=low, high=high, low_inclusive=False, high_inclusive=False)
+
+
 def check_open_unit(value, name: str) -> float:
     """A number in the open interval ``(0, 1)`` (e.g. a δ that must not be 0)."""
-    return check_real(value, name, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+    return check_open_interval(value, name, 0.0, 1.0)
 
 
 def check_real_array(values, name: str = "values", finite: bool = True) -> np.ndarray:

@@ -240,14 +240,14 @@ def _check_budgets(epsilon: EpsilonLike, name: str = "epsilon") -> np.ndarray:
     return eps
 
 
-def _per_order_epsilon(epsilon: EpsilonLike, n_orders: int, name: str = "epsilon") -> np.ndarray:
+def _per_order_epsilon(epsilon: EpsilonLike, n_orders: int) -> np.ndarray:
     """ε of every order: one number for all, or one per order; ``inf`` = no privacy."""
-    eps = _check_budgets(epsilon, name)
+    eps = _check_budgets(epsilon)
     if eps.ndim == 0:
         return np.full(n_orders, float(eps))
-    eps = eps.reshape(-1)
+    eps = eps.ravel()
     if len(eps) != n_orders:
-        raise ValueError(f"{name} must be one number or one per order ({n_orders}), "
+        raise ValueError(f"epsilon must be one number or one per order ({n_orders}), "
                          f"got {len(eps)} values")
     return eps
 
@@ -260,9 +260,7 @@ def _truncated_geometric(u: np.ndarray, n: np.ndarray, theta: np.ndarray) -> np.
     :math:`V = \lceil -\log(1 - U(1 - q^n))/\theta \rceil - 1`, computed with
     ``log1p``/``expm1`` (accurate for tiny θ, exact 0 for θ = ∞).
     """
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        x = -np.log1p(u * np.expm1(-n * theta)) / theta
-    x = np.where(np.isinf(theta), 0.0, x)
+    x = -np.log1p(u * np.expm1(-n * theta)) / theta   # θ = ∞: log1p(−u)/∞ = −0
     v = np.ceil(x) - 1.0
     return np.clip(v, 0, n - 1).astype(np.int64)
 

@@ -61,7 +61,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._rng import RandomStateLike, keyed_bits, keyed_uniform
-from .._validation import check_choice, check_epsilon, check_int, check_positive, check_real
+from .._validation import (
+    check_choice,
+    check_epsilon,
+    check_int,
+    check_open_interval,
+    check_positive,
+    check_real,
+)
 from ..ledger import LedgerEntry, Status, Unit
 from ..mechanisms import (
     gaussian_delta,
@@ -118,11 +125,12 @@ def sjlt_matrix(k: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
     k, s = _check_k_s(k, s)
     columns = np.asarray(columns, dtype=np.int64)
     n_features = len(columns)
-    buckets = (keyed_bits(hash_seed, columns, s, stream=0) % np.uint64(k // s)).astype(np.int64)
-    signs = (keyed_bits(hash_seed, columns, s, stream=1) >> np.uint64(63)).astype(np.float64)
-    rows = buckets + (np.arange(s) * (k // s))[None, :]
-    indptr = np.arange(0, n_features * s + 1, s, dtype=np.int64)
-    return sp.csc_matrix(((2.0 * signs - 1.0).ravel() / math.sqrt(s), rows.ravel(), indptr),
+    width = k // s
+    buckets = (keyed_bits(hash_seed, columns, s) % np.uint64(width)).astype(np.int64)
+    signs = 2.0 * (keyed_bits(hash_seed, columns, s, stream=1) >> np.uint64(63)) - 1.0
+    rows = buckets + (np.arange(s) * width)[None, :]
+    indptr = np.arange(0, n_features * s + 1, s)
+    return sp.csc_matrix((signs.ravel() / math.sqrt(s), rows.ravel(), indptr),
                          shape=(k, n_features))
 
 
@@ -144,8 +152,7 @@ def kenthapadi_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> flo
     :func:`dprec.mechanisms.gaussian_delta` in the tests).
     """
     epsilon = check_epsilon(epsilon)
-    delta = check_real(delta, "delta", low=0.0, high=0.5, low_inclusive=False,
-                       high_inclusive=False)
+    delta = check_open_interval(delta, "delta", 0.0, 0.5)
     w2 = check_positive(l2_sensitivity, "l2_sensitivity")
     return w2 / epsilon * math.sqrt(2.0 * (math.log(1.0 / (2.0 * delta)) + epsilon))
 
@@ -434,8 +441,7 @@ class GaussianJL(_PrivateProjection):
                  random_state: RandomStateLike = None, calibration: str = "kenthapadi",
                  hash_seed: int | None = None) -> None:
         self._init_common(k, epsilon, sensitivity, hash_seed, random_state)
-        self.delta = check_real(delta, "delta", low=0.0, high=0.5, low_inclusive=False,
-                                high_inclusive=False)
+        self.delta = check_open_interval(delta, "delta", 0.0, 0.5)
         self.calibration = check_choice(calibration, "calibration", GAUSSIAN_CALIBRATIONS)
 
     def sigma(self, projection: np.ndarray) -> float:
