@@ -136,6 +136,8 @@ CASES = [
      ValueError, "scores"),
     ("exponential_top_k", lambda: M.exponential_top_k([1.0, 2.0], 1, 0.0, 1.0, 0), ValueError,
      "epsilon"),
+    ("exponential_top_k", lambda: M.exponential_top_k(["a", "b"], 1, 1.0, 1.0, 0), TypeError,
+     "scores"),
     # selectors
     ("PNCF", lambda: PNCF(epsilon=-1.0), ValueError, "epsilon"),
     ("PNCF", lambda: PNCF(rho=1.0), ValueError, "rho"),

@@ -349,3 +349,17 @@ def test_lattice_laplace_reads_the_low_bits_of_its_first_uniform():
     tail = np.floor(-np.log(np.array([0.2, 0.9, 0.9]) * 2.0**-53))
     assert np.array_equal(np.floor(np.abs(noise)), tail)
     assert np.array_equal(np.sign(noise), [-1.0, -1.0, 1.0])
+
+
+def test_gumbel_top_k_on_wide_rows_is_the_order_of_the_keys():
+    # ε = 1, Δ = 1, k = 40: coefficient ε / (2kΔ) = 1/80; keys c·q − ln(−ln u) by hand
+    rng = np.random.default_rng(6)
+    scores, u = 10 * rng.random((30, 3000)), rng.random((30, 3000))
+    keys = scores / 80 - np.log(-np.log(u))
+    got = M.gumbel_top_k_from_uniform(scores, 40, 1.0, 1.0, u)
+    np.testing.assert_array_equal(got, np.argsort(-keys, axis=1)[:, :40])
+
+
+def test_gumbel_keys_ignore_masked_scores_even_when_not_finite():
+    keys = M.gumbel_keys_from_uniform([np.nan, 1.0], 1.0, [0.5, 0.5], mask=[False, True])
+    assert keys[0] == -np.inf and np.isfinite(keys[1])

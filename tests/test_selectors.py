@@ -384,3 +384,13 @@ def test_position_helpers():
         np.c_[np.argsort(-keys[:2, :3], axis=1), np.full((2, 2), -1)].tolist()
     assert top_by_key(keys[:0], np.zeros(0, int), 3).shape == (0, 3)
     assert top_by_key(keys[:2], np.array([10, 10]), 3).shape == (2, 3)
+
+
+def test_top_by_key_on_wide_rows_is_a_full_sort():
+    # a partition on thousands of candidates leaves the rest unordered: the k-th best
+    # must still be found exactly (argpartition at k - 1, not k - 2)
+    from dprec.selectors.base import top_by_key
+
+    keys = np.random.default_rng(5).random((50, 3000))
+    np.testing.assert_array_equal(top_by_key(keys, np.full(50, 40), 40),
+                                  np.argsort(-keys, axis=1)[:, :40])
