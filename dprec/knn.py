@@ -776,16 +776,15 @@ class PrivateKNN(AlgoBase):
         bounds = np.searchsorted(row[by_row], np.arange(len(unique_users) + 1))
         for block in _blocks(np.arange(len(unique_users)), len(unique_items)):
             use = counted[block]
-            indptr = np.concatenate([[0], np.cumsum(use.sum(axis=1))])
-
-            def weights(values, use=use, indptr=indptr, block=block):
-                return sp.csr_matrix((values, chosen.columns[block][use], indptr),
-                                     shape=(len(block), self._ratings.n_users))
-
             w = chosen.weights[block][use]
-            numerator = (weights(w) @ deviations).toarray()
-            denominator = (weights(np.abs(w) if self.centered else w) @ pattern).toarray()
-            count = (weights(np.ones(len(w))) @ pattern).toarray()
+            weights = sp.csr_matrix(
+                (w, chosen.columns[block][use], np.concatenate([[0], np.cumsum(use.sum(axis=1))])),
+                shape=(len(block), self._ratings.n_users))
+            numerator = (weights @ deviations).toarray()
+            weights.data = np.abs(w) if self.centered else w
+            denominator = (weights @ pattern).toarray()
+            weights.data = np.ones(len(w))
+            count = (weights @ pattern).toarray()
             asked = by_row[bounds[block[0]]:bounds[block[-1] + 1]]
             cells = (row[asked] - block[0], column[asked])
             denominator = denominator[cells]

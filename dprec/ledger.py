@@ -40,6 +40,7 @@ covered by entries that hold.
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -206,8 +207,8 @@ class PrivacyAccountant:
 
     def __init__(self, users: int | Sequence, budget: tuple[float, float] | None = None,
                  model: str = "model") -> None:
-        if isinstance(users, (int, np.integer)) and not isinstance(users, bool):
-            users = range(check_int(users, "users"))
+        if isinstance(users, numbers.Number) or isinstance(users, (str, bytes)):
+            users = range(check_int(users, "users", minimum=1))
         ids = list(users)
         if not ids:
             raise ValueError("users must not be empty")

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from dprec import PrivacyAccountant
 from dprec import mechanisms as M
 from dprec.ranking import mallows_privatize
 from dprec.ranking.mallows import laplace_scale as rank_laplace_scale
@@ -200,6 +201,10 @@ CASES = [
      "columns"),
     ("sketch", lambda: MinHash(8, 2).sketch(sp.eye(2, format="csr"), columns=[1]), ValueError,
      "columns"),
+    # the accountant
+    ("PrivacyAccountant", lambda: PrivacyAccountant(2.5), TypeError, "users"),
+    ("PrivacyAccountant", lambda: PrivacyAccountant(0), ValueError, "users"),
+    ("PrivacyAccountant", lambda: PrivacyAccountant("ab"), TypeError, "users"),
     # Mallows calibration
     ("mallows_theta", lambda: mallows_theta(0.0, 5), ValueError, "epsilon"),
     ("mallows_theta", lambda: mallows_theta(1.0, 5, calibration="TIGHT "), ValueError,

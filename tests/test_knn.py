@@ -444,3 +444,23 @@ def test_recommendations_are_charged_like_predictions(split):
     rated = {i for i, _ in trainset.ur[0]}
     ranked = sorted((e, i) for e, i, ok in zip(-est, items, possible) if ok and i not in rated)
     assert [trainset.to_raw_iid(i) for _, i in ranked[:5]] == [iid for iid, _ in top]
+
+
+@pytest.mark.parametrize("user_based", [True, False])
+def test_get_neighbors_is_surprises_with_topk_and_the_selectors_otherwise(split, user_based):
+    trainset, _ = split
+    options = {"name": "msd", "user_based": user_based}
+    reference = KNNBasic(sim_options=dict(options), verbose=False).fit(trainset)
+    ours = PrivateKNN(sim_options=options, verbose=False).fit(trainset)
+    for iid in (0, 3, 17):
+        for k in (1, 5, 40):
+            assert ours.get_neighbors(iid, k) == reference.get_neighbors(iid, k)
+    private = PrivateKNN(k=6, sim_options=options, selector="ppns", epsilon=1.0,
+                         neighbourhood="user", random_state=0, verbose=False).fit(trainset)
+    x = {"users": [3]} if user_based else {"items": [3]}
+    expected = private.neighbours(**x)[0]
+    assert private.get_neighbors(3, 6) == expected[expected >= 0].tolist()
+    with pytest.raises(ValueError, match="k must be the model's k"):
+        private.get_neighbors(3, 5)
+    with pytest.raises(ValueError, match="iid"):
+        private.get_neighbors(10**6, 6)

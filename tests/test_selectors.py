@@ -394,3 +394,22 @@ def test_top_by_key_on_wide_rows_is_a_full_sort():
     keys = np.random.default_rng(5).random((50, 3000))
     np.testing.assert_array_equal(top_by_key(keys, np.full(50, 40), 40),
                                   np.argsort(-keys, axis=1)[:, :40])
+
+
+def test_pncf_draws_the_band_by_the_exponential_mechanism():
+    # one candidate above sim_k + λ is always kept; the other of k = 2 is one draw from
+    # the band with P(j) ∝ exp(ε·sim_j / (4k·RS)) (Zhu et al. 2013), here ε/(4k) = 12.5
+    sims_row = np.array([0.95, 0.5, 0.45, 0.4, 0.1, 0.0])
+    k, n = 2, 20_000
+    sims, n_valid, noise, rs = batch(sims_row, n, seed=3)
+    selector = PNCF(epsilon=100.0, rho=0.5)
+    sim_k, lam = selector.truncation(sims, n_valid, k, rs)
+    sure = sims_row >= sim_k[0] + lam[0]
+    band = ~sure & (sims_row >= sim_k[0] - lam[0])
+    assert sure.tolist() == [True] + [False] * 5 and band.sum() >= 3
+    positions = selector.select(sims, n_valid, k, noise, rs).positions
+    assert (positions[:, 0] == 0).all() and (positions >= 0).all()
+    counts = np.bincount(positions[:, 1], minlength=len(sims_row))
+    weights = np.where(band, np.exp(12.5 * sims_row), 0.0)
+    p = weights / weights.sum()
+    assert (np.abs(counts - n * p) <= 5 * np.sqrt(n * p * (1 - p)) + 1).all(), (counts, n * p)

@@ -460,6 +460,9 @@ def test_tau_from_the_data_warns_and_voids_the_guarantee():
     assert rr.tau_ == 12 and S.params["tau"] == 12
     entry = rr.privacy()
     assert entry.status is Status.VOID and "τ was read from the data" in entry.note
+    assert (entry.component, entry.unit, entry.applies_to) == ("similarity", Unit.SET_ITEM,
+                                                               "user")
+    assert entry.mechanism == "randomized_response (RRMinHash)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         with pytest.raises(ValueError, match="tau"):

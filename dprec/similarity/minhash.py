@@ -573,10 +573,9 @@ class _PrivateMinHash(_MinHashFamily):
         coordinates: the entry is then the worst case, ``δ = 0``.  Void if τ
         came from the data.
         """
-        if self.tau_ is None:                      # τ unknown before a sketch
+        if self.tau_ is None:                      # tau=None and no sketch yet
             return LedgerEntry("similarity", mechanism, self.epsilon, self.delta,
-                               Unit.SET_ITEM, Status.VOID if self.tau is None else Status.HOLDS,
-                               "user", "τ not known yet")
+                               Unit.SET_ITEM, Status.VOID, "user", "τ not known yet")
         scope = f"{self.alpha} item(s) of one user's set, sets of at least τ = {self.tau_} items"
         if self.hash_seed is not None:
             epsilon, delta = self._coordinates_epsilon(self.K), 0.0
