@@ -207,7 +207,7 @@ class PrivacyAccountant:
 
     def __init__(self, users: int | Sequence, budget: tuple[float, float] | None = None,
                  model: str = "model") -> None:
-        if isinstance(users, numbers.Number) or isinstance(users, (str, bytes)):
+        if isinstance(users, (numbers.Number, str, bytes)):
             users = range(check_int(users, "users", minimum=1))
         ids = list(users)
         if not ids:
