@@ -208,7 +208,7 @@ class PrivacyAccountant:
     def __init__(self, users: int | Sequence, budget: tuple[float, float] | None = None,
                  model: str = "model") -> None:
         if isinstance(users, (numbers.Number, str, bytes)):
-            users = range(check_int(users, "users", minimum=1))
+            users = range(check_int(users, "users"))
         ids = list(users)
         if not ids:
             raise ValueError("users must not be empty")

@@ -822,11 +822,9 @@ def _gumbel_keys(scores: np.ndarray, coefficient: float, uniforms: np.ndarray,
 def _top_k_of_keys(keys: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest keys along the last axis, largest first."""
     keys = np.negative(keys)                 # ascending order = best first
-    if k < keys.shape[-1]:
-        part = np.argpartition(keys, k - 1, axis=-1)[..., :k]
-        order = np.argsort(np.take_along_axis(keys, part, axis=-1), axis=-1, kind="stable")
-        return np.take_along_axis(part, order, axis=-1).astype(np.int64)
-    return np.argsort(keys, axis=-1, kind="stable").astype(np.int64)
+    part = np.argpartition(keys, k - 1, axis=-1)[..., :k]
+    order = np.argsort(np.take_along_axis(keys, part, axis=-1), axis=-1)
+    return np.take_along_axis(part, order, axis=-1).astype(np.int64)
 
 
 def gumbel_keys_from_uniform(scores, coefficient: float, uniforms, mask=None) -> np.ndarray:

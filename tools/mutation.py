@@ -12,7 +12,7 @@ kill.  Every survivor must be listed, with the reason it is equivalent, in
 
 Usage::
 
-    python tools/mutation.py                 # all modules (about 20 minutes on 2 cores)
+    python tools/mutation.py                 # all modules (about 11 minutes on 2 cores)
     python tools/mutation.py --scope ledger  # one module
     python tools/mutation.py --report        # only print the last results
 

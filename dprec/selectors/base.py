@@ -135,8 +135,8 @@ def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
         best = np.argpartition(-keys, most - 1, axis=1)[:, :most]
     else:
         best = np.broadcast_to(np.arange(width), keys.shape)
-    order = np.take_along_axis(best, np.argsort(-np.take_along_axis(keys, best, axis=1),
-                                                axis=1, kind="stable"), axis=1)
+    order = np.take_along_axis(best, np.argsort(-np.take_along_axis(keys, best, axis=1), axis=1),
+                               axis=1)
     ranked = np.take_along_axis(keys, order, axis=1)
     keep = (np.arange(most)[None, :] < counts[:, None]) & np.isfinite(ranked)
     out[:, :most] = np.where(keep, order, -1)

@@ -133,7 +133,7 @@ class PPNS(Selector):
         blocks = np.full((n_rows, n_parts * k), -np.inf)
         blocks[:, :head] = keys[:, :head]
         blocks = blocks.reshape(n_rows, n_parts, k)
-        order = np.argsort(-blocks, axis=2, kind="stable")
+        order = np.argsort(-blocks, axis=2)
         take = (np.arange(k)[None, None, :] < schedule[:n_parts, None][None]) & np.isfinite(
             np.take_along_axis(blocks, order, axis=2))
         picked = (order + k * np.arange(n_parts)[None, :, None]).reshape(n_rows, -1)
