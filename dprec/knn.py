@@ -161,7 +161,7 @@ class PrivateKNN(AlgoBase):
     :math:`b_{ui} = \mu + b_u + b_i` (Koren 2010).  The last three fall back to
     :math:`\mu_u` (or :math:`b_{ui}`) when fewer than ``min_k`` neighbours
     contribute, as Surprise's do; ``basic`` is then impossible.  With
-    ``centered=True`` (the papers' formula, user neighbourhood only):
+    ``centered=True`` (the papers' formula, in either neighbourhood):
     :math:`\bar r_u + \sum_{v} s(u,v)(r_{vi} - \bar r_v) / \sum_v |s(u,v)|` over the
     neighbours with :math:`s \ne 0` who rated :math:`i`.
 
@@ -209,8 +209,8 @@ class PrivateKNN(AlgoBase):
         ``learning_rate``), for ``prediction="baseline"`` and the
         ``pearson_baseline`` similarity; computed by Surprise itself.
     centered : bool, default False
-        The papers' mean-centred prediction (``neighbourhood="user"``,
-        ``prediction="basic"`` only); Surprise's is ``prediction="means"``.
+        The papers' mean-centred prediction (with ``prediction="basic"``; either
+        neighbourhood); Surprise's is ``prediction="means"``.
     random_state : None, int, RandomState or Generator
         Stored as given; :meth:`fit` draws 128 bits from it, from which the
         randomness of each query (derived from it and the query's ids) and
@@ -278,10 +278,9 @@ class PrivateKNN(AlgoBase):
         self.neighbourhood = check_choice(neighbourhood, "neighbourhood", NEIGHBOURHOODS)
         self.centered = check_bool(centered, "centered")
         self.prediction = check_choice(prediction, "prediction", PREDICTIONS)
-        if self.centered and (self.neighbourhood != "user" or self.prediction != "basic"):
-            raise ValueError("centered=True (the papers' rule) needs neighbourhood='user' and "
-                             "prediction='basic'; Surprise's mean-centred rule is "
-                             "prediction='means'")
+        if self.centered and self.prediction != "basic":
+            raise ValueError("centered=True (the papers' rule) needs prediction='basic'; "
+                             "Surprise's mean-centred rule is prediction='means'")
         validate_random_state(random_state)
         self.random_state = random_state
         self.verbose = check_bool(verbose, "verbose")

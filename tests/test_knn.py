@@ -19,11 +19,14 @@ def split(small_data):
     return next(KFold(n_splits=4, random_state=0).split(small_data))
 
 
-def reference_user_neighbourhood(algo, trainset, u, i, centered):
-    """Plain-Python prediction of the user neighbourhood semantics (ALGORITHMS.md §1)."""
-    sims = [(algo.sim[u, v], v) for v in range(trainset.n_users) if v != u]
-    neighbours = sorted(sims, key=lambda t: -t[0])[: algo.k]  # stable: ties by inner id
+def reference_prediction(algo, trainset, u, i, centered, neighbourhood):
+    """Plain-Python prediction of either neighbourhood semantics (top-k): the k most
+    similar users overall who rated ``i`` ("user"), or the k most similar raters of
+    ``i`` ("item", Surprise's)."""
     rated = dict(trainset.ir[i])
+    pool = range(trainset.n_users) if neighbourhood == "user" else sorted(rated)
+    sims = [(algo.sim[u, v], v) for v in pool if neighbourhood == "item" or v != u]
+    neighbours = sorted(sims, key=lambda t: -t[0])[: algo.k]  # stable: ties by inner id
     means = {v: np.mean([r for _, r in trainset.ur[v]]) for v in range(trainset.n_users)}
     num = den = 0.0
     n = 0
@@ -45,10 +48,11 @@ def reference_user_neighbourhood(algo, trainset, u, i, centered):
 
 @pytest.mark.parametrize("centered", [False, True])
 @pytest.mark.parametrize("name", ["cosine", "pearson"])
-def test_user_neighbourhood_matches_reference(split, centered, name):
+@pytest.mark.parametrize("neighbourhood", ["user", "item"])
+def test_neighbourhoods_match_reference(split, centered, name, neighbourhood):
     trainset, testset = split
-    algo = PrivateKNN(k=7, sim_options={"name": name}, neighbourhood="user",
-                      centered=centered).fit(trainset)
+    algo = PrivateKNN(k=7, sim_options={"name": name}, neighbourhood=neighbourhood,
+                      centered=centered, verbose=False).fit(trainset)
     predictions = algo.test(testset[:150])
     low, high = trainset.rating_scale
     n_possible = 0
@@ -57,7 +61,7 @@ def test_user_neighbourhood_matches_reference(split, centered, name):
                 and trainset.knows_item(trainset._raw2inner_id_items.get(p.iid))):
             continue
         u, i = trainset.to_inner_uid(p.uid), trainset.to_inner_iid(p.iid)
-        expected = reference_user_neighbourhood(algo, trainset, u, i, centered)
+        expected = reference_prediction(algo, trainset, u, i, centered, neighbourhood)
         if expected is None:
             assert p.details["was_impossible"]
         else:
@@ -160,7 +164,6 @@ def test_privacy_report_of_exact_topk_says_nothing_is_protected(split):
         ({"k": True}, TypeError, "k"),
         ({"min_k": -1}, ValueError, "min_k"),
         ({"neighbourhood": "items"}, ValueError, "neighbourhood"),
-        ({"centered": True}, ValueError, "centered"),
         ({"centered": "yes", "neighbourhood": "user"}, TypeError, "centered"),
         ({"sim_options": {"name": "jaccard"}}, ValueError, "name"),
         ({"sim_options": {"name": "minhash", "user_based": False}}, ValueError, "user_based"),
@@ -169,7 +172,7 @@ def test_privacy_report_of_exact_topk_says_nothing_is_protected(split):
          "shrinkage"),
         ({"sim_options": {"name": "msd", "shrinkage": 1}}, ValueError, "shrinkage"),
         ({"prediction": "median"}, ValueError, "prediction"),
-        ({"centered": True, "neighbourhood": "user", "prediction": "means"}, ValueError,
+        ({"centered": True, "prediction": "means"}, ValueError,
          "centered"),
         ({"bsl_options": {"method": "lbfgs"}}, ValueError, "method"),
         ({"bsl_options": {"n_epochs": 0}}, ValueError, "n_epochs"),

@@ -227,7 +227,7 @@ def knn_parameters(draw):
                                             "user_based": st.just(True)}))), None
     else:
         options = draw(st.one_of(BAD_SKETCH_OPTIONS, st.sampled_from(
-            [{"name": "jaccard"}, {"name": "cosine", "user_based": False}, {"min_support": -1},
+            [{"name": "jaccard"}, {"name": "minhash", "user_based": False}, {"min_support": -1},
              {"min_support": 1.5}, {"shrinkage": 100}, {"name": 3}, "cosine", ["cosine"]]).map(
             lambda v: (v, "sim_options"))))
     kwargs["sim_options"] = options[0]
@@ -279,9 +279,6 @@ def expected_errors(kwargs: dict, bad: set) -> tuple[set, set]:
                 names.add("alpha" if kwargs.get("alpha") is not None else "p")
     elif isinstance(selector, PPNS) and "k" not in names and selector.p > (k - 1) / k:
         names.add("p")
-    if "centered" not in names and "neighbourhood" not in names and kwargs["centered"] \
-            and kwargs["neighbourhood"].lower() != "user":
-        names.add("centered")
     return {name.split(":")[-1] for name in names}, ignorable  # "sim_options:K" -> "K"
 
 
@@ -319,7 +316,7 @@ def valid_knn_configurations(draw):
                    "min_support": draw(st.integers(0, 2))}
     kwargs = {"k": k, "min_k": draw(st.integers(0, 3)), "sim_options": options,
               "selector": selector, "neighbourhood": neighbourhood,
-              "centered": neighbourhood == "user" and draw(st.booleans()),
+              "centered": draw(st.booleans()),
               "random_state": draw(st.integers(0, 1000))}
     if selector in ("pncf", "ppns"):
         kwargs["epsilon"] = draw(st.sampled_from([0.01, 1.0, 50.0, 1e4]))
@@ -372,10 +369,11 @@ def test_privateknn_fit_and_predict(frame_scale, kwargs):
             assert details["actual_k"] >= max(kwargs["min_k"], 1)
         if kwargs["selector"] == "topk" and kwargs["neighbourhood"] == "item":
             top = sorted(raters, key=lambda v: -sim[u, v])[:kwargs["k"]]  # stable: ir order
-            n_positive = sum(sim[u, v] > 0 for v in top)
-            assert details["was_impossible"] == (n_positive < max(kwargs["min_k"], 1))
+            n_counted = sum((sim[u, v] != 0 if kwargs["centered"] else sim[u, v] > 0)
+                            for v in top)
+            assert details["was_impossible"] == (n_counted < max(kwargs["min_k"], 1))
             if not details["was_impossible"]:
-                assert details["actual_k"] == n_positive
+                assert details["actual_k"] == n_counted
 
     report = algo.privacy_report()
     assert report.guarantee is None  # PrivateKNN's predictions average raw ratings
