@@ -34,7 +34,8 @@ def main(argv=None) -> None:
     parser.add_argument("--k", type=int, default=40)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=3,
-                        help="dprec runs per row (the fastest is reported)")
+                        help="dprec runs per row, each on freshly split folds (the fastest "
+                             "is reported)")
     args = parser.parse_args(argv)
 
     data, label = load_or_synthetic("auto")
@@ -51,9 +52,11 @@ def main(argv=None) -> None:
                     lambda cls=reference_class, options=options: cls(
                         k=args.k, sim_options=dict(options), verbose=False),
                     splits)
+                # fresh trainsets for every run: dprec reads each trainset into arrays once
+                # and reuses them, which a second run on the same folds would not pay for
                 runs = [time_cv(lambda options=options, rule=rule: PrivateKNN(
-                    k=args.k, sim_options=options, prediction=rule, verbose=False), splits)
-                        for _ in range(args.repeat)]
+                    k=args.k, sim_options=options, prediction=rule, verbose=False),
+                    folds(data, args.folds)) for _ in range(args.repeat)]
                 dprec_s, ours = min(runs, key=lambda run: run[0])
                 pairs = [(a, b) for fold_a, fold_b in zip(reference, ours)
                          for a, b in zip(fold_a, fold_b)]

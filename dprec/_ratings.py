@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import weakref
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -122,6 +123,12 @@ class RatingArrays:
         pos = np.minimum(pos, len(self.keys) - 1)
         found = (self.keys[pos] == query) if len(self.keys) else np.zeros(query.shape, bool)
         return np.where(found, self.key_ratings[pos] if len(self.keys) else 0.0, 0.0), found
+
+    @cached_property
+    def global_mean(self) -> float:
+        """The mean of all the ratings (Surprise's ``trainset.global_mean``, without its
+        Python loop over every rating)."""
+        return float(np.mean(self.item_ratings))
 
     def user_means(self) -> np.ndarray:
         """Each row's mean rating (every user and item in a trainset has one)."""

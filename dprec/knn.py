@@ -311,12 +311,17 @@ class PrivateKNN(AlgoBase):
         ratings = RatingArrays.from_trainset(self.trainset, self.sim_options["user_based"])
         return self._similarities(ratings, fit_entropy(self.random_state))[0]
 
+    def default_prediction(self) -> float:
+        """The global mean rating, Surprise's fallback for impossible predictions."""
+        self._check_fitted()
+        return self._ratings.global_mean
+
     def _similarities(self, ratings: RatingArrays, entropy: bytes):
         """``similarity_matrix`` of ``sim_options`` (baselines computed if it needs them)."""
         name = self.sim_options["name"]
         residuals = None
         if name == "pearson_baseline":
-            mu = self.trainset.global_mean
+            mu = ratings.global_mean
             b_rows, b_columns = self._baselines(ratings)
             rows = np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))
             residuals = ratings.matrix.data - (mu + b_columns[ratings.matrix.indices]
@@ -346,7 +351,7 @@ class PrivateKNN(AlgoBase):
             users, items = (rows, matrix.indices) if user_based else (matrix.indices, rows)
             self.bu, self.bi = als_baselines(
                 users, items, matrix.data, self.trainset.n_users, self.trainset.n_items,
-                self.trainset.global_mean, self.bsl_options.get("n_epochs", 10),
+                ratings.global_mean, self.bsl_options.get("n_epochs", 10),
                 self.bsl_options.get("reg_u", 15), self.bsl_options.get("reg_i", 10))
         bu, bi = self.compute_baselines()  # Surprise's SGD, or the cached ALS
         return (bu, bi) if user_based else (bi, bu)
@@ -637,7 +642,7 @@ class PrivateKNN(AlgoBase):
     def _unknown_baseline(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         """KNNBaseline's estimate where the user or item is unknown (inner id ``-1``):
         ``μ + b_u + b_i`` over the known ones."""
-        est = np.full(len(users), self.trainset.global_mean)
+        est = np.full(len(users), self._ratings.global_mean)
         est += np.where(users >= 0, self.bu[np.maximum(users, 0)], 0.0)
         return est + np.where(items >= 0, self.bi[np.maximum(items, 0)], 0.0)
 
@@ -658,7 +663,7 @@ class PrivateKNN(AlgoBase):
             if rule == "basic":
                 out.append(r)
             elif rule == "baseline":
-                out.append(r - (self.trainset.global_mean + self.bx[x] + self.by[y]))
+                out.append(r - (ratings.global_mean + self.bx[x] + self.by[y]))
             elif rule == "zscore":
                 out.append((r - self.means[x]) / self.sigmas[x])
             else:
@@ -676,7 +681,7 @@ class PrivateKNN(AlgoBase):
             return self.means[xs] + shift
         shift = np.where(actual_k < self.min_k, 0.0, shift)
         if self.prediction == "baseline":
-            return self.trainset.global_mean + self.bx[xs] + self.by[ys] + shift
+            return self._ratings.global_mean + self.bx[xs] + self.by[ys] + shift
         if self.prediction == "zscore":
             shift = shift * self.sigmas[xs]
         return self.means[xs] + shift

@@ -50,7 +50,8 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     ``None`` when ``with_sums`` is False.  When every rating is an integer and
     no sum can exceed 2^24 they run in float32, where every partial sum of
     integers is exact whatever the summation order, and are returned as
-    float64: the same numbers as float64 sums, about twice as fast.
+    float64: the same numbers as float64 sums, about twice as fast.  The
+    counts ``|I_uv|`` always do (exact for fewer than 2^24 columns).
     ``values``, if given, replaces the stored ratings (one per stored entry,
     e.g. baseline residuals) on the same pattern.
     """
@@ -59,13 +60,15 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     exact_in_float32 = max_sum < 2**24 and np.array_equal(data, np.round(data))
     dtype = np.float32 if exact_in_float32 else np.float64
 
-    def dense(values: np.ndarray) -> np.ndarray:
+    def dense(values: np.ndarray, dtype=dtype) -> np.ndarray:
         return sp.csr_matrix((values.astype(dtype), ratings.indices, ratings.indptr),
                              shape=ratings.shape).toarray()
 
     # B is the pattern of the stored entries: a rating of 0 is a rating (Surprise counts it)
-    R, B = dense(data), dense(np.ones_like(data))
+    counts_dtype = np.float32 if ratings.shape[1] < 2**24 else np.float64
+    B = dense(np.ones_like(data), counts_dtype)
     freq = (B @ B.T).astype(np.float64)
+    R, B = dense(data), B.astype(dtype, copy=False)
     prods = (R @ R.T).astype(np.float64)
     sq_i = (dense(data**2) @ B.T).astype(np.float64)
     s_i = (R @ B.T).astype(np.float64) if with_sums else None
@@ -79,13 +82,25 @@ def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return out
 
 
-def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods) -> np.ndarray:
+def _pearson_variance(freq: np.ndarray, s: np.ndarray, sq: np.ndarray) -> np.ndarray:
+    """``n Σ r² − (Σ r)²`` over the co-rated items, clipped at 0 (a factor of
+    pearson's denominator)."""
+    var = freq * sq
+    var -= s**2
+    return np.maximum(var, 0.0, out=var)
+
+
+def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods,
+                         symmetric: bool = False) -> np.ndarray:
     """Surprise's similarity ``name`` from the co-rated sums, elementwise.
 
     The arrays (any common shape) are ``|I_uv|``, ``Σ r_ui``, ``Σ r_vi``,
     ``Σ r_ui²``, ``Σ r_vi²`` and ``Σ r_ui r_vi`` over the co-rated items; the
     expressions are Surprise's, operation for operation.  Where ``|I_uv| = 0``
-    or a denominator vanishes the similarity is 0.
+    or a denominator vanishes the similarity is 0.  ``symmetric=True`` says the
+    arrays are the full square matrices, the ``v`` sums the transposes of the
+    ``u`` sums: pearson's ``v`` factor is then the transpose of its ``u`` factor
+    (the same numbers, computed once).
     """
     if name == "cosine":
         return _divide(prods, np.sqrt(sq_i * sq_j))
@@ -93,10 +108,12 @@ def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods) -> np.nda
         sq_diff = sq_i + sq_j - 2.0 * prods
         sim = _divide(np.ones_like(freq), _divide(sq_diff, freq) + 1.0)
         return np.where(freq == 0, 0.0, sim)
-    numerator = freq * prods - s_i * s_j
-    var_i = np.maximum(freq * sq_i - s_i**2, 0.0)
-    var_j = np.maximum(freq * sq_j - s_j**2, 0.0)
-    return _divide(numerator, np.sqrt(var_i * var_j))
+    numerator = freq * prods
+    numerator -= s_i * s_j
+    var_i = _pearson_variance(freq, s_i, sq_i)
+    var_j = var_i.T if symmetric else _pearson_variance(freq, s_j, sq_j)
+    denominator = var_i * var_j
+    return _divide(numerator, np.sqrt(denominator, out=denominator))
 
 
 def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) -> np.ndarray:
@@ -152,7 +169,7 @@ def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: in
     freq, sq_i, prods, s_i = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64),
                                            with_sums=name == "pearson")
     s_j = None if s_i is None else s_i.T
-    sim = similarity_from_sums(name, freq, s_i, s_j, sq_i, sq_i.T, prods)
+    sim = similarity_from_sums(name, freq, s_i, s_j, sq_i, sq_i.T, prods, symmetric=True)
     sim[freq < min_support] = 0.0
     np.fill_diagonal(sim, 1.0)
     return sim, (freq, s_i, sq_i, prods)
