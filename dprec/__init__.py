@@ -2,13 +2,14 @@
 
 from . import datasets, mechanisms, metrics
 from .attacks import BetaKNNAttack
+from .dp_baseline import DPBaseline
 from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
 from .ledger import PrivacyAccountant
 from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
-__all__ = ["BetaKNNAttack", "MallowsRanker", "PrivacyAccountant", "PrivateKNN",
+__all__ = ["BetaKNNAttack", "DPBaseline", "MallowsRanker", "PrivacyAccountant", "PrivateKNN",
            "PrivateKNNBaseline", "PrivateKNNWithMeans", "PrivateKNNWithZScore", "__version__",
            "datasets", "mechanisms", "metrics"]
 
