@@ -17,6 +17,7 @@ EXPERIMENTS = {
     "sjlt": ("sjlt_variance", "private SJLT against Gaussian JL: distance variances"),
     "ranking": ("ranking_dp", "ranking DP: Mallows against Laplace, the private ranker"),
     "attack": ("attack_resistance", "the β-kNN attack against every configuration"),
+    "endtoend": ("end_to_end", "end-to-end DP models against ε, Surprise's and the published"),
     "audit": ("privacy_audit", "neighbouring-dataset audits: which printed ε hold"),
 }
 

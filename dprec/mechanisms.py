@@ -74,6 +74,7 @@ __all__ = [
     "UNIFORMS_PER_DRAW",
     "laplace",
     "laplace_from_uniform",
+    "discrete_laplace",
     "discrete_laplace_from_uniform",
     "laplace_grid",
     "laplace_epsilon",
@@ -315,6 +316,35 @@ def discrete_laplace_from_uniform(uniforms, t: float) -> np.ndarray:
     _dlaplace_kernel(cols[0], cols[1], cols[2], _DLaplace.from_t(t), out, np.empty(n),
                      np.empty(n), np.empty(n, dtype=bool))
     return out.reshape(shape)
+
+
+def discrete_laplace(values, t: float, random_state: RandomStateLike) -> np.ndarray:
+    r"""The discrete Laplace mechanism on an integer-valued query: ``x + Z``, elementwise.
+
+    ``P(Z = z) ∝ e^{-|z|/t}`` (:func:`discrete_laplace_from_uniform`).  For a
+    query whose values are integers and whose ℓ1 sensitivity is ``Δ`` (an
+    integer) it is ``Δ/t``-DP (Ghosh, Roughgarden & Sundararajan 2009;
+    Canonne, Kamath & Steinke 2020, Thm 2.3): every output is an integer, so
+    no floating-point low-bit leak exists (Mironov 2012).
+
+    Parameters
+    ----------
+    values : array_like of integers (any real dtype holding integers)
+        Not modified; magnitudes below 2^52.
+    t : float
+        The scale, ``> 0`` (``Δ/ε`` for ε-DP).
+    random_state : None, int, RandomState or Generator
+
+    Returns
+    -------
+    numpy.ndarray, float64 holding integers, of the shape of ``values``.
+    """
+    x = check_real_array(values)
+    if not (np.all(x == np.round(x)) and np.all(np.abs(x) < 2.0**52)):
+        raise ValueError("values must be integers below 2**52 in magnitude")
+    t = check_positive(t, "t")
+    rng = check_random_state(random_state)
+    return _finite_sum(x, discrete_laplace_from_uniform(_open_uniform(rng, x.shape + (3,)), t))
 
 
 def laplace_from_uniform(values, scale: float, uniforms) -> np.ndarray:

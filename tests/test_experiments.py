@@ -72,3 +72,21 @@ def test_privacy_audit_quick_refutes_the_claims_and_not_the_guarantees(tmp_path)
     # the composed claim is the sum over the folds for the users in both
     assert composed.worst_epsilon.iloc[-1] <= composed.worst_epsilon.iloc[:-1].sum()
     assert composed.worst_epsilon.iloc[-1] >= composed.worst_epsilon.iloc[:-1].max()
+
+
+@pytest.mark.slow
+def test_end_to_end_quick_compares_every_model(tmp_path):
+    from dprec.experiments import end_to_end
+
+    table = end_to_end.main(["--quick", "--scaling", "--out", str(tmp_path)])
+    written = pd.read_csv(tmp_path / "end_to_end.csv")
+    assert len(written) == len(table)
+    means = end_to_end.summary(written)
+    assert set(means["model"]) == set(end_to_end.REFERENCES + end_to_end.PRIVATE
+                                      + end_to_end.PUBLISHED)
+    assert means["rmse"].notna().all() and (means["rmse"] > 0).all()
+    private = means[means["model"] == "DPBaseline (rating)"].set_index("epsilon")["rmse"]
+    assert private[10.0] <= private[1.0] + 0.02         # more budget, no worse (2 folds)
+    scaling = pd.read_csv(tmp_path / "end_to_end_scaling.csv")
+    assert sorted(scaling["users"].unique()) == [300, 1200]
+    assert (tmp_path / "end_to_end_rmse.png").stat().st_size > 0

@@ -658,3 +658,23 @@ def test_opendp_sampler_shapes_and_features():
     assert one.shape == () and abs(float(one) - 5.0) < 1.0
     dp.disable_features("contrib")                     # dprec enables what it needs itself
     assert np.isfinite(M.laplace([0.0], 1.0, None, sampler="opendp")).all()
+
+
+def test_discrete_laplace_mechanism_has_the_two_sided_geometric_law():
+    t = 2.5
+    noisy = M.discrete_laplace(np.full(100_000, 7.0), t, 11)
+    assert np.array_equal(noisy, np.round(noisy))
+    q = np.exp(-1.0 / t)
+    z = np.arange(-6, 7)
+    expected = (1 - q) / (1 + q) * q ** np.abs(z)
+    observed = np.array([(noisy - 7 == v).mean() for v in z])
+    # 4 binomial standard deviations per cell
+    assert np.all(np.abs(observed - expected) <= 4 * np.sqrt(expected / 100_000))
+    np.testing.assert_array_equal(noisy, M.discrete_laplace(np.full(100_000, 7.0), t, 11))
+
+
+def test_discrete_laplace_refuses_non_integer_values():
+    with pytest.raises(ValueError, match="values"):
+        M.discrete_laplace([0.5], 1.0, 0)
+    with pytest.raises(ValueError, match="t"):
+        M.discrete_laplace([1.0], 0.0, 0)
