@@ -123,15 +123,13 @@ class DPBaseline(AlgoBase):
         ratings = RatingArrays.from_trainset(trainset)
         low, high = trainset.rating_scale
         centre, half_range = (low + high) / 2.0, (high - low) / 2.0
+        true_global, true_items = effect_sums(ratings.matrix, unit, (low, high))
         users = np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))
         items = ratings.matrix.indices
-        centred = np.clip(ratings.matrix.data, low, high) - centre
-        counts = np.bincount(users, minlength=ratings.n_users)
-        weights = np.ones(len(users)) if unit == "rating" else 1.0 / counts[users]
+        n_items = ratings.n_items
 
         # 1. global effect
         epsilon_global = share * epsilon
-        true_global = np.array([np.dot(weights, centred) / half_range, weights.sum()])
         scale_global = laplace_scale(epsilon_global, 2.0, max_changed=2)
         noisy_sum, noisy_count = laplace(true_global, scale_global, rng)
         self.mu_ = float(np.clip(centre + half_range * noisy_sum / max(noisy_count, 1.0),
@@ -139,10 +137,6 @@ class DPBaseline(AlgoBase):
 
         # 2. item effects
         epsilon_items = epsilon - epsilon_global
-        n_items = ratings.n_items
-        true_items = np.concatenate([
-            np.bincount(items, weights * centred, n_items) / half_range,
-            np.bincount(items, weights, n_items)])
         changed = 2 if unit == "rating" else 2 * n_items
         scale_items = laplace_scale(epsilon_items, 2.0, max_changed=changed)
         noisy = laplace(true_items, scale_items, rng)
@@ -156,6 +150,7 @@ class DPBaseline(AlgoBase):
 
         # 3. user effects, from each user's own ratings
         residuals = ratings.matrix.data - self.mu_ - self.item_effects_[items]
+        counts = np.diff(ratings.matrix.indptr)
         self.user_effects_ = np.bincount(users, residuals, ratings.n_users) / (counts + lam)
 
         self._accountant = self._ledger(trainset, unit, {"global effect": (scale_global, 2),
@@ -203,3 +198,24 @@ class DPBaseline(AlgoBase):
         if known_item:
             est += self.item_effects_[i]
         return est
+
+
+def effect_sums(matrix, unit: str, rating_scale: tuple[float, float]) -> tuple[np.ndarray, ...]:
+    r"""The true vectors the two releases add noise to, each of ℓ1 sensitivity 2 per unit.
+
+    ``(global, items)``: ``global = (Σ w (r − c) / B, Σ w)`` and ``items`` the
+    per-item ``Σ_u w_u (r_ui − c) / B`` followed by the per-item ``Σ_u w_u``,
+    for the users × items ``matrix``, ratings clipped to the public
+    ``rating_scale`` (centre ``c``, half-range ``B``), ``w = 1`` per rating
+    (``unit="rating"``) or ``1/|I_u|`` (``unit="user"``).
+    """
+    low, high = rating_scale
+    centre, half_range = (low + high) / 2.0, (high - low) / 2.0
+    counts = np.diff(matrix.indptr)
+    users = np.repeat(np.arange(matrix.shape[0]), counts)
+    centred = (np.clip(matrix.data, low, high) - centre) / half_range
+    weights = np.ones(len(users)) if unit == "rating" else 1.0 / counts[users]
+    n_items = matrix.shape[1]
+    return (np.array([np.dot(weights, centred), weights.sum()]),
+            np.concatenate([np.bincount(matrix.indices, weights * centred, n_items),
+                            np.bincount(matrix.indices, weights, n_items)]))

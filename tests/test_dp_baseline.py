@@ -10,6 +10,7 @@ from surprise import Dataset, Reader
 
 from dprec import DPBaseline, datasets
 from dprec.audit import audit_release, threshold_events
+from dprec.dp_baseline import effect_sums
 from dprec.ledger import Status, Unit
 
 
@@ -127,3 +128,41 @@ def test_no_stabiliser_and_no_count_gives_a_zero_effect_not_nan(data):
     effects = [DPBaseline(epsilon=0.05, item_shrinkage=0.0, random_state=s).fit(trainset)
                .item_effects_ for s in range(20)]
     assert np.isfinite(effects).all() and any((e == 0).any() for e in effects)
+
+
+def test_one_unit_moves_the_released_sums_by_at_most_two(data):
+    # the construction's sensitivity, on data: remove one user (user level) or one of
+    # their ratings (rating level) and compare the true vectors in l1; extreme ratings
+    # make the bound nearly tight
+    trainset = data.build_full_trainset()
+    from dprec._ratings import RatingArrays
+
+    matrix = RatingArrays.from_trainset(trainset).matrix.copy()
+    matrix.data = np.where(matrix.data >= 3, 5.0, 1.0)
+    counts = np.diff(matrix.indptr)
+    rows = np.repeat(np.arange(matrix.shape[0]), counts)
+    for unit in ("user", "rating"):
+        full = effect_sums(matrix, unit, (1, 5))
+        largest = np.zeros(2)
+        for u in np.argsort(-counts)[:4].tolist() + [int(np.argmin(counts))]:
+            drop = rows == u if unit == "user" else np.arange(len(rows)) == matrix.indptr[u]
+            keep = matrix.copy()
+            keep.data = np.where(drop, 0.0, matrix.data)
+            keep.eliminate_zeros()
+            keep = keep[np.diff(keep.indptr) > 0] if unit == "user" else keep
+            assert keep.nnz == matrix.nnz - drop.sum()
+            less = effect_sums(keep, unit, (1, 5))
+            largest = np.maximum(largest, [np.abs(a - b).sum() for a, b in zip(full, less)])
+        assert np.all(largest >= 1.9) and np.all(largest <= 2.0 + 1e-12), (unit, largest)
+
+
+def test_released_values_stay_on_the_rating_scale(data):
+    trainset = data.build_full_trainset()
+    for seed in range(30):
+        algo = DPBaseline(epsilon=0.01, random_state=seed).fit(trainset)
+        assert 1 <= algo.mu_ <= 5
+        assert np.all(np.abs(algo.item_effects_) <= 4) and np.all(np.isfinite(
+            algo.user_effects_))
+    wide = [DPBaseline(epsilon=0.01, item_shrinkage=0.0, random_state=s).fit(trainset)
+            for s in range(30)]
+    assert any(np.abs(a.item_effects_).max() == 4 for a in wide)   # the clip is reached

@@ -676,5 +676,8 @@ def test_discrete_laplace_mechanism_has_the_two_sided_geometric_law():
 def test_discrete_laplace_refuses_non_integer_values():
     with pytest.raises(ValueError, match="values"):
         M.discrete_laplace([0.5], 1.0, 0)
-    with pytest.raises(ValueError, match="t"):
+    with pytest.raises(ValueError, match="values"):
+        M.discrete_laplace([2.0**52], 1.0, 0)
+    assert M.discrete_laplace([2.0**52 - 1], 1.0, 0).shape == (1,)
+    with pytest.raises(ValueError, match=r"^t must"):
         M.discrete_laplace([1.0], 0.0, 0)
