@@ -173,11 +173,8 @@ class DPBaseline(AlgoBase):
             component, "laplace (lattice)", laplace_epsilon(scale, 2.0, max_changed=m), 0.0,
             UNITS[unit], Status.HOLDS, "user", note))
             for component, (scale, m) in releases.items()]
-        everyone = np.ones(trainset.n_users, dtype=np.int64)
-        accountant.charge({entry: everyone for entry in entries})
-        for output in ("predictions", "details", "recommendations"):
-            accountant.declare_output(output, covered_by=entries)
-        accountant.notes.append("every answer is post-processing of the two releases; a "
+        accountant.release_once(entries, ("predictions", "details", "recommendations"),
+                                "every answer is post-processing of the two releases; a "
                                 "prediction for u also uses u's own ratings (b_u), shown to "
                                 "u alone")
         return accountant

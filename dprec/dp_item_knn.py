@@ -172,11 +172,9 @@ class DPItemKNN(AlgoBase):
         indices += [accountant.register(LedgerEntry(
             component, "discrete laplace", eps, 0.0, Unit.USER, Status.HOLDS, "user", note))
             for component, eps in epsilons.items()]
-        everyone = np.ones(trainset.n_users, dtype=np.int64)
-        accountant.charge({index: everyone for index in indices})
-        for output in ("predictions", "details", "neighbour lists", "similarities"):
-            accountant.declare_output(output, covered_by=indices)
-        accountant.notes.append("every answer is post-processing of the releases; a "
+        accountant.release_once(indices, ("predictions", "details", "neighbour lists",
+                                          "similarities"),
+                                "every answer is post-processing of the releases; a "
                                 "prediction for u also uses u's own ratings, shown to u alone")
         return accountant
 
@@ -187,9 +185,7 @@ class DPItemKNN(AlgoBase):
         return self._accountant
 
     def estimate(self, u, i):
-        if not self.trainset.knows_item(i):
-            return self.baseline_.estimate(u, i)
-        if not self.trainset.knows_user(u):
+        if not (self.trainset.knows_item(i) and self.trainset.knows_user(u)):
             return self.baseline_.estimate(u, i)
         ratings = self._ratings
         start, stop = ratings.matrix.indptr[u], ratings.matrix.indptr[u + 1]

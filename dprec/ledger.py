@@ -264,6 +264,16 @@ class PrivacyAccountant:
             self._entry(index)
         self._outputs.append(Output(str(name), covered, gap))
 
+    def release_once(self, indices: Iterable[int], outputs: Iterable[str], note: str) -> None:
+        """Charge the entries ``indices`` once to every user (one release made at fit) and
+        declare ``outputs`` post-processing of them: no answer adds to the charge."""
+        indices = list(indices)
+        everyone = np.ones(self.n_users, dtype=np.int64)
+        self.charge({index: everyone for index in indices})
+        for output in outputs:
+            self.declare_output(output, covered_by=indices)
+        self.notes.append(str(note))
+
     def out_of_scope(self, unit: Unit, users: np.ndarray, reason: str) -> None:
         """Mark ``users`` (a boolean mask) as outside the scope of ``unit``'s guarantee
         (e.g. sets smaller than τ): their ε is ∞ whatever is charged."""

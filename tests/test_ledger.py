@@ -457,3 +457,18 @@ def test_to_frame_columns_without_entries():
     assert list(PrivacyAccountant(1).to_frame().columns) == [
         "component", "mechanism", "epsilon", "delta", "unit", "status", "applies_to", "note",
         "applications_median", "applications_max"]
+
+
+def test_release_once_charges_every_user_once_and_covers_the_outputs():
+    from dprec.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+
+    acc = PrivacyAccountant(["a", "b", "c"])
+    first = acc.register(LedgerEntry("x", "laplace", 0.25, 0.0, Unit.USER, Status.HOLDS, "user"))
+    second = acc.register(LedgerEntry("y", "laplace", 0.5, 0.0, Unit.USER, Status.HOLDS, "user"))
+    acc.release_once([first, second], ["predictions", "lists"], "post-processing")
+    assert acc.applications(first).tolist() == [1, 1, 1]
+    assert acc.applications(second).tolist() == [1, 1, 1]
+    assert [o.name for o in acc.outputs] == ["predictions", "lists"]
+    assert all(o.covered_by == (first, second) and o.gap is None for o in acc.outputs)
+    assert acc.notes == ["post-processing"] and acc.releases == 1
+    assert acc.guarantee == {Unit.USER: (0.75, 0.0)}
