@@ -185,6 +185,12 @@ class DPBaseline(AlgoBase):
             raise AttributeError("this DPBaseline is not fitted yet: call fit first")
         return self._accountant
 
+    def default_prediction(self) -> float:
+        """The released global mean ``μ`` (Surprise's default reads the raw data's)."""
+        if not hasattr(self, "mu_"):
+            raise AttributeError("this DPBaseline is not fitted yet: call fit first")
+        return self.mu_
+
     def estimate(self, u, i):
         known_user, known_item = self.trainset.knows_user(u), self.trainset.knows_item(i)
         if not (known_user or known_item):

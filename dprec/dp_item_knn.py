@@ -48,6 +48,7 @@ from surprise import AlgoBase
 
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
+from ._surprise import inner_ids, predictions
 from ._validation import check_epsilon, check_int, check_open_unit, check_real
 from .dp_baseline import DPBaseline
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
@@ -184,22 +185,71 @@ class DPItemKNN(AlgoBase):
             raise AttributeError("this DPItemKNN is not fitted yet: call fit first")
         return self._accountant
 
+    def default_prediction(self) -> float:
+        """The released global mean (Surprise's default reads the raw data's)."""
+        return self.baseline_.default_prediction()
+
     def estimate(self, u, i):
         if not (self.trainset.knows_item(i) and self.trainset.knows_user(u)):
             return self.baseline_.estimate(u, i)
-        ratings = self._ratings
-        start, stop = ratings.matrix.indptr[u], ratings.matrix.indptr[u + 1]
-        rated = ratings.matrix.indices[start:stop]
-        sims = self.sim[i, rated]
-        order = np.argsort(-sims, kind="stable")[: self.k_]
-        order = order[sims[order] > 0]
-        base = self.baseline_.estimate(u, i)
-        if not len(order):
-            return base, {"actual_k": 0}
-        weights = sims[order]
-        shift = float(np.dot(weights, self._residuals_by_rating[start:stop][order])
-                      / weights.sum())
-        return base + shift, {"actual_k": int(len(order))}
+        shift, actual_k = self._shifts(np.array([u]), np.array([i]))
+        return self.baseline_.estimate(u, i) + shift[0], {"actual_k": int(actual_k[0])}
+
+    def test(self, testset, verbose: bool = False):
+        """Surprise's ``test``, all known pairs at once (the same numbers as ``predict``)."""
+        uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
+        base = self.baseline_
+        est = np.full(len(users), base.mu_)
+        est += np.where(users >= 0, base.user_effects_[np.maximum(users, 0)], 0.0)
+        est += np.where(items >= 0, base.item_effects_[np.maximum(items, 0)], 0.0)
+        known = np.flatnonzero((users >= 0) & (items >= 0))
+        actual_k = np.full(len(users), -1)
+        shift, actual_k[known] = self._shifts(users[known], items[known])
+        est[known] += shift
+        impossible = (users < 0) & (items < 0)
+        est[impossible] = self.default_prediction()
+
+        def details():
+            for n, lost in zip(actual_k.tolist(), impossible.tolist()):
+                if lost:
+                    yield {"was_impossible": True, "reason": "User and item are unknown."}
+                elif n < 0:
+                    yield {"was_impossible": False}
+                else:
+                    yield {"actual_k": n, "was_impossible": False}
+
+        return predictions(self.trainset, uids, iids, r_uis, est, details(), verbose)
+
+    def _shifts(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``Σ_j s_ij e_uj / Σ_j s_ij`` over the ``k`` items rated by ``u`` most similar to
+        ``i`` (``s_ij > 0``; ties by item order) and how many there are, for known pairs.
+
+        Queries are cut into blocks of similar numbers of rated items, each padded
+        to a rectangle, so a block is one set of array operations.
+        """
+        indptr = self._ratings.matrix.indptr
+        lengths = indptr[users + 1] - indptr[users]
+        order = np.argsort(lengths, kind="stable")
+        shift, actual_k = np.zeros(len(users)), np.zeros(len(users), dtype=np.int64)
+        for block in np.array_split(order, max(1, len(order) // 2048)):
+            if not len(block):
+                continue
+            width = max(int(lengths[block].max()), 1)
+            offsets = np.arange(width)
+            valid = offsets[None, :] < lengths[block][:, None]
+            cells = np.where(valid, indptr[users[block]][:, None] + offsets[None, :], 0)
+            rated = self._ratings.matrix.indices[cells]
+            sims = np.where(valid, self.sim[items[block][:, None], rated], -np.inf)
+            best = np.argsort(-sims, axis=1, kind="stable")[:, : self.k_]
+            chosen = np.take_along_axis(sims, best, axis=1)
+            counted = chosen > 0
+            weights = np.where(counted, chosen, 0.0)
+            residuals = self._residuals_by_rating[np.take_along_axis(cells, best, axis=1)]
+            total = weights.sum(axis=1)
+            shift[block] = np.divide((weights * residuals).sum(axis=1), total,
+                                     out=np.zeros(len(block)), where=total > 0)
+            actual_k[block] = counted.sum(axis=1)
+        return shift, actual_k
 
 
 def integer_sums(matrix, residuals: np.ndarray, clip: float,

@@ -120,7 +120,9 @@ def test_unknown_user_and_item(data):
     iid = trainset.to_raw_iid(0)
     assert algo.predict("nobody", iid).est == pytest.approx(
         np.clip(algo.mu_ + algo.item_effects_[0], 1, 5))
-    assert algo.predict("nobody", "nothing").details["was_impossible"]
+    lost = algo.predict("nobody", "nothing")
+    assert lost.details["was_impossible"]
+    assert lost.est == algo.mu_ != trainset.global_mean   # the released mean, not the raw one
 
 
 def test_no_stabiliser_and_no_count_gives_a_zero_effect_not_nan(data):
