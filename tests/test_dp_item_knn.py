@@ -110,3 +110,20 @@ def test_user_level_audit_of_a_similarity_stays_below_the_claim():
 def test_bad_parameters_are_named_at_fit(trainset, kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
         DPItemKNN(**kwargs).fit(trainset)
+
+
+def test_batched_test_equals_predict_and_never_reads_the_raw_mean(trainset):
+    algo = DPItemKNN(epsilon=50.0, k=5, random_state=1).fit(trainset)
+    testset = trainset.build_testset()[:400] + [("nobody", trainset.to_raw_iid(0), 3.0),
+                                                 (trainset.to_raw_uid(0), "nothing", 3.0),
+                                                 ("nobody", "nothing", 3.0)]
+    batched = algo.test(testset)
+    for p in batched:
+        single = algo.predict(p.uid, p.iid, p.r_ui)
+        assert p.est == pytest.approx(single.est, abs=1e-12)
+        assert p.details == single.details
+    assert any(p.details.get("actual_k", 0) > 0 for p in batched)
+    lost = batched[-1]
+    assert lost.details["was_impossible"]
+    assert lost.est == pytest.approx(min(5, max(1, algo.baseline_.mu_)))
+    assert lost.est != pytest.approx(trainset.global_mean, abs=1e-9)
