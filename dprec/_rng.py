@@ -6,7 +6,7 @@ Two kinds of randomness live in dprec:
   from a :class:`numpy.random.Generator` built by :func:`check_random_state`
   inside ``fit``.  ``random_state`` is stored verbatim by constructors, as in
   Surprise and scikit-learn, so refitting an int-seeded model reproduces it.
-* **Query-time randomness** follows ALGORITHMS.md §2, "one query, one draw":
+* **Query-time randomness** follows "one query, one draw":
   the noise used to answer query ``(u, i)`` is a pure function of the model's
   seed and the query's ids.  :func:`keyed_uniform` is a counter-based
   generator (SplitMix64 mixing, Steele et al., OOPSLA 2014) evaluated for

@@ -10,13 +10,13 @@ neighbour who rated anything else is the target: the fake users'
 predictions and recommendations reveal the target's other ratings.
 
 **The β-kNN attack** (Lu & Shen, "An Accuracy-Assured Privacy-Preserving
-Recommender System for Internet Commerce", ComSIS 2015, §4; seed 002)
+Recommender System for Internet Commerce", ComSIS 2015, §4)
 generalises it to randomised neighbour selection: if neighbours come from
 the top ``βk`` candidates, ``βk`` fake users cover them.  A selector's
-security ``β`` is the fake-user budget it claims to need (ALGORITHMS.md §3).
+security ``β`` is the fake-user budget it claims to need (Lu & Shen, ComSIS 2015).
 
 :class:`BetaKNNAttack` runs the attack for many targets and ``β`` values on
-copies of a dataset and measures, per (target, β) (ALGORITHMS.md §6):
+copies of a dataset and measures, per (target, β):
 
 ``exposure``
     Fraction of the fake users whose neighbour set contains the target
@@ -629,7 +629,7 @@ def _attack_target(base: _Base, runners: Sequence[_Runner], target: AttackTarget
 
 # ------------------------------------------------------------------- API
 class BetaKNNAttack:
-    r"""Simulate the β-kNN attack on a Surprise recommender (ALGORITHMS.md §6).
+    r"""Simulate the β-kNN attack on a Surprise recommender (Calandrino et al., S&P 2011).
 
     For each of ``n_targets`` target users (drawn among those with at least
     ``min_target_ratings`` ratings) the attacker knows ``n_known`` of their

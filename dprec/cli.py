@@ -54,17 +54,17 @@ def demo_algorithms(k: int, seed: int) -> dict:
     from .knn import PrivateKNN
 
     cosine = {"name": "cosine"}
+
+    def private(**options) -> PrivateKNN:
+        return PrivateKNN(k=k, sim_options=cosine, random_state=seed, verbose=False, **options)
+
     return {
         "KNNBasic (Surprise, cosine)": KNNBasic(k=k, sim_options=dict(cosine), verbose=False),
-        "PrivateKNN top-k, item nbhd": PrivateKNN(k=k, sim_options=cosine, random_state=seed),
-        "PrivateKNN top-k, user nbhd": PrivateKNN(k=k, sim_options=cosine, neighbourhood="user",
-                                                  centered=True, random_state=seed),
-        "PrivateKNN probabilistic": PrivateKNN(k=k, sim_options=cosine,
-                                               selector="probabilistic", random_state=seed),
-        "PrivateKNN PNCF ε=1": PrivateKNN(k=k, sim_options=cosine, selector="pncf", epsilon=1.0,
-                                          random_state=seed),
-        "PrivateKNN PPNS ε=1 p=0.5": PrivateKNN(k=k, sim_options=cosine, selector="ppns",
-                                                epsilon=1.0, p=0.5, random_state=seed),
+        "PrivateKNN top-k, item nbhd": private(),
+        "PrivateKNN top-k, user nbhd": private(neighbourhood="user", centered=True),
+        "PrivateKNN probabilistic": private(selector="probabilistic"),
+        "PrivateKNN PNCF ε=1": private(selector="pncf", epsilon=1.0),
+        "PrivateKNN PPNS ε=1 p=0.5": private(selector="ppns", epsilon=1.0, p=0.5),
     }
 
 
@@ -98,7 +98,7 @@ def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosi
     if algo == "mallows":
         return MallowsRanker(epsilon=epsilon, random_state=seed)
     return PrivateKNN(k=k, sim_options={"name": sim}, selector=algo, epsilon=epsilon, p=p,
-                      neighbourhood=neighbourhood, random_state=seed)
+                      neighbourhood=neighbourhood, random_state=seed, verbose=False)
 
 
 def run_cv(args: argparse.Namespace) -> int:

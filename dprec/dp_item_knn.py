@@ -52,7 +52,7 @@ from ._surprise import inner_ids, predictions
 from ._validation import check_epsilon, check_int, check_open_unit, check_real
 from .dp_baseline import DPBaseline
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
-from .mechanisms import discrete_laplace
+from .mechanisms import discrete_laplace, discrete_laplace_epsilon
 
 __all__ = ["DPItemKNN"]
 
@@ -131,11 +131,11 @@ class DPItemKNN(AlgoBase):
         unit_cov, unit_w = clip**2 / sensitivity_cov, 1.0 / sensitivity_w
         upper = np.triu_indices(n_items)
         epsilon_each = (1.0 - share) * epsilon / 2.0
+        t_cov, t_w = sensitivity_cov / epsilon_each, sensitivity_w / epsilon_each
         rng = derive_generator(entropy, "covariance")
-        cov = unit_cov * self._symmetric(
-            discrete_laplace(cov_int[upper], sensitivity_cov / epsilon_each, rng), upper, n_items)
-        co = unit_w * self._symmetric(
-            discrete_laplace(w_int[upper], sensitivity_w / epsilon_each, rng), upper, n_items)
+        cov = unit_cov * self._symmetric(discrete_laplace(cov_int[upper], t_cov, rng), upper,
+                                         n_items)
+        co = unit_w * self._symmetric(discrete_laplace(w_int[upper], t_w, rng), upper, n_items)
 
         if beta is None:
             beta = 10.0 / epsilon_each            # ten noise scales of W (in W's units)
@@ -144,9 +144,12 @@ class DPItemKNN(AlgoBase):
         variance = np.maximum(np.diag(stabilised), 1e-12)
         self.sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
         self._ratings, self._residuals_by_rating = ratings, residuals
-        # discrete Laplace of scale t on an integer query of l1 sensitivity Δ: ε = Δ / t
-        self._accountant = self._ledger(trainset, {"covariance": epsilon_each,
-                                                   "co-rating weights": epsilon_each})
+        self._accountant = self._ledger(trainset, {
+            "covariance": discrete_laplace_epsilon(t_cov, sensitivity_cov),
+            "co-rating weights": discrete_laplace_epsilon(t_w, sensitivity_w)})
+        if self.verbose:
+            print(f"DPItemKNN: released the item effects and the {n_items}-item covariance, "
+                  f"ε = {epsilon:g} per user")
         return self
 
     def _residuals(self, ratings: RatingArrays, clip: float, step: float) -> np.ndarray:

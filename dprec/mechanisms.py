@@ -1,7 +1,7 @@
 """Differential-privacy mechanisms: Laplace, Gaussian, randomised response, exponential top-k.
 
 Every sampler works on whole arrays at once and comes in two layers
-(ALGORITHMS.md §2, "one query, one draw"):
+("one query, one draw"):
 
 * a public function that takes ``random_state`` (``None``, an int, a
   ``RandomState`` or a ``Generator``; see :func:`dprec._rng.check_random_state`),
@@ -75,6 +75,7 @@ __all__ = [
     "laplace",
     "laplace_from_uniform",
     "discrete_laplace",
+    "discrete_laplace_epsilon",
     "discrete_laplace_from_uniform",
     "laplace_grid",
     "laplace_epsilon",
@@ -345,6 +346,15 @@ def discrete_laplace(values, t: float, random_state: RandomStateLike) -> np.ndar
     t = check_positive(t, "t")
     rng = check_random_state(random_state)
     return _finite_sum(x, discrete_laplace_from_uniform(_open_uniform(rng, x.shape + (3,)), t))
+
+
+def discrete_laplace_epsilon(t: float, sensitivity: float) -> float:
+    r"""ε of :func:`discrete_laplace` for an integer query of ℓ1 sensitivity ``Δ``: ``Δ / t``.
+
+    For integer inputs ``x, x'`` with ``‖x − x'‖₁ ≤ Δ`` the ratio of the output
+    probabilities is ``q^{|y−x|₁ − |y−x'|₁} ≤ q^{−Δ} = e^{Δ/t}`` (``q = e^{−1/t}``).
+    """
+    return check_positive(sensitivity, "sensitivity") / check_positive(t, "t")
 
 
 def laplace_from_uniform(values, scale: float, uniforms) -> np.ndarray:

@@ -4,7 +4,7 @@ Kendall τ, NDCG@k, precision@k, recall@k, MAP@k and catalogue coverage.
 Every function takes a list of Surprise ``Prediction`` tuples (``uid``,
 ``iid``, ``r_ui``, ``est``, ``details``), groups them by user and compares, for
 each user, the order of the estimates with the order of the true ratings
-(ALGORITHMS.md §5).  Work is done on numpy arrays per block of users; there is
+(Xu, Sun & Cheng 2023, §5).  Work is done on numpy arrays per block of users; there is
 no Python loop over pairs or predictions.
 """
 
@@ -87,7 +87,7 @@ def pairwise_accuracy(predictions: Sequence, average: str = "pooled") -> float:
     ----------
     predictions : list of surprise Prediction
     average : {"pooled", "user"}
-        ``"pooled"``: all users' pairs together (ALGORITHMS.md §5);
+        ``"pooled"``: all users' pairs together (Xu, Sun & Cheng 2023, §5);
         ``"user"``: the mean of the per-user accuracies (users with at least
         one such pair).
 

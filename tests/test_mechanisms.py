@@ -681,3 +681,12 @@ def test_discrete_laplace_refuses_non_integer_values():
     assert M.discrete_laplace([2.0**52 - 1], 1.0, 0).shape == (1,)
     with pytest.raises(ValueError, match=r"^t must"):
         M.discrete_laplace([1.0], 0.0, 0)
+
+
+def test_discrete_laplace_epsilon_is_the_worst_log_ratio():
+    # exact: neighbouring integer inputs 0 and Δ, the log ratio of the pmfs over outputs
+    t, delta = 1.7, 3
+    q = math.exp(-1 / t)
+    z = np.arange(-40, 41)
+    log_ratio = np.log(q) * (np.abs(z) - np.abs(z - delta))
+    assert M.discrete_laplace_epsilon(t, delta) == pytest.approx(np.abs(log_ratio).max())

@@ -1,7 +1,7 @@
 """β-kNN attack resistance of every neighbour selector, and what it costs in accuracy.
 
-The β-kNN attack (Calandrino et al., S&P 2011; Lu & Shen, ComSIS 2015 — seed
-002; ALGORITHMS.md §6) with :class:`dprec.BetaKNNAttack` against
+The β-kNN attack (Calandrino et al., S&P 2011; Lu & Shen, ComSIS 2015) with
+:class:`dprec.BetaKNNAttack` against
 :class:`dprec.PrivateKNN` (user neighbourhood, ``k = 20``, the papers' and the
 attack's semantics, uncentred weighted mean as in ``KNNBasic``) for every
 selector × ε ∈ {0.5, 1, 2, 5} × β ∈ {1, 2, 3, 4, 6, 8}, with
@@ -27,7 +27,7 @@ success against β per selector, per similarity) and ``frontier.png`` (RMSE
 against pooled recovery at β = 1 and β = 3)::
 
     python experiments/attack_resistance.py --quick
-    SURPRISE_DATA_FOLDER=../shared/data/surprise python experiments/attack_resistance.py
+    SURPRISE_DATA_FOLDER=/path/to/surprise_data python experiments/attack_resistance.py
 
 (MovieLens 100k is read offline from ``SURPRISE_DATA_FOLDER``; without it the
 run says so on stderr and uses synthetic data.)  The full sweep (94

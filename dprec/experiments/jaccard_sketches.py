@@ -1,7 +1,7 @@
 """Private Jaccard sketches: MAE on synthetic pairs and recall@10 on real data (issue 5).
 
 Aumüller, Bourgeat & Schmurr, "Differentially Private Sketches for Jaccard
-Similarity Estimation", SISAP 2020 (seed 000), §6, with dprec's
+Similarity Estimation", SISAP 2020, §6, with dprec's
 :class:`~dprec.similarity.minhash.RRMinHash`,
 :class:`~dprec.similarity.minhash.NoisyMinHash` and the non-private
 :class:`~dprec.similarity.minhash.MinHash` (1-bit MinHash, ``B = 2``, is the

@@ -1,7 +1,7 @@
 """Variance of private distance estimates: Laplace SJLT against Gaussian JL (issue 5).
 
 Stausholm, "Improved Differentially Private Euclidean Distance
-Approximation", PODS 2021 (seed 001), against Kenthapadi et al. 2013, with
+Approximation", PODS 2021, against Kenthapadi et al. 2013, with
 dprec's :class:`~dprec.similarity.sjlt.PrivateSJLT` and
 :class:`~dprec.similarity.sjlt.GaussianJL`.
 

@@ -1,7 +1,7 @@
 r"""``MallowsRanker``: a pairwise matrix-factorisation ranker on privatised orders.
 
-Xu, Sun & Cheng (2023), *Ranking Differential Privacy*, §5 (seed 003;
-ALGORITHMS.md §5).  Each user's training ratings become an order (ties broken
+Xu, Sun & Cheng (2023), *Ranking Differential Privacy*, §5.  Each user's
+training ratings become an order (ties broken
 uniformly at random), privatised once with ε-ranking DP
 (:func:`~dprec.ranking.mallows_privatize` or
 :func:`~dprec.ranking.laplace_privatize`), each user with their own

@@ -1,7 +1,7 @@
 r"""Ranking differential privacy: the Mallows and Laplace privatizers.
 
-Xu, Sun & Cheng (2023), *Ranking Differential Privacy* (seed 003; ALGORITHMS.md
-§5).  An *order* is a 1-D integer array of item ids, most preferred first.
+Xu, Sun & Cheng (2023), *Ranking Differential Privacy*.  An *order* is a 1-D
+integer array of item ids, most preferred first.
 Two orders are neighbours (**ε-ranking DP**) when one is the other with two
 items swapped; a mechanism :math:`M` is ε-ranking DP when
 :math:`P(M(\varphi) = \psi) \le e^{\varepsilon} P(M(\varphi') = \psi)` for all
@@ -21,8 +21,8 @@ Mallows privatizer
     * ``calibration="tight"`` (default): :math:`\theta = \varepsilon / (2m - 3)`
       (:math:`\theta = \varepsilon` for :math:`m = 2`) -- privacy loss exactly
       ε, the largest θ (best utility) that is ε-ranking DP;
-    * ``calibration="conservative"``: :math:`\theta = \varepsilon / (2m)`, the
-      reading of ALGORITHMS.md (loss :math:`\varepsilon(2m-3)/(2m) < \varepsilon`).
+    * ``calibration="conservative"``: :math:`\theta = \varepsilon / (2m)`, a
+      conservative calibration (loss :math:`\varepsilon(2m-3)/(2m) < \varepsilon`).
 
     The extracted Lemma 1 reads :math:`\theta = 2^{-1}\varepsilon|\Omega|`,
     i.e. :math:`\varepsilon m / 2`; that loses :math:`\varepsilon m(2m-3)/2 >

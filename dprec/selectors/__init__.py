@@ -1,4 +1,4 @@
-"""Pluggable neighbour selectors (ALGORITHMS.md §3).
+"""Pluggable neighbour selectors (top-k, probabilistic, PNCF, PPNS).
 
 Each selector is a small class with one job: choose neighbours from a
 similarity-sorted candidate list, for many queries at once.

@@ -13,8 +13,8 @@ from .base import Selection, Selector, partition_count, top_by_key
 class Probabilistic(Selector):
     r"""``k`` draws without replacement with probability ∝ ``max(sim, floor)``.
 
-    Every valid candidate can be drawn (``floor > 0``, ALGORITHMS.md §3
-    **choice**), so the selector's security β is the number of partitions of
+    Every valid candidate can be drawn (``floor > 0``, dprec's
+    choice), so the selector's security β is the number of partitions of
     the whole candidate list.  Implemented as the top-k of
     ``log max(sim, floor) + Gumbel`` (one draw per query).  It makes **no
     privacy claim** (its paper targets diversity, not privacy): nothing is

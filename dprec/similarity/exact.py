@@ -12,7 +12,7 @@ the ratings matrix ``R``)::
     Σ_{I_uv} r_ui r_vi = (R Rᵀ)[u, v]
 
 and the similarities are the same floating-point expressions of those sums,
-so with integer ratings they are bit-identical to Surprise's (ALGORITHMS.md §1):
+so with integer ratings they are bit-identical to Surprise's:
 
 - cosine  ``Σ r_ui r_vi / sqrt(Σ r_ui² · Σ r_vi²)``
 - msd     ``1 / (Σ (r_ui − r_vi)² / |I_uv| + 1)``

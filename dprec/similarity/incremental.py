@@ -1,6 +1,6 @@
 """Exact similarities updated row by row, for simulations that refit on changed data.
 
-The β-kNN attack (ALGORITHMS.md §6) fits the same recommender many times
+The β-kNN attack (:mod:`dprec.attacks`) fits the same recommender many times
 on data that differs from the original in a few users only: ``βk`` fake users
 are appended, or one user's ratings are cut down.  The similarities among
 the unchanged users do not move, so recomputing the whole matrix (and the
@@ -305,7 +305,7 @@ def _set_symmetric_rows(matrix: np.ndarray, ids: np.ndarray, rows: np.ndarray,
 class IncrementalSketchSimilarity:
     """A sketch backend's similarity matrix that updates by rows.
 
-    Local DP (ALGORITHMS.md §4): every user sketches their own data once, and
+    Local DP: every user sketches their own data once, and
     with an ``int`` ``random_state`` a backend uses the same public hash
     functions (projection) and noise seed on every call, a row's noise
     depending on its key only.  So adding users, or re-sketching one, only

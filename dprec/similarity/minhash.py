@@ -1,7 +1,7 @@
 r"""MinHash sketches of users' item sets: plain, RRMinHash and NoisyMinHash.
 
 Aumüller, Bourgeat & Schmurr, "Differentially Private Sketches for Jaccard
-Similarity Estimation", SISAP 2020 (seed 000); ALGORITHMS.md §4.1.
+Similarity Estimation", SISAP 2020.
 
 A user's set ``S_u`` is row ``u`` of a sparse users × items matrix (a stored
 non-zero entry = a member).  ``K`` public range-``B`` MinHash functions map it

@@ -1,9 +1,9 @@
 r"""Private random projections of rating vectors: the private SJLT and Gaussian JL.
 
 Stausholm, "Improved Differentially Private Euclidean Distance
-Approximation", PODS 2021 (seed 001); Kenthapadi, Korolova, Mironov & Mishra,
+Approximation", PODS 2021; Kenthapadi, Korolova, Mironov & Mishra,
 "Privacy via the Johnson-Lindenstrauss Transform", J. Privacy and
-Confidentiality 2013; ALGORITHMS.md §4.2.
+Confidentiality 2013.
 
 A user's vector ``x ∈ R^d`` (their ratings, 0 where unrated) is projected by a
 public ``k × d`` matrix and noise is added to each of the ``k`` coordinates.
@@ -43,7 +43,7 @@ The SJLT's noise term ``56 k b⁴ = 56 k s² Δ⁴/ε⁴`` beats the Gaussian's
 ``s ≲ 0.76 (w₂/Δ)² (ln(1/(2δ)) + ε)``: small ``s`` and small ``δ``
 (the paper's "δ < e^{-s}" regime).
 
-Cosine for kNN (**choice**, ALGORITHMS.md): from the three estimates,
+Cosine for kNN (dprec's choice): from the three estimates,
 ``(‖x‖² + ‖y‖² - ‖x-y‖²)/(2‖x‖‖y‖)``; its numerator is exactly ``⟨x', y'⟩``.
 A norm estimate is floored at the standard deviation of a pure-noise norm
 estimate, ``sqrt(k Var(η²))`` (a tiny floor would make every user whose

@@ -42,9 +42,9 @@ and ``from_options(sim_options, random_state)``.
 References
 ----------
 - M. Aumüller, A. Bourgeat and J. Schmurr, "Differentially Private Sketches
-  for Jaccard Similarity Estimation", SISAP 2020 (seed 000).
+  for Jaccard Similarity Estimation", SISAP 2020.
 - N. M. Stausholm, "Improved Differentially Private Euclidean Distance
-  Approximation", PODS 2021 (seed 001).
+  Approximation", PODS 2021.
 """
 
 from __future__ import annotations
