@@ -101,6 +101,10 @@ CASES = [
      ValueError, "n_values"),
     ("randomized_response", lambda: M.randomized_response([0], 3, -1.0, 0), ValueError,
      "epsilon"),
+    ("discrete_laplace_epsilon", lambda: M.discrete_laplace_epsilon(0.0, 1.0), ValueError, "t "),
+    ("discrete_laplace_epsilon", lambda: M.discrete_laplace_epsilon(1.0, -1.0), ValueError,
+     "sensitivity"),
+    ("discrete_laplace", lambda: M.discrete_laplace([1.0], 0.0, 0), ValueError, "t "),
     # exponential
     ("exponential_coefficient", lambda: M.exponential_coefficient(0.0, 1.0), ValueError,
      "epsilon"),
