@@ -6,13 +6,14 @@ from .dp_baseline import DPBaseline
 from .dp_item_knn import DPItemKNN
 from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
 from .ledger import PrivacyAccountant
+from .local_knn import LocalKNN
 from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
-__all__ = ["BetaKNNAttack", "DPBaseline", "DPItemKNN", "MallowsRanker", "PrivacyAccountant",
-           "PrivateKNN", "PrivateKNNBaseline", "PrivateKNNWithMeans", "PrivateKNNWithZScore",
-           "__version__", "datasets", "mechanisms", "metrics"]
+__all__ = ["BetaKNNAttack", "DPBaseline", "DPItemKNN", "LocalKNN", "MallowsRanker",
+           "PrivacyAccountant", "PrivateKNN", "PrivateKNNBaseline", "PrivateKNNWithMeans",
+           "PrivateKNNWithZScore", "__version__", "datasets", "mechanisms", "metrics"]
 
 
 def __getattr__(name: str):

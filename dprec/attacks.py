@@ -88,7 +88,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from joblib import Parallel, delayed
-from surprise import AlgoBase, Dataset, PredictionImpossible, Reader, Trainset
+from surprise import AlgoBase, Dataset, Reader, Trainset
+from surprise.prediction_algorithms.knns import SymmetricAlgo
 
 from ._ratings import RatingArrays
 from ._rng import RandomStateLike, check_random_state, validate_random_state
@@ -289,10 +290,12 @@ class _Runner:
         if hasattr(algo, "random_state"):
             algo.random_state = seed
         algo.fit(data.trainset)
-        estimates = _loop_estimates(algo, data.trainset, data.users, items)
+        estimates = _test_estimates(algo, data.trainset, data.users, items)
         exposed = np.full(len(data.users), np.nan)
         if exposure and _is_user_based_knn(algo):
             exposed = _heapq_exposure(algo.sim, data.ratings, data.users, target, algo.k)
+        elif exposure and hasattr(algo, "neighbours_"):   # one neighbour list per user
+            exposed = (algo.neighbours_[data.users] == target.inner_id).any(axis=1) * 1.0
         return _Outcome(estimates, items, exposed, math.nan)
 
 
@@ -361,11 +364,6 @@ def fit_prepared(algo: PrivateKNN, trainset: Trainset, ratings: RatingArrays, si
     return algo.fit_precomputed(trainset, sim, sensitivity, release)
 
 
-def _clip(algo: AlgoBase, estimates: np.ndarray) -> np.ndarray:
-    low, high = algo.trainset.rating_scale
-    return np.clip(estimates, low, high)
-
-
 def _item_neighbourhood_estimates(algo: PrivateKNN, users: np.ndarray, items: np.ndarray,
                                   target: AttackTarget) -> tuple[np.ndarray, np.ndarray]:
     """Estimates for ``users`` × ``items`` and, for the fake users, the fraction of the
@@ -379,25 +377,21 @@ def _item_neighbourhood_estimates(algo: PrivateKNN, users: np.ndarray, items: np
     return estimates, exposure
 
 
-def _loop_estimates(algo: AlgoBase, trainset: Trainset, users: np.ndarray,
+def _test_estimates(algo: AlgoBase, trainset: Trainset, users: np.ndarray,
                     items: np.ndarray) -> np.ndarray:
-    """``algo.estimate`` query by query (any Surprise algorithm), NaN where impossible."""
-    out = np.full((len(users), len(items)), np.nan)
-    for a, u in enumerate(users.tolist()):
-        for b, i in enumerate(items.tolist()):
-            try:
-                est = algo.estimate(u, i)
-            except PredictionImpossible:
-                continue
-            out[a, b] = est[0] if isinstance(est, tuple) else est
-    return _clip(algo, out)
+    """``algo.test`` on every (user, item) pair of inner ids (any Surprise algorithm;
+    batched where the algorithm's ``test`` is), clipped, NaN where impossible."""
+    raw_users = [trainset.to_raw_uid(u) for u in users.tolist()]
+    raw_items = [trainset.to_raw_iid(i) for i in items.tolist()]
+    predictions = algo.test([(u, i, 0.0) for u in raw_users for i in raw_items])
+    est = np.array([math.nan if p.details.get("was_impossible") else p.est
+                    for p in predictions], dtype=np.float64)
+    return est.reshape(len(users), len(items))
 
 
 def _is_user_based_knn(algo: AlgoBase) -> bool:
-    """A Surprise kNN algorithm (``KNNBasic`` & co.) with user-user similarities."""
-    options = getattr(algo, "sim_options", {}) or {}
-    return (hasattr(algo, "sim") and hasattr(algo, "k") and options.get("user_based", True)
-            and not isinstance(algo, PrivateKNN))
+    """One of Surprise's own kNN algorithms (``KNNBasic`` & co.), user-based."""
+    return isinstance(algo, SymmetricAlgo) and algo.sim_options.get("user_based", True)
 
 
 def _heapq_exposure(sim: np.ndarray, ratings: RatingArrays, users: np.ndarray,

@@ -491,7 +491,7 @@ class PrivateKNN(AlgoBase):
             raise ValueError(f"items must have one id per user ({len(given['users'])}), got "
                              f"{len(given['items'])}")
         batch = self._estimate_item_neighbourhood(*self._switch(given["users"], given["items"]))
-        return batch.neighbours, batch.chosen.weights
+        return batch.neighbours[batch.row], batch.chosen.weights[batch.row]
 
     def get_neighbors(self, iid: int, k: int) -> list[int]:
         """The ``k`` neighbours of user (item, item-based) ``iid``, as Surprise's
@@ -749,15 +749,18 @@ class PrivateKNN(AlgoBase):
 
         blocks = list(_length_blocks(order, lengths[order]))
         answers = map_blocks(answer, blocks)
-        position = np.empty(len(users), dtype=np.int64)
-        position[np.concatenate(blocks)] = np.arange(len(users))
-        parts = [np.concatenate([answer[j] for answer in answers])[position] for j in (1, 2, 3)]
-        chosen = _Chosen.concatenate([answer[0] for answer in answers]).take(position)
-        batch = _Batch(parts[0], parts[1], np.arange(len(users)), chosen, parts[2])
-        self._charge(users * ratings.n_items + items, users, items, batch.neighbours)
+        # the selections stay in block order (``row`` maps each query to its own)
+        in_blocks = np.concatenate(blocks)
+        row = np.empty(len(users), dtype=np.int64)
+        row[in_blocks] = np.arange(len(users))
+        est, actual_k, neighbours = (np.concatenate([answer[j] for answer in answers])
+                                     for j in (1, 2, 3))
+        chosen = _Chosen.concatenate([answer[0] for answer in answers])
+        users, items = users[in_blocks], items[in_blocks]
+        self._charge(users * ratings.n_items + items, users, items, neighbours)
         for answer in answers:
             self._selections.add(answer[0])
-        return batch
+        return _Batch(est[row], actual_k[row], row, chosen, neighbours)
 
     def _estimate_user_neighbourhood(self, users, items) -> _Batch:
         """One neighbour set per user; its members who rated ``i`` predict.

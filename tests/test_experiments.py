@@ -78,7 +78,7 @@ def test_privacy_audit_quick_refutes_the_claims_and_not_the_guarantees(tmp_path)
 def test_end_to_end_quick_compares_every_model(tmp_path):
     from dprec.experiments import end_to_end
 
-    table = end_to_end.main(["--quick", "--scaling", "--out", str(tmp_path)])
+    table = end_to_end.main(["--quick", "--scaling", "--attack", "--out", str(tmp_path)])
     written = pd.read_csv(tmp_path / "end_to_end.csv")
     assert len(written) == len(table)
     means = end_to_end.summary(written)
@@ -90,3 +90,8 @@ def test_end_to_end_quick_compares_every_model(tmp_path):
     scaling = pd.read_csv(tmp_path / "end_to_end_scaling.csv")
     assert sorted(scaling["users"].unique()) == [300, 1200]
     assert (tmp_path / "end_to_end_rmse.png").stat().st_size > 0
+    attacked = end_to_end.attack_summary(pd.read_csv(tmp_path / "end_to_end_attack.csv"))
+    assert set(attacked["algo"]) == {end_to_end.ATTACK_REFERENCE} | {
+        f"{m} ε=1" for m in end_to_end.ATTACKED}
+    assert sorted(attacked["beta"].unique()) == [1, 4]
+    assert attacked[["recovery_pooled", "baseline_item_mean"]].notna().all().all()

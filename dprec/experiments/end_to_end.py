@@ -2,16 +2,21 @@
 
 Every model is cross-validated on the same folds: the global mean, Surprise's
 ``BaselineOnly``, ``KNNBasic`` and ``KNNBaseline`` (no privacy), dprec's
-``DPBaseline`` (per user and per rating) and ``DPItemKNN`` (per user), whose
+``DPBaseline`` (per user and per rating), ``DPItemKNN`` (per user) and
+``LocalKNN`` (local model, per rating, with each rating release), whose
 guarantees hold for everything they release, and PNCF and PPNS *as
 published* (item neighbourhood, cosine, k = 40: their ε covers the neighbour
 selection only, not the predictions).  RMSE, MAE, precision@10 and NDCG@10 per
 configuration; ``--scaling`` repeats the private models at ε = 1 on synthetic
 data of growing numbers of users (the MovieLens-100k and -1M shapes and
-beyond), since user-level noise averages out over users.  Writes
-``end_to_end.csv``, ``end_to_end_scaling.csv`` and ``end_to_end_rmse.png``.
+beyond), since user-level noise averages out over users; ``--attack`` runs
+the β-kNN attack (:class:`~dprec.BetaKNNAttack`) on the end-to-end kNN models
+at ε ≤ 2 and on the non-private top-k (Surprise's ``KNNBasic``), and compares
+the attacker's pooled recovery with the crowd yardstick (the other users'
+mean rating).  Writes ``end_to_end.csv``, ``end_to_end_scaling.csv``,
+``end_to_end_attack.csv`` and ``end_to_end_rmse.png``.
 
-Run: ``python experiments/end_to_end.py [--quick] [--scaling] [--out results/end_to_end]``.
+Run: ``python experiments/end_to_end.py [--quick] [--scaling] [--attack] [--out DIR]``.
 """
 
 from __future__ import annotations
@@ -23,16 +28,22 @@ from pathlib import Path
 import pandas as pd
 from surprise import BaselineOnly, KNNBaseline, KNNBasic
 
+from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
+from ..local_knn import LocalKNN
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline")
-PRIVATE = ("DPBaseline (user)", "DPBaseline (rating)", "DPItemKNN (user)")
+PRIVATE = ("DPBaseline (user)", "DPBaseline (rating)", "DPItemKNN (user)",
+           "LocalKNN (krr, rating)", "LocalKNN (laplace, rating)")
 PUBLISHED = ("PNCF (as published)", "PPNS (as published)")
+#: the end-to-end kNN models the attack runs on, and its non-private reference
+ATTACKED = ("DPItemKNN (user)", "LocalKNN (krr, rating)")
+ATTACK_REFERENCE = "KNNBasic (top-k, no privacy)"
 #: (users, items, ratings) of the scaling run: MovieLens 100k's and 1M's shapes, and larger
 SHAPES = ((943, 1682, 100_000), (6040, 3706, 1_000_209), (20_000, 3706, 3_000_000))
 
@@ -52,6 +63,9 @@ def make_algo(model: str, epsilon: float | None = None, seed: int = 0):
         return DPBaseline(epsilon=epsilon, unit=unit, random_state=seed)
     if model.startswith("DPItemKNN"):
         return DPItemKNN(epsilon=epsilon, random_state=seed)
+    if model.startswith("LocalKNN"):
+        release = "krr" if "krr" in model else "laplace"
+        return LocalKNN(epsilon=epsilon, rating_release=release, random_state=seed)
     selector = model.split()[0].lower()
     return PrivateKNN(k=40, sim_options={"name": "cosine"}, selector=selector, epsilon=epsilon,
                       random_state=seed, verbose=False)
@@ -86,6 +100,28 @@ def scaling(shapes=SHAPES, epsilon: float = 1.0, n_folds: int = 2, seed: int = 0
         table.insert(0, "users", n_users)
         tables.append(table)
     return pd.concat(tables, ignore_index=True)
+
+
+def attack(data, epsilons=(0.5, 1.0, 2.0), betas=(1, 2, 4, 8), n_targets: int = 50,
+           seed: int = 0, n_jobs: int = 1, progress: bool = True) -> pd.DataFrame:
+    """The β-kNN attack on every end-to-end kNN model at each ε (and the reference),
+    same targets, known items and fake users for all: one row per (model, target, β)."""
+    algorithms = {ATTACK_REFERENCE: PrivateKNN(k=40, verbose=False)}
+    algorithms.update({f"{model} ε={epsilon:g}": make_algo(model, epsilon, seed)
+                       for model in ATTACKED for epsilon in epsilons})
+    return BetaKNNAttack(algorithms, data, betas=betas, n_targets=n_targets, random_state=seed,
+                         n_jobs=n_jobs, progress=progress).run()
+
+
+def attack_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per model and β: the pooled recovery, the crowd yardstick, their gap (mean and
+    standard error over the targets) and the exposure."""
+    table = table.assign(gap=table["recovery_pooled"] - table["baseline_item_mean"])
+    grouped = table.groupby(["algo", "beta"], sort=False)
+    out = grouped[["recovery_pooled", "baseline_item_mean", "gap", "exposure"]].mean()
+    out["gap_se"] = grouped["gap"].sem()
+    out["targets"] = grouped.size()
+    return out.reset_index()
 
 
 def summary(table: pd.DataFrame, keys=("model", "epsilon")) -> pd.DataFrame:
@@ -127,6 +163,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
     parser.add_argument("--scaling", action="store_true",
                         help="also the private models at ε = 1 on growing synthetic data")
+    parser.add_argument("--attack", action="store_true",
+                        help="also the β-kNN attack on the end-to-end kNN models at ε ≤ 2")
+    parser.add_argument("--targets", type=int, default=50, help="targets of the attack")
     parser.add_argument("--quick", action="store_true",
                         help="a small run: synthetic 300 users, 2 folds, ε ∈ {1, 10}")
     args = parser.parse_args(argv)
@@ -148,5 +187,16 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         grown.to_csv(out / "end_to_end_scaling.csv", index=False)
         print(summary(grown, ("users", "model")).to_string(
             index=False, float_format=lambda x: f"{x:.4f}"))
+    if args.attack:
+        if args.quick:
+            attacked = attack(synthetic(300, 400, 12_000, random_state=args.seed),
+                              epsilons=(1.0,), betas=(1, 4), n_targets=3, seed=args.seed,
+                              n_jobs=args.n_jobs, progress=False)
+        else:
+            attacked = attack(load_or_synthetic("auto", args.seed)[0], n_targets=args.targets,
+                              seed=args.seed, n_jobs=args.n_jobs)
+        attacked.to_csv(out / "end_to_end_attack.csv", index=False)
+        print(attack_summary(attacked).to_string(index=False,
+                                                  float_format=lambda x: f"{x:.3f}"))
     print(f"written: {out}")
     return table

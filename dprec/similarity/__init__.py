@@ -131,9 +131,9 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
                                           options["shrinkage"])
         bound = change_bound(name, residuals)
         return sim, (np.full(ratings.n_users, bound) if with_sensitivity else None), None
-    sim, sums = exact_similarity_and_sums(name, ratings.matrix, min_support)
     if not with_sensitivity:
-        return sim, None, None
+        return exact_similarity(name, ratings.matrix, min_support), None, None
+    sim, sums = exact_similarity_and_sums(name, ratings.matrix, min_support)
     return (sim, recommendation_aware_sensitivity(name, ratings.matrix, sim, sums, min_support),
             None)
 

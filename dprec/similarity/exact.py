@@ -36,6 +36,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._threads import map_blocks
+
 #: the similarities that are functions of the co-rated sums alone (updatable incrementally)
 SUM_SIMILARITIES = ("cosine", "msd", "pearson")
 EXACT_SIMILARITIES = (*SUM_SIMILARITIES, "pearson_baseline")
@@ -43,18 +45,24 @@ EXACT_SIMILARITIES = (*SUM_SIMILARITIES, "pearson_baseline")
 
 def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
                   values: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs.
+    """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs,
+    as float64 (the last ``None`` when ``with_sums`` is False).
 
     Dense BLAS products (``X @ X.T`` runs as a symmetric rank-k update, half
-    the work of a general product); the last sum, needed by pearson only, is
-    ``None`` when ``with_sums`` is False.  When every rating is an integer and
-    no sum can exceed 2^24 they run in float32, where every partial sum of
-    integers is exact whatever the summation order, and are returned as
-    float64: the same numbers as float64 sums, about twice as fast.  The
-    counts ``|I_uv|`` always do (exact for fewer than 2^24 columns).
-    ``values``, if given, replaces the stored ratings (one per stored entry,
-    e.g. baseline residuals) on the same pattern.
+    the work of a general product).  When every rating is an integer and no
+    sum can exceed 2^24 they run in float32, where every partial sum of
+    integers is exact whatever the summation order: the same numbers as
+    float64 sums, about twice as fast.  The counts ``|I_uv|`` always do (exact
+    for fewer than 2^24 columns).  ``values``, if given, replaces the stored
+    ratings (one per stored entry, e.g. baseline residuals) on the same pattern.
     """
+    return tuple(None if m is None else m.astype(np.float64)
+                 for m in _exact_sums(ratings, with_sums, values))
+
+
+def _exact_sums(ratings: sp.csr_matrix, with_sums: bool = True,
+                values: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """:func:`co_rated_sums` in the dtype of the products (float32 where exact)."""
     data = ratings.data if values is None else values
     max_sum = ratings.shape[1] * float(np.max(data**2, initial=0.0))
     exact_in_float32 = max_sum < 2**24 and np.array_equal(data, np.round(data))
@@ -67,12 +75,46 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     # B is the pattern of the stored entries: a rating of 0 is a rating (Surprise counts it)
     counts_dtype = np.float32 if ratings.shape[1] < 2**24 else np.float64
     B = dense(np.ones_like(data), counts_dtype)
-    freq = (B @ B.T).astype(np.float64)
+    freq = B @ B.T
     R, B = dense(data), B.astype(dtype, copy=False)
-    prods = (R @ R.T).astype(np.float64)
-    sq_i = (dense(data**2) @ B.T).astype(np.float64)
-    s_i = (R @ B.T).astype(np.float64) if with_sums else None
+    prods = R @ R.T
+    sq_i = dense(data**2) @ B.T
+    s_i = R @ B.T if with_sums else None
     return freq, sq_i, prods, s_i
+
+
+def _symmetric_by_row_blocks(function, whole: tuple, mirrored: tuple) -> np.ndarray:
+    """The symmetric matrix ``function(rows, mirrors)`` computed by row blocks of its
+    upper triangle, in threads.
+
+    For the rows ``a:b`` and the columns ``a:`` of square sums, ``rows`` are
+    the blocks of the ``whole`` matrices and ``mirrors`` those of the
+    transposed ``mirrored`` ones (their values at ``(v, u)``), all read as
+    float64 (``None`` stays ``None``); each block is written and mirrored.
+    The similarities' expressions are symmetric operation for operation
+    (``x + y``, ``x · y`` commute exactly), so this is bit-identical to
+    ``function`` on the whole float64 matrices, with half the work, in
+    cache-sized pieces on every core.
+    """
+    n = whole[0].shape[0]
+    out = np.empty((n, n))
+
+    def fill(rows: slice) -> None:
+        columns = slice(rows.start, n)
+        block = function([None if m is None else m[rows, columns].astype(np.float64)
+                          for m in whole],
+                         [None if m is None else m[columns, rows].T.astype(np.float64)
+                          for m in mirrored])
+        out[rows, columns] = block
+        out[columns, rows] = block.T
+
+    step = max(1, _BLOCK_CELLS // max(n, 1))
+    map_blocks(fill, [slice(start, min(start + step, n)) for start in range(0, n, step)])
+    return out
+
+
+#: cells of one row block of the elementwise similarity work (a few MB per array)
+_BLOCK_CELLS = 1 << 17
 
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -90,17 +132,13 @@ def _pearson_variance(freq: np.ndarray, s: np.ndarray, sq: np.ndarray) -> np.nda
     return np.maximum(var, 0.0, out=var)
 
 
-def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods,
-                         symmetric: bool = False) -> np.ndarray:
+def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods) -> np.ndarray:
     """Surprise's similarity ``name`` from the co-rated sums, elementwise.
 
     The arrays (any common shape) are ``|I_uv|``, ``Σ r_ui``, ``Σ r_vi``,
     ``Σ r_ui²``, ``Σ r_vi²`` and ``Σ r_ui r_vi`` over the co-rated items; the
     expressions are Surprise's, operation for operation.  Where ``|I_uv| = 0``
-    or a denominator vanishes the similarity is 0.  ``symmetric=True`` says the
-    arrays are the full square matrices, the ``v`` sums the transposes of the
-    ``u`` sums: pearson's ``v`` factor is then the transpose of its ``u`` factor
-    (the same numbers, computed once).
+    or a denominator vanishes the similarity is 0.
     """
     if name == "cosine":
         return _divide(prods, np.sqrt(sq_i * sq_j))
@@ -111,7 +149,7 @@ def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods,
     numerator = freq * prods
     numerator -= s_i * s_j
     var_i = _pearson_variance(freq, s_i, sq_i)
-    var_j = var_i.T if symmetric else _pearson_variance(freq, s_j, sq_j)
+    var_j = _pearson_variance(freq, s_j, sq_j)
     denominator = var_i * var_j
     return _divide(numerator, np.sqrt(denominator, out=denominator))
 
@@ -131,7 +169,7 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
     -------
     numpy.ndarray of shape (n_users, n_users), float64, symmetric.
     """
-    return exact_similarity_and_sums(name, ratings, min_support)[0]
+    return _similarity_and_exact_sums(name, ratings, min_support)[0]
 
 
 def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
@@ -153,24 +191,41 @@ def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
     -------
     ndarray of shape (n_rows, n_rows), float64, symmetric, diagonal 1.
     """
-    freq, sq_i, prods, _ = co_rated_sums(ratings, with_sums=False, values=residuals)
-    sim = _divide(prods, np.sqrt(sq_i * sq_i.T))
-    sim *= _divide(freq - 1.0, freq - 1.0 + shrinkage)
-    sim[freq < max(2, min_support)] = 0.0
+    def block(rows, mirrors):
+        (freq, sq_i, prods), (sq_j,) = rows, mirrors
+        sim = _divide(prods, np.sqrt(sq_i * sq_j))
+        sim *= _divide(freq - 1.0, freq - 1.0 + shrinkage)
+        sim[freq < max(2, min_support)] = 0.0
+        return sim
+
+    freq, sq_i, prods, _ = _exact_sums(ratings, with_sums=False, values=residuals)
+    sim = _symmetric_by_row_blocks(block, (freq, sq_i, prods), (sq_i,))
     np.fill_diagonal(sim, 1.0)
     return sim
 
 
 def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: int = 1):
-    """:func:`exact_similarity` and the co-rated sums it was computed from (not for
-    ``pearson_baseline``, which needs baselines: :func:`pearson_baseline_similarity`)."""
+    """:func:`exact_similarity` and the co-rated sums it was computed from, as
+    float64 (:func:`co_rated_sums`; not for ``pearson_baseline``, which needs
+    baselines: :func:`pearson_baseline_similarity`)."""
+    sim, sums = _similarity_and_exact_sums(name, ratings, min_support)
+    return sim, tuple(None if m is None else m.astype(np.float64) for m in sums)
+
+
+def _similarity_and_exact_sums(name: str, ratings: sp.csr_matrix, min_support: int):
+    """The similarity and the sums in the dtype of their products."""
     if name not in SUM_SIMILARITIES:
         raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")
-    freq, sq_i, prods, s_i = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64),
-                                           with_sums=name == "pearson")
-    s_j = None if s_i is None else s_i.T
-    sim = similarity_from_sums(name, freq, s_i, s_j, sq_i, sq_i.T, prods, symmetric=True)
-    sim[freq < min_support] = 0.0
+    sums = freq, sq_i, prods, s_i = _exact_sums(sp.csr_matrix(ratings, dtype=np.float64),
+                                                with_sums=name == "pearson")
+
+    def block(rows, mirrors):
+        (freq, sq_i, prods, s_i), (sq_j, s_j) = rows, mirrors
+        sim = similarity_from_sums(name, freq, s_i, s_j, sq_i, sq_j, prods)
+        sim[freq < min_support] = 0.0
+        return sim
+
+    sim = _symmetric_by_row_blocks(block, sums, (sq_i, s_i))
     np.fill_diagonal(sim, 1.0)
     return sim, (freq, s_i, sq_i, prods)
 

@@ -1,0 +1,361 @@
+r"""User-based kNN in the local model: the server holds only each user's own randomised releases.
+
+Every user ``u`` runs two randomisers on their own device and sends the outputs:
+
+1. a **similarity sketch** of their ratings, through a sketch backend of
+   :mod:`dprec.similarity` (default the private SJLT of Stausholm 2021),
+   with ``sketch_share`` of ε;
+2. a **rating release** with the rest, ``ε_r``, for every item ``i`` of
+   the public catalogue, of one of two kinds (``rating_release``):
+
+   * ``"laplace"``: the pair ``(x_ui, n_ui) = ((clip(r_ui) − c)/B, 1)`` if
+     ``u`` rated ``i``, ``(0, 0)`` otherwise (``c`` the middle of the public
+     rating scale, ``B`` its half-width), each coordinate plus Laplace noise
+     of scale ``2/ε_r`` (the lattice sampler of
+     :func:`dprec.mechanisms.laplace`): adding or removing one rating
+     changes one pair by at most 2 in ℓ1;
+   * ``"krr"``: the rating rounded to the scale's integer grid, or ``⊥``
+     when unrated, through k-ary randomised response over the ``L + 1``
+     symbols (Warner 1965; Kairouz, Oh & Viswanath 2014): adding or removing
+     one rating changes one item's symbol.  The server debiases each report:
+     ``1̂[s] = (1[report = s] − q)/(p − q)``.
+
+Both give the server an unbiased ``(x̂_vi, n̂_vi)`` per user and item.  From
+the releases alone the server computes
+
+* ``μ = c + B Σ x̂ / Σ n̂`` and ``b_i = (B Σ_v x̂_vi − Σ_v n̂_vi (μ − c)) / (max(Σ_v n̂_vi, 0) + β)``;
+* each user's ``k`` most similar users by the sketches' similarities, with
+  weights ``w_uv = max(s_uv, 0)``;
+* the neighbourhood deviation
+  ``d_ui = Σ_v w_uv ê_vi / (max(Σ_v w_uv n̂_vi, 0) + γ)`` with
+  ``ê_vi = B x̂_vi − n̂_vi (μ + b_i − c)`` (unbiased for ``v``'s residual on
+  ``i``, 0 when unrated);
+
+where the stabilisers ``β`` and ``γ`` are, by default, the standard
+deviation of the numerator's noise divided by ``noise_tolerance``: the
+noise of ``b_i`` and ``d_ui`` then has a standard deviation of about
+``noise_tolerance`` (in rating units) or less, and what the noise would
+swamp shrinks to 0.  They are public functions of ε, the number of users
+and the weights (post-processing);
+
+and ``u``'s prediction ``r̂_ui = μ + b_i + b_u + d_ui`` adds ``u``'s own
+``b_u = Σ_{I_u} (r_uj − μ − b_j)/(|I_u| + λ)``, computed from ``u``'s raw
+ratings: a prediction is shown to ``u`` alone (it would run on ``u``'s
+device), and local DP protects each user against everyone else, the server
+included.
+
+**Guarantee** (``Unit.RATING``, one rating of one user added or removed):
+each user's two releases compose to ``ε_sketch + ε_r = epsilon`` (basic
+composition, from the mechanisms' privacy maps), against anyone who sees
+them; everything else is post-processing.  A whole user is protected only
+by group privacy (``|I_u|`` ratings): local DP on rating vectors is this
+weak, and this noisy: every user reports every item, so each item's
+aggregate carries the noise of all ``n`` users (standard deviation
+``∝ √n / ε_r``) against the signal of its raters alone.  The dense
+``n_users × n_items`` reports are the model's memory.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+from surprise import AlgoBase, PredictionImpossible
+
+from ._ratings import RatingArrays
+from ._rng import derive_generator, fit_entropy, validate_random_state
+from ._surprise import inner_ids, predictions
+from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
+from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+from .mechanisms import (
+    laplace,
+    laplace_epsilon,
+    laplace_scale,
+    randomized_response,
+    randomized_response_epsilon,
+    randomized_response_keep_probability,
+)
+from .similarity import SKETCH_BACKENDS, check_sim_options, sketch_backend, with_public_bounds
+
+__all__ = ["LocalKNN", "RATING_RELEASES"]
+
+RATING_RELEASES = ("laplace", "krr")
+
+
+class LocalKNN(AlgoBase):
+    r"""User-based kNN whose server sees only local-DP releases (ε per rating, per user).
+
+    See the module docstring for the construction and the privacy argument;
+    ``privacy_report()`` gives the ledger.
+
+    Parameters
+    ----------
+    epsilon : float, default 1.0
+        Each user's budget for one rating added or removed, ``> 0``.
+    k : int, default 40
+        Neighbours per user.
+    sketch_share : float, default 0.5
+        Share of ε for the similarity sketch (in (0, 1)).
+    rating_release : {"krr", "laplace"}, default "krr"
+        How each user releases their ratings.
+    sim_options : dict, optional
+        A sketch backend of :mod:`dprec.similarity` and its options, without
+        ``epsilon`` (it is ``sketch_share · epsilon``); default
+        ``{"name": "sjlt"}``.
+    noise_tolerance : float, default 0.2
+        The standard deviation of noise the default stabilisers allow in
+        ``b_i`` and ``d_ui`` (``> 0``).
+    item_shrinkage, neighbour_shrinkage : float, optional
+        ``β`` and ``γ`` (``>= 0``), overriding the defaults.
+    user_shrinkage : float, default 10.0
+        ``λ`` in the user's own effect (``>= 0``).
+    random_state : None, int, RandomState or Generator
+        ``None`` (default) draws fresh entropy at each fit; an int gives
+        **seeded noise**, for experiments only.
+    verbose : bool, default False
+
+    Attributes
+    ----------
+    mu_ : float
+    item_effects_ : ndarray of shape (n_items,)
+    user_effects_ : ndarray of shape (n_users,)
+        Each user's own ``b_u`` (used only in their own predictions).
+    sim : ndarray of shape (n_users, n_users)
+        The sketches' similarities.
+    neighbours_, weights_ : ndarray of shape (n_users, k)
+        Each user's neighbours (inner ids, ``-1`` for none) and weights.
+    """
+
+    def __init__(self, epsilon: float = 1.0, k: int = 40, sketch_share: float = 0.5,
+                 rating_release: str = "krr", sim_options: Mapping | None = None,
+                 noise_tolerance: float = 0.2, item_shrinkage: float | None = None,
+                 neighbour_shrinkage: float | None = None, user_shrinkage: float = 10.0,
+                 random_state=None, verbose: bool = False) -> None:
+        AlgoBase.__init__(self)
+        self.epsilon = epsilon
+        self.k = k
+        self.sketch_share = sketch_share
+        self.rating_release = rating_release
+        self.sim_options = sim_options
+        self.noise_tolerance = noise_tolerance
+        self.item_shrinkage = item_shrinkage
+        self.neighbour_shrinkage = neighbour_shrinkage
+        self.user_shrinkage = user_shrinkage
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fit
+    def _sketch_options(self) -> dict:
+        options = dict(self.sim_options if self.sim_options is not None else {"name": "sjlt"})
+        if "epsilon" in options:
+            raise ValueError("sim_options must not give 'epsilon': the sketch's budget is "
+                             "sketch_share * epsilon")
+        options = check_sim_options({**options, "epsilon": 1.0})
+        if options["name"] not in SKETCH_BACKENDS or options["name"] == "minhash":
+            raise ValueError(f"sim_options['name'] must be a private sketch backend, one of "
+                             f"{sorted(set(SKETCH_BACKENDS) - {'minhash'})}, got "
+                             f"{options['name']!r}")
+        return options
+
+    def fit(self, trainset):
+        """Draw every user's releases (spending ``epsilon`` per rating) and aggregate them."""
+        epsilon = check_epsilon(self.epsilon)
+        k = check_int(self.k, "k", minimum=1)
+        share = check_open_unit(self.sketch_share, "sketch_share")
+        release = check_choice(self.rating_release, "rating_release", RATING_RELEASES)
+        options = self._sketch_options()
+        tolerance = check_real(self.noise_tolerance, "noise_tolerance", low=0.0,
+                               low_inclusive=False)
+        beta, gamma = (None if v is None else check_real(v, name, low=0.0) for v, name in
+                       ((self.item_shrinkage, "item_shrinkage"),
+                        (self.neighbour_shrinkage, "neighbour_shrinkage")))
+        lam = check_real(self.user_shrinkage, "user_shrinkage", low=0.0)
+        validate_random_state(self.random_state)
+        AlgoBase.fit(self, trainset)
+        entropy = fit_entropy(self.random_state)
+        ratings = RatingArrays.from_trainset(trainset)
+        low, high = trainset.rating_scale
+        centre, half = (low + high) / 2.0, (high - low) / 2.0
+
+        # 1. the sketches, and the neighbours they give
+        options["epsilon"] = share * epsilon
+        backend = sketch_backend(with_public_bounds(options, (low, high)),
+                                 derive_generator(entropy, "sketch"))
+        self.sim = backend.similarity_matrix(ratings.matrix, columns=ratings.item_keys)
+        self.neighbours_, self.weights_ = _top_k_neighbours(self.sim, min(k, ratings.n_users - 1))
+
+        # 2. the rating reports, debiased
+        epsilon_r = (1.0 - share) * epsilon
+        rng = derive_generator(entropy, "ratings")
+        if release == "laplace":
+            (x_hat, n_hat), (sd_x, sd_n), release_entry = _laplace_reports(
+                ratings, (low, high), epsilon_r, rng)
+        else:
+            (x_hat, n_hat), (sd_x, sd_n), release_entry = _krr_reports(
+                ratings, (low, high), epsilon_r, rng)
+        n_users = ratings.n_users
+        # a bound on the noise of one residual report ê (|μ + b_i − c| ≤ 3B)
+        self._residual_sd = half * (sd_x + 3.0 * sd_n) / tolerance
+
+        # 3. the server's aggregates
+        sums, counts = x_hat.sum(axis=0), n_hat.sum(axis=0)
+        self.mu_ = float(np.clip(centre + half * sums.sum() / max(counts.sum(), 1.0), low, high))
+        if beta is None:
+            beta = math.sqrt(n_users) * self._residual_sd
+        denominator = np.maximum(counts, 0.0) + beta
+        effects = np.divide(half * sums - counts * (self.mu_ - centre), denominator,
+                            out=np.zeros(ratings.n_items), where=denominator > 0)
+        self.item_effects_ = np.clip(effects, low - high, high - low)
+        self._residual_reports = half * x_hat - n_hat * (self.mu_ + self.item_effects_ - centre)
+        self._count_reports = n_hat
+        self._gamma = gamma
+
+        # 4. each user's own effect (their raw ratings, used in their own predictions only)
+        matrix = ratings.matrix
+        users = np.repeat(np.arange(n_users), np.diff(matrix.indptr))
+        residuals = matrix.data - self.mu_ - self.item_effects_[matrix.indices]
+        self.user_effects_ = (np.bincount(users, residuals, n_users)
+                              / (np.diff(matrix.indptr) + lam))
+
+        self._accountant = self._ledger(trainset, backend.release_.entry, release_entry, release)
+        if self.verbose:
+            print(f"LocalKNN: {n_users} users released a {options['name']} sketch and their "
+                  f"ratings ({release}), ε = {epsilon:g} per rating")
+        return self
+
+    def _ledger(self, trainset, sketch: LedgerEntry, ratings: LedgerEntry,
+                release: str) -> PrivacyAccountant:
+        accountant = PrivacyAccountant([trainset.to_raw_uid(u) for u in range(trainset.n_users)],
+                                       model=f"LocalKNN(rating_release={release!r})")
+        if sketch.unit is Unit.SET_ITEM:   # a rating added or removed is an item of the set
+            sketch = replace(sketch, unit=Unit.RATING, note=sketch.note + "; a rating added "
+                             "or removed is one item of the rated set")
+        indices = [accountant.register(sketch), accountant.register(ratings)]
+        accountant.release_once(indices, ("predictions", "details", "neighbour lists",
+                                          "similarities", "recommendations"),
+                                "local model: each user's two releases, made on their device; "
+                                "every answer is post-processing of them, and a prediction for "
+                                "u also uses u's own ratings, shown to u alone")
+        return accountant
+
+    # ------------------------------------------------------------- answers
+    def privacy_report(self) -> PrivacyAccountant:
+        """The fitted model's privacy accountant."""
+        self._check_fitted()
+        return self._accountant
+
+    def default_prediction(self) -> float:
+        """The released global mean (Surprise's default reads the raw data's)."""
+        self._check_fitted()
+        return self.mu_
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "_accountant"):
+            raise AttributeError("this LocalKNN is not fitted yet: call fit first")
+
+    def estimate(self, u, i):
+        if not (self.trainset.knows_user(u) or self.trainset.knows_item(i)):
+            raise PredictionImpossible("User and item are unknown.")
+        est, details = self._estimates(np.array([u if self.trainset.knows_user(u) else -1]),
+                                       np.array([i if self.trainset.knows_item(i) else -1]))
+        return float(est[0]), details[0]
+
+    def test(self, testset, verbose: bool = False):
+        """Surprise's ``test``, all pairs at once (the same numbers as ``predict``)."""
+        uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
+        est, details = self._estimates(users, items)
+        return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
+
+    def _estimates(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
+        """Estimates and ``details`` for inner ids (``-1`` unknown)."""
+        known_user, known_item = users >= 0, items >= 0
+        u, i = np.maximum(users, 0), np.maximum(items, 0)
+        est = (self.mu_ + np.where(known_user, self.user_effects_[u], 0.0)
+               + np.where(known_item, self.item_effects_[i], 0.0))
+        both = known_user & known_item
+        shift = self._deviations(u[both], i[both])
+        est[both] += shift
+        lost = ~(known_user | known_item)
+        est[lost] = self.mu_
+        details = [{"was_impossible": True, "reason": "User and item are unknown."} if gone
+                   else {"was_impossible": False} for gone in lost.tolist()]
+        return est, details
+
+    def _deviations(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """``d_ui`` for known pairs: the weighted debiased residual reports of ``u``'s
+        neighbours on ``i``, stabilised by ``γ``."""
+        if not len(users):
+            return np.zeros(0)
+        neighbours, weights = self.neighbours_[users], self.weights_[users]
+        safe = np.maximum(neighbours, 0)
+        numerator = (weights * self._residual_reports[safe, items[:, None]]).sum(axis=1)
+        count = (weights * self._count_reports[safe, items[:, None]]).sum(axis=1)
+        gamma = self._gamma
+        if gamma is None:
+            gamma = np.sqrt((weights**2).sum(axis=1)) * self._residual_sd
+        denominator = np.maximum(count, 0.0) + gamma
+        return np.divide(numerator, denominator, out=np.zeros(len(users)),
+                         where=denominator > 0)
+
+
+def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's ``k`` most similar other rows (ties by index) and ``max(s, 0)`` weights."""
+    n = len(sim)
+    if k < 1:
+        return np.full((n, 0), -1), np.zeros((n, 0))
+    scores = sim.copy()
+    np.fill_diagonal(scores, -np.inf)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    weights = np.maximum(np.take_along_axis(scores, order, axis=1), 0.0)
+    return order, weights
+
+
+def _laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
+                     rng) -> tuple[tuple[np.ndarray, np.ndarray], float, LedgerEntry]:
+    """Every user's ``(x, n)`` over all items plus lattice Laplace noise of scale ``2/ε``;
+    returns the reports, the standard deviations of their noise, and the entry."""
+    low, high = scale_range
+    centre, half = (low + high) / 2.0, (high - low) / 2.0
+    matrix = ratings.matrix
+    values = matrix.copy()
+    values.data = (np.clip(matrix.data, low, high) - centre) / half
+    pattern = matrix.copy()
+    pattern.data = np.ones_like(pattern.data)
+    scale = laplace_scale(epsilon, 2.0, max_changed=2)
+    noisy = laplace(np.stack([values.toarray(), pattern.toarray()]), scale, rng)
+    entry = LedgerEntry("ratings", "laplace (lattice)", laplace_epsilon(scale, 2.0, max_changed=2),
+                        0.0, Unit.RATING, Status.HOLDS, "user",
+                        "every item's (centred rating / B, rated) pair, l1 sensitivity 2 per "
+                        "rating added or removed; item catalogue public")
+    return (noisy[0], noisy[1]), (math.sqrt(2.0) * scale,) * 2, entry
+
+
+def _krr_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
+                 rng) -> tuple[tuple[np.ndarray, np.ndarray], float, LedgerEntry]:
+    """Every user's symbol per item (``0`` unrated, ``1..L`` the integer grid of the
+    scale) through k-ary randomised response, debiased; returns the reports, bounds on
+    the standard deviations of their noise, and the entry."""
+    low, high = scale_range
+    centre, half = (low + high) / 2.0, (high - low) / 2.0
+    grid = np.arange(math.ceil(low), math.floor(high) + 1, dtype=np.float64)
+    if len(grid) < 1:
+        raise ValueError(f"krr needs an integer in the rating scale {scale_range}")
+    n_symbols = len(grid) + 1
+    matrix = ratings.matrix
+    codes = matrix.copy()
+    codes.data = 1.0 + np.abs(np.clip(matrix.data, low, high)[:, None] - grid).argmin(axis=1)
+    reported = randomized_response(codes.toarray().astype(np.int64), n_symbols, epsilon, rng)
+    p = randomized_response_keep_probability(n_symbols, epsilon)
+    q = (1.0 - p) / (n_symbols - 1)
+    levels = np.concatenate([[0.0], (grid - centre) / half])   # x of each symbol, ⊥ ↦ 0
+    x_hat = (levels[reported] - q * levels.sum()) / (p - q)
+    n_hat = ((reported != 0) - q * (n_symbols - 1)) / (p - q)
+    # p rounds to 1 for ε ≳ 37: the reports are then the symbols themselves (ε = ∞)
+    spent = randomized_response_epsilon(n_symbols, p) if p < 1.0 else math.inf
+    entry = LedgerEntry("ratings", "k-ary randomised response", spent, 0.0, Unit.RATING,
+                        Status.HOLDS, "user",
+                        f"every item's symbol (unrated or one of {len(grid)} levels); a rating "
+                        "added or removed changes one symbol; item catalogue public")
+    return (x_hat, n_hat), (1.0 / (p - q), 0.5 / (p - q)), entry
