@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,11 +40,13 @@ from ._validation import (
     check_real,
 )
 from .baselines import als_baselines
-from .ledger import PrivacyAccountant
+from .ledger import LedgerEntry, PrivacyAccountant, Status
 from .selectors import SELECTORS, Selector, TopK
 from .similarity import (
     EXACT_SIMILARITIES,
+    SKETCH_BACKENDS,
     SketchRelease,
+    change_bound,
     check_sim_options,
     similarity_matrix,
 )
@@ -129,6 +131,8 @@ _ITEM_CANDIDATES = ("in the item neighbourhood the candidates are the raters of 
 _EXACT_NEIGHBOURS = "chosen from similarities computed on the raw data, without noise"
 _INNER_IDS = ("the neighbour sets are post-processing of the sketches, but neighbours() "
               "returns inner ids, which follow the order of the data")
+_NOT_PAIRWISE = ("pearson_baseline's baselines are fitted on every rating: one rating moves "
+                 "every similarity, not one score per query")
 _RAW_RATINGS = ("they average the chosen neighbours' raw ratings (and use means or baselines "
                 "of raw ratings)")
 _ITEM_BASED = ("item-based: the neighbours are items, whose similarities aggregate all their "
@@ -425,8 +429,7 @@ class PrivateKNN(AlgoBase):
             accountant.out_of_scope(release.entry.unit, ~release.released,
                                     "released no sketch: a set smaller than τ, or empty")
         self._selector_entries = [] if not self.sim_options["user_based"] else [
-            (accountant.register(entry), entry.applies_to)
-            for entry in self._selector.privacy(self.k, self.sensitivity_)]
+            (accountant.register(entry), entry.applies_to) for entry in self._selector_privacy()]
         selector = [index for index, _ in self._selector_entries]
         if not self.sim_options["user_based"]:
             accountant.declare_output("neighbour lists", gap=_ITEM_BASED)
@@ -445,6 +448,26 @@ class PrivateKNN(AlgoBase):
             accountant.notes.append(_SEEDED)
         accountant.notes.append(_OWN_QUERIES)
         return accountant
+
+    def _selector_privacy(self) -> list[LedgerEntry]:
+        """The selector's entries, with what a guarantee assumes of the model checked: a
+        score range at least the similarity's, a similarity of each pair's own ratings
+        and candidates fixed in advance (else the entry is void)."""
+        entries = self._selector.privacy(self.k, self.sensitivity_)
+        score_range = getattr(self._selector, "score_range", None)
+        name = self.sim_options["name"]
+        if score_range is not None:
+            needed = (SKETCH_BACKENDS[name].score_range if name in SKETCH_BACKENDS
+                      else change_bound(name, np.array(self.trainset.rating_scale, float)))
+            if score_range < needed:
+                raise ValueError(f"the selector's score_range {score_range:g} is below the "
+                                 f"range width {needed:g} of the similarity {name!r}")
+        reason = (_NOT_PAIRWISE if name == "pearson_baseline"
+                  else _ITEM_CANDIDATES if self.neighbourhood == "item" else None)
+        if reason is None:
+            return entries
+        return [replace(e, status=Status.VOID, note=reason) if e.status is Status.HOLDS else e
+                for e in entries]
 
     def neighbours(self, users=None, items=None) -> np.ndarray:
         """The neighbours' ids of :meth:`kneighbors`."""

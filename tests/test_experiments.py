@@ -82,8 +82,7 @@ def test_end_to_end_quick_compares_every_model(tmp_path):
     written = pd.read_csv(tmp_path / "end_to_end.csv")
     assert len(written) == len(table)
     means = end_to_end.summary(written)
-    assert set(means["model"]) == set(end_to_end.REFERENCES + end_to_end.PRIVATE
-                                      + end_to_end.PUBLISHED)
+    assert set(means["model"]) == set(end_to_end.ALL)
     assert means["rmse"].notna().all() and (means["rmse"] > 0).all()
     private = means[means["model"] == "DPBaseline (rating)"].set_index("epsilon")["rmse"]
     assert private[10.0] <= private[1.0] + 0.02         # more budget, no worse (2 folds)

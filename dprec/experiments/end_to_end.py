@@ -1,10 +1,12 @@
 """End-to-end DP configurations against ε, next to Surprise's and the published selectors.
 
 Every model is cross-validated on the same folds: the global mean, Surprise's
-``BaselineOnly``, ``KNNBasic`` and ``KNNBaseline`` (no privacy), dprec's
+``BaselineOnly``, ``KNNBasic`` and ``KNNBaseline`` (no privacy; the last two
+computed by dprec's top-k, whose predictions equal Surprise's to 1e-9), dprec's
 ``DPBaseline`` (per user and per rating), ``DPItemKNN`` (per user) and
 ``LocalKNN`` (local model, per rating, with each rating release), whose
-guarantees hold for everything they release, and PNCF and PPNS *as
+guarantees hold for everything they release, PNCF's selection *corrected*
+(its neighbour lists hold, its predictions are unprotected), and PNCF and PPNS *as
 published* (item neighbourhood, cosine, k = 40: their ε covers the neighbour
 selection only, not the predictions).  RMSE, MAE, precision@10 and NDCG@10 per
 configuration; ``--scaling`` repeats the private models at ε = 1 on synthetic
@@ -26,21 +28,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from surprise import BaselineOnly, KNNBaseline, KNNBasic
+from surprise import BaselineOnly
 
 from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..evaluation import grid_table
-from ..knn import PrivateKNN
+from ..knn import PrivateKNN, PrivateKNNBaseline
 from ..local_knn import LocalKNN
+from ..selectors import CorrectedPNCF
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline")
 PRIVATE = ("DPBaseline (user)", "DPBaseline (rating)", "DPItemKNN (user)",
            "LocalKNN (krr, rating)", "LocalKNN (laplace, rating)")
 PUBLISHED = ("PNCF (as published)", "PPNS (as published)")
+#: PNCF's selection corrected to hold (neighbour lists only: predictions use raw ratings)
+CORRECTED = ("PNCF corrected (user neighbourhood)",)
 #: the end-to-end kNN models the attack runs on, and its non-private reference
 ATTACKED = ("DPItemKNN (user)", "LocalKNN (krr, rating)")
 ATTACK_REFERENCE = "KNNBasic (top-k, no privacy)"
@@ -54,10 +59,10 @@ def make_algo(model: str, epsilon: float | None = None, seed: int = 0):
         return BaselineOnly(bsl_options={"method": "als", "n_epochs": 0}, verbose=False)
     if model == "BaselineOnly":
         return BaselineOnly(verbose=False)
-    if model == "KNNBasic":
-        return KNNBasic(verbose=False)
+    if model == "KNNBasic":      # dprec's top-k: Surprise's predictions, tested to 1e-9
+        return PrivateKNN(k=40, verbose=False)
     if model == "KNNBaseline":
-        return KNNBaseline(verbose=False)
+        return PrivateKNNBaseline(k=40, verbose=False)
     if model.startswith("DPBaseline"):
         unit = "user" if "user" in model else "rating"
         return DPBaseline(epsilon=epsilon, unit=unit, random_state=seed)
@@ -66,19 +71,26 @@ def make_algo(model: str, epsilon: float | None = None, seed: int = 0):
     if model.startswith("LocalKNN"):
         release = "krr" if "krr" in model else "laplace"
         return LocalKNN(epsilon=epsilon, rating_release=release, random_state=seed)
+    if model in CORRECTED:   # candidates fixed in advance; cosine on 1..5 has range width 1
+        return PrivateKNN(k=40, sim_options={"name": "cosine"},
+                          selector=CorrectedPNCF(epsilon, score_range=1.0), neighbourhood="user",
+                          prediction="baseline", random_state=seed, verbose=False)
     selector = model.split()[0].lower()
     return PrivateKNN(k=40, sim_options={"name": "cosine"}, selector=selector, epsilon=epsilon,
                       random_state=seed, verbose=False)
 
 
-def configurations(epsilons=EPSILONS, models=REFERENCES + PRIVATE + PUBLISHED) -> list[dict]:
+ALL = REFERENCES + PRIVATE + PUBLISHED + CORRECTED
+
+
+def configurations(epsilons=EPSILONS, models=ALL) -> list[dict]:
     """Every model, the private ones at every ε."""
     return [{"model": m, "epsilon": None} if m in REFERENCES else {"model": m, "epsilon": e}
             for m in models for e in ((None,) if m in REFERENCES else epsilons)]
 
 
 def run(data=None, epsilons=EPSILONS, n_folds: int = 5, seed: int = 0, n_jobs: int = 1,
-        progress: bool = True, models=REFERENCES + PRIVATE + PUBLISHED) -> pd.DataFrame:
+        progress: bool = True, models=ALL) -> pd.DataFrame:
     """The sweep: one row per configuration and fold."""
     label = "given"
     if data is None:
@@ -161,6 +173,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--n-jobs", type=int, default=1)
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    parser.add_argument("--shape", choices=("ml-100k", "ml-1m"), default="ml-100k",
+                        help="MovieLens 100k (synthetic of its shape when absent), or "
+                             "synthetic data of MovieLens 1M's shape")
     parser.add_argument("--scaling", action="store_true",
                         help="also the private models at ε = 1 on growing synthetic data")
     parser.add_argument("--attack", action="store_true",
@@ -175,6 +190,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         data = synthetic(300, 400, 12_000, random_state=args.seed)
         table = run(data, epsilons=(1.0, 10.0), n_folds=2, seed=args.seed, n_jobs=args.n_jobs,
                     progress=False)
+    elif args.shape == "ml-1m":
+        table = run(synthetic(*SHAPES[1], random_state=args.seed), epsilons=args.epsilons,
+                    n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs)
+        table["dataset"] = "synthetic, MovieLens-1M shape"
     else:
         table = run(epsilons=args.epsilons, n_folds=args.folds, seed=args.seed,
                     n_jobs=args.n_jobs)

@@ -1,18 +1,19 @@
-"""Pluggable neighbour selectors (top-k, probabilistic, PNCF, PPNS).
+"""Pluggable neighbour selectors (top-k, probabilistic, PNCF and its corrected variant, PPNS).
 
 Each selector is a small class with one job: choose neighbours from a
 similarity-sorted candidate list, for many queries at once.
 """
 
 from .base import Selection, Selector
+from .exponential import CorrectedPNCF
 from .pncf import PNCF
 from .ppns import PPNS, ppns_schedule
 from .probabilistic import Probabilistic
 from .topk import TopK
 
 SELECTORS: dict[str, type[Selector]] = {
-    cls.name: cls for cls in (TopK, Probabilistic, PNCF, PPNS)
+    cls.name: cls for cls in (TopK, Probabilistic, PNCF, CorrectedPNCF, PPNS)
 }
 
-__all__ = ["PNCF", "PPNS", "SELECTORS", "Probabilistic", "Selection", "Selector", "TopK",
-           "ppns_schedule"]
+__all__ = ["PNCF", "PPNS", "SELECTORS", "CorrectedPNCF", "Probabilistic", "Selection",
+           "Selector", "TopK", "ppns_schedule"]

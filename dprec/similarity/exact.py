@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._linalg import gram
 from .._threads import map_blocks
 
 #: the similarities that are functions of the co-rated sums alone (updatable incrementally)
@@ -48,13 +49,14 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs,
     as float64 (the last ``None`` when ``with_sums`` is False).
 
-    Dense BLAS products (``X @ X.T`` runs as a symmetric rank-k update, half
-    the work of a general product).  When every rating is an integer and no
-    sum can exceed 2^24 they run in float32, where every partial sum of
-    integers is exact whatever the summation order: the same numbers as
-    float64 sums, about twice as fast.  The counts ``|I_uv|`` always do (exact
-    for fewer than 2^24 columns).  ``values``, if given, replaces the stored
-    ratings (one per stored entry, e.g. baseline residuals) on the same pattern.
+    Dense BLAS products (``X Xᵀ`` runs as a symmetric rank-k update, half
+    the work of a general product, up to :data:`dprec._linalg.SYRK_ROWS`
+    rows).  When every rating is an integer and no sum can exceed 2^24 they
+    run in float32, where every partial sum of integers is exact whatever the
+    summation order: the same numbers as float64 sums, about twice as fast.
+    The counts ``|I_uv|`` always do (exact for fewer than 2^24 columns).
+    ``values``, if given, replaces the stored ratings (one per stored entry,
+    e.g. baseline residuals) on the same pattern.
     """
     return tuple(None if m is None else m.astype(np.float64)
                  for m in _exact_sums(ratings, with_sums, values))
@@ -75,9 +77,9 @@ def _exact_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     # B is the pattern of the stored entries: a rating of 0 is a rating (Surprise counts it)
     counts_dtype = np.float32 if ratings.shape[1] < 2**24 else np.float64
     B = dense(np.ones_like(data), counts_dtype)
-    freq = B @ B.T
+    freq = gram(B)
     R, B = dense(data), B.astype(dtype, copy=False)
-    prods = R @ R.T
+    prods = gram(R)
     sq_i = dense(data**2) @ B.T
     s_i = R @ B.T if with_sums else None
     return freq, sq_i, prods, s_i

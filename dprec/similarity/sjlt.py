@@ -60,6 +60,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from .._linalg import gram
 from .._rng import RandomStateLike, keyed_bits, keyed_uniform
 from .._validation import (
     check_choice,
@@ -307,7 +308,7 @@ class _PrivateProjection(SketchBackend):
         floor = self.norm_floor(S)
         norms_s = np.sqrt(np.maximum(self.squared_norms(S), floor))
         norms_t = norms_s if other is None else np.sqrt(np.maximum(self.squared_norms(T), floor))
-        sims = S.values @ T.values.T
+        sims = gram(S.values, T.values)
         sims /= norms_s[:, None]
         sims /= norms_t[None, :]
         return finish_estimate(sims, S.valid, T.valid, other is None, -1.0, 1.0, clip)

@@ -58,6 +58,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from .._linalg import gram
 from .._rng import RandomStateLike, check_seed, derive_seed, fit_entropy, validate_random_state
 from ..ledger import LedgerEntry
 
@@ -441,11 +442,11 @@ def squared_distances(A: np.ndarray, C: np.ndarray | None = None) -> np.ndarray:
     """
     sq_a = np.einsum("ij,ij->i", A, A)
     if C is None:
-        gram, sq_c = A @ A.T, sq_a
+        products, sq_c = gram(A), sq_a
     else:
-        gram, sq_c = A @ C.T, np.einsum("ij,ij->i", C, C)
+        products, sq_c = gram(A, C), np.einsum("ij,ij->i", C, C)
     out = sq_a[:, None] + sq_c[None, :]
-    out -= 2.0 * gram
+    out -= 2.0 * products
     if C is None:
         np.fill_diagonal(out, 0.0)
     return out

@@ -1,0 +1,129 @@
+"""The corrected PNCF selection: its distribution (Plackett–Luce), exact privacy, the
+model's ledger, and an audit of neighbour lists against the as-published PNCF."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from surprise import Dataset, Reader
+
+from dprec import PrivateKNN, datasets
+from dprec._rng import QueryNoise
+from dprec.audit import audit_model, with_rating
+from dprec.ledger import Status, Unit
+from dprec.selectors import CorrectedPNCF
+
+
+def plackett_luce(scores: np.ndarray, coefficient: float, k: int) -> dict[tuple, float]:
+    """Exact probability of every ordered draw of ``k`` of the scores without replacement."""
+    weights = np.exp(coefficient * np.asarray(scores))
+    out = {}
+    for order in itertools.permutations(range(len(scores)), k):
+        p, left = 1.0, weights.sum()
+        for j in order:
+            p *= weights[j] / left
+            left -= weights[j]
+        out[order] = p
+    return out
+
+
+def sets(ordered: dict[tuple, float]) -> dict[frozenset, float]:
+    out: dict[frozenset, float] = {}
+    for order, p in ordered.items():
+        out[frozenset(order)] = out.get(frozenset(order), 0.0) + p
+    return out
+
+
+def test_draws_follow_the_plackett_luce_distribution():
+    scores, k, eps = np.array([0.9, 0.5, 0.2, -0.3]), 2, 6.0
+    selector = CorrectedPNCF(epsilon=eps, score_range=2.0)
+    n = 40_000
+    sims = np.tile(scores, (n, 1))
+    positions = selector.select(sims, np.full(n, 4), k, QueryNoise(3, (np.arange(n),))).positions
+    expected = plackett_luce(scores, selector.coefficient(k), k)
+    keys = list(expected)
+    index = {key: j for j, key in enumerate(keys)}
+    counts = np.bincount([index[tuple(row)] for row in positions.tolist()], minlength=len(keys))
+    probabilities = np.array([expected[key] for key in keys])
+    assert stats.chisquare(counts, probabilities * n).pvalue > 1e-3
+    # power: the draws are not uniform over the orders
+    assert stats.chisquare(counts).pvalue < 1e-6
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_exact_enumeration_meets_the_claim(k):
+    # one candidate's score moves by the whole range Δ: every neighbour set's probability
+    # changes by at most e^ε, and the bound is nearly attained
+    eps, delta_range = 1.0, 2.0
+    selector = CorrectedPNCF(epsilon=eps, score_range=delta_range)
+    claimed = selector.privacy(k)[0].epsilon
+    assert claimed == pytest.approx(eps)
+    worst = 0.0
+    for scores in (np.array([1.0, 0.2, -0.4, -1.0, 0.6]), np.array([-1.0, -1.0, 1.0, 0.0, 0.5])):
+        for j in range(len(scores)):
+            for moved in (-1.0, 1.0):
+                changed = scores.copy()
+                changed[j] = moved
+                if abs(changed[j] - scores[j]) > delta_range:
+                    continue
+                a = sets(plackett_luce(scores, selector.coefficient(k), k))
+                b = sets(plackett_luce(changed, selector.coefficient(k), k))
+                worst = max(worst, max(abs(math.log(a[s] / b[s])) for s in a))
+    assert worst <= claimed + 1e-12
+    assert worst > (0.3 if k == 1 else 0.05) * claimed   # composition is loose for k > 1
+
+
+def test_the_ledger_holds_only_where_the_argument_does():
+    trainset = datasets.synthetic(40, 25, 500, random_state=4).build_full_trainset()
+    queries = trainset.build_testset()[:60]
+
+    def entry(**kwargs):
+        algo = PrivateKNN(k=4, selector="pncf_corrected", epsilon=0.5, verbose=False,
+                          **kwargs).fit(trainset)
+        algo.test(queries)
+        return algo.privacy_report().entries[0]
+
+    holds = entry(neighbourhood="user")
+    assert holds.status is Status.HOLDS and holds.unit is Unit.RATING
+    assert holds.epsilon == pytest.approx(0.5)
+    assert entry(neighbourhood="item").status is Status.VOID
+    assert entry(neighbourhood="user", sim_options={"name": "pearson_baseline"}).status \
+        is Status.VOID
+    with pytest.raises(ValueError, match="score_range"):
+        PrivateKNN(k=4, selector=CorrectedPNCF(score_range=0.5), neighbourhood="user",
+                   sim_options={"name": "pearson"}, verbose=False).fit(trainset)
+
+
+def test_audit_of_a_neighbour_list_stays_below_the_claim_where_pncf_breaks_it():
+    # the target's neighbour list, with and without the one rating that makes candidate
+    # "v" similar to them (msd 1 with it, 0 without); the others are at msd 0.2
+    rows = [("target", f"i{i}", 3.0) for i in range(5)]
+    rows += [("v", "i0", 3.0)] + [("v", f"i{i}", 4.0) for i in range(5, 10)]
+    rows += [(f"o{o}", f"i{i}", 5.0 if (o + i) % 2 else 1.0) for o in range(5)
+             for i in range(1, 10)]
+    data = Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+    a = data.build_full_trainset()
+    b = with_rating(data, "v", "i0", None).build_full_trainset()
+    epsilon = 8.0
+
+    def chosen(model):
+        inner = model.trainset.to_inner_uid
+        return inner("v") in model.neighbours(np.array([inner("target")]))[0]
+
+    def bound(selector):
+        return audit_model(lambda seed: PrivateKNN(k=1, selector=selector, epsilon=epsilon,
+                                                   neighbourhood="user", random_state=seed,
+                                                   verbose=False),
+                           a, b, chosen, [lambda x: np.asarray(x), lambda x: ~np.asarray(x)],
+                           n_runs=1000, random_state=0)
+
+    corrected = bound("pncf_corrected")
+    assert not corrected.violates(epsilon), corrected
+    assert corrected.epsilon > 0.5, corrected                   # the audit sees v
+    published = bound("pncf")          # claims ε/2 for its selection; certain events
+    assert published.violates(epsilon / 2), published
