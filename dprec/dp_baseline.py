@@ -124,8 +124,6 @@ class DPBaseline(AlgoBase):
         low, high = trainset.rating_scale
         centre, half_range = (low + high) / 2.0, (high - low) / 2.0
         true_global, true_items = effect_sums(ratings.matrix, unit, (low, high))
-        users = np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))
-        items = ratings.matrix.indices
         n_items = ratings.n_items
 
         # 1. global effect
@@ -143,15 +141,11 @@ class DPBaseline(AlgoBase):
         noisy_sums, noisy_counts = half_range * noisy[:n_items], noisy[n_items:]
         if beta is None:
             beta = 10.0 * scale_items   # ten noise scales: a public function of ε alone
-        denominator = np.maximum(noisy_counts, 0.0) + beta
-        effects = np.divide(noisy_sums - noisy_counts * (self.mu_ - centre), denominator,
-                            out=np.zeros(n_items), where=denominator > 0)
-        self.item_effects_ = np.clip(effects, low - high, high - low)
+        self.item_effects_ = stabilised_effects(noisy_sums, noisy_counts, self.mu_ - centre,
+                                                beta, high - low)
 
         # 3. user effects, from each user's own ratings
-        residuals = ratings.matrix.data - self.mu_ - self.item_effects_[items]
-        counts = np.diff(ratings.matrix.indptr)
-        self.user_effects_ = np.bincount(users, residuals, ratings.n_users) / (counts + lam)
+        self.user_effects_ = own_effects(ratings.matrix, self.mu_ + self.item_effects_, lam)
 
         self._accountant = self._ledger(trainset, unit, {"global effect": (scale_global, 2),
                                                          "item effects": (scale_items, changed)})
@@ -222,3 +216,22 @@ def effect_sums(matrix, unit: str, rating_scale: tuple[float, float]) -> tuple[n
     return (np.array([np.dot(weights, centred), weights.sum()]),
             np.concatenate([np.bincount(matrix.indices, weights * centred, n_items),
                             np.bincount(matrix.indices, weights, n_items)]))
+
+
+def stabilised_effects(sums: np.ndarray, counts: np.ndarray, offset: float, beta: float,
+                       bound: float) -> np.ndarray:
+    """Item effects ``(S_i − N_i · offset) / (max(N_i, 0) + β)`` from noisy sums and counts
+    (0 where the denominator is 0), clipped to ``[−bound, bound]``: post-processing."""
+    denominator = np.maximum(counts, 0.0) + beta
+    effects = np.divide(sums - counts * offset, denominator, out=np.zeros(len(sums)),
+                        where=denominator > 0)
+    return np.clip(effects, -bound, bound)
+
+
+def own_effects(matrix, base: np.ndarray, shrinkage: float) -> np.ndarray:
+    """Each user's ``b_u = Σ_i (r_ui − base_i) / (|I_u| + λ)`` from their own ratings
+    (the rows of ``matrix``; ``base`` per item, e.g. ``μ + b_i``)."""
+    counts = np.diff(matrix.indptr)
+    users = np.repeat(np.arange(matrix.shape[0]), counts)
+    residuals = matrix.data - base[matrix.indices]
+    return np.bincount(users, residuals, matrix.shape[0]) / (counts + shrinkage)

@@ -68,6 +68,7 @@ from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
 from ._surprise import inner_ids, predictions
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
+from .dp_baseline import own_effects, stabilised_effects
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     laplace,
@@ -204,20 +205,14 @@ class LocalKNN(AlgoBase):
         self.mu_ = float(np.clip(centre + half * sums.sum() / max(counts.sum(), 1.0), low, high))
         if beta is None:
             beta = math.sqrt(n_users) * self._residual_sd
-        denominator = np.maximum(counts, 0.0) + beta
-        effects = np.divide(half * sums - counts * (self.mu_ - centre), denominator,
-                            out=np.zeros(ratings.n_items), where=denominator > 0)
-        self.item_effects_ = np.clip(effects, low - high, high - low)
+        self.item_effects_ = stabilised_effects(half * sums, counts, self.mu_ - centre, beta,
+                                                high - low)
         self._residual_reports = half * x_hat - n_hat * (self.mu_ + self.item_effects_ - centre)
         self._count_reports = n_hat
         self._gamma = gamma
 
         # 4. each user's own effect (their raw ratings, used in their own predictions only)
-        matrix = ratings.matrix
-        users = np.repeat(np.arange(n_users), np.diff(matrix.indptr))
-        residuals = matrix.data - self.mu_ - self.item_effects_[matrix.indices]
-        self.user_effects_ = (np.bincount(users, residuals, n_users)
-                              / (np.diff(matrix.indptr) + lam))
+        self.user_effects_ = own_effects(ratings.matrix, self.mu_ + self.item_effects_, lam)
 
         self._accountant = self._ledger(trainset, backend.release_.entry, release_entry, release)
         if self.verbose:
