@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
+from ._order import stable_descending_order
 from ._ratings import RatingArrays
 from ._rng import (
     QueryNoise,
@@ -532,7 +533,7 @@ class PrivateKNN(AlgoBase):
         if isinstance(self._selector, TopK):
             sims = self.sim[iid].copy()
             sims[iid] = -np.inf
-            order, _ = _stable_descending_order(sims[None, :], min(k, n - 1))
+            order, _ = stable_descending_order(sims[None, :], min(k, n - 1))
             return order[0, :min(k, n - 1)].tolist()
         if k != self.k:
             raise ValueError(f"k must be the model's k={self.k} with the {self._selector.name} "
@@ -895,7 +896,7 @@ class PrivateKNN(AlgoBase):
         """
         k = self.k
         prefix = self._selector.sorted_prefix(k)
-        order, sorted_sims = _stable_descending_order(sims, prefix,
+        order, sorted_sims = stable_descending_order(sims, prefix,
                                                       keep_tail=self._selector.reads_tail)
         sensitivity = (self.sensitivity_[querying_users]
                        if self.sensitivity_ is not None else None)
@@ -1025,42 +1026,6 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     out = np.ones_like(numerator, dtype=np.float64)
     np.divide(numerator, denominator, out=out, where=denominator > 0)
     return out
-
-
-def _stable_descending_order(values: np.ndarray, prefix: int | None,
-                             keep_tail: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Columns of each row in descending order of ``values``, ties in column order.
-
-    This is the order of ``heapq.nlargest`` (what Surprise's KNNBasic uses).
-    With ``prefix`` set, only the first ``prefix`` columns of that order are
-    sorted, found by a partition in linear time instead of a full sort; with
-    ``keep_tail`` every column then follows in column order, those of the
-    prefix masked (``-inf``), else the rest is left out.
-
-    Returns ``(order, sorted_values)``: the columns and their values.
-    """
-    n_rows, n_cols = values.shape
-    if prefix is None or prefix >= n_cols:
-        order = np.argsort(-values, axis=1, kind="stable")
-        return order, np.take_along_axis(values, order, axis=1)
-    threshold = np.partition(values, n_cols - prefix, axis=1)[:, n_cols - prefix, None]
-    taken = values >= threshold
-    spill = np.flatnonzero(taken.sum(axis=1) > prefix)  # ties at the threshold: first come
-    if len(spill):
-        row_values, row_threshold = values[spill], threshold[spill]
-        ties = row_values == row_threshold
-        room = prefix - (row_values > row_threshold).sum(axis=1, keepdims=True)
-        taken[spill] = (row_values > row_threshold) | (ties & (np.cumsum(ties, axis=1) <= room))
-    columns = (np.flatnonzero(taken) % n_cols).reshape(n_rows, prefix)
-    head_values = np.take_along_axis(values, columns, axis=1)
-    inner = np.argsort(-head_values, axis=1, kind="stable")
-    head = np.take_along_axis(columns, inner, axis=1)
-    head_values = np.take_along_axis(head_values, inner, axis=1)
-    if not keep_tail:
-        return head, head_values
-    # the tail: every column in column order, those already in the head masked out
-    order = np.concatenate([head, np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))], axis=1)
-    return order, np.concatenate([head_values, np.where(taken, -np.inf, values)], axis=1)
 
 
 def _ranks(sims: np.ndarray, columns: np.ndarray, values: np.ndarray, positions: np.ndarray,

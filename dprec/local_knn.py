@@ -64,6 +64,7 @@ from dataclasses import replace
 import numpy as np
 from surprise import AlgoBase, PredictionImpossible
 
+from ._order import stable_descending_order
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
 from ._surprise import inner_ids, predictions
@@ -296,15 +297,25 @@ class LocalKNN(AlgoBase):
 
 
 def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's ``k`` most similar other rows (ties by index) and ``max(s, 0)`` weights."""
+    """Each row's ``k`` most similar other rows (ties by index) and ``max(s, 0)`` weights,
+    by blocks of rows (a partition per row, memory of one block)."""
     n = len(sim)
+    order = np.full((n, max(k, 0)), -1)
+    weights = np.zeros((n, max(k, 0)))
     if k < 1:
-        return np.full((n, 0), -1), np.zeros((n, 0))
-    scores = sim.copy()
-    np.fill_diagonal(scores, -np.inf)
-    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-    weights = np.maximum(np.take_along_axis(scores, order, axis=1), 0.0)
+        return order, weights
+    step = max(1, _BLOCK_CELLS // max(n, 1))
+    for start in range(0, n, step):
+        rows = np.arange(start, min(start + step, n))
+        scores = sim[rows].copy()
+        scores[np.arange(len(rows)), rows] = -np.inf       # not one's own neighbour
+        order[rows], best = stable_descending_order(scores, k)
+        weights[rows] = np.maximum(best, 0.0)
     return order, weights
+
+
+#: cells of one block of rows in the neighbour search
+_BLOCK_CELLS = 1 << 22
 
 
 def _laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
