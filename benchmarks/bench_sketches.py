@@ -27,11 +27,11 @@ def backends(width: int, s: int):
     return [
         MinHash(width, 2, random_state=0),
         MinHash(width, 4, random_state=0),
-        RRMinHash(width, 2, 4.0, 1e-4, random_state=0),
-        RRMinHash(width, 4, 4.0, 1e-4, random_state=0),
-        NoisyMinHash(width, 4, 4.0, 1e-4, random_state=0),
-        PrivateSJLT(width, s, 4.0, 5.0, random_state=0),
-        GaussianJL(width, 4.0, 1e-4, 5.0, random_state=0),
+        RRMinHash(width, 2, epsilon=4.0, delta=1e-4, random_state=0),
+        RRMinHash(width, 4, epsilon=4.0, delta=1e-4, random_state=0),
+        NoisyMinHash(width, 4, epsilon=4.0, delta=1e-4, random_state=0),
+        PrivateSJLT(width, s, epsilon=4.0, sensitivity=5.0, random_state=0),
+        GaussianJL(width, epsilon=4.0, delta=1e-4, sensitivity=5.0, random_state=0),
     ]
 
 

@@ -96,7 +96,6 @@ from ._rng import RandomStateLike, check_random_state, validate_random_state
 from ._surprise import raw_to_inner
 from ._validation import check_bool, check_int
 from .knn import PrivateKNN
-from .selectors import SELECTORS, Selector
 from .similarity import SKETCH_BACKENDS, sketch_backend, with_public_bounds
 from .similarity.exact import SUM_SIMILARITIES
 from .similarity.incremental import IncrementalSimilarity, IncrementalSketchSimilarity
@@ -318,10 +317,9 @@ class _PrivateKNNRunner(_Runner):
 
     def __init__(self, name: str, algo: PrivateKNN) -> None:
         super().__init__(name, algo)
-        selector = algo.selector if isinstance(algo.selector, Selector) else \
-            SELECTORS[algo.selector.lower()]
-        self.needs_sensitivity = bool(selector.needs_sensitivity)
-        options = algo.sim_options
+        checked = copy.deepcopy(algo).check_params()
+        self.needs_sensitivity = bool(checked.selector_.needs_sensitivity)
+        self.sim_options = options = checked.sim_options_
         if options["name"] in SUM_SIMILARITIES:
             self.sim_key = ("exact", options["name"], int(options.get("min_support", 1)))
         elif options["name"] in SKETCH_BACKENDS:
@@ -339,7 +337,7 @@ class _PrivateKNNRunner(_Runner):
             fit_prepared(algo, data.trainset, data.ratings, state.sim,
                          state.sensitivity() if self.needs_sensitivity else None, release)
         users = data.users
-        if algo.neighbourhood == "user":
+        if algo.neighbourhood_ == "user":
             est, possible = algo.estimate_arrays(np.repeat(users, len(items)),
                                                  np.tile(items, len(users)))
             estimates = np.where(possible, est, np.nan).reshape(len(users), -1)
@@ -813,7 +811,7 @@ class BetaKNNAttack:
                 sensitive = any(r.needs_sensitivity for r in runners if r.sim_key == key)
                 states[key] = IncrementalSimilarity.fit(key[1], ratings.matrix, key[2], sensitive)
             else:
-                options = with_public_bounds(runner.algo.sim_options, ts.rating_scale)
+                options = with_public_bounds(runner.sim_options, ts.rating_scale)
                 seed = np.random.SeedSequence(self.entropy, spawn_key=(
                     2, zlib.crc32(key[1].encode()))).generate_state(1, np.uint32)[0]
                 backend = sketch_backend(options, random_state=int(seed))
@@ -849,9 +847,10 @@ def _check_betas(betas) -> tuple[int, ...]:
 def _make_runner(name: str, algo: AlgoBase) -> _Runner:
     """The batched runner for user-based ``PrivateKNN`` with the basic rule; any other
     algorithm (the other rules and item-based kNN included) is asked query by query."""
-    if (isinstance(algo, PrivateKNN) and algo.prediction == "basic"
-            and algo.sim_options["user_based"]):
-        return _PrivateKNNRunner(name, algo)
+    if isinstance(algo, PrivateKNN):
+        checked = copy.deepcopy(algo).check_params()
+        if checked.prediction_ == "basic" and checked.sim_options_["user_based"]:
+            return _PrivateKNNRunner(name, algo)
     return _Runner(name, algo)
 
 

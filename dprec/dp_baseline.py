@@ -93,7 +93,7 @@ class DPBaseline(AlgoBase):
     Building Privacy into the Netflix Prize Contenders", KDD 2009.
     """
 
-    def __init__(self, epsilon: float = 1.0, unit: str = "user", global_share: float = 0.1,
+    def __init__(self, *, epsilon: float = 1.0, unit: str = "user", global_share: float = 0.1,
                  item_shrinkage: float | None = None, user_shrinkage: float = 10.0,
                  random_state=None, verbose: bool = False) -> None:
         AlgoBase.__init__(self)

@@ -92,7 +92,7 @@ class DPItemKNN(AlgoBase):
         The released similarities (post-processing: public once released).
     """
 
-    def __init__(self, epsilon: float = 1.0, k: int = 40, baseline_share: float = 0.3,
+    def __init__(self, *, epsilon: float = 1.0, k: int = 40, baseline_share: float = 0.3,
                  clip: float = 1.0, grid_bits: int = 4, shrinkage: float | None = None,
                  random_state=None, verbose: bool = False) -> None:
         AlgoBase.__init__(self)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 import scipy.sparse as sp
 from surprise import AlgoBase, PredictionImpossible
+from surprise.prediction_algorithms.optimize_baselines import baseline_sgd
 from surprise.prediction_algorithms.predictions import Prediction
 
 from ._order import stable_descending_order
@@ -170,6 +171,13 @@ class PrivateKNN(AlgoBase):
     :math:`\bar r_u + \sum_{v} s(u,v)(r_{vi} - \bar r_v) / \sum_v |s(u,v)|` over the
     neighbours with :math:`s \ne 0` who rated :math:`i`.
 
+    Parameters are stored as given (scikit-learn's convention: changing one
+    after construction takes effect at the next ``fit``) and validated by
+    ``fit``, or by :meth:`check_params`, which also resolves them into the
+    fitted attributes ``selector_``, ``sim_options_``, ``bsl_options_``,
+    ``neighbourhood_`` and ``prediction_``; everything after
+    ``sim_options`` is keyword-only.
+
     Parameters
     ----------
     k : int, default 40
@@ -194,7 +202,8 @@ class PrivateKNN(AlgoBase):
     epsilon, p, alpha, rho : float, optional
         The selector's parameters as flat keyword arguments (so that
         ``GridSearchCV`` can grid over them): ``epsilon`` for PNCF and PPNS,
-        ``p`` or the target accuracy ``alpha`` for PPNS, ``rho`` for PNCF.
+        ``p`` or the target accuracy ``alpha`` for PPNS, ``rho`` for PNCF,
+        ``floor`` for probabilistic selection.
         ``None`` keeps the selector's default; parameters a named selector
         does not use are ignored with a ``UserWarning`` (``epsilon`` with
         ``"topk"`` buys no privacy).  With a selector object, leave them ``None``.
@@ -266,38 +275,62 @@ class PrivateKNN(AlgoBase):
     >>> res = cross_validate(algo, data, measures=["rmse"], cv=3)
     """
 
-    def __init__(self, k: int = 40, min_k: int = 1, sim_options: Mapping | None = None,
+    def __init__(self, k: int = 40, min_k: int = 1, sim_options: Mapping | None = None, *,
                  selector: str | Selector = "topk", epsilon: float | None = None,
                  p: float | None = None, alpha: float | None = None, rho: float | None = None,
-                 neighbourhood: str = "item", centered: bool = False,
-                 random_state: RandomStateLike = None, verbose: bool = True,
-                 diagnostics: bool = False, budget: tuple[float, float] | None = None,
-                 prediction: str = "basic", bsl_options: Mapping | None = None) -> None:
-        options = check_sim_options(sim_options)
-        AlgoBase.__init__(self, sim_options=options, bsl_options=_check_bsl_options(bsl_options))
-        self.k = check_int(k, "k", minimum=1)
-        self.min_k = check_int(min_k, "min_k", minimum=0)
-        self.selector, self.epsilon, self.p, self.alpha, self.rho = selector, epsilon, p, alpha, rho
-        self._selector = _make_selector(selector, epsilon=epsilon, p=p, alpha=alpha, rho=rho)
-        self._selector.check_k(self.k)
-        self.neighbourhood = check_choice(neighbourhood, "neighbourhood", NEIGHBOURHOODS)
-        self.centered = check_bool(centered, "centered")
-        self.prediction = check_choice(prediction, "prediction", PREDICTIONS)
-        if self.centered and self.prediction != "basic":
+                 floor: float | None = None, neighbourhood: str = "item",
+                 centered: bool = False, random_state: RandomStateLike = None,
+                 verbose: bool = True, diagnostics: bool = False,
+                 budget: tuple[float, float] | None = None, prediction: str = "basic",
+                 bsl_options: Mapping | None = None) -> None:
+        AlgoBase.__init__(self)  # with no options: Surprise's would add keys to the caller's
+        self.sim_options = {} if sim_options is None else sim_options
+        self.bsl_options = {} if bsl_options is None else bsl_options
+        self.k, self.min_k = k, min_k
+        self.selector, self.epsilon, self.p, self.alpha, self.rho, self.floor = (
+            selector, epsilon, p, alpha, rho, floor)
+        self.neighbourhood, self.centered, self.prediction = neighbourhood, centered, prediction
+        self.random_state, self.verbose, self.diagnostics = random_state, verbose, diagnostics
+        self.budget = budget
+
+    def check_params(self) -> PrivateKNN:
+        """Validate the parameters (as ``fit`` does first) and set what they resolve to:
+        ``sim_options_``, ``bsl_options_`` (validated copies), ``selector_`` (the
+        :class:`~dprec.selectors.Selector` object), ``neighbourhood_`` and
+        ``prediction_`` (lower-cased).  Returns ``self``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Naming the first invalid parameter.
+        """
+        self.sim_options_ = check_sim_options(self.sim_options)
+        self.bsl_options_ = _check_bsl_options(self.bsl_options)
+        check_int(self.k, "k", minimum=1)
+        check_int(self.min_k, "min_k", minimum=0)
+        self.selector_ = _make_selector(self.selector, epsilon=self.epsilon, p=self.p,
+                                        alpha=self.alpha, rho=self.rho, floor=self.floor)
+        self.selector_.check_k(self.k)
+        self.neighbourhood_ = check_choice(self.neighbourhood, "neighbourhood", NEIGHBOURHOODS)
+        check_bool(self.centered, "centered")
+        self.prediction_ = check_choice(self.prediction, "prediction", PREDICTIONS)
+        if self.centered and self.prediction_ != "basic":
             raise ValueError("centered=True (the papers' rule) needs prediction='basic'; "
                              "Surprise's mean-centred rule is prediction='means'")
-        validate_random_state(random_state)
-        self.random_state = random_state
-        self.verbose = check_bool(verbose, "verbose")
-        self.diagnostics = check_bool(diagnostics, "diagnostics")
-        self.budget = None if budget is None else check_budget(budget)
+        validate_random_state(self.random_state)
+        check_bool(self.verbose, "verbose")
+        check_bool(self.diagnostics, "diagnostics")
+        if self.budget is not None:
+            check_budget(self.budget)
+        return self
 
     # ------------------------------------------------------------------ fit
     def fit(self, trainset):
         """Compute the similarities (and spend any privacy budget) on ``trainset``."""
+        self.check_params()
         entropy = fit_entropy(self.random_state)
         AlgoBase.fit(self, trainset)
-        ratings = RatingArrays.from_trainset(trainset, self.sim_options["user_based"])
+        ratings = RatingArrays.from_trainset(trainset, self.sim_options_["user_based"])
         sim, sensitivity, release = self._similarities(ratings, entropy)
         return self._fit_with(trainset, ratings, sim, sensitivity, entropy, release)
 
@@ -310,10 +343,10 @@ class PrivateKNN(AlgoBase):
         """
         if not hasattr(self, "trainset"):
             raise AttributeError("compute_similarities needs a trainset: call fit first")
-        if self.sim_options["name"] not in EXACT_SIMILARITIES:
+        if self.sim_options_["name"] not in EXACT_SIMILARITIES:
             self._check_fitted()
             return self.sim.copy()
-        ratings = RatingArrays.from_trainset(self.trainset, self.sim_options["user_based"])
+        ratings = RatingArrays.from_trainset(self.trainset, self.sim_options_["user_based"])
         return self._similarities(ratings, fit_entropy(self.random_state))[0]
 
     def default_prediction(self) -> float:
@@ -323,7 +356,7 @@ class PrivateKNN(AlgoBase):
 
     def _similarities(self, ratings: RatingArrays, entropy: bytes):
         """``similarity_matrix`` of ``sim_options`` (baselines computed if it needs them)."""
-        name = self.sim_options["name"]
+        name = self.sim_options_["name"]
         residuals = None
         if name == "pearson_baseline":
             mu = ratings.global_mean
@@ -334,7 +367,7 @@ class PrivateKNN(AlgoBase):
         if self.verbose:
             print(f"Computing the {name} similarity matrix...")
         result = similarity_matrix(
-            self.sim_options, ratings, with_sensitivity=self._selector.needs_sensitivity,
+            self.sim_options_, ratings, with_sensitivity=self.selector_.needs_sensitivity,
             rating_scale=self.trainset.rating_scale,
             random_state=derive_generator(entropy, "similarity"), residuals=residuals)
         if self.verbose:
@@ -346,20 +379,22 @@ class PrivateKNN(AlgoBase):
         fits them (cached per fit; ALS vectorised by :func:`dprec.baselines.als_baselines`,
         SGD by Surprise), in the roles of the rows and columns of ``ratings`` (users and
         items, or swapped)."""
-        user_based = self.sim_options["user_based"]
-        method = self.bsl_options.get("method", "als")
-        if self.bu is None and method == "als":
+        user_based = self.sim_options_["user_based"]
+        method = self.bsl_options_.get("method", "als")
+        if self.bu is None:
             if self.verbose:
-                print("Estimating biases using als...")
-            matrix = ratings.matrix
-            rows = np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr))
-            users, items = (rows, matrix.indices) if user_based else (matrix.indices, rows)
-            self.bu, self.bi = als_baselines(
-                users, items, matrix.data, self.trainset.n_users, self.trainset.n_items,
-                ratings.global_mean, self.bsl_options.get("n_epochs", 10),
-                self.bsl_options.get("reg_u", 15), self.bsl_options.get("reg_i", 10))
-        bu, bi = self.compute_baselines()  # Surprise's SGD, or the cached ALS
-        return (bu, bi) if user_based else (bi, bu)
+                print(f"Estimating biases using {method}...")
+            if method == "als":
+                matrix = ratings.matrix
+                rows = np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr))
+                users, items = (rows, matrix.indices) if user_based else (matrix.indices, rows)
+                self.bu, self.bi = als_baselines(
+                    users, items, matrix.data, self.trainset.n_users, self.trainset.n_items,
+                    ratings.global_mean, self.bsl_options_.get("n_epochs", 10),
+                    self.bsl_options_.get("reg_u", 15), self.bsl_options_.get("reg_i", 10))
+            else:   # Surprise's own SGD (it reads the options, validated, from bsl_options)
+                self.bu, self.bi = baseline_sgd(self)
+        return (self.bu, self.bi) if user_based else (self.bi, self.bu)
 
     def fit_precomputed(self, trainset, sim: np.ndarray, sensitivity: np.ndarray | None = None,
                         release: SketchRelease | None = None) -> PrivateKNN:
@@ -374,19 +409,20 @@ class PrivateKNN(AlgoBase):
         without it only the exact similarities are accepted (a sketch backend
         spends its budget inside :meth:`fit`).
         """
-        if self.sim_options["name"] not in EXACT_SIMILARITIES and release is None:
+        self.check_params()
+        if self.sim_options_["name"] not in EXACT_SIMILARITIES and release is None:
             raise ValueError("fit_precomputed is for the exact similarities; "
-                             f"{self.sim_options['name']!r} must be fitted with fit() "
+                             f"{self.sim_options_['name']!r} must be fitted with fit() "
                              "or given the sketches' release")
         AlgoBase.fit(self, trainset)
-        ratings = RatingArrays.from_trainset(trainset, self.sim_options["user_based"])
+        ratings = RatingArrays.from_trainset(trainset, self.sim_options_["user_based"])
         n = ratings.n_users
         sim = np.asarray(sim, dtype=np.float64)
         if sim.shape != (n, n):
             raise ValueError(f"sim must have shape ({n}, {n}), got {sim.shape}")
-        if self._selector.needs_sensitivity and (sensitivity is None or len(sensitivity) != n):
+        if self.selector_.needs_sensitivity and (sensitivity is None or len(sensitivity) != n):
             raise ValueError(f"sensitivity (one RS per user, {n}) is required by the "
-                             f"{self._selector.name} selector")
+                             f"{self.selector_.name} selector")
         if not np.isfinite(sim).all():
             raise ValueError("sim must be finite (no NaN or infinity)")
         if sensitivity is not None:
@@ -405,7 +441,7 @@ class PrivateKNN(AlgoBase):
         self._seed = derive_seed(entropy, "queries")
         self._ratings, self.sim, self.sensitivity_ = ratings, sim, sensitivity
         self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
-        if self.prediction == "baseline":
+        if self.prediction_ == "baseline":
             self.bx, self.by = self._baselines(ratings)
         by_row, self._item_major_deviations = self._rule_deviations(ratings)
         self._deviation_matrix = sp.csc_matrix(sp.csr_matrix(
@@ -418,9 +454,9 @@ class PrivateKNN(AlgoBase):
 
     def _new_accountant(self, trainset, release: SketchRelease | None) -> PrivacyAccountant:
         """Register what the model may release and charge the sketches' one release."""
-        name = self.sim_options["name"]
-        model = (f"PrivateKNN(selector={self._selector.name!r}, similarity {name!r}, "
-                 f"{self.neighbourhood} neighbourhood, k={self.k})")
+        name = self.sim_options_["name"]
+        model = (f"PrivateKNN(selector={self.selector_.name!r}, similarity {name!r}, "
+                 f"{self.neighbourhood_} neighbourhood, k={self.k})")
         accountant = PrivacyAccountant([trainset.to_raw_uid(u) for u in range(trainset.n_users)],
                                        budget=self.budget, model=model)
         similarity = None
@@ -429,12 +465,12 @@ class PrivateKNN(AlgoBase):
             accountant.charge({similarity: release.released.astype(np.int64)})
             accountant.out_of_scope(release.entry.unit, ~release.released,
                                     "released no sketch: a set smaller than τ, or empty")
-        self._selector_entries = [] if not self.sim_options["user_based"] else [
+        self._selector_entries = [] if not self.sim_options_["user_based"] else [
             (accountant.register(entry), entry.applies_to) for entry in self._selector_privacy()]
         selector = [index for index, _ in self._selector_entries]
-        if not self.sim_options["user_based"]:
+        if not self.sim_options_["user_based"]:
             accountant.declare_output("neighbour lists", gap=_ITEM_BASED)
-        elif self.neighbourhood == "item":
+        elif self.neighbourhood_ == "item":
             accountant.declare_output("neighbour lists", selector, _ITEM_CANDIDATES)
         elif similarity is not None:
             accountant.declare_output("neighbour lists", [similarity], _INNER_IDS)
@@ -454,9 +490,9 @@ class PrivateKNN(AlgoBase):
         """The selector's entries, with what a guarantee assumes of the model checked: a
         score range at least the similarity's, a similarity of each pair's own ratings
         and candidates fixed in advance (else the entry is void)."""
-        entries = self._selector.privacy(self.k, self.sensitivity_)
-        score_range = getattr(self._selector, "score_range", None)
-        name = self.sim_options["name"]
+        entries = self.selector_.privacy(self.k, self.sensitivity_)
+        score_range = getattr(self.selector_, "score_range", None)
+        name = self.sim_options_["name"]
         if score_range is not None:
             needed = (SKETCH_BACKENDS[name].score_range if name in SKETCH_BACKENDS
                       else change_bound(name, np.array(self.trainset.rating_scale, float)))
@@ -464,7 +500,7 @@ class PrivateKNN(AlgoBase):
                 raise ValueError(f"the selector's score_range {score_range:g} is below the "
                                  f"range width {needed:g} of the similarity {name!r}")
         reason = (_NOT_PAIRWISE if name == "pearson_baseline"
-                  else _ITEM_CANDIDATES if self.neighbourhood == "item" else None)
+                  else _ITEM_CANDIDATES if self.neighbourhood_ == "item" else None)
         if reason is None:
             return entries
         return [replace(e, status=Status.VOID, note=reason) if e.status is Status.HOLDS else e
@@ -498,11 +534,11 @@ class PrivateKNN(AlgoBase):
         weights : ndarray of float64, shape (n_queries, k)
         """
         self._check_fitted()
-        user_based = self.sim_options["user_based"]
+        user_based = self.sim_options_["user_based"]
         given = {name: _check_ids(ids, name, n) for name, ids, n in
                  (("users", users, self.trainset.n_users), ("items", items, self.trainset.n_items))
                  if ids is not None}
-        if self.neighbourhood == "user":
+        if self.neighbourhood_ == "user":
             name = "users" if user_based else "items"
             if name not in given:
                 raise ValueError(f"{name} is required with neighbourhood='user'"
@@ -530,13 +566,13 @@ class PrivateKNN(AlgoBase):
         n = self._ratings.n_users
         iid = check_int(iid, "iid", minimum=0, maximum=n - 1)
         k = check_int(k, "k", minimum=1)
-        if isinstance(self._selector, TopK):
+        if isinstance(self.selector_, TopK):
             sims = self.sim[iid].copy()
             sims[iid] = -np.inf
             order, _ = stable_descending_order(sims[None, :], min(k, n - 1))
             return order[0, :min(k, n - 1)].tolist()
         if k != self.k:
-            raise ValueError(f"k must be the model's k={self.k} with the {self._selector.name} "
+            raise ValueError(f"k must be the model's k={self.k} with the {self.selector_.name} "
                              f"selector (its privacy entries are for that k), got {k}")
         columns = self._user_neighbours(np.array([iid])).columns[0]
         return columns[columns >= 0].tolist()
@@ -609,7 +645,7 @@ class PrivateKNN(AlgoBase):
         self._check_fitted()
         known_u, known_i = self.trainset.knows_user(u), self.trainset.knows_item(i)
         if not (known_u and known_i):
-            if self.prediction == "baseline":  # KNNBaseline: the baseline of what is known
+            if self.prediction_ == "baseline":  # KNNBaseline: the baseline of what is known
                 return float(self._unknown_baseline(np.array([u if known_u else -1]),
                                                     np.array([i if known_i else -1]))[0])
             raise PredictionImpossible(UNKNOWN)
@@ -632,7 +668,7 @@ class PrivateKNN(AlgoBase):
         possible[known] = self._possible(batch.actual_k)
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
         est[possible] = batch.est[position[possible]]
-        baseline = self.prediction == "baseline"
+        baseline = self.prediction_ == "baseline"
         if baseline:  # KNNBaseline answers unknown users and items with their baseline
             unknown = position < 0
             est[unknown] = self._unknown_baseline(users[unknown], items[unknown])
@@ -654,12 +690,12 @@ class PrivateKNN(AlgoBase):
     # ----------------------------------------------------------- internals
     def _switch(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(x, y)`` in Surprise's roles: ``(users, items)``, swapped item-based."""
-        return (users, items) if self.sim_options["user_based"] else (items, users)
+        return (users, items) if self.sim_options_["user_based"] else (items, users)
 
     def _possible(self, actual_k: np.ndarray) -> np.ndarray:
         """Which known queries have an estimate: ``basic`` needs ``min_k`` (at least 1)
         contributing neighbours, the other rules fall back to a mean or baseline."""
-        if self.prediction == "basic":
+        if self.prediction_ == "basic":
             return actual_k >= max(self.min_k, 1)
         return np.ones(len(actual_k), dtype=bool)
 
@@ -681,7 +717,7 @@ class PrivateKNN(AlgoBase):
         by_column = (ratings.item_users, np.repeat(np.arange(ratings.n_items),
                                                    np.diff(ratings.item_ptr)),
                      ratings.item_ratings)
-        rule = "means" if self.centered else self.prediction
+        rule = "means" if self.centered else self.prediction_
         out = []
         for x, y, r in (by_row, by_column):
             if rule == "basic":
@@ -699,14 +735,14 @@ class PrivateKNN(AlgoBase):
         """The rule's estimates from the weighted mean ``shift`` of the deviations
         (:meth:`_rule_deviations`): the mean itself (basic), or an offset plus it,
         dropped where fewer than ``min_k`` neighbours contribute (Surprise's fallback)."""
-        if self.prediction == "basic" and not self.centered:
+        if self.prediction_ == "basic" and not self.centered:
             return shift
         if self.centered:
             return self.means[xs] + shift
         shift = np.where(actual_k < self.min_k, 0.0, shift)
-        if self.prediction == "baseline":
+        if self.prediction_ == "baseline":
             return self._ratings.global_mean + self.bx[xs] + self.by[ys] + shift
-        if self.prediction == "zscore":
+        if self.prediction_ == "zscore":
             shift = shift * self.sigmas[xs]
         return self.means[xs] + shift
 
@@ -723,7 +759,7 @@ class PrivateKNN(AlgoBase):
         ``diagnostics=True``, α, β and the chosen neighbours' partitions for every
         selector but top-k (and ``extra``).  Lazy, so that :func:`predictions` builds
         them."""
-        if isinstance(self._selector, TopK) or not self.diagnostics:
+        if isinstance(self.selector_, TopK) or not self.diagnostics:
             return ({"actual_k": n, **extra} for n in batch.actual_k.tolist())
         chosen = batch.chosen.take(batch.row)
         return ({"actual_k": n, "alpha": a, "beta": b, "partitions": [p for p in row if p],
@@ -736,7 +772,7 @@ class PrivateKNN(AlgoBase):
         (:meth:`_switch`)."""
         if not len(users):
             return _Batch.empty(self.k)
-        if self.neighbourhood == "item":
+        if self.neighbourhood_ == "item":
             return self._estimate_item_neighbourhood(users, items)
         return self._estimate_user_neighbourhood(users, items)
 
@@ -837,7 +873,7 @@ class PrivateKNN(AlgoBase):
         parts = map_blocks(choose, _blocks(np.arange(len(users)), self._ratings.n_users))
         chosen = _Chosen.concatenate(parts)
         # keyed by u; in the item neighbourhood (get_neighbors) apart from the (u, i) keys
-        self._charge(users if self.neighbourhood == "user" else -1 - users, users, None,
+        self._charge(users if self.neighbourhood_ == "user" else -1 - users, users, None,
                      chosen.columns)
         for part in parts:
             self._selections.add(part)
@@ -895,12 +931,12 @@ class PrivateKNN(AlgoBase):
         ``sims`` holds ``n_valid`` finite candidates per row, padding is ``-inf``.
         """
         k = self.k
-        prefix = self._selector.sorted_prefix(k)
+        prefix = self.selector_.sorted_prefix(k)
         order, sorted_sims = stable_descending_order(sims, prefix,
-                                                      keep_tail=self._selector.reads_tail)
+                                                      keep_tail=self.selector_.reads_tail)
         sensitivity = (self.sensitivity_[querying_users]
                        if self.sensitivity_ is not None else None)
-        selection = self._selector.select(sorted_sims, n_valid, k, QueryNoise(self._seed, keys),
+        selection = self.selector_.select(sorted_sims, n_valid, k, QueryNoise(self._seed, keys),
                                           sensitivity)
         positions = selection.positions
         taken = positions >= 0
@@ -908,7 +944,7 @@ class PrivateKNN(AlgoBase):
         columns = np.where(taken, np.take_along_axis(order, safe, axis=1), -1)
         true_sims = np.where(taken, np.take_along_axis(sorted_sims, safe, axis=1), 0.0)
         weights = true_sims if selection.weights is None else selection.weights
-        if isinstance(self._selector, TopK):
+        if isinstance(self.selector_, TopK):
             alpha = np.ones(len(sims))
         else:
             top = np.where(np.arange(min(k, sorted_sims.shape[1]))[None, :] < n_valid[:, None],
@@ -977,6 +1013,7 @@ _FLAT_CHECKS = {
     "alpha": lambda v: check_real(v, "alpha", low=0.0, high=1.0, low_inclusive=False),
     "rho": lambda v: check_real(v, "rho", low=0.0, high=1.0, low_inclusive=False,
                                 high_inclusive=False),
+    "floor": lambda v: check_real(v, "floor", low=0.0, low_inclusive=False),
 }
 
 

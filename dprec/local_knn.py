@@ -130,7 +130,7 @@ class LocalKNN(AlgoBase):
         Each user's neighbours (inner ids, ``-1`` for none) and weights.
     """
 
-    def __init__(self, epsilon: float = 1.0, k: int = 40, sketch_share: float = 0.5,
+    def __init__(self, *, epsilon: float = 1.0, k: int = 40, sketch_share: float = 0.5,
                  rating_release: str = "krr", sim_options: Mapping | None = None,
                  noise_tolerance: float = 0.2, item_shrinkage: float | None = None,
                  neighbour_shrinkage: float | None = None, user_shrinkage: float = 10.0,

@@ -187,9 +187,25 @@ def test_privacy_report_of_exact_topk_says_nothing_is_protected(split):
         ({"random_state": -3}, ValueError, "random_state"),
     ],
 )
-def test_bad_parameters_are_rejected(kwargs, error, needle):
+def test_bad_parameters_are_rejected_at_fit(kwargs, error, needle, split):
+    algo = PrivateKNN(**kwargs)           # scikit-learn's convention: stored as given
     with pytest.raises(error, match=needle):
-        PrivateKNN(**kwargs)
+        algo.fit(split[0])
+    with pytest.raises(error, match=needle):
+        algo.check_params()
+
+
+def test_parameters_changed_after_construction_take_effect_at_fit(split):
+    trainset, testset = split
+    algo = PrivateKNN(k=5, selector="ppns", epsilon=1.0, verbose=False)
+    algo.epsilon = 4.0
+    algo.fit(trainset)
+    assert algo.selector_.epsilon == 4.0
+    entries = algo.privacy_report().entries
+    assert entries[0].epsilon == pytest.approx(2.0)      # PPNS claims ε/2 per selection
+    options = {"name": "cosine"}
+    PrivateKNN(sim_options=options, verbose=False).fit(trainset)
+    assert options == {"name": "cosine"}                  # not mutated (Surprise's adds keys)
 
 
 def test_predict_before_fit_is_an_error():
@@ -270,9 +286,10 @@ def test_sketch_guarantees_are_not_silently_weakened(split):
         PrivateKNN(sim_options={"name": "sjlt", "k": 16, "s": 4, "epsilon": 1.0,
                                 "sensitivity": 2.0}).fit(trainset)
     with pytest.raises(ValueError, match="epsilon"):
-        PrivateKNN(sim_options={"name": "rr_minhash", "K": 32})
+        PrivateKNN(sim_options={"name": "rr_minhash", "K": 32}).check_params()
     with pytest.raises(ValueError, match="min_support"):
-        PrivateKNN(sim_options={"name": "rr_minhash", "epsilon": 1.0, "min_support": 2})
+        PrivateKNN(sim_options={"name": "rr_minhash", "epsilon": 1.0,
+                                "min_support": 2}).check_params()
 
 
 @pytest.mark.parametrize("neighbourhood", ["item", "user"])

@@ -160,12 +160,13 @@ def test_the_public_hash_seed_does_not_reveal_the_noise(random_state):
 def test_seeded_noise_cancels_on_a_refit_and_the_report_says_so(data):
     X = sp.csr_matrix(([5.0, 3.0, 4.0], ([0, 0, 1], [1, 4, 7])), shape=(2, 30))
     changed = sp.csr_matrix(([5.0, 1.0, 4.0], ([0, 0, 1], [1, 4, 7])), shape=(2, 30))
-    seeded = [PrivateSJLT(16, 4, 1.0, 5.0, hash_seed=3, random_state=5) for _ in range(2)]
+    seeded = [PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, hash_seed=3,
+                          random_state=5) for _ in range(2)]
     a, b = seeded[0].sketch(X), seeded[1].sketch(changed)
     difference = np.asarray(b.values) - np.asarray(a.values)
     projected = ((changed - X) @ sp.csr_matrix(seeded[0].projection_).T).toarray()
     np.testing.assert_allclose(difference, projected, atol=1e-9)  # the change, exactly
-    fresh = [PrivateSJLT(16, 4, 1.0, 5.0, hash_seed=3) for _ in range(2)]
+    fresh = [PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, hash_seed=3) for _ in range(2)]
     difference = np.asarray(fresh[1].sketch(changed).values) - np.asarray(
         fresh[0].sketch(X).values)
     assert np.abs(difference - projected).max() > 1.0           # fresh noise each fit
@@ -185,19 +186,19 @@ def test_tau_from_the_data_leaks_it_and_voids_the_guarantee():
         [np.arange(31), rows[1], rows[2]]), np.cumsum([0, 31, 45, 60])), shape=(3, 100))
     params = []
     for sets in (X, bigger):
-        backend = NoisyMinHash(256, 2, 4.0, 1e-4, random_state=0)
+        backend = NoisyMinHash(256, 2, epsilon=4.0, delta=1e-4, random_state=0)
         with pytest.warns(PrivacyLeakWarning):
             params.append(backend.sketch(sets).params)
         assert backend.privacy().status is Status.VOID
     # one item added to the smallest set: τ and every user's noise scale change
     assert (params[0]["tau"], params[1]["tau"]) == (30, 31)
     assert params[0]["scale"] != params[1]["scale"]
-    public = [NoisyMinHash(256, 2, 4.0, 1e-4, tau=20, random_state=0).sketch(s).params
+    public = [NoisyMinHash(256, 2, epsilon=4.0, delta=1e-4, tau=20, random_state=0).sketch(s).params
               for s in (X, bigger)]
     assert public[0]["scale"] == public[1]["scale"] and public[0]["tau"] == 20
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
-        NoisyMinHash(256, 2, 4.0, 1e-4, tau=20).sketch(X)
+        NoisyMinHash(256, 2, epsilon=4.0, delta=1e-4, tau=20).sketch(X)
 
 
 # ---------------------------------------------------------- 7. every release is counted

@@ -183,11 +183,11 @@ def test_randomized_response_maps(n_values, epsilon):
     (lambda s: M.laplace_epsilon(s, 1.0), [0.0, -2.0, math.inf], [1e-3, 5.0]),
     (lambda n: M.randomized_response_keep_probability(n, 1.0), [1, 0], [2, 50]),
     (lambda m: M.laplace_epsilon(1.0, 1.0, "lattice", max_changed=m), [0], [1, 4]),
-    (lambda rho: PNCF(1.0, rho), [0.0, 1.0, -0.1, 1.5], [1e-9, 0.999]),
-    (lambda p: PPNS(1.0, p=p), [0.0, -0.5, 1.5], [1e-9, 1.0]),
-    (lambda a: PPNS(1.0, alpha=a), [0.0, 1.1], [0.5, 1.0]),
-    (lambda e: PPNS(e), [0.0, -1.0, math.nan], [1e-6, 100.0]),
-    (lambda e: PNCF(e), [0.0, math.inf], [1e-6]),
+    (lambda rho: PNCF(epsilon=1.0, rho=rho), [0.0, 1.0, -0.1, 1.5], [1e-9, 0.999]),
+    (lambda p: PPNS(epsilon=1.0, p=p), [0.0, -0.5, 1.5], [1e-9, 1.0]),
+    (lambda a: PPNS(epsilon=1.0, alpha=a), [0.0, 1.1], [0.5, 1.0]),
+    (lambda e: PPNS(epsilon=e), [0.0, -1.0, math.nan], [1e-6, 100.0]),
+    (lambda e: PNCF(epsilon=e), [0.0, math.inf], [1e-6]),
     (lambda p: ppns_schedule(10, p), [0.0, 1.5, -0.2], [0.01, 0.9, 1.0]),
     (lambda k: ppns_schedule(k, 0.5), [0, -3], [1, 2]),
 ])
@@ -219,13 +219,13 @@ def test_ppns_schedule_is_the_papers(k, p, expected):
     (20, 0.3, [500], [6]),
 ])
 def test_ppns_beta_is_visited_partitions_plus_one(k, p, n_valid, beta):
-    assert PPNS(1.0, p=p).beta(np.array(n_valid), k).tolist() == beta
+    assert PPNS(epsilon=1.0, p=p).beta(np.array(n_valid), k).tolist() == beta
 
 
 def test_ppns_weights_spend_epsilon_over_two_per_neighbour_set():
     """k draws with coefficient ε/(4k) on scores of sensitivity 1: ε/2 in all (the claim)."""
     for epsilon, k in [(1.0, 10), (3.0, 4)]:
-        (entry,) = PPNS(epsilon, p=0.5).privacy(k)
+        (entry,) = PPNS(epsilon=epsilon, p=0.5).privacy(k)
         assert entry.epsilon == pytest.approx(2 * k * 1.0 * epsilon / (4 * k)) == epsilon / 2
         assert entry.delta == 0.0 and entry.applies_to == "candidates"
 
@@ -244,7 +244,7 @@ def test_ppns_weights_spend_epsilon_over_two_per_neighbour_set():
 ])
 def test_pncf_truncation_closed_form(sims, k, rs, epsilon, rho, sim_k, lam):
     sims = np.array([sims])
-    got_k, got_lam = PNCF(epsilon, rho).truncation(sims, np.array([sims.shape[1]]), k,
+    got_k, got_lam = PNCF(epsilon=epsilon, rho=rho).truncation(sims, np.array([sims.shape[1]]), k,
                                                    np.array([rs]))
     assert got_k[0] == sim_k
     assert got_lam[0] == pytest.approx(lam, rel=1e-12)
@@ -252,9 +252,9 @@ def test_pncf_truncation_closed_form(sims, k, rs, epsilon, rho, sim_k, lam):
 
 def test_pncf_perturbation_scale_is_two_rs_over_epsilon():
     for epsilon, rs in [(1.0, 0.25), (2.0, 1.0), (0.5, 0.125)]:  # grid-aligned: exact
-        assert PNCF(epsilon).noise_scale(rs) == 2 * rs / epsilon
+        assert PNCF(epsilon=epsilon).noise_scale(rs) == 2 * rs / epsilon
     # off the grid, never below (it would overspend)
-    assert 2 * 0.3 / 1.0 <= PNCF(1.0).noise_scale(0.3) <= 2 * 0.3 * (1 + 2**-19)
+    assert 2 * 0.3 / 1.0 <= PNCF(epsilon=1.0).noise_scale(0.3) <= 2 * 0.3 * (1 + 2**-19)
 
 
 class _RecordingNoise(QueryNoise):
@@ -277,7 +277,7 @@ class _RecordingNoise(QueryNoise):
 def test_pncf_stages_draw_from_independent_streams():
     sims = np.sort(np.random.default_rng(0).random((6, 30)), axis=1)[:, ::-1]
     noise = _RecordingNoise(3, (np.arange(6),))
-    PNCF(1.0).select(sims, np.full(6, 30), 5, noise, np.full(6, 0.5))
+    PNCF(epsilon=1.0).select(sims, np.full(6, 30), 5, noise, np.full(6, 0.5))
     assert sorted(noise.streams) == [0, 1]        # selection and perturbation apart
 
 
@@ -285,7 +285,7 @@ def test_ppns_stages_draw_from_independent_streams():
     # fewer candidates than the partitions the schedule visits: stage 2 draws again
     sims = np.sort(np.random.default_rng(0).random((6, 12)), axis=1)[:, ::-1]
     noise = _RecordingNoise(3, (np.arange(6),))
-    PPNS(1.0, p=0.5).select(sims, np.full(6, 12), 10, noise, np.full(6, 0.5))
+    PPNS(epsilon=1.0, p=0.5).select(sims, np.full(6, 12), 10, noise, np.full(6, 0.5))
     assert sorted(noise.streams) == [0, 1]
 
 
@@ -294,7 +294,7 @@ def test_pncf_weight_noise_is_independent_of_the_selection():
     which candidate was chosen (a reused stream would couple them)."""
     n, width, k = 20_000, 8, 2
     sims = np.tile(np.linspace(0.8, 0.1, width), (n, 1))
-    selection = PNCF(1.0).select(sims, np.full(n, width), k, QueryNoise(5, (np.arange(n),)),
+    selection = PNCF(epsilon=1.0).select(sims, np.full(n, width), k, QueryNoise(5, (np.arange(n),)),
                                  np.full(n, 1.0))
     first = selection.positions[:, 0]
     noise = selection.weights[:, 0] - sims[np.arange(n), first]

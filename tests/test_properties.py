@@ -289,14 +289,14 @@ def test_privateknn_constructor(params):
     options_before = copy.deepcopy(kwargs["sim_options"])
     names, ignorable = expected_errors(kwargs, bad)
     if names:
-        raises_naming(lambda: PrivateKNN(**kwargs), *(names | ignorable))
+        raises_naming(lambda: PrivateKNN(**kwargs).check_params(), *(names | ignorable))
     else:
         try:
-            algo = PrivateKNN(**kwargs)
+            algo = PrivateKNN(**kwargs).check_params()
         except (ValueError, TypeError):
             if not ignorable:
                 raise
-            raises_naming(lambda: PrivateKNN(**kwargs), *ignorable)
+            raises_naming(lambda: PrivateKNN(**kwargs).check_params(), *ignorable)
         else:
             assert algo.k == kwargs["k"]
             assert algo.random_state is kwargs["random_state"]
@@ -1207,9 +1207,9 @@ def test_attack_when_only_the_target_rated_an_item(selector):
 # ------------------------------------------------------------------ regressions
 def test_check_bool_accepts_numpy_bools():
     """Regression: numpy 2 renamed ``np.bool_``; ``centered=np.True_`` was a TypeError."""
-    algo = PrivateKNN(neighbourhood="user", centered=np.True_, verbose=np.False_)
-    assert algo.centered is True and algo.verbose is False
-    raises_naming(lambda: PrivateKNN(neighbourhood="user", centered=np.int64(1)), "centered")
+    PrivateKNN(neighbourhood="user", centered=np.True_, verbose=np.False_).check_params()
+    raises_naming(lambda: PrivateKNN(neighbourhood="user", centered=np.int64(1)).check_params(),
+                  "centered")
 
 
 def test_discrete_laplace_of_no_values():
@@ -1229,7 +1229,7 @@ def test_privatizers_accept_a_matrix_without_rows(privatize):
 
 def test_ppns_names_alpha_when_alpha_sets_p():
     """Regression: ``alpha`` too large for ``k`` was reported as a bad ``p``."""
-    raises_naming(lambda: PrivateKNN(k=5, selector="ppns", alpha=0.9), "alpha")
+    raises_naming(lambda: PrivateKNN(k=5, selector="ppns", alpha=0.9).check_params(), "alpha")
 
 
 def test_probabilistic_beta_is_at_least_one_without_candidates():
@@ -1276,7 +1276,7 @@ def test_fit_precomputed_validates_its_arrays(sim_fill, sensitivity, name):
     ({"selector": "ppns", "rho": NAN}, "rho"),
 ])
 def test_unused_flat_parameters_are_still_validated(kwargs, name):
-    raises_naming(lambda: PrivateKNN(**kwargs), name)
+    raises_naming(lambda: PrivateKNN(**kwargs).check_params(), name)
 
 
 @pytest.mark.parametrize("argv", [

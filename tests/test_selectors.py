@@ -248,7 +248,7 @@ def test_grid_search_over_selectors_and_epsilon(small_data):
 )
 def test_bad_selector_parameters(kwargs, error, needle):
     with pytest.raises(error, match=needle):
-        PrivateKNN(**kwargs)
+        PrivateKNN(**kwargs).check_params()
 
 
 # ------------------------------------------------------------------ the selection contract
@@ -310,7 +310,7 @@ def test_ppns_tops_up_from_the_remaining_candidates_when_the_partitions_run_out(
     """12 candidates for k = 10 (p = 0.5 visits two partitions of 10): every row gets 10
     distinct neighbours."""
     sims = np.sort(np.random.default_rng(2).random((50, 12)), axis=1)[:, ::-1]
-    positions = PPNS(1.0, p=0.5).select(sims, np.full(50, 12), 10,
+    positions = PPNS(epsilon=1.0, p=0.5).select(sims, np.full(50, 12), 10,
                                         QueryNoise(5, (np.arange(50),)),
                                         np.full(50, 0.5)).positions
     assert ((positions >= 0).sum(axis=1) == 10).all()
@@ -319,7 +319,7 @@ def test_ppns_tops_up_from_the_remaining_candidates_when_the_partitions_run_out(
 
 def _pncf_counts(sims, k, rs, n_rows=4000, epsilon=1.0):
     rows = np.tile(np.asarray(sims, float), (n_rows, 1))
-    positions = PNCF(epsilon).select(rows, np.full(n_rows, rows.shape[1]), k,
+    positions = PNCF(epsilon=epsilon).select(rows, np.full(n_rows, rows.shape[1]), k,
                                      QueryNoise(9, (np.arange(n_rows),)),
                                      np.full(n_rows, rs)).positions
     return np.bincount(positions[positions >= 0], minlength=rows.shape[1]), positions
@@ -340,7 +340,7 @@ def test_pncf_weights_favour_higher_scores_and_beta_counts_the_reachable_partiti
     counts, _ = _pncf_counts([0.9, 0.5, 0.45, 0.1, 0.05, 0.0], 2, rs=0.01, epsilon=20.0)
     assert counts[1] > counts[3]                  # exp(ε·sim/(4k·RS)) weights, not uniform
     sims = np.tile(np.linspace(0.9, 0.0, 30), (2, 1))
-    beta = PNCF(1.0).select(sims, np.full(2, 30), 5, QueryNoise(1, (np.arange(2),)),
+    beta = PNCF(epsilon=1.0).select(sims, np.full(2, 30), 5, QueryNoise(1, (np.arange(2),)),
                             np.full(2, 10.0)).beta
     assert beta.tolist() == [6, 6]                # λ = sim_k: all 30 reachable, 6 partitions
 
@@ -348,15 +348,15 @@ def test_pncf_weights_favour_higher_scores_and_beta_counts_the_reachable_partiti
 def test_pncf_privacy_uses_the_users_sensitivities():
     from dprec import mechanisms
 
-    entries = PNCF(1.0).privacy(4)
+    entries = PNCF(epsilon=1.0).privacy(4)
     assert [e.mechanism for e in entries] == [
         "exponential (PNCF selection, k draws, truncated)",
         "laplace (PNCF perturbed similarities)"]
-    assert entries[1].epsilon == mechanisms.laplace_epsilon(PNCF(1.0).noise_scale(1.0), 1.0)
+    assert entries[1].epsilon == mechanisms.laplace_epsilon(PNCF(epsilon=1.0).noise_scale(1.0), 1.0)
     rs = np.array([0.3, 0.7, 0.3])
-    assert PNCF(1.0).privacy(4, rs)[1].epsilon == max(
-        mechanisms.laplace_epsilon(PNCF(1.0).noise_scale(r), r) for r in (0.3, 0.7))
-    assert PPNS(1.0).privacy(4)[0].mechanism == "exponential (PPNS selection, k draws)"
+    assert PNCF(epsilon=1.0).privacy(4, rs)[1].epsilon == max(
+        mechanisms.laplace_epsilon(PNCF(epsilon=1.0).noise_scale(r), r) for r in (0.3, 0.7))
+    assert PPNS(epsilon=1.0).privacy(4)[0].mechanism == "exponential (PPNS selection, k draws)"
 
 
 def test_probabilistic_beta_is_at_least_one_partition():

@@ -78,7 +78,7 @@ def _audit(mechanism, buckets, differ):
 
 def test_rr_minhash_audit_stays_below_the_declared_epsilon_and_a_broken_one_does_not():
     hash_seed, buckets, differ = _differing_hashes()
-    rr = RRMinHash(K, B, EPSILON, DELTA, tau=TAU, hash_seed=hash_seed)
+    rr = RRMinHash(K, B, epsilon=EPSILON, delta=DELTA, tau=TAU, hash_seed=hash_seed)
     assert np.array_equal(rr.sketch(_neighbours()).valid, [True, True])
     plain = MinHash(K, B, hash_seed=hash_seed)
     plain.sketch(_neighbours())

@@ -46,10 +46,10 @@ def _pairs(backend, X):
 def _all_backends(random_state=0, tau=3):
     return [
         MinHash(32, 4, random_state=random_state),
-        RRMinHash(32, 4, 6.0, 1e-4, tau=tau, random_state=random_state),
-        NoisyMinHash(32, 4, 6.0, 1e-4, tau=tau, random_state=random_state),
-        PrivateSJLT(32, 4, 2.0, 5.0, random_state=random_state),
-        GaussianJL(32, 2.0, 1e-4, 5.0, random_state=random_state),
+        RRMinHash(32, 4, epsilon=6.0, delta=1e-4, tau=tau, random_state=random_state),
+        NoisyMinHash(32, 4, epsilon=6.0, delta=1e-4, tau=tau, random_state=random_state),
+        PrivateSJLT(32, 4, epsilon=2.0, sensitivity=5.0, random_state=random_state),
+        GaussianJL(32, epsilon=2.0, delta=1e-4, sensitivity=5.0, random_state=random_state),
     ]
 
 
@@ -208,9 +208,11 @@ def test_mae_falls_as_K_grows_at_fixed_per_coordinate_noise():
     mae = {}
     for K in (32, 256):
         L = difference_bound(K, B, 1, tau, delta)
-        rr = RRMinHash(K, B, rr_eps_prime * math.ceil(L), delta, tau=tau, random_state=K)
+        rr = RRMinHash(K, B, epsilon=rr_eps_prime * math.ceil(L), delta=delta, tau=tau,
+                       random_state=K)
         assert rr.epsilon_prime() == pytest.approx(rr_eps_prime)
-        noisy = NoisyMinHash(K, B, (B - 1) * L / noisy_scale, delta, tau=tau, random_state=K)
+        noisy = NoisyMinHash(K, B, epsilon=(B - 1) * L / noisy_scale, delta=delta, tau=tau,
+                             random_state=K)
         assert noisy.scale() == pytest.approx(noisy_scale, rel=1e-4)
         mae[K] = (_mae(rr), _mae(noisy), _mae(MinHash(K, B, random_state=K)))
     for small, large in zip(mae[32], mae[256]):
@@ -219,13 +221,14 @@ def test_mae_falls_as_K_grows_at_fixed_per_coordinate_noise():
 
 def test_mae_falls_as_epsilon_grows():
     for cls in (RRMinHash, NoisyMinHash):
-        errors = [_mae(cls(64, 2, eps, 1e-4, tau=50, random_state=1)) for eps in (2.0, 8.0)]
+        errors = [_mae(cls(64, 2, epsilon=eps, delta=1e-4, tau=50,
+                           random_state=1)) for eps in (2.0, 8.0)]
         assert errors[1] < 0.8 * errors[0], (cls.name, errors)
 
 
 def test_more_noise_cannot_beat_plain_minhash():
     plain = _mae(MinHash(64, 2, random_state=4))
-    private = _mae(RRMinHash(64, 2, 4.0, 1e-4, tau=50, random_state=4))
+    private = _mae(RRMinHash(64, 2, epsilon=4.0, delta=1e-4, tau=50, random_state=4))
     assert plain < private
 
 
@@ -248,11 +251,11 @@ def test_epsilon_prime_and_scale_follow_the_paper_where_its_bound_holds(K, B, ta
     if K * r >= 3 * math.log(1e4):                 # the Chernoff step's own condition
         assert difference_bound(K, B, 1, tau, 1e-4) == pytest.approx(L)
     if difference_bound(K, B, 1, tau, 1e-4) == pytest.approx(L):
-        rr = RRMinHash(K, B, eps, 1e-4, tau=tau)
+        rr = RRMinHash(K, B, epsilon=eps, delta=1e-4, tau=tau)
         assert rr.epsilon_prime() == pytest.approx(eps / math.ceil(L))
         p = math.exp(eps / math.ceil(L)) / (math.exp(eps / math.ceil(L)) + B - 1)
         assert rr.keep_probability() == pytest.approx(p)
-        noisy = NoisyMinHash(K, B, eps, 1e-4, tau=tau)
+        noisy = NoisyMinHash(K, B, epsilon=eps, delta=1e-4, tau=tau)
         assert noisy.scale() == pytest.approx((B - 1) * L / eps, rel=1e-5)
         assert laplace_epsilon(noisy.scale(), noisy.sensitivity(), "lattice",
                                math.ceil(L)) <= eps
@@ -267,7 +270,7 @@ def test_binomial_bound_is_used_where_the_paper_bound_fails():
     used = difference_bound(K, B, 1, tau, delta)
     assert used == difference_bound_binomial(K, B, 1, tau, delta) == 2
     assert stats.binom.sf(used, K, r) <= delta
-    assert NoisyMinHash(K, B, 4.0, delta, tau=tau).scale() == pytest.approx(
+    assert NoisyMinHash(K, B, epsilon=4.0, delta=delta, tau=tau).scale() == pytest.approx(
         (B - 1) * used / 4.0, rel=1e-5)
     assert difference_bound(10, 2, 1, 2, 1e-9) == 10          # capped at K
 
@@ -294,9 +297,9 @@ def test_a_rows_sketch_does_not_depend_on_other_rows(backend):
 
 def test_sketches_are_reproducible_for_int_seeds_and_fresh_for_generators():
     X = disjoint_set_pairs(5, 10, 4)
-    rr = RRMinHash(16, 2, 4.0, 1e-4, tau=10, random_state=3)
+    rr = RRMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=10, random_state=3)
     np.testing.assert_array_equal(rr.sketch(X).values, rr.sketch(X).values)
-    fresh = RRMinHash(16, 2, 4.0, 1e-4, tau=10, random_state=np.random.default_rng(3))
+    fresh = RRMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=10, random_state=np.random.default_rng(3))
     assert not np.array_equal(fresh.sketch(X).values, fresh.sketch(X).values)
 
 
@@ -305,7 +308,7 @@ def test_inputs_are_not_mutated_and_sketches_are_read_only(small_ratings):
     X.data[::7] = 0.0                                # explicit zeros are not members
     before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
     backends = _all_backends(tau=1) + [MinHash(8, 2, threshold=4.0),
-                                       RRMinHash(8, 2, 1.0, 1e-4, threshold=3.5,
+                                       RRMinHash(8, 2, epsilon=1.0, delta=1e-4, threshold=3.5,
                                                  small_users="exclude")]
     for backend in backends:
         S = backend.sketch(X)
@@ -336,11 +339,12 @@ def test_sjlt_has_s_entries_of_plus_minus_one_over_root_s_per_column(k, s):
 
 def test_sjlt_sketch_is_the_sparse_product_plus_noise():
     X = sp.random(10, 40, density=0.3, format="csr", random_state=2)
-    sjlt = PrivateSJLT(16, 4, 1e6, 1.0, random_state=0)        # negligible noise
+    sjlt = PrivateSJLT(16, 4, epsilon=1e6, sensitivity=1.0,
+                       random_state=0)        # negligible noise
     S = sjlt.sketch(X)
     np.testing.assert_allclose(S.values, X.toarray() @ sjlt.projection_.toarray().T,
                                atol=1e-3)
-    jl = GaussianJL(16, 1e9, 0.1, 1.0, random_state=0)          # σ ≈ 6e-5
+    jl = GaussianJL(16, epsilon=1e9, delta=0.1, sensitivity=1.0, random_state=0)          # σ ≈ 6e-5
     np.testing.assert_allclose(jl.sketch(X).values, X.toarray() @ jl.projection_.T, atol=1e-3)
 
 
@@ -353,10 +357,10 @@ def _pair_vectors(R, d=24):
 
 
 @pytest.mark.parametrize("backend", [
-    PrivateSJLT(32, 4, 2.0, 5.0, random_state=11),
-    PrivateSJLT(64, 1, 6.0, 5.0, random_state=12),
-    PrivateSJLT(16, 8, 8.0, 1.0, random_state=13),
-    GaussianJL(32, 2.0, 1e-4, 5.0, random_state=14),
+    PrivateSJLT(32, 4, epsilon=2.0, sensitivity=5.0, random_state=11),
+    PrivateSJLT(64, 1, epsilon=6.0, sensitivity=5.0, random_state=12),
+    PrivateSJLT(16, 8, epsilon=8.0, sensitivity=1.0, random_state=13),
+    GaussianJL(32, epsilon=2.0, delta=1e-4, sensitivity=5.0, random_state=14),
 ], ids=lambda b: f"{b.name}-{getattr(b, 's', '')}")
 def test_projection_distance_estimates_are_unbiased_with_the_stated_variance(backend):
     R = 3000
@@ -384,12 +388,13 @@ def test_variance_formulas_by_hand():
 
 
 def test_sjlt_scale_and_gaussian_sigma_follow_the_formulas():
-    sjlt = PrivateSJLT(64, 4, 2.0, 5.0)
+    sjlt = PrivateSJLT(64, 4, epsilon=2.0, sensitivity=5.0)
     assert sjlt.scale() == pytest.approx(math.sqrt(4) * 5.0 / 2.0, rel=1e-5)
     assert laplace_epsilon(sjlt.scale(), 2 * 5.0, "lattice", 4) <= 2.0
     X = sp.random(3, 50, density=0.5, format="csr", random_state=0)
     for calibration in ("kenthapadi", "analytic"):
-        jl = GaussianJL(64, 1.5, 1e-5, 4.0, random_state=1, calibration=calibration)
+        jl = GaussianJL(64, epsilon=1.5, delta=1e-5, sensitivity=4.0, random_state=1,
+                        calibration=calibration)
         S = jl.sketch(X)
         w2 = 4.0 * np.sqrt((jl.projection_**2).sum(axis=0)).max()
         expected = (w2 / 1.5 * math.sqrt(2 * (math.log(1 / 2e-5) + 1.5))
@@ -406,14 +411,15 @@ def test_kenthapadi_sigma_is_a_valid_gaussian_calibration(eps, delta):
 
 def test_cosine_estimates_track_the_truth_and_stay_in_range(small_ratings):
     R = small_ratings
-    sjlt = PrivateSJLT(1024, 4, 1e4, 5.0, random_state=0)      # nearly noiseless
+    sjlt = PrivateSJLT(1024, 4, epsilon=1e4, sensitivity=5.0,
+                       random_state=0)      # nearly noiseless
     sims = sjlt.similarity_matrix(R)
     dense = R.toarray()
     norms = np.linalg.norm(dense, axis=1)
     truth = dense @ dense.T / np.outer(norms, norms)
     off = ~np.eye(len(truth), dtype=bool)
     assert np.abs(sims - truth)[off].mean() < 0.05          # JL error ~ 1/sqrt(k)
-    noisy = PrivateSJLT(64, 4, 0.5, 5.0, random_state=0).similarity_matrix(R)
+    noisy = PrivateSJLT(64, 4, epsilon=0.5, sensitivity=5.0, random_state=0).similarity_matrix(R)
     assert np.isfinite(noisy).all() and noisy.min() >= -1 and noisy.max() <= 1
 
 
@@ -433,13 +439,14 @@ def _sets(sizes, n_items=400, seed=0):
 def test_sets_below_tau_raise_naming_tau(cls):
     X = _sets([30, 12, 40, 0])
     with pytest.raises(ValueError, match=r"2 user\(s\).*tau=20"):
-        cls(16, 2, 4.0, 1e-4, tau=20).sketch(X)
+        cls(16, 2, epsilon=4.0, delta=1e-4, tau=20).sketch(X)
 
 
 @pytest.mark.parametrize("cls", [RRMinHash, NoisyMinHash])
 def test_sets_below_tau_are_excluded_with_a_warning(cls):
     X = _sets([30, 12, 40, 0, 25])
-    backend = cls(16, 2, 4.0, 1e-4, tau=20, random_state=0, small_users="exclude")
+    backend = cls(16, 2, epsilon=4.0, delta=1e-4, tau=20, random_state=0,
+                  small_users="exclude")
     with pytest.warns(UserWarning, match=r"2 user\(s\).*tau=20"):
         S = backend.sketch(X)
     assert S.valid.tolist() == [True, False, True, False, True]
@@ -452,7 +459,7 @@ def test_sets_below_tau_are_excluded_with_a_warning(cls):
 
 
 def test_tau_from_the_data_warns_and_voids_the_guarantee():
-    rr = RRMinHash(16, 2, 4.0, 1e-4, random_state=0)
+    rr = RRMinHash(16, 2, epsilon=4.0, delta=1e-4, random_state=0)
     with pytest.raises(ValueError, match="tau is not known yet"):
         rr.epsilon_prime()
     with pytest.warns(PrivacyLeakWarning, match="τ = 12 from the data"):
@@ -466,11 +473,13 @@ def test_tau_from_the_data_warns_and_voids_the_guarantee():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         with pytest.raises(ValueError, match="tau"):
-            RRMinHash(16, 2, 4.0, 1e-4).sketch(_sets([30, 0, 40]))   # empty set: same rule
+            RRMinHash(16, 2, epsilon=4.0, delta=1e-4).sketch(_sets([30, 0,
+                                                                    40]))   # empty set: same rule
         with pytest.raises(ValueError, match="every set is empty"):
-            RRMinHash(16, 2, 4.0, 1e-4).sketch(_sets([0, 0]))
+            RRMinHash(16, 2, epsilon=4.0, delta=1e-4).sketch(_sets([0, 0]))
         with pytest.warns(UserWarning, match=r"1 user\(s\)"):
-            RRMinHash(16, 2, 4.0, 1e-4, small_users="exclude").sketch(_sets([30, 0, 40]))
+            RRMinHash(16, 2, epsilon=4.0, delta=1e-4, small_users="exclude").sketch(_sets([30, 0,
+                                                                                           40]))
 
 
 # ----------------------------------------------------------------------------
@@ -478,25 +487,27 @@ def test_tau_from_the_data_warns_and_voids_the_guarantee():
 # ----------------------------------------------------------------------------
 
 BAD_PARAMETERS = [
-    (lambda: RRMinHash(16, 2, 0.0, 1e-4), ValueError, "epsilon"),
-    (lambda: RRMinHash(16, 2, float("nan"), 1e-4), ValueError, "epsilon"),
-    (lambda: NoisyMinHash(0, 2, 1.0, 1e-4), ValueError, "K"),
-    (lambda: NoisyMinHash(8, 1, 1.0, 1e-4), ValueError, "B"),
-    (lambda: RRMinHash(8.0, 2, 1.0, 1e-4), TypeError, "K"),
-    (lambda: RRMinHash(8, 2, 1.0, 0.0), ValueError, "delta"),
-    (lambda: RRMinHash(8, 2, 1.0, 1.0), ValueError, "delta"),
-    (lambda: RRMinHash(8, 2, 1.0, 1e-4, tau=0), ValueError, "tau"),
-    (lambda: RRMinHash(8, 2, 1.0, 1e-4, tau=2, alpha=3), ValueError, "alpha"),
-    (lambda: RRMinHash(8, 2, 1.0, 1e-4, small_users="drop"), ValueError, "small_users"),
-    (lambda: RRMinHash(8, 2, 1.0, 1e-4, random_state="x"), TypeError, "random_state"),
+    (lambda: RRMinHash(16, 2, epsilon=0.0, delta=1e-4), ValueError, "epsilon"),
+    (lambda: RRMinHash(16, 2, epsilon=float("nan"), delta=1e-4), ValueError, "epsilon"),
+    (lambda: NoisyMinHash(0, 2, epsilon=1.0, delta=1e-4), ValueError, "K"),
+    (lambda: NoisyMinHash(8, 1, epsilon=1.0, delta=1e-4), ValueError, "B"),
+    (lambda: RRMinHash(8.0, 2, epsilon=1.0, delta=1e-4), TypeError, "K"),
+    (lambda: RRMinHash(8, 2, epsilon=1.0, delta=0.0), ValueError, "delta"),
+    (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1.0), ValueError, "delta"),
+    (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, tau=0), ValueError, "tau"),
+    (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, tau=2, alpha=3), ValueError, "alpha"),
+    (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, small_users="drop"), ValueError,
+     "small_users"),
+    (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, random_state="x"), TypeError, "random_state"),
     (lambda: MinHash(8, 2, threshold=float("nan")), ValueError, "threshold"),
-    (lambda: PrivateSJLT(0, 1, 1.0, 1.0), ValueError, "k"),
-    (lambda: PrivateSJLT(16, 0, 1.0, 1.0), ValueError, "s"),
-    (lambda: PrivateSJLT(16, 3, 1.0, 1.0), ValueError, "s must divide k"),
-    (lambda: PrivateSJLT(16, 4, -1.0, 1.0), ValueError, "epsilon"),
-    (lambda: PrivateSJLT(16, 4, 1.0, 0.0), ValueError, "sensitivity"),
-    (lambda: GaussianJL(16, 1.0, 0.7, 1.0), ValueError, "delta"),
-    (lambda: GaussianJL(16, 1.0, 1e-4, 1.0, calibration="exact"), ValueError, "calibration"),
+    (lambda: PrivateSJLT(0, 1, epsilon=1.0, sensitivity=1.0), ValueError, "k"),
+    (lambda: PrivateSJLT(16, 0, epsilon=1.0, sensitivity=1.0), ValueError, "s"),
+    (lambda: PrivateSJLT(16, 3, epsilon=1.0, sensitivity=1.0), ValueError, "s must divide k"),
+    (lambda: PrivateSJLT(16, 4, epsilon=-1.0, sensitivity=1.0), ValueError, "epsilon"),
+    (lambda: PrivateSJLT(16, 4, epsilon=1.0, sensitivity=0.0), ValueError, "sensitivity"),
+    (lambda: GaussianJL(16, epsilon=1.0, delta=0.7, sensitivity=1.0), ValueError, "delta"),
+    (lambda: GaussianJL(16, epsilon=1.0, delta=1e-4, sensitivity=1.0, calibration="exact"),
+     ValueError, "calibration"),
 ]
 
 
@@ -507,7 +518,7 @@ def test_bad_parameters_are_rejected_by_name(make, error, name):
 
 
 def test_bad_sketch_inputs_are_rejected():
-    rr = RRMinHash(8, 2, 1.0, 1e-4, tau=1)
+    rr = RRMinHash(8, 2, epsilon=1.0, delta=1e-4, tau=1)
     with pytest.raises(TypeError, match="X"):
         rr.sketch([[1, 0], [0, 1]])
     with pytest.raises(ValueError, match="keys"):
@@ -516,15 +527,15 @@ def test_bad_sketch_inputs_are_rejected():
     with pytest.raises(ValueError, match="made by"):
         MinHash(8, 2).estimate(S)
     with pytest.raises(ValueError, match="coordinates"):
-        RRMinHash(9, 2, 1.0, 1e-4, tau=1).estimate(S)
-    seeded = RRMinHash(8, 2, 1.0, 1e-4, tau=1, hash_seed=3)
+        RRMinHash(9, 2, epsilon=1.0, delta=1e-4, tau=1).estimate(S)
+    seeded = RRMinHash(8, 2, epsilon=1.0, delta=1e-4, tau=1, hash_seed=3)
     S = seeded.sketch(sp.eye(3, format="csr"))
     with pytest.raises(ValueError, match="noise parameters"):
-        rr.estimate(S, RRMinHash(8, 2, 2.0, 1e-4, tau=1, hash_seed=3)
+        rr.estimate(S, RRMinHash(8, 2, epsilon=2.0, delta=1e-4, tau=1, hash_seed=3)
                     .sketch(sp.eye(3, format="csr")))
     # sketches drawn with different hash functions are not comparable (datasketch's rule)
     with pytest.raises(ValueError, match="different hash functions"):
-        rr.estimate(S, RRMinHash(8, 2, 1.0, 1e-4, tau=1, hash_seed=4)
+        rr.estimate(S, RRMinHash(8, 2, epsilon=1.0, delta=1e-4, tau=1, hash_seed=4)
                     .sketch(sp.eye(3, format="csr")))
     with pytest.raises(ValueError, match="buckets"):
         rr.privatize(np.full((2, 8), 2), seed=0)
@@ -595,7 +606,7 @@ def test_similarity_matrix_uses_threshold_and_checks_sensitivity(small_ratings):
     direct = MinHash(64, 2, random_state=0).sketch(expected)
     np.testing.assert_array_equal(S_liked.values, direct.values)
     with pytest.raises(ValueError, match="sensitivity"):
-        PrivateSJLT(16, 4, 1.0, 4.0).similarity_matrix(small_ratings)
+        PrivateSJLT(16, 4, epsilon=1.0, sensitivity=4.0).similarity_matrix(small_ratings)
 
 
 def test_sketch_objects():
@@ -613,14 +624,16 @@ def test_sketch_objects():
 
 def test_minhash_entries_field_by_field():
     X = _sets([30, 12, 40])
-    before = RRMinHash(16, 2, 4.0, 1e-4).privacy()               # τ from the data, unknown
+    before = RRMinHash(16, 2, epsilon=4.0,
+                       delta=1e-4).privacy()               # τ from the data, unknown
     assert (before.component, before.mechanism, before.epsilon, before.delta, before.unit,
             before.status, before.applies_to, before.note) == (
         "similarity", "randomized_response (RRMinHash)", 4.0, 1e-4, Unit.SET_ITEM,
         Status.VOID, "user", "τ not known yet")
-    public = RRMinHash(16, 2, 4.0, 1e-4, tau=10).privacy()       # τ public: known at once
+    public = RRMinHash(16, 2, epsilon=4.0, delta=1e-4,
+                       tau=10).privacy()       # τ public: known at once
     assert public.status is Status.HOLDS and public.epsilon == pytest.approx(4.0)
-    random_hash = RRMinHash(16, 2, 4.0, 1e-4, tau=10, random_state=0)
+    random_hash = RRMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=10, random_state=0)
     random_hash.sketch(X)
     L = difference_bound(16, 2, 1, 10, 1e-4)
     entry = random_hash.privacy()
@@ -628,7 +641,7 @@ def test_minhash_entries_field_by_field():
     assert entry.note == ("1 item(s) of one user's set, sets of at least τ = 10 items; δ over "
                           f"the random hash functions (at most L = {L:.4g} coordinates differ "
                           "with probability 1 − δ)")
-    fixed = NoisyMinHash(16, 2, 4.0, 1e-4, tau=10, hash_seed=5, random_state=0)
+    fixed = NoisyMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=10, hash_seed=5, random_state=0)
     fixed.sketch(X)
     entry = fixed.privacy()
     assert (entry.mechanism, entry.delta) == ("laplace (NoisyMinHash)", 0.0)
@@ -637,25 +650,26 @@ def test_minhash_entries_field_by_field():
     assert entry.note == ("1 item(s) of one user's set, sets of at least τ = 10 items; hash "
                           "functions fixed by hash_seed = 5: worst case over neighbouring sets, "
                           "all K = 16 coordinates may differ")
-    assert NoisyMinHash(16, 4, 4.0, 1e-4, tau=10).sensitivity() == pytest.approx(
+    assert NoisyMinHash(16, 4, epsilon=4.0, delta=1e-4, tau=10).sensitivity() == pytest.approx(
         difference_bound(16, 4, 1, 10, 1e-4) * 3)
 
 
 def test_sketch_params_and_rows_without_a_sketch():
     X = _sets([30, 2, 40])
-    rr = RRMinHash(16, 4, 4.0, 1e-4, tau=10, small_users="exclude", threshold=3.0,
+    rr = RRMinHash(16, 4, epsilon=4.0, delta=1e-4, tau=10, small_users="exclude", threshold=3.0,
                    random_state=0)
     assert rr.threshold == 3.0
     with pytest.warns(UserWarning):
         S = rr.sketch(X)
     assert set(S.params) == {"keep_probability", "epsilon_prime", "tau", "hash_seed"}
     assert (np.asarray(S.values)[1] == -1).all() and (np.asarray(S.values)[[0, 2]] >= 0).all()
-    noisy = NoisyMinHash(16, 4, 4.0, 1e-4, tau=10, small_users="exclude", random_state=0)
+    noisy = NoisyMinHash(16, 4, epsilon=4.0, delta=1e-4, tau=10, small_users="exclude",
+                         random_state=0)
     with pytest.warns(UserWarning):
         S = noisy.sketch(X)
     assert set(S.params) == {"scale", "tau", "hash_seed"}
     assert (np.asarray(S.values)[1] == 0.0).all()
-    projection = PrivateSJLT(16, 4, 1.0, 5.0, hash_seed=3, random_state=0)
+    projection = PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, hash_seed=3, random_state=0)
     assert set(projection.sketch(X).params) == {"scale", "hash_seed"} and \
         projection.hash_seed == 3
 
@@ -665,11 +679,12 @@ def test_warnings_say_why():
             r"tau=None reads τ = 1 from the data \(the smallest set\): that releases it and "
             r"makes every user's noise depend on another user's data, so the \(ε, δ\) "
             r"guarantee is void; give a public tau")):
-        RRMinHash(16, 2, 4.0, 1e-4, random_state=0).sketch(_sets([30, 1]))
+        RRMinHash(16, 2, epsilon=4.0, delta=1e-4, random_state=0).sketch(_sets([30, 1]))
     with pytest.warns(UserWarning, match=(r"1 user\(s\) with fewer than tau=5 items \(empty "
                                           r"sets included\) are excluded: no sketch released, "
                                           r"similarity 0")):
-        RRMinHash(16, 2, 4.0, 1e-4, tau=5, small_users="exclude").sketch(_sets([30, 1]))
+        RRMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=5, small_users="exclude").sketch(_sets([30,
+                                                                                              1]))
 
 
 def test_the_exact_binomial_quantile_reaches_k():
@@ -691,7 +706,7 @@ def test_projection_matrices_as_documented():
         dense[np.arange(4) * 4 + buckets[j].astype(int), j] = signs[j] / 2.0
     np.testing.assert_array_equal(S.toarray(), dense)
     assert sjlt_matrix(16, 1, np.array([7]), 0).shape == (16, 1)
-    jl = GaussianJL(8, 1.0, 1e-5, 0.5, hash_seed=2, random_state=0)
+    jl = GaussianJL(8, epsilon=1.0, delta=1e-5, sensitivity=0.5, hash_seed=2, random_state=0)
     jl.sketch(sp.csr_matrix(np.ones((1, 3))))
     w2 = 0.5 * np.sqrt((jl.projection_**2).sum(axis=0)).max()
     assert jl.sigma_ == kenthapadi_sigma(1.0, 1e-5, w2)
@@ -707,17 +722,20 @@ def test_projection_matrices_as_documented():
     unit[0, 0] = 1.0
     assert jl.sigma(unit) == kenthapadi_sigma(1.0, 1e-5, 0.5)
     assert jl.sigma(np.zeros((8, 0))) < 1e-200                   # no feature: no noise needed
-    sjlt = PrivateSJLT(1, 1, 2.0, 5.0, random_state=0)          # k = 1 is allowed
+    sjlt = PrivateSJLT(1, 1, epsilon=2.0, sensitivity=5.0,
+                       random_state=0)          # k = 1 is allowed
     assert sjlt.privacy().mechanism == "laplace (private SJLT)"
     assert kenthapadi_sigma(1.0, 0.4999, 0.5) > 0                 # δ < 1/2, any w₂ > 0
 
 
 def test_projections_reproduce_with_a_seed_and_keep_their_hash_seed():
     X = sp.random(5, 20, density=0.4, format="csr", random_state=0)
-    a = PrivateSJLT(16, 4, 1.0, 5.0, random_state=3).sketch(X).values
-    np.testing.assert_array_equal(a, PrivateSJLT(16, 4, 1.0, 5.0, random_state=3)
+    a = PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, random_state=3).sketch(X).values
+    np.testing.assert_array_equal(a, PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0,
+                                                 random_state=3)
                                   .sketch(X).values)
-    one, two = (PrivateSJLT(16, 4, 1.0, 5.0, hash_seed=5, random_state=s) for s in (1, 2))
+    one, two = (PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, hash_seed=5,
+                            random_state=s) for s in (1, 2))
     one.sketch(X)
     two.sketch(X)
     assert (one.projection_ != two.projection_).nnz == 0 and one.hash_seed_ == 5

@@ -40,6 +40,7 @@ the same grid with Surprise's ``KNNBasic`` semantics (much slower).
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import sys
 import time
@@ -193,7 +194,7 @@ def _fold_accuracy(configs, trainset, testset, fold, k, n_known, seed) -> list[d
     rows = []
     for config in configs:
         algo = make_algo(config, k, n_known, seed)
-        options = algo.sim_options
+        options = copy.deepcopy(algo).check_params().sim_options_
         key = repr(sorted(options.items()))
         start = time.perf_counter()
         if options["name"] in SUM_SIMILARITIES:

@@ -73,7 +73,8 @@ def make_algo(model: str, epsilon: float | None = None, seed: int = 0):
         return LocalKNN(epsilon=epsilon, rating_release=release, random_state=seed)
     if model in CORRECTED:   # candidates fixed in advance; cosine on 1..5 has range width 1
         return PrivateKNN(k=40, sim_options={"name": "cosine"},
-                          selector=CorrectedPNCF(epsilon, score_range=1.0), neighbourhood="user",
+                          selector=CorrectedPNCF(epsilon=epsilon,
+                                                 score_range=1.0), neighbourhood="user",
                           prediction="baseline", random_state=seed, verbose=False)
     selector = model.split()[0].lower()
     return PrivateKNN(k=40, sim_options={"name": "cosine"}, selector=selector, epsilon=epsilon,

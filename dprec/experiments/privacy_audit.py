@@ -415,7 +415,8 @@ def sketch_release(name: str, epsilon: float = 2.0, n_runs: int = 200_000,
         cls = RRMinHash if name == "rr_minhash" else NoisyMinHash
 
         def make(s):
-            return cls(K, B, epsilon, 1e-4, tau=1, hash_seed=hash_seed, random_state=s)
+            return cls(K, B, epsilon=epsilon, delta=1e-4, tau=1, hash_seed=hash_seed,
+                       random_state=s)
 
         truth = MinHash(K, B, hash_seed=hash_seed).sketch(sets).values.astype(float)
         every = np.arange(K)
@@ -434,8 +435,10 @@ def sketch_release(name: str, epsilon: float = 2.0, n_runs: int = 200_000,
 
         def make(s_):
             if cls is PrivateSJLT:
-                return PrivateSJLT(k_out, s, epsilon, 5.0, hash_seed=7, random_state=s_)
-            return GaussianJL(k_out, epsilon, 1e-5, 5.0, hash_seed=7, random_state=s_)
+                return PrivateSJLT(k_out, s, epsilon=epsilon, sensitivity=5.0, hash_seed=7,
+                                   random_state=s_)
+            return GaussianJL(k_out, epsilon=epsilon, delta=1e-5, sensitivity=5.0, hash_seed=7,
+                              random_state=s_)
 
         probe = make(0)
         probe.sketch(row_a)                    # the public matrix, from hash_seed
@@ -486,7 +489,8 @@ def fixed_hash_seed(epsilon: float = 2.0, n_runs: int = 200_000, seed: int = 0,
     truth = MinHash(K, B, hash_seed=hash_seed).sketch(sets).values
 
     def make(s):
-        return RRMinHash(K, B, epsilon, 1e-4, tau=tau, hash_seed=hash_seed, random_state=s)
+        return RRMinHash(K, B, epsilon=epsilon, delta=1e-4, tau=tau, hash_seed=hash_seed,
+                         random_state=s)
 
     def margin(y):
         y = np.asarray(y)

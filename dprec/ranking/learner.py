@@ -172,7 +172,7 @@ class MallowsRanker(AlgoBase):
         The privatised orders (inner item ids, most preferred first).
     """
 
-    def __init__(self, epsilon: EpsilonSpec = 1.0, mechanism: str = "mallows",
+    def __init__(self, *, epsilon: EpsilonSpec = 1.0, mechanism: str = "mallows",
                  calibration: str = "tight", n_factors: int = 32, n_epochs: int = 20,
                  lr: float = 0.05, reg: float = 0.05, batch_size: int = 1024,
                  pairs_per_rating: float = 2.0, random_state: RandomStateLike = None,

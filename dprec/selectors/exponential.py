@@ -56,7 +56,7 @@ class CorrectedPNCF(Selector):
 
     name = "pncf_corrected"
 
-    def __init__(self, epsilon: float = 1.0, score_range: float = 2.0) -> None:
+    def __init__(self, *, epsilon: float = 1.0, score_range: float = 2.0) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.score_range = check_real(score_range, "score_range", low=0.0, low_inclusive=False)
 

@@ -65,7 +65,7 @@ class PNCF(Selector):
     name = "pncf"
     needs_sensitivity = True
 
-    def __init__(self, epsilon: float = 1.0, rho: float = 0.1) -> None:
+    def __init__(self, *, epsilon: float = 1.0, rho: float = 0.1) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.rho = check_real(rho, "rho", low=0.0, high=1.0, low_inclusive=False,
                               high_inclusive=False)

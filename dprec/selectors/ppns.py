@@ -86,7 +86,7 @@ class PPNS(Selector):
     needs_sensitivity = True
     reads_tail = True
 
-    def __init__(self, epsilon: float = 1.0, p: float | None = None,
+    def __init__(self, *, epsilon: float = 1.0, p: float | None = None,
                  alpha: float | None = None) -> None:
         self.epsilon = check_epsilon(epsilon)
         if p is not None and alpha is not None:

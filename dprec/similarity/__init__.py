@@ -68,6 +68,7 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
             raise ValueError(f"sim_options['user_based'] must be True for the sketch backend "
                              f"{options['name']!r}: a sketch is a user's release of their own "
                              "rated set, and no user holds an item's set of raters")
+        options["user_based"] = True
         sketch_backend(with_public_bounds(options, (1.0, 1.0)))  # validates every option
         return options
     options["user_based"] = user_based

@@ -653,7 +653,7 @@ class RRMinHash(_PrivateMinHash):
 
     name = "rr_minhash"
 
-    def __init__(self, K: int, B: int, epsilon: float, delta: float, tau: int | None = None,
+    def __init__(self, K: int, B: int, *, epsilon: float, delta: float, tau: int | None = None,
                  alpha: int = 1, threshold: float | None = None,
                  random_state: RandomStateLike = None, small_users: str = "raise",
                  hash_seed: int | None = None) -> None:
@@ -716,7 +716,7 @@ class NoisyMinHash(_PrivateMinHash):
 
     name = "noisy_minhash"
 
-    def __init__(self, K: int, B: int, epsilon: float, delta: float, tau: int | None = None,
+    def __init__(self, K: int, B: int, *, epsilon: float, delta: float, tau: int | None = None,
                  alpha: int = 1, threshold: float | None = None,
                  random_state: RandomStateLike = None, small_users: str = "raise",
                  hash_seed: int | None = None) -> None:

@@ -365,7 +365,7 @@ class PrivateSJLT(_PrivateProjection):
     name = "sjlt"
     option_defaults = {"k": 256, "s": 4}
 
-    def __init__(self, k: int, s: int, epsilon: float, sensitivity: float,
+    def __init__(self, k: int, s: int, *, epsilon: float, sensitivity: float,
                  random_state: RandomStateLike = None, hash_seed: int | None = None) -> None:
         self._init_common(k, epsilon, sensitivity, hash_seed, random_state)
         self.k, self.s = _check_k_s(k, s)
@@ -438,7 +438,7 @@ class GaussianJL(_PrivateProjection):
     name = "gaussian_jl"
     option_defaults = {"k": 256, "delta": 1e-4}
 
-    def __init__(self, k: int, epsilon: float, delta: float, sensitivity: float,
+    def __init__(self, k: int, *, epsilon: float, delta: float, sensitivity: float,
                  random_state: RandomStateLike = None, calibration: str = "kenthapadi",
                  hash_seed: int | None = None) -> None:
         self._init_common(k, epsilon, sensitivity, hash_seed, random_state)
