@@ -461,10 +461,7 @@ class PrivateKNN(AlgoBase):
                                        budget=self.budget, model=model)
         similarity = None
         if release is not None and release.entry.epsilon < np.inf:
-            similarity = accountant.register(release.entry)
-            accountant.charge({similarity: release.released.astype(np.int64)})
-            accountant.out_of_scope(release.entry.unit, ~release.released,
-                                    "released no sketch: a set smaller than τ, or empty")
+            similarity = release.charge(accountant)
         self._selector_entries = [] if not self.sim_options_["user_based"] else [
             (accountant.register(entry), entry.applies_to) for entry in self._selector_privacy()]
         selector = [index for index, _ in self._selector_entries]

@@ -79,7 +79,13 @@ from .mechanisms import (
     randomized_response_epsilon,
     randomized_response_keep_probability,
 )
-from .similarity import SKETCH_BACKENDS, check_sim_options, sketch_backend, with_public_bounds
+from .similarity import (
+    SKETCH_BACKENDS,
+    SketchRelease,
+    check_sim_options,
+    sketch_backend,
+    with_public_bounds,
+)
 
 __all__ = ["LocalKNN", "RATING_RELEASES"]
 
@@ -198,14 +204,15 @@ class LocalKNN(AlgoBase):
             (x_hat, n_hat), (sd_x, sd_n), release_entry = _krr_reports(
                 ratings, (low, high), epsilon_r, rng)
         n_users = ratings.n_users
-        # a bound on the noise of one residual report ê (|μ + b_i − c| ≤ 3B)
-        self._residual_sd = half * (sd_x + 3.0 * sd_n) / tolerance
+        # a bound on the noise sd of one residual report ê (|μ + b_i − c| ≤ 3B), over the
+        # tolerance: β and γ are this times the root of the sum of the squared weights
+        self._stabiliser_unit = half * (sd_x + 3.0 * sd_n) / tolerance
 
         # 3. the server's aggregates
         sums, counts = x_hat.sum(axis=0), n_hat.sum(axis=0)
         self.mu_ = float(np.clip(centre + half * sums.sum() / max(counts.sum(), 1.0), low, high))
         if beta is None:
-            beta = math.sqrt(n_users) * self._residual_sd
+            beta = math.sqrt(n_users) * self._stabiliser_unit
         self.item_effects_ = stabilised_effects(half * sums, counts, self.mu_ - centre, beta,
                                                 high - low)
         self._residual_reports = half * x_hat - n_hat * (self.mu_ + self.item_effects_ - centre)
@@ -215,25 +222,27 @@ class LocalKNN(AlgoBase):
         # 4. each user's own effect (their raw ratings, used in their own predictions only)
         self.user_effects_ = own_effects(ratings.matrix, self.mu_ + self.item_effects_, lam)
 
-        self._accountant = self._ledger(trainset, backend.release_.entry, release_entry, release)
+        self._accountant = self._ledger(trainset, backend.release_, release_entry, release)
         if self.verbose:
             print(f"LocalKNN: {n_users} users released a {options['name']} sketch and their "
                   f"ratings ({release}), ε = {epsilon:g} per rating")
         return self
 
-    def _ledger(self, trainset, sketch: LedgerEntry, ratings: LedgerEntry,
+    def _ledger(self, trainset, sketch: SketchRelease, ratings: LedgerEntry,
                 release: str) -> PrivacyAccountant:
         accountant = PrivacyAccountant([trainset.to_raw_uid(u) for u in range(trainset.n_users)],
                                        model=f"LocalKNN(rating_release={release!r})")
-        if sketch.unit is Unit.SET_ITEM:   # a rating added or removed is an item of the set
-            sketch = replace(sketch, unit=Unit.RATING, note=sketch.note + "; a rating added "
-                             "or removed is one item of the rated set")
-        indices = [accountant.register(sketch), accountant.register(ratings)]
-        accountant.release_once(indices, ("predictions", "details", "neighbour lists",
-                                          "similarities", "recommendations"),
-                                "local model: each user's two releases, made on their device; "
-                                "every answer is post-processing of them, and a prediction for "
-                                "u also uses u's own ratings, shown to u alone")
+        entry = sketch.entry
+        if entry.unit is Unit.SET_ITEM:   # a rating added or removed is an item of the set
+            entry = replace(entry, unit=Unit.RATING, note=entry.note + "; a rating added "
+                            "or removed is one item of the rated set")
+        indices = [sketch.charge(accountant, entry), accountant.register(ratings)]
+        accountant.release_once(indices[1:], (), "local model: each user's two releases, made "
+                                "on their device; every answer is post-processing of them, and "
+                                "a prediction for u also uses u's own ratings, shown to u alone")
+        for output in ("predictions", "details", "neighbour lists", "similarities",
+                       "recommendations"):
+            accountant.declare_output(output, indices)
         return accountant
 
     # ------------------------------------------------------------- answers
@@ -252,10 +261,11 @@ class LocalKNN(AlgoBase):
             raise AttributeError("this LocalKNN is not fitted yet: call fit first")
 
     def estimate(self, u, i):
-        if not (self.trainset.knows_user(u) or self.trainset.knows_item(i)):
+        known_user, known_item = self.trainset.knows_user(u), self.trainset.knows_item(i)
+        if not (known_user or known_item):
             raise PredictionImpossible("User and item are unknown.")
-        est, details = self._estimates(np.array([u if self.trainset.knows_user(u) else -1]),
-                                       np.array([i if self.trainset.knows_item(i) else -1]))
+        est, details = self._estimates(np.array([u if known_user else -1]),
+                                       np.array([i if known_item else -1]))
         return float(est[0]), details[0]
 
     def test(self, testset, verbose: bool = False):
@@ -290,7 +300,7 @@ class LocalKNN(AlgoBase):
         count = (weights * self._count_reports[safe, items[:, None]]).sum(axis=1)
         gamma = self._gamma
         if gamma is None:
-            gamma = np.sqrt((weights**2).sum(axis=1)) * self._residual_sd
+            gamma = np.sqrt((weights**2).sum(axis=1)) * self._stabiliser_unit
         denominator = np.maximum(count, 0.0) + gamma
         return np.divide(numerator, denominator, out=np.zeros(len(users)),
                          where=denominator > 0)

@@ -151,3 +151,21 @@ def test_bad_parameters_are_named_at_fit(trainset, kwargs, name):
     algo = LocalKNN(**kwargs)                   # stored as given
     with pytest.raises((ValueError, TypeError), match=name):
         algo.fit(trainset)
+
+
+def test_users_without_a_sketch_are_out_of_the_guarantee(trainset):
+    # sets below τ are excluded from the sketches: that exclusion depends on their data,
+    # so their ε is ∞ (as in PrivateKNN), the others' the sum of their two releases
+    sizes = np.array([len(trainset.ur[u]) for u in trainset.all_users()])
+    tau = int(np.median(sizes)) + 1
+    algo = LocalKNN(epsilon=2.0, sim_options={"name": "rr_minhash", "K": 16, "B": 2,
+                                              "delta": 1e-3, "tau": tau,
+                                              "small_users": "exclude"}, random_state=0)
+    with pytest.warns(UserWarning, match="excluded"):
+        algo.fit(trainset)
+    report = algo.privacy_report()
+    eps = report.per_user(Unit.RATING)["epsilon"]
+    small = [trainset.to_raw_uid(u) for u in np.flatnonzero(sizes < tau)]
+    assert small and np.isinf(eps[small]).all()
+    large = [uid for uid in eps.index if uid not in small]
+    assert np.isfinite(eps[large]).all() and eps[large].max() == pytest.approx(2.0)

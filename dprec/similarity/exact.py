@@ -46,25 +46,18 @@ EXACT_SIMILARITIES = (*SUM_SIMILARITIES, "pearson_baseline")
 
 def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
                   values: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs,
-    as float64 (the last ``None`` when ``with_sums`` is False).
+    """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs (the
+    last ``None`` when ``with_sums`` is False), in the dtype of the products.
 
     Dense BLAS products (``X Xᵀ`` runs as a symmetric rank-k update, half
     the work of a general product, up to :data:`dprec._linalg.SYRK_ROWS`
     rows).  When every rating is an integer and no sum can exceed 2^24 they
-    run in float32, where every partial sum of integers is exact whatever the
-    summation order: the same numbers as float64 sums, about twice as fast.
-    The counts ``|I_uv|`` always do (exact for fewer than 2^24 columns).
-    ``values``, if given, replaces the stored ratings (one per stored entry,
-    e.g. baseline residuals) on the same pattern.
+    run (and are returned) in float32, where every partial sum of integers is
+    exact whatever the summation order: the same numbers as float64 sums,
+    about twice as fast.  The counts ``|I_uv|`` always do (exact for fewer
+    than 2^24 columns).  ``values``, if given, replaces the stored ratings (one
+    per stored entry, e.g. baseline residuals) on the same pattern.
     """
-    return tuple(None if m is None else m.astype(np.float64)
-                 for m in _exact_sums(ratings, with_sums, values))
-
-
-def _exact_sums(ratings: sp.csr_matrix, with_sums: bool = True,
-                values: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """:func:`co_rated_sums` in the dtype of the products (float32 where exact)."""
     data = ratings.data if values is None else values
     max_sum = ratings.shape[1] * float(np.max(data**2, initial=0.0))
     exact_in_float32 = max_sum < 2**24 and np.array_equal(data, np.round(data))
@@ -171,7 +164,7 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
     -------
     numpy.ndarray of shape (n_users, n_users), float64, symmetric.
     """
-    return _similarity_and_exact_sums(name, ratings, min_support)[0]
+    return _similarity_andco_rated_sums(name, ratings, min_support)[0]
 
 
 def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
@@ -200,7 +193,7 @@ def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
         sim[freq < max(2, min_support)] = 0.0
         return sim
 
-    freq, sq_i, prods, _ = _exact_sums(ratings, with_sums=False, values=residuals)
+    freq, sq_i, prods, _ = co_rated_sums(ratings, with_sums=False, values=residuals)
     sim = _symmetric_by_row_blocks(block, (freq, sq_i, prods), (sq_i,))
     np.fill_diagonal(sim, 1.0)
     return sim
@@ -210,15 +203,15 @@ def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: in
     """:func:`exact_similarity` and the co-rated sums it was computed from, as
     float64 (:func:`co_rated_sums`; not for ``pearson_baseline``, which needs
     baselines: :func:`pearson_baseline_similarity`)."""
-    sim, sums = _similarity_and_exact_sums(name, ratings, min_support)
+    sim, sums = _similarity_andco_rated_sums(name, ratings, min_support)
     return sim, tuple(None if m is None else m.astype(np.float64) for m in sums)
 
 
-def _similarity_and_exact_sums(name: str, ratings: sp.csr_matrix, min_support: int):
+def _similarity_andco_rated_sums(name: str, ratings: sp.csr_matrix, min_support: int):
     """The similarity and the sums in the dtype of their products."""
     if name not in SUM_SIMILARITIES:
         raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")
-    sums = freq, sq_i, prods, s_i = _exact_sums(sp.csr_matrix(ratings, dtype=np.float64),
+    sums = freq, sq_i, prods, s_i = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64),
                                                 with_sums=name == "pearson")
 
     def block(rows, mirrors):

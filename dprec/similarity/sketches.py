@@ -144,6 +144,17 @@ class SketchRelease(NamedTuple):
     entry: LedgerEntry
     released: np.ndarray
 
+    def charge(self, accountant, entry: LedgerEntry | None = None) -> int:
+        """Register ``entry`` (default :attr:`entry`) with a model's ``accountant``,
+        charge it once to every user who released a sketch, and mark the others out
+        of its unit's scope (their exclusion depends on their data); returns its index."""
+        entry = self.entry if entry is None else entry
+        index = accountant.register(entry)
+        accountant.charge({index: self.released.astype(np.int64)})
+        accountant.out_of_scope(entry.unit, ~self.released,
+                                "released no sketch: a set smaller than τ, or empty")
+        return index
+
 
 class SketchBackend:
     """Base class of the sketch backends.
