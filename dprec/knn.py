@@ -21,7 +21,7 @@ from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.optimize_baselines import baseline_sgd
 from surprise.prediction_algorithms.predictions import Prediction
 
-from ._order import stable_descending_order
+from ._arrays import stable_descending_order
 from ._ratings import RatingArrays
 from ._rng import (
     QueryNoise,

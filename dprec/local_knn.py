@@ -64,7 +64,7 @@ from dataclasses import replace
 import numpy as np
 from surprise import AlgoBase, PredictionImpossible
 
-from ._order import stable_descending_order
+from ._arrays import stable_descending_order
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
 from ._surprise import inner_ids, predictions

@@ -1,0 +1,92 @@
+"""Array kernels shared across dprec: orders with ties, top-k, 0/1 patterns, safe division.
+
+Ties follow Surprise's ``heapq.nlargest``: among equal values, the lower
+column comes first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def top_mask(values: np.ndarray, n: int) -> np.ndarray:
+    """Per row, a mask of the ``n`` largest values (ties: the lower column first).
+
+    Found by a partition in linear time; when the ``n``-th value is tied with
+    values beyond it, the tied columns are taken in column order until the row
+    holds ``n`` (the *tie spill*).  ``n`` is clipped to ``[0, n_columns]``.
+    """
+    n_cols = values.shape[1]
+    n = max(0, min(n, n_cols))
+    if n == 0:
+        return np.zeros(values.shape, dtype=bool)
+    threshold = np.partition(values, n_cols - n, axis=1)[:, n_cols - n, None]
+    taken = values >= threshold
+    spill = np.flatnonzero(taken.sum(axis=1) > n)
+    if len(spill):
+        row_values, row_threshold = values[spill], threshold[spill]
+        above = row_values > row_threshold
+        ties = row_values == row_threshold
+        room = n - above.sum(axis=1, keepdims=True)
+        taken[spill] = above | (ties & (np.cumsum(ties, axis=1) <= room))
+    return taken
+
+
+def stable_descending_order(values: np.ndarray, prefix: int | None,
+                            keep_tail: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Columns of each row in descending order of ``values``, ties in column order.
+
+    This is the order of ``heapq.nlargest`` (what Surprise's KNNBasic uses).
+    With ``prefix`` set, only the first ``prefix`` columns of that order are
+    sorted, found by :func:`top_mask` instead of a full sort; with
+    ``keep_tail`` every column then follows in column order, those of the
+    prefix masked (``-inf``), else the rest is left out.
+
+    Returns ``(order, sorted_values)``: the columns and their values.
+    """
+    n_rows, n_cols = values.shape
+    if prefix is None or prefix >= n_cols:
+        order = np.argsort(-values, axis=1, kind="stable")
+        return order, np.take_along_axis(values, order, axis=1)
+    taken = top_mask(values, prefix)
+    columns = (np.flatnonzero(taken) % n_cols).reshape(n_rows, prefix)
+    head_values = np.take_along_axis(values, columns, axis=1)
+    inner = np.argsort(-head_values, axis=1, kind="stable")
+    head = np.take_along_axis(columns, inner, axis=1)
+    head_values = np.take_along_axis(head_values, inner, axis=1)
+    if not keep_tail:
+        return head, head_values
+    # the tail: every column in column order, those already in the head masked out
+    order = np.concatenate([head, np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))], axis=1)
+    return order, np.concatenate([head_values, np.where(taken, -np.inf, values)], axis=1)
+
+
+def top_k_indices(keys: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest keys along the last axis, largest first (int64).
+
+    A partition, then a sort of the ``k`` kept; ties in an unspecified order
+    (the keys this serves are continuous: Gumbel-perturbed scores).
+    ``1 <= k <= keys.shape[-1]``.
+    """
+    negated = np.negative(keys)                 # ascending order = best first
+    part = np.argpartition(negated, k - 1, axis=-1)[..., :k]
+    order = np.argsort(np.take_along_axis(negated, part, axis=-1), axis=-1)
+    return np.take_along_axis(part, order, axis=-1).astype(np.int64)
+
+
+def pattern(matrix: sp.spmatrix, dtype=np.float64) -> sp.csr_matrix:
+    """The 0/1 matrix of the stored entries of ``matrix`` (a new CSR matrix, same structure)."""
+    csr = sp.csr_matrix(matrix)
+    return sp.csr_matrix((np.ones(csr.nnz, dtype=dtype), csr.indices.copy(), csr.indptr.copy()),
+                         shape=csr.shape)
+
+
+def safe_divide(numerator: np.ndarray, denominator: np.ndarray,
+                fill: float = 0.0) -> np.ndarray:
+    """``numerator / denominator`` elementwise, ``fill`` where the denominator is 0."""
+    numerator, denominator = np.broadcast_arrays(np.asarray(numerator, dtype=np.float64),
+                                                 np.asarray(denominator, dtype=np.float64))
+    out = np.full(numerator.shape, fill, dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
