@@ -6,8 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from surprise import KNNBasic
+
 from . import datasets
 from .evaluation import cross_validate_table, grid_table, parallel_backend, summarise
+from .knn import PrivateKNN
+from .ranking import MallowsRanker
 
 #: ``dprec <command> [options]`` runs ``dprec.experiments.<module>.main(options)``
 EXPERIMENTS = {
@@ -49,10 +53,6 @@ CV_COLUMNS = ["algo", "epsilon", "fold", "rmse", "mae", "fit_time", "test_time"]
 
 def demo_algorithms(k: int, seed: int) -> dict:
     """Surprise's KNNBasic next to every dprec algorithm, one configuration each."""
-    from surprise import KNNBasic
-
-    from .knn import PrivateKNN
-
     cosine = {"name": "cosine"}
 
     def private(**options) -> PrivateKNN:
@@ -88,11 +88,6 @@ def run_demo(args: argparse.Namespace) -> int:
 def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosine",
                  p: float | None = None, neighbourhood: str = "item", seed: int = 0):
     """The Surprise algorithm ``dprec cv --algo`` names, configured."""
-    from surprise import KNNBasic
-
-    from .knn import PrivateKNN
-    from .ranking import MallowsRanker
-
     if algo == "knnbasic":
         return KNNBasic(k=k, sim_options={"name": sim}, verbose=False)
     if algo == "mallows":

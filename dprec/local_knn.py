@@ -81,7 +81,9 @@ from .mechanisms import (
 )
 from .similarity import (
     SKETCH_BACKENDS,
+    SketchBackend,
     SketchRelease,
+    backend_options,
     check_sim_options,
     sketch_backend,
     with_public_bounds,
@@ -108,10 +110,11 @@ class LocalKNN(AlgoBase):
         Share of ε for the similarity sketch (in (0, 1)).
     rating_release : {"krr", "laplace"}, default "krr"
         How each user releases their ratings.
-    sim_options : dict, optional
-        A sketch backend of :mod:`dprec.similarity` and its options, without
-        ``epsilon`` (it is ``sketch_share · epsilon``); default
-        ``{"name": "sjlt"}``.
+    sim_options : dict or SketchBackend, optional
+        A private sketch backend of :mod:`dprec.similarity` and its options,
+        without ``epsilon`` (it is ``sketch_share · epsilon``); default
+        ``{"name": "sjlt"}``.  A backend object must have
+        ``epsilon == sketch_share · epsilon``.
     noise_tolerance : float, default 0.2
         The standard deviation of noise the default stabilisers allow in
         ``b_i`` and ``d_ui`` (``> 0``).
@@ -155,12 +158,20 @@ class LocalKNN(AlgoBase):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
-    def _sketch_options(self) -> dict:
-        options = dict(self.sim_options if self.sim_options is not None else {"name": "sjlt"})
-        if "epsilon" in options:
-            raise ValueError("sim_options must not give 'epsilon': the sketch's budget is "
-                             "sketch_share * epsilon")
-        options = check_sim_options({**options, "epsilon": 1.0})
+    def _sketch_options(self, sketch_epsilon: float) -> dict:
+        """The sketch backend's options, with ``epsilon = sketch_epsilon``."""
+        if isinstance(self.sim_options, SketchBackend):
+            options = backend_options(self.sim_options)
+            if options["epsilon"] != sketch_epsilon:
+                raise ValueError(f"sim_options: the backend's epsilon {options['epsilon']!r} "
+                                 f"must be sketch_share * epsilon = {sketch_epsilon!r}")
+        else:
+            options = dict(self.sim_options if self.sim_options is not None
+                           else {"name": "sjlt"})
+            if "epsilon" in options:
+                raise ValueError("sim_options must not give 'epsilon': the sketch's budget "
+                                 "is sketch_share * epsilon")
+        options = check_sim_options({**options, "epsilon": sketch_epsilon})
         if options["name"] not in SKETCH_BACKENDS or options["name"] == "minhash":
             raise ValueError(f"sim_options['name'] must be a private sketch backend, one of "
                              f"{sorted(set(SKETCH_BACKENDS) - {'minhash'})}, got "
@@ -173,7 +184,7 @@ class LocalKNN(AlgoBase):
         k = check_int(self.k, "k", minimum=1)
         share = check_open_unit(self.sketch_share, "sketch_share")
         release = check_choice(self.rating_release, "rating_release", RATING_RELEASES)
-        options = self._sketch_options()
+        options = self._sketch_options(share * epsilon)
         tolerance = check_real(self.noise_tolerance, "noise_tolerance", low=0.0,
                                low_inclusive=False)
         beta, gamma = (None if v is None else check_real(v, name, low=0.0) for v, name in
@@ -188,7 +199,6 @@ class LocalKNN(AlgoBase):
         centre, half = (low + high) / 2.0, (high - low) / 2.0
 
         # 1. the sketches, and the neighbours they give
-        options["epsilon"] = share * epsilon
         backend = sketch_backend(with_public_bounds(options, (low, high)),
                                  derive_generator(entropy, "sketch"))
         self.sim = backend.similarity_matrix(ratings.matrix, columns=ratings.item_keys)

@@ -12,6 +12,7 @@ from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN
 from dprec.ledger import Status, Unit
+from dprec.similarity import SKETCH_BACKENDS, with_public_bounds
 
 
 @pytest.fixture(scope="module")
@@ -274,6 +275,21 @@ def test_private_sketch_backends_in_privateknn(split, options):
     np.testing.assert_array_equal(again.sim, algo.sim)
     with pytest.raises(ValueError, match="fit_precomputed"):
         algo.fit_precomputed(trainset, algo.sim, np.ones(trainset.n_users))
+
+
+@pytest.mark.parametrize("options", SKETCH_OPTIONS, ids=lambda o: o["name"])
+def test_a_backend_object_stands_for_its_options(split, options):
+    trainset, testset = split
+    public = with_public_bounds(options, trainset.rating_scale)  # the projections' bound
+    params = {key: value for key, value in public.items() if key != "name"}
+    backend = SKETCH_BACKENDS[options["name"]](**params)
+    given = PrivateKNN(k=10, sim_options=backend, random_state=0).fit(trainset)
+    from_dict = PrivateKNN(k=10, sim_options=options, random_state=0).fit(trainset)
+    np.testing.assert_array_equal(given.sim, from_dict.sim)
+    assert given.sim_options is backend and not hasattr(backend, "release_")  # not mutated
+    seeded = SKETCH_BACKENDS[options["name"]](**params, random_state=1)
+    with pytest.raises(ValueError, match="random_state"):
+        PrivateKNN(sim_options=seeded).fit(trainset)
 
 
 def test_sketch_guarantees_are_not_silently_weakened(split):

@@ -9,6 +9,7 @@ from dprec import LocalKNN, datasets
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
 from dprec.ledger import Status, Unit
+from dprec.similarity import PrivateSJLT
 from dprec.local_knn import _krr_reports, _laplace_reports
 
 
@@ -169,3 +170,14 @@ def test_users_without_a_sketch_are_out_of_the_guarantee(trainset):
     assert small and np.isinf(eps[small]).all()
     large = [uid for uid in eps.index if uid not in small]
     assert np.isfinite(eps[large]).all() and eps[large].max() == pytest.approx(2.0)
+
+
+def test_a_sketch_backend_object_is_accepted_at_its_share_of_epsilon(trainset):
+    options = {"k": 32, "s": 2, "sensitivity": 5.0}
+    given = LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0),
+                     random_state=3).fit(trainset)
+    from_dict = LocalKNN(epsilon=2.0, sim_options={"name": "sjlt", **options},
+                         random_state=3).fit(trainset)
+    np.testing.assert_array_equal(given.sim, from_dict.sim)
+    with pytest.raises(ValueError, match="sketch_share"):
+        LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=2.0)).fit(trainset)

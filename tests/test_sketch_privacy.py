@@ -18,13 +18,13 @@ from scipy import stats
 
 from dprec._rng import keyed_uniform
 from dprec.audit import Event, clopper_pearson, estimate_epsilon_lower_bound
+from dprec.experiments.jaccard_sketches import disjoint_set_pairs
 from dprec.mechanisms import randomized_response_from_uniform
 from dprec.similarity.minhash import (
     MinHash,
     RRMinHash,
     difference_bound,
     difference_bound_paper,
-    disjoint_set_pairs,
 )
 
 N_RUNS = 200_000

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from dprec.datasets import user_item_matrix
+from dprec.experiments.jaccard_sketches import disjoint_set_pairs
 from dprec.ledger import PrivacyLeakWarning, Status, Unit
 from dprec.mechanisms import gaussian_delta, gaussian_sigma, laplace_epsilon
+from dprec.similarity import SKETCH_BACKENDS, Sketch, SketchBackend, sketch_backend
 from dprec.similarity.minhash import (
     MinHash,
     MinHashFunctions,
@@ -23,7 +25,6 @@ from dprec.similarity.minhash import (
     difference_bound,
     difference_bound_binomial,
     difference_bound_paper,
-    disjoint_set_pairs,
 )
 from dprec.similarity.sjlt import (
     GaussianJL,
@@ -34,7 +35,6 @@ from dprec.similarity.sjlt import (
     sjlt_distance_variance,
     sjlt_matrix,
 )
-from dprec.similarity.sketches import SKETCH_BACKENDS, Sketch, sketch_backend
 
 
 def _pairs(backend, X):
@@ -571,6 +571,19 @@ def test_registry_and_from_options():
         MinHash.from_options({"user_based": False})
 
 
+def test_the_backend_contract_is_abstract_and_sketches_keep_their_seed():
+    with pytest.raises(TypeError, match="abstract"):
+        SketchBackend()
+    for cls in SKETCH_BACKENDS.values():
+        assert issubclass(cls, SketchBackend) and not cls.__abstractmethods__
+    X = sp.random(6, 40, density=0.3, format="csr", random_state=0)
+    one = MinHash(16, 4, hash_seed=1).sketch(X)
+    two = MinHash(16, 4, hash_seed=2).sketch(X)
+    assert (one.hash_seed, two.hash_seed) == (1, 2)
+    with pytest.raises(ValueError, match="different hash functions"):
+        MinHash(16, 4).estimate(one, two)
+
+
 def test_privacy_entries_come_from_the_mechanisms_maps():
     entries = [b.privacy() for b in _all_backends(tau=20)]
     assert [e.component for e in entries] == ["similarity"] * 5
@@ -601,7 +614,7 @@ def test_similarity_matrix_is_ready_for_knn(backend, small_ratings):
 
 def test_similarity_matrix_uses_threshold_and_checks_sensitivity(small_ratings):
     liked = MinHash(64, 2, threshold=4.0, random_state=0)
-    S_liked = liked.sketch(liked._similarity_input(small_ratings))
+    S_liked = liked.sketch(liked.similarity_input(small_ratings))
     expected = (small_ratings >= 4.0).astype(np.int8)
     direct = MinHash(64, 2, random_state=0).sketch(expected)
     np.testing.assert_array_equal(S_liked.values, direct.values)

@@ -14,7 +14,7 @@ paper's baseline).
     repetitions with fresh hash functions.  All repetitions are sketched in
     one call: each pair lives on its own block of columns, and fully random
     hash functions restricted to disjoint blocks are independent
-    (:func:`~dprec.similarity.minhash.disjoint_set_pairs`).  The paper draws
+    (:func:`disjoint_set_pairs`).  The paper draws
     the sets from a universe of 100000 items; with fully random hash
     functions only the sizes and the overlap matter, so item ids do not
     enter.  For each ``B`` the ``K = 500`` MinHash buckets are computed once
@@ -59,12 +59,12 @@ import pandas as pd
 import scipy.sparse as sp
 
 from dprec import datasets
+from dprec._validation import check_int
 from dprec.similarity.minhash import (
     MinHash,
     NoisyMinHash,
     RRMinHash,
     difference_bound_paper,
-    disjoint_set_pairs,
 )
 
 TAUS: tuple[int, ...] = (50, 250, 1000)
@@ -81,6 +81,38 @@ _CELLS = 1 << 24
 
 
 # ------------------------------------------------------------------ (a) synthetic pairs
+def disjoint_set_pairs(n_pairs: int, size: int, overlap: int,
+                       size_b: int | None = None) -> sp.csr_matrix:
+    r"""``n_pairs`` pairs of sets with a given overlap, each pair on its own items.
+
+    Rows ``2i`` and ``2i + 1`` are ``x_i = {0..size-1}`` and
+    ``y_i = {size-overlap .. size-overlap+size_b-1}``, shifted to the block
+    of columns ``i·w .. (i+1)·w - 1`` (``w = |x ∪ y|``), so
+    ``J(x_i, y_i) = overlap / (size + size_b - overlap)``.  With fully random
+    hash functions, the sketch of a pair depends on it only through its
+    sizes and overlap, and the orders a uniform permutation induces on
+    disjoint blocks are independent: **one** ``sketch`` call then gives every
+    pair fresh, independent hash functions (the paper's repetitions).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of int8 ones, shape ``(2 n_pairs, n_pairs · w)``.
+    """
+    n_pairs = check_int(n_pairs, "n_pairs", minimum=1)
+    size = check_int(size, "size", minimum=1)
+    size_b = size if size_b is None else check_int(size_b, "size_b", minimum=1)
+    overlap = check_int(overlap, "overlap", minimum=0, maximum=min(size, size_b))
+    width = size + size_b - overlap
+    block = np.arange(width)
+    x, y = block[:size], block[size - overlap:]
+    offsets = (np.arange(n_pairs) * width)[:, None]
+    indices = np.concatenate([x[None, :] + offsets, y[None, :] + offsets], axis=1).ravel()
+    indptr = np.zeros(2 * n_pairs + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum(np.tile([size, size_b], n_pairs))
+    return sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr),
+                         shape=(2 * n_pairs, n_pairs * width))
+
+
 def _seed(*parts: float) -> int:
     """A reproducible 63-bit seed from numbers (``hash()`` of strings is salted per process)."""
     words = [int(round(p * 1000)) if p == p else 0 for p in parts]      # NaN -> 0

@@ -44,12 +44,14 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from surprise import Dataset, Reader
+from surprise.model_selection import KFold
 
 from .. import datasets
 from .._rng import QueryNoise
 from ..audit import Event, audit_model, audit_release, estimate_epsilon_lower_bound, with_rating
 from ..knn import PrivateKNN
-from ..ranking import mallows_privatize
+from ..ledger import Unit, compose
+from ..ranking import MallowsRanker, mallows_privatize
 from ..selectors import PNCF, PPNS, Selector, ppns_schedule
 from ..similarity import GaussianJL, MinHash, NoisyMinHash, PrivateSJLT, RRMinHash
 
@@ -521,8 +523,6 @@ def mallows_ranker(epsilon: float = 1.0, n_runs: int = 300, seed: int = 0) -> Au
     swapped = with_rating(with_rating(data, "u0", "i0", 1.0), "u0", "i1", 5.0)
 
     def factory(s):
-        from ..ranking import MallowsRanker
-
         return MallowsRanker(epsilon=epsilon, n_factors=4, n_epochs=3, random_state=s)
 
     bound = audit_model(factory, data.build_full_trainset(), swapped.build_full_trainset(),
@@ -568,10 +568,6 @@ def cross_validated_privacy(data: Dataset, selector: str = "pncf", epsilon: floa
     per-user ε (basic composition), the tighter dp-accounting bound for the
     worst user, δ, and the worst user's number of releases.
     """
-    from surprise.model_selection import KFold
-
-    from ..ledger import Unit, compose
-
     accountants, rows = [], []
     for fold, (trainset, testset) in enumerate(KFold(n_folds, random_state=seed).split(data)):
         algo = PrivateKNN(k=k, sim_options={"name": "cosine"}, selector=selector,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..datasets import load_or_synthetic
+from ..datasets import load_or_synthetic, synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
 
@@ -123,8 +123,6 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.quick:
-        from ..datasets import synthetic
-
         data = synthetic(300, 400, 12_000, random_state=args.seed)
         table = run(data, epsilons=(1.0, 10.0), ks=(20,), n_folds=2, seed=args.seed,
                     n_jobs=args.n_jobs, progress=False, rules=args.rules)

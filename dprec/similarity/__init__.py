@@ -5,13 +5,22 @@
 ``"pearson"``, ``"pearson_baseline"`` with ``"shrinkage"``, default 100),
 user- or item-based, or a sketch backend's name and parameters
 (``"rr_minhash"``, ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``,
-``"gaussian_jl"``; see :mod:`dprec.similarity.sketches`).
+``"gaussian_jl"``; see :mod:`dprec.similarity.sketches`), or a sketch backend
+object itself (``PrivateKNN(sim_options=PrivateSJLT(64, 4, epsilon=1.0,
+sensitivity=5.0))``), which stands for its parameters.
+
+Layers: :mod:`.exact` (Surprise's similarities and their sensitivity),
+:mod:`.sketches` (the contract every sketch backend follows),
+:mod:`.minhash` and :mod:`.sjlt` (the backends), :mod:`.incremental`
+(similarities kept up to date as rows change); this module builds the
+registry :data:`SKETCH_BACKENDS` and turns ``sim_options`` into matrices.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from types import MappingProxyType
 
 import numpy as np
 
@@ -28,25 +37,67 @@ from .exact import (
 )
 from .minhash import MinHash, NoisyMinHash, RRMinHash, difference_bound
 from .sjlt import GaussianJL, PrivateSJLT
-from .sketches import (
-    SKETCH_BACKENDS,
-    Sketch,
-    SketchBackend,
-    SketchRelease,
-    sketch_backend,
-)
+from .sketches import Sketch, SketchBackend, SketchRelease
+
+#: Every sketch backend class by its ``name`` (the ``sim_options["name"]`` that selects it).
+SKETCH_BACKENDS: Mapping[str, type[SketchBackend]] = MappingProxyType(
+    {backend.name: backend for backend in (MinHash, RRMinHash, NoisyMinHash, PrivateSJLT,
+                                           GaussianJL)})
 
 _EXACT_KEYS = {"name", "user_based", "min_support"}
 _SHRINKAGE_KEYS = _EXACT_KEYS | {"shrinkage"}
 
 
-def check_sim_options(sim_options: Mapping | None) -> dict:
-    """Validate ``sim_options`` and return a normalised copy (the input is not mutated).
+def sketch_backend(options: Mapping, random_state: RandomStateLike = None) -> SketchBackend:
+    """The backend named by ``options["name"]``, built by its ``from_options``.
 
     Raises
     ------
     TypeError
-        If ``sim_options`` is not a mapping.
+        If ``options`` is not a mapping.
+    ValueError
+        If the name is not in :data:`SKETCH_BACKENDS` (the message lists them),
+        or for any invalid option.
+    """
+    if not isinstance(options, Mapping):
+        raise TypeError(f"sim_options must be a dict, got {type(options).__name__}")
+    name = options.get("name")
+    key = name.lower() if isinstance(name, str) else name
+    if key not in SKETCH_BACKENDS:
+        raise ValueError(f"sim_options['name'] must be one of {sorted(SKETCH_BACKENDS)}, "
+                         f"got {name!r}")
+    return SKETCH_BACKENDS[key].from_options({**options, "name": key}, random_state)
+
+
+def backend_options(backend: SketchBackend) -> dict:
+    """The ``sim_options`` a sketch backend object stands for: its name and parameters.
+
+    The model that uses it draws the noise from its own ``random_state`` (one
+    seed for the whole fit), so the backend must not carry one.
+
+    Raises
+    ------
+    ValueError
+        If the backend's ``random_state`` is set.
+    """
+    params = backend.get_params()
+    if params.pop("random_state", None) is not None:
+        raise ValueError(f"sim_options: the {type(backend).__name__} object has "
+                         "random_state set; give random_state to the model instead (it "
+                         "draws the sketches' noise)")
+    return {"name": backend.name, "user_based": True, **params}
+
+
+def check_sim_options(sim_options: Mapping | SketchBackend | None) -> dict:
+    """Validate ``sim_options`` and return a normalised dict (the input is not mutated).
+
+    ``sim_options`` is a Surprise-style dict, or a sketch backend object
+    (:func:`backend_options`).
+
+    Raises
+    ------
+    TypeError
+        If ``sim_options`` is neither a mapping nor a sketch backend.
     ValueError
         For an unknown similarity name or option, ``user_based=False`` with a
         sketch backend (sketches are users' releases of their own rated sets),
@@ -54,8 +105,11 @@ def check_sim_options(sim_options: Mapping | None) -> dict:
     """
     if sim_options is None:
         sim_options = {}
+    if isinstance(sim_options, SketchBackend):
+        sim_options = backend_options(sim_options)
     if not isinstance(sim_options, Mapping):
-        raise TypeError(f"sim_options must be a dict, got {type(sim_options).__name__}")
+        raise TypeError(f"sim_options must be a dict or a sketch backend, got "
+                        f"{type(sim_options).__name__}")
     options = dict(sim_options)
     name = options.get("name", "msd")
     names = EXACT_SIMILARITIES + tuple(SKETCH_BACKENDS)
@@ -141,6 +195,6 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
 
 __all__ = ["EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL", "MinHash", "NoisyMinHash",
            "PrivateSJLT", "RRMinHash", "Sketch", "SketchBackend", "SketchRelease",
-           "change_bound", "check_sim_options", "difference_bound", "exact_similarity",
+           "backend_options", "change_bound", "check_sim_options", "difference_bound", "exact_similarity",
            "recommendation_aware_sensitivity", "similarity_matrix", "sketch_backend",
            "with_public_bounds"]

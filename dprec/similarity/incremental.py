@@ -345,7 +345,7 @@ class IncrementalSketchSimilarity:
             raise ValueError("the backend needs an explicit tau: a tau computed from the data "
                              "changes when users are added")
         ratings = sp.csr_matrix(ratings, dtype=np.float64)
-        sketches = backend.sketch(backend._similarity_input(ratings), columns=columns)
+        sketches = backend.sketch(backend.similarity_input(ratings), columns=columns)
         sim = backend.estimate(sketches)
         np.fill_diagonal(sim, 1.0)
         return cls(backend, ratings, sketches, sim, columns)
@@ -362,7 +362,7 @@ class IncrementalSketchSimilarity:
         """The backend's sketches of ``rows`` with noise ``keys`` (one call: one draw
         of the public hash functions, however many rows)."""
         rows = sp.csr_matrix(rows, dtype=np.float64)
-        return self.backend.sketch(self.backend._similarity_input(rows),
+        return self.backend.sketch(self.backend.similarity_input(rows),
                                    keys=np.asarray(keys, dtype=np.int64), columns=self.columns)
 
     def update(self, ids: np.ndarray, rows: sp.csr_matrix, keys: np.ndarray | None = None,

@@ -92,7 +92,6 @@ __all__ = [
     "NoisyMinHash",
     "RRMinHash",
     "difference_bound",
-    "disjoint_set_pairs",
     "difference_bound_binomial",
     "difference_bound_paper",
 ]
@@ -246,38 +245,6 @@ class MinHashFunctions:
         out[rows] = np.minimum.reduceat(gathered, indptr[rows] - first, axis=0)
 
 
-def disjoint_set_pairs(n_pairs: int, size: int, overlap: int,
-                       size_b: int | None = None) -> sp.csr_matrix:
-    r"""``n_pairs`` pairs of sets with a given overlap, each pair on its own items.
-
-    Rows ``2i`` and ``2i + 1`` are ``x_i = {0..size-1}`` and
-    ``y_i = {size-overlap .. size-overlap+size_b-1}``, shifted to the block
-    of columns ``i·w .. (i+1)·w - 1`` (``w = |x ∪ y|``), so
-    ``J(x_i, y_i) = overlap / (size + size_b - overlap)``.  With fully random
-    hash functions, the sketch of a pair depends on it only through its
-    sizes and overlap, and the orders a uniform permutation induces on
-    disjoint blocks are independent: **one** ``sketch`` call then gives every
-    pair fresh, independent hash functions (the paper's repetitions).
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix of int8 ones, shape ``(2 n_pairs, n_pairs · w)``.
-    """
-    n_pairs = check_int(n_pairs, "n_pairs", minimum=1)
-    size = check_int(size, "size", minimum=1)
-    size_b = size if size_b is None else check_int(size_b, "size_b", minimum=1)
-    overlap = check_int(overlap, "overlap", minimum=0, maximum=min(size, size_b))
-    width = size + size_b - overlap
-    block = np.arange(width)
-    x, y = block[:size], block[size - overlap:]
-    offsets = (np.arange(n_pairs) * width)[:, None]
-    indices = np.concatenate([x[None, :] + offsets, y[None, :] + offsets], axis=1).ravel()
-    indptr = np.zeros(2 * n_pairs + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum(np.tile([size, size_b], n_pairs))
-    return sp.csr_matrix((np.ones(indices.size, dtype=np.int8), indices, indptr),
-                         shape=(2 * n_pairs, n_pairs * width))
-
-
 # ----------------------------------------------------------------------------
 # estimators from matrix products
 # ----------------------------------------------------------------------------
@@ -422,7 +389,7 @@ class _MinHashFamily(SketchBackend):
         """Which users get a sketch (all non-empty for the non-private baseline)."""
         return sizes > 0
 
-    def _similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
+    def similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
         """The set of items rated ``>= threshold`` (all rated items if None); new arrays."""
         if self.threshold is None:
             keep = np.ones(ratings.data.shape, dtype=bool)

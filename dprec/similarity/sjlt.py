@@ -313,7 +313,7 @@ class _PrivateProjection(SketchBackend):
         sims /= norms_t[None, :]
         return finish_estimate(sims, S.valid, T.valid, other is None, -1.0, 1.0, clip)
 
-    def _similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
+    def similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
         """The raw rating vectors; every ``|rating|`` must be ``<= sensitivity``."""
         if ratings.nnz and np.abs(ratings.data).max() > self.sensitivity:
             raise ValueError(

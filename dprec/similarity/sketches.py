@@ -1,4 +1,4 @@
-"""Private similarity sketches: shared interface, records and the backend registry.
+"""The contract of the similarity sketch backends: :class:`Sketch`, :class:`SketchBackend` and their helpers.
 
 Every sketch backend is a *local* mechanism: each user turns their own data
 into a short privatised sketch on their own device, using only
@@ -25,8 +25,8 @@ coordinates; the guarantee then assumes the data were chosen independently of
 the seed (the privacy report says so).
 
 The curator only sees the sketches and estimates all pairwise similarities
-from them with matrix products.  Backends (registry :data:`SKETCH_BACKENDS`,
-keyed by ``name``):
+from them with matrix products.  The backends (registered by ``name`` in
+:data:`dprec.similarity.SKETCH_BACKENDS`):
 
 * ``"minhash"``: :class:`~.minhash.MinHash`, Jaccard, no privacy (the baseline);
 * ``"rr_minhash"``: :class:`~.minhash.RRMinHash`, Jaccard, (ε, δ), α items of a set;
@@ -49,6 +49,7 @@ References
 
 from __future__ import annotations
 
+import abc
 import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,17 +63,7 @@ from .._linalg import gram
 from .._rng import RandomStateLike, check_seed, derive_seed, fit_entropy, validate_random_state
 from ..ledger import LedgerEntry
 
-__all__ = [
-    "SKETCH_BACKENDS",
-    "Sketch",
-    "SketchBackend",
-    "SketchRelease",
-    "sketch_backend",
-]
-
-#: Every sketch backend by its ``name`` (filled as :mod:`.minhash` and
-#: :mod:`.sjlt` are imported; both are imported at the end of this module).
-SKETCH_BACKENDS: dict[str, type[SketchBackend]] = {}
+__all__ = ["Sketch", "SketchBackend", "SketchRelease"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +120,12 @@ class Sketch:
         """Coordinates per sketch (``K`` or ``k``)."""
         return int(self.values.shape[1])
 
+    @property
+    def hash_seed(self) -> int | None:
+        """The seed of the public hash functions (or projection) the sketches were made
+        with: sketches of different seeds are not comparable (:func:`pair_operands`)."""
+        return self.params.get("hash_seed")
+
 
 class SketchRelease(NamedTuple):
     """What a model's users released through a sketch backend.
@@ -156,12 +153,13 @@ class SketchRelease(NamedTuple):
         return index
 
 
-class SketchBackend:
-    """Base class of the sketch backends.
+class SketchBackend(abc.ABC):
+    """Abstract base class of the sketch backends.
 
     Subclasses set :attr:`name`, :attr:`similarity`, :attr:`score_range` and
     :attr:`option_defaults`, and implement :meth:`sketch`, :meth:`estimate`,
-    :meth:`privacy` and :meth:`_similarity_input`.
+    :meth:`privacy` and :meth:`similarity_input`; the registry
+    :data:`dprec.similarity.SKETCH_BACKENDS` lists them by :attr:`name`.
     """
 
     #: the ``sim_options["name"]`` of the backend
@@ -174,28 +172,24 @@ class SketchBackend:
     #: :meth:`from_options` defaults of constructor parameters that have none
     option_defaults: ClassVar[dict[str, Any]] = {}
 
-    def __init_subclass__(cls, **kwargs) -> None:
-        super().__init_subclass__(**kwargs)
-        if cls.name:
-            SKETCH_BACKENDS[cls.name] = cls
-
     # ------------------------------------------------------------ interface
-    def sketch(self, X, keys=None, columns=None) -> Sketch:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def sketch(self, X, keys=None, columns=None) -> Sketch:
         """Every user's privatised sketch (one row of ``X`` per user; ``columns`` the
         public keys of its columns, see :func:`check_columns`)."""
-        raise NotImplementedError
 
-    def estimate(self, S: Sketch, other: Sketch | None = None,
-                 clip: bool = True) -> np.ndarray:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
         """The matrix of estimated similarities between the rows of ``S`` (and ``other``)."""
-        raise NotImplementedError
 
-    def privacy(self) -> LedgerEntry:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def privacy(self) -> LedgerEntry:
         """The guarantee of one release of a user's sketch (component ``"similarity"``)."""
-        raise NotImplementedError
 
-    def _similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
-        raise NotImplementedError  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
+        """What a user sketches, from their rating row: the set of rated (or liked) items
+        for the MinHash family, the raw rating vector for the projections."""
 
     # ------------------------------------------------------------ shared
     def _release_seeds(self) -> tuple[int, int]:
@@ -243,7 +237,7 @@ class SketchBackend:
         numpy.ndarray of shape (n_users, n_users), float64.  What was
         released is kept in ``release_`` (a :class:`SketchRelease`).
         """
-        sketches = self.sketch(self._similarity_input(as_csr(ratings, "ratings")),
+        sketches = self.sketch(self.similarity_input(as_csr(ratings, "ratings")),
                                columns=columns)
         self.release_ = SketchRelease(self.privacy(), np.asarray(sketches.valid).copy())
         sims = self.estimate(sketches)
@@ -303,24 +297,6 @@ class SketchBackend:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
         return f"{type(self).__name__}({args})"
-
-
-def sketch_backend(options: Mapping, random_state: RandomStateLike = None) -> SketchBackend:
-    """The backend named by ``options["name"]``, built by its ``from_options``.
-
-    Raises
-    ------
-    ValueError
-        If the name is not in :data:`SKETCH_BACKENDS` (the message lists them).
-    """
-    if not isinstance(options, Mapping):
-        raise TypeError(f"sim_options must be a dict, got {type(options).__name__}")
-    name = options.get("name")
-    key = name.lower() if isinstance(name, str) else name
-    if key not in SKETCH_BACKENDS:
-        raise ValueError(f"sim_options['name'] must be one of {sorted(SKETCH_BACKENDS)}, "
-                         f"got {name!r}")
-    return SKETCH_BACKENDS[key].from_options({**options, "name": key}, random_state)
 
 
 # ----------------------------------------------------------------------------
@@ -422,9 +398,9 @@ def pair_operands(S: Sketch, other: Sketch | None, backend: str,
             raise ValueError(f"{label} was made by {sk.backend!r}, not {backend!r}")
         if sk.width != width:
             raise ValueError(f"{label} has {sk.width} coordinates, this backend makes {width}")
-    if other is not None and other.params.get("hash_seed") != S.params.get("hash_seed"):
+    if other is not None and other.hash_seed != S.hash_seed:
         raise ValueError(f"S and other were made with different hash functions (hash_seed "
-                         f"{S.params.get('hash_seed')} and {other.params.get('hash_seed')}): "
+                         f"{S.hash_seed} and {other.hash_seed}): "
                          "their coordinates are not comparable")
     if other is not None and dict(other.params) != dict(S.params):
         raise ValueError(f"S and other were made with different noise parameters "
@@ -461,9 +437,3 @@ def squared_distances(A: np.ndarray, C: np.ndarray | None = None) -> np.ndarray:
     if C is None:
         np.fill_diagonal(out, 0.0)
     return out
-
-
-# Importing the backends registers them in SKETCH_BACKENDS (they subclass
-# SketchBackend, whose __init_subclass__ records them).  At the end of the
-# module so that either import order works.
-from . import minhash, sjlt  # noqa: E402,F401
