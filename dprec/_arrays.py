@@ -75,18 +75,22 @@ def top_k_indices(keys: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=-1).astype(np.int64)
 
 
-def pattern(matrix: sp.spmatrix, dtype=np.float64) -> sp.csr_matrix:
-    """The 0/1 matrix of the stored entries of ``matrix`` (a new CSR matrix, same structure)."""
-    csr = sp.csr_matrix(matrix)
-    return sp.csr_matrix((np.ones(csr.nnz, dtype=dtype), csr.indices.copy(), csr.indptr.copy()),
-                         shape=csr.shape)
+def pattern_matrix(matrix: sp.spmatrix, dtype=None) -> sp.spmatrix:
+    """The 0/1 matrix of the stored entries of ``matrix`` (a stored 0 is an entry, as a
+    rating of 0 is a rating): a copy in the same format, of ``dtype`` (default: the
+    matrix's)."""
+    out = matrix.copy()
+    out.data = np.ones_like(out.data, dtype=dtype)
+    return out
 
 
-def safe_divide(numerator: np.ndarray, denominator: np.ndarray,
-                fill: float = 0.0) -> np.ndarray:
-    """``numerator / denominator`` elementwise, ``fill`` where the denominator is 0."""
-    numerator, denominator = np.broadcast_arrays(np.asarray(numerator, dtype=np.float64),
-                                                 np.asarray(denominator, dtype=np.float64))
-    out = np.full(numerator.shape, fill, dtype=np.float64)
+def safe_divide(numerator, denominator, fill: float = 0.0) -> np.ndarray:
+    """``numerator / denominator`` elementwise, ``fill`` where the denominator is 0.
+
+    The result has the broadcast shape and the result dtype of the operands.
+    """
+    numerator, denominator = np.asarray(numerator), np.asarray(denominator)
+    out = np.full(np.broadcast_shapes(numerator.shape, denominator.shape), fill,
+                  dtype=np.result_type(numerator, denominator, np.float16))
     np.divide(numerator, denominator, out=out, where=denominator != 0)
     return out

@@ -99,8 +99,7 @@ class RatingArrays:
         item_ptr = np.concatenate([[0], np.cumsum(counts)])
         items = np.repeat(np.arange(n_items, dtype=np.int64), counts)
         users, ratings = pairs["u"].copy(), pairs["r"].copy()
-        matrix = sp.csr_matrix((ratings, (users, items)), shape=(n_users, n_items))
-        matrix.sort_indices()
+        matrix = ratings_matrix(users, items, ratings, (n_users, n_items))
         # the CSR layout is already sorted by (user, item)
         rows = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(matrix.indptr))
         keys = rows * n_items + matrix.indices
@@ -145,6 +144,27 @@ class RatingArrays:
         deviations = self.matrix.data - self.user_means()[rows]
         sigmas = np.sqrt(np.bincount(rows, deviations**2, self.n_users) / counts)
         return np.where(sigmas == 0.0, float(np.std(self.matrix.data)), sigmas)
+
+
+def ratings_matrix(rows: np.ndarray, columns: np.ndarray, ratings: np.ndarray,
+                   shape: tuple[int, int]) -> sp.csr_matrix:
+    """The CSR matrix of ratings given as (row, column, rating) triples: every pair
+    stored once (a rating of 0 stays an explicit entry), indices sorted.
+
+    The one policy for a pair rated twice: ``ValueError``.  Surprise's own kNN
+    would count such a rating twice in its sums; summing or keeping one
+    silently would give a different model, so the dataset must be
+    deduplicated first.
+    """
+    matrix = sp.csr_matrix((ratings, (rows, columns)), shape=shape)
+    if matrix.nnz != len(ratings):
+        keys = np.sort(np.asarray(rows, np.int64) * shape[1] + np.asarray(columns, np.int64))
+        repeated = keys[1:][keys[1:] == keys[:-1]]
+        raise ValueError(f"the ratings hold {len(repeated)} repeated (user, item) pairs, e.g. "
+                         f"inner ids ({repeated[0] // shape[1]}, {repeated[0] % shape[1]}); "
+                         "deduplicate the dataset first")
+    matrix.sort_indices()
+    return matrix
 
 
 #: the arrays built (or registered) for each live trainset, by orientation

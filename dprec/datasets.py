@@ -30,6 +30,7 @@ import pandas as pd
 import scipy.sparse as sp
 from surprise import Dataset, Reader, Trainset
 
+from ._ratings import RatingArrays
 from ._rng import RandomStateLike, check_random_state
 from ._validation import check_int, check_real
 
@@ -575,26 +576,8 @@ def user_item_matrix(trainset: Trainset, threshold: float | None = None) -> sp.c
         raise TypeError(f"trainset must be a surprise.Trainset, got {type(trainset).__name__}")
     if threshold is not None:
         threshold = check_real(threshold, "threshold")
-    n_users, n_items, n_ratings = trainset.n_users, trainset.n_items, trainset.n_ratings
-    triples = np.fromiter(trainset.all_ratings(), count=n_ratings,
-                          dtype=[("u", np.int64), ("i", np.int64), ("r", np.float64)])
-    users, items, ratings = triples["u"], triples["i"], triples["r"]
-    order = np.lexsort((items, users))
-    users, items, ratings = users[order], items[order], ratings[order]
-    repeated = (users[1:] == users[:-1]) & (items[1:] == items[:-1])
-    if repeated.any():
-        k = int(np.flatnonzero(repeated)[0])
-        raise ValueError(
-            f"trainset has {int(repeated.sum())} repeated (user, item) pairs, e.g. inner ids "
-            f"({users[k]}, {items[k]}); deduplicate the dataset first")
+    matrix = RatingArrays.from_trainset(trainset).matrix.copy()    # the one conversion
     if threshold is not None:
-        keep = ratings >= threshold
-        users, items = users[keep], items[keep]
-        ratings = np.ones(len(users), dtype=np.int8)
-    indptr = np.zeros(n_users + 1, dtype=np.int64)
-    np.cumsum(np.bincount(users, minlength=n_users), out=indptr[1:])
-    index_dtype = np.int32 if max(n_items, len(items)) < np.iinfo(np.int32).max else np.int64
-    matrix = sp.csr_matrix((ratings, items.astype(index_dtype), indptr.astype(index_dtype)),
-                           shape=(n_users, n_items))
-    matrix.has_sorted_indices = True
+        matrix.data = (matrix.data >= threshold).astype(np.int8)
+        matrix.eliminate_zeros()
     return matrix

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 from surprise import AlgoBase, PredictionImpossible
 
+from ._arrays import safe_divide
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
 from ._validation import check_choice, check_epsilon, check_open_unit, check_real
@@ -223,8 +224,7 @@ def stabilised_effects(sums: np.ndarray, counts: np.ndarray, offset: float, beta
     """Item effects ``(S_i − N_i · offset) / (max(N_i, 0) + β)`` from noisy sums and counts
     (0 where the denominator is 0), clipped to ``[−bound, bound]``: post-processing."""
     denominator = np.maximum(counts, 0.0) + beta
-    effects = np.divide(sums - counts * offset, denominator, out=np.zeros(len(sums)),
-                        where=denominator > 0)
+    effects = safe_divide(sums - counts * offset, denominator)     # denominator >= 0
     return np.clip(effects, -bound, bound)
 
 

@@ -46,6 +46,7 @@ import math
 import numpy as np
 from surprise import AlgoBase
 
+from ._arrays import pattern_matrix, safe_divide
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
 from ._surprise import inner_ids, predictions
@@ -140,7 +141,7 @@ class DPItemKNN(AlgoBase):
         if beta is None:
             beta = 10.0 / epsilon_each            # ten noise scales of W (in W's units)
         denominator = np.maximum(co, 0.0) + beta
-        stabilised = np.divide(cov, denominator, out=np.zeros_like(cov), where=denominator > 0)
+        stabilised = safe_divide(cov, denominator)    # denominator >= 0
         variance = np.maximum(np.diag(stabilised), 1e-12)
         self.sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
         self._ratings, self._residuals_by_rating = ratings, residuals
@@ -249,8 +250,7 @@ class DPItemKNN(AlgoBase):
             weights = np.where(counted, chosen, 0.0)
             residuals = self._residuals_by_rating[np.take_along_axis(cells, best, axis=1)]
             total = weights.sum(axis=1)
-            shift[block] = np.divide((weights * residuals).sum(axis=1), total,
-                                     out=np.zeros(len(block)), where=total > 0)
+            shift[block] = safe_divide((weights * residuals).sum(axis=1), total)  # total >= 0
             actual_k[block] = counted.sum(axis=1)
         return shift, actual_k
 
@@ -272,8 +272,7 @@ def integer_sums(matrix, residuals: np.ndarray, clip: float,
     weights = 2.0 ** -np.ceil(2 * np.log2(np.maximum(counts, 1)))
     values = matrix.copy()
     values.data = residuals
-    pattern = matrix.copy()
-    pattern.data = np.ones_like(pattern.data)
+    pattern = pattern_matrix(matrix)
 
     def gram(m) -> np.ndarray:        # Σ_u w_u x_u x_uᵀ, exact on the common dyadic grid
         dense = m.toarray()

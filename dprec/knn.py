@@ -21,7 +21,7 @@ from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.optimize_baselines import baseline_sgd
 from surprise.prediction_algorithms.predictions import Prediction
 
-from ._arrays import stable_descending_order
+from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._ratings import RatingArrays
 from ._rng import (
     QueryNoise,
@@ -831,8 +831,7 @@ class PrivateKNN(AlgoBase):
         chosen = self._user_neighbours(unique_users)
         unique_items, column = np.unique(items, return_inverse=True)
         deviations = self._deviation_matrix[:, unique_items]
-        pattern = deviations.copy()
-        pattern.data = np.ones_like(pattern.data)
+        pattern = pattern_matrix(deviations)
         counted = (chosen.columns >= 0) & self._counted(chosen.weights)
         shift = np.zeros(len(users))
         actual_k = np.zeros(len(users), dtype=np.int64)
@@ -852,8 +851,7 @@ class PrivateKNN(AlgoBase):
             asked = by_row[bounds[block[0]]:bounds[block[-1] + 1]]
             cells = (row[asked] - block[0], column[asked])
             denominator = denominator[cells]
-            shift[asked] = np.divide(numerator[cells], denominator,
-                                     out=np.zeros(len(asked)), where=denominator != 0)
+            shift[asked] = safe_divide(numerator[cells], denominator)
             actual_k[asked] = count[cells]
         est = self._finish(users, items, shift, actual_k)
         return _Batch(est, actual_k, row, chosen, chosen.columns)
@@ -1106,6 +1104,4 @@ def _weighted_mean(weights: np.ndarray, values: np.ndarray, use: np.ndarray,
     w = np.where(use, weights, 0.0)
     numerator = (w * np.where(use, values, 0.0)).sum(axis=1)
     denominator = np.abs(w).sum(axis=1) if absolute_denominator else w.sum(axis=1)
-    est = np.zeros(len(w))
-    np.divide(numerator, denominator, out=est, where=denominator != 0)
-    return est, use.sum(axis=1)
+    return safe_divide(numerator, denominator), use.sum(axis=1)

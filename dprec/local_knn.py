@@ -64,7 +64,7 @@ from dataclasses import replace
 import numpy as np
 from surprise import AlgoBase, PredictionImpossible
 
-from ._arrays import stable_descending_order
+from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
 from ._surprise import inner_ids, predictions
@@ -312,8 +312,7 @@ class LocalKNN(AlgoBase):
         if gamma is None:
             gamma = np.sqrt((weights**2).sum(axis=1)) * self._stabiliser_unit
         denominator = np.maximum(count, 0.0) + gamma
-        return np.divide(numerator, denominator, out=np.zeros(len(users)),
-                         where=denominator > 0)
+        return safe_divide(numerator, denominator)          # denominator >= 0
 
 
 def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -347,8 +346,7 @@ def _laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], ep
     matrix = ratings.matrix
     values = matrix.copy()
     values.data = (np.clip(matrix.data, low, high) - centre) / half
-    pattern = matrix.copy()
-    pattern.data = np.ones_like(pattern.data)
+    pattern = pattern_matrix(matrix)
     scale = laplace_scale(epsilon, 2.0, max_changed=2)
     noisy = laplace(np.stack([values.toarray(), pattern.toarray()]), scale, rng)
     entry = LedgerEntry("ratings", "laplace (lattice)", laplace_epsilon(scale, 2.0, max_changed=2),

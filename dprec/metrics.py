@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from ._arrays import safe_divide
 from ._validation import check_choice, check_int, check_real
 
 __all__ = ["coverage", "kendall_tau", "map_at_k", "ndcg_at_k", "pairwise_accuracy",
@@ -280,7 +281,7 @@ def precision_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=Non
     n = len(n_relevant)
     hits = np.bincount(users, relevant & recommended, minlength=n)
     shown = np.bincount(users, recommended, minlength=n)
-    return float(np.mean(np.divide(hits, shown, out=np.zeros(n), where=shown > 0)))
+    return float(np.mean(safe_divide(hits, shown)))
 
 
 def recall_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> float:
@@ -293,7 +294,7 @@ def recall_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) 
     users, _, relevant, recommended, n_relevant = _ranked(predictions, k, threshold, testset)
     n = len(n_relevant)
     hits = np.bincount(users, relevant & recommended, minlength=n)
-    return float(np.mean(np.divide(hits, n_relevant, out=np.zeros(n), where=n_relevant > 0)))
+    return float(np.mean(safe_divide(hits, n_relevant)))
 
 
 def map_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> float:

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from surprise import Dataset, KNNBasic, Reader, accuracy
 from surprise.model_selection import train_test_split
 
+from dprec import PrivateKNN
 from dprec.datasets import (
     DATASETS,
     ML100K_HISTOGRAM,
@@ -337,3 +338,5 @@ def test_user_item_matrix_keeps_zero_ratings_and_rejects_bad_input():
     duplicated = _toy_trainset([("u1", "a", 1), ("u1", "a", 2)])
     with pytest.raises(ValueError, match="repeated"):
         user_item_matrix(duplicated)
+    with pytest.raises(ValueError, match="repeated"):   # one policy for every model
+        PrivateKNN(k=1).fit(_toy_trainset([("u1", "a", 1), ("u1", "a", 2), ("u2", "a", 3)]))

@@ -9,8 +9,8 @@ from dprec import LocalKNN, datasets
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
 from dprec.ledger import Status, Unit
-from dprec.similarity import PrivateSJLT
 from dprec.local_knn import _krr_reports, _laplace_reports
+from dprec.similarity import PrivateSJLT
 
 
 @pytest.fixture(scope="module")

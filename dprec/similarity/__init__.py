@@ -195,6 +195,6 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
 
 __all__ = ["EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL", "MinHash", "NoisyMinHash",
            "PrivateSJLT", "RRMinHash", "Sketch", "SketchBackend", "SketchRelease",
-           "backend_options", "change_bound", "check_sim_options", "difference_bound", "exact_similarity",
-           "recommendation_aware_sensitivity", "similarity_matrix", "sketch_backend",
-           "with_public_bounds"]
+           "backend_options", "change_bound", "check_sim_options", "difference_bound",
+           "exact_similarity", "recommendation_aware_sensitivity", "similarity_matrix",
+           "sketch_backend", "with_public_bounds"]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._arrays import safe_divide
 from .._linalg import gram
 from .._threads import map_blocks
 
@@ -112,13 +113,6 @@ def _symmetric_by_row_blocks(function, whole: tuple, mirrored: tuple) -> np.ndar
 _BLOCK_CELLS = 1 << 17
 
 
-def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """``numerator / denominator`` with 0 where the denominator is 0."""
-    out = np.zeros_like(numerator)
-    np.divide(numerator, denominator, out=out, where=denominator != 0)
-    return out
-
-
 def _pearson_variance(freq: np.ndarray, s: np.ndarray, sq: np.ndarray) -> np.ndarray:
     """``n Σ r² − (Σ r)²`` over the co-rated items, clipped at 0 (a factor of
     pearson's denominator)."""
@@ -136,17 +130,17 @@ def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods) -> np.nda
     or a denominator vanishes the similarity is 0.
     """
     if name == "cosine":
-        return _divide(prods, np.sqrt(sq_i * sq_j))
+        return safe_divide(prods, np.sqrt(sq_i * sq_j))
     if name == "msd":
         sq_diff = sq_i + sq_j - 2.0 * prods
-        sim = _divide(np.ones_like(freq), _divide(sq_diff, freq) + 1.0)
+        sim = safe_divide(np.ones_like(freq), safe_divide(sq_diff, freq) + 1.0)
         return np.where(freq == 0, 0.0, sim)
     numerator = freq * prods
     numerator -= s_i * s_j
     var_i = _pearson_variance(freq, s_i, sq_i)
     var_j = _pearson_variance(freq, s_j, sq_j)
     denominator = var_i * var_j
-    return _divide(numerator, np.sqrt(denominator, out=denominator))
+    return safe_divide(numerator, np.sqrt(denominator, out=denominator))
 
 
 def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) -> np.ndarray:
@@ -188,8 +182,8 @@ def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
     """
     def block(rows, mirrors):
         (freq, sq_i, prods), (sq_j,) = rows, mirrors
-        sim = _divide(prods, np.sqrt(sq_i * sq_j))
-        sim *= _divide(freq - 1.0, freq - 1.0 + shrinkage)
+        sim = safe_divide(prods, np.sqrt(sq_i * sq_j))
+        sim *= safe_divide(freq - 1.0, freq - 1.0 + shrinkage)
         sim[freq < max(2, min_support)] = 0.0
         return sim
 
@@ -223,6 +217,24 @@ def _similarity_andco_rated_sums(name: str, ratings: sp.csr_matrix, min_support:
     sim = _symmetric_by_row_blocks(block, sums, (sq_i, s_i))
     np.fill_diagonal(sim, 1.0)
     return sim, (freq, s_i, sq_i, prods)
+
+
+def similarity_without_item(name: str, freq, s_u, s_v, sq_u, sq_v, prods, r_u, r_v,
+                            min_support: int) -> np.ndarray:
+    """The similarity of pairs once one co-rated item (ratings ``r_u``, ``r_v``) is removed.
+
+    Its contribution is subtracted from each co-rated sum (the arguments of
+    :func:`similarity_from_sums`; ``s_u``, ``s_v`` only for pearson, else
+    None); pairs left with fewer than ``max(min_support, 1)`` co-rated items
+    get 0.  The inner step of the recommendation-aware sensitivity.
+    """
+    f = freq - 1.0
+    if name == "pearson":
+        s_u, s_v = s_u - r_u, s_v - r_v
+    without = similarity_from_sums(name, f, s_u, s_v, sq_u - r_u**2, sq_v - r_v**2,
+                                   prods - r_u * r_v)
+    without[f < max(min_support, 1)] = 0.0
+    return without
 
 
 def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.ndarray,
@@ -285,14 +297,10 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
         u, ru, rv = users[rows], r[rows][:, None], r[None, :]
         cells = u[:, None] * n_users + users[None, :]      # remaining users × raters
         mirror = users[None, :] * n_users + u[:, None]     # the same pairs, (v, u)
-        f = freq.take(cells) - 1.0
-        if name == "pearson":
-            su, sv = s_i.take(cells) - ru, s_i.take(mirror) - rv
-        else:
-            su = sv = None
-        without = similarity_from_sums(name, f, su, sv, sq_i.take(cells) - ru**2,
-                                       sq_i.take(mirror) - rv**2, prods.take(cells) - ru * rv)
-        without[f < max(min_support, 1)] = 0.0
+        s_u, s_v = (s_i.take(cells), s_i.take(mirror)) if name == "pearson" else (None, None)
+        without = similarity_without_item(name, freq.take(cells), s_u, s_v, sq_i.take(cells),
+                                          sq_i.take(mirror), prods.take(cells), ru, rv,
+                                          min_support)
         change = np.abs(sim.take(cells) - without)
         change[u[:, None] == users[None, :]] = 0.0
         np.maximum.at(sensitivity, u, change.max(axis=1))

@@ -35,10 +35,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .._arrays import pattern_matrix
 from .exact import (
     SUM_SIMILARITIES,
     exact_similarity_and_sums,
     similarity_from_sums,
+    similarity_without_item,
 )
 from .sketches import Sketch, SketchRelease
 
@@ -47,13 +49,6 @@ __all__ = ["IncrementalSimilarity", "IncrementalSketchSimilarity", "pairwise_sen
 
 #: default lower bound on ``RS(u)``, as in :func:`recommendation_aware_sensitivity`
 SENSITIVITY_FLOOR = 1e-6
-
-
-def _pattern(ratings: sp.csr_matrix) -> sp.csr_matrix:
-    """The 0/1 pattern of the stored ratings (a rating of 0 is a rating)."""
-    pattern = ratings.copy()
-    pattern.data = np.ones_like(pattern.data, dtype=np.float64)
-    return pattern
 
 
 def row_sums(rows: sp.csr_matrix, ratings: sp.csr_matrix,
@@ -77,7 +72,7 @@ def row_sums(rows: sp.csr_matrix, ratings: sp.csr_matrix,
     """
     rows = sp.csr_matrix(rows, dtype=np.float64)
     ratings = sp.csr_matrix(ratings, dtype=np.float64)
-    rows_b, all_b = _pattern(rows), _pattern(ratings)
+    rows_b, all_b = pattern_matrix(rows), pattern_matrix(ratings)
     squares_rows, squares_all = rows.multiply(rows).tocsr(), ratings.multiply(ratings).tocsr()
     products = [(rows_b, all_b), (rows, all_b), (rows_b, ratings), (squares_rows, all_b),
                 (rows_b, squares_all), (rows, ratings)]
@@ -115,12 +110,10 @@ def _sensitivity_rows(name: str, rows: sp.csr_matrix, ratings: sp.csr_matrix,
         lo, hi = by_item.indptr[item], by_item.indptr[item + 1]
         users, r_all = by_item.indices[lo:hi], by_item.data[lo:hi][None, :]
         block = np.ix_(positions, users)
-        f = freq[block] - 1.0
-        si = s_row[block] if name == "pearson" else np.zeros_like(f)
-        sj = s_all[block] if name == "pearson" else np.zeros_like(f)
-        without = similarity_from_sums(name, f, si - r_row, sj - r_all, sq_row[block] - r_row**2,
-                                       sq_all[block] - r_all**2, prods[block] - r_row * r_all)
-        without[f < max(min_support, 1)] = 0.0
+        s_u, s_v = (s_row[block], s_all[block]) if name == "pearson" else (None, None)
+        without = similarity_without_item(name, freq[block], s_u, s_v, sq_row[block],
+                                          sq_all[block], prods[block], r_row, r_all,
+                                          min_support)
         change = np.abs(sim_rows[block] - without)
         change[ids[positions][:, None] == users[None, :]] = 0.0
         out[block] = np.maximum(out[block], change)

@@ -1,4 +1,4 @@
-"""The contract of the similarity sketch backends: :class:`Sketch`, :class:`SketchBackend` and their helpers.
+"""The contract of the sketch backends: :class:`Sketch`, :class:`SketchBackend`, helpers.
 
 Every sketch backend is a *local* mechanism: each user turns their own data
 into a short privatised sketch on their own device, using only
