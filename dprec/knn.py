@@ -332,7 +332,7 @@ class PrivateKNN(AlgoBase):
         AlgoBase.fit(self, trainset)
         ratings = RatingArrays.from_trainset(trainset, self.sim_options_["user_based"])
         sim, sensitivity, release = self._similarities(ratings, entropy)
-        return self._fit_with(trainset, ratings, sim, sensitivity, entropy, release)
+        return self._fit_precomputed(trainset, ratings, sim, sensitivity, entropy, release)
 
     def compute_similarities(self) -> np.ndarray:
         """The similarity matrix of ``sim_options`` on the trainset (Surprise's hook).
@@ -429,10 +429,10 @@ class PrivateKNN(AlgoBase):
             sensitivity = np.asarray(sensitivity, dtype=np.float64)
             if not (np.isfinite(sensitivity) & (sensitivity > 0)).all():
                 raise ValueError("sensitivity must be finite and > 0 (each user's RS)")
-        return self._fit_with(trainset, ratings, sim, sensitivity, fit_entropy(self.random_state),
-                              release)
+        return self._fit_precomputed(trainset, ratings, sim, sensitivity,
+                                     fit_entropy(self.random_state), release)
 
-    def _fit_with(self, trainset, ratings, sim, sensitivity, entropy: bytes,
+    def _fit_precomputed(self, trainset, ratings, sim, sensitivity, entropy: bytes,
                   release: SketchRelease | None = None) -> PrivateKNN:
         """The fit once the similarities are known; ``release`` is what the users released
         through a sketch backend (``None`` for exact similarities)."""
@@ -504,7 +504,9 @@ class PrivateKNN(AlgoBase):
                 for e in entries]
 
     def neighbours(self, users=None, items=None) -> np.ndarray:
-        """The neighbours' ids of :meth:`kneighbors`."""
+        """Deprecated: the neighbours' ids of :meth:`kneighbors` (``kneighbors(...)[0]``)."""
+        warnings.warn("PrivateKNN.neighbours is deprecated; use kneighbors(users, items)[0]",
+                      DeprecationWarning, stacklevel=2)
         return self.kneighbors(users, items)[0]
 
     def kneighbors(self, users=None, items=None) -> tuple[np.ndarray, np.ndarray]:

@@ -113,7 +113,7 @@ def test_audit_of_a_neighbour_list_stays_below_the_claim_where_pncf_breaks_it():
 
     def chosen(model):
         inner = model.trainset.to_inner_uid
-        return inner("v") in model.neighbours(np.array([inner("target")]))[0]
+        return inner("v") in model.kneighbors(np.array([inner("target")]))[0][0]
 
     def bound(selector):
         return audit_model(lambda seed: PrivateKNN(k=1, selector=selector, epsilon=epsilon,

@@ -222,7 +222,7 @@ def test_neighbours_and_fit_precomputed(split, neighbourhood):
     algo = PrivateKNN(**kwargs).fit(trainset)
     users = np.arange(10)
     items = np.array([trainset.ur[u][0][0] for u in users])
-    chosen = algo.neighbours(users, items)
+    chosen = algo.kneighbors(users, items)[0]
     assert chosen.shape == (10, 6)
     assert ((chosen >= -1) & (chosen < trainset.n_users)).all()
     if neighbourhood == "item":  # chosen among the raters of the item
@@ -230,7 +230,9 @@ def test_neighbours_and_fit_precomputed(split, neighbourhood):
             raters = {v for v, _ in trainset.ir[i]}
             assert set(row[row >= 0]) <= raters
     again = PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim, algo.sensitivity_)
-    np.testing.assert_array_equal(again.neighbours(users, items), chosen)
+    np.testing.assert_array_equal(again.kneighbors(users, items)[0], chosen)
+    with pytest.warns(DeprecationWarning, match="kneighbors"):   # the old name still works
+        np.testing.assert_array_equal(again.neighbours(users, items), chosen)
     assert again.test(testset[:100]) == algo.test(testset[:100])
     with pytest.raises(ValueError, match="sensitivity"):
         PrivateKNN(**kwargs).fit_precomputed(trainset, algo.sim)
@@ -398,7 +400,7 @@ def test_item_based_neighbours_are_items_and_not_charged_to_users(split):
     assert algo.sim.shape == (trainset.n_items, trainset.n_items)
     users = np.arange(8)
     items = np.array([trainset.ur[u][0][0] for u in users])
-    chosen = algo.neighbours(users, items)   # among the items rated by u
+    chosen = algo.kneighbors(users, items)[0]   # among the items rated by u
     for u, row in zip(users, chosen):
         rated = {j for j, _ in trainset.ur[u]}
         assert set(row[row >= 0]) <= rated
@@ -406,9 +408,9 @@ def test_item_based_neighbours_are_items_and_not_charged_to_users(split):
     assert len(report) == 0 and "item-based" in str(report)
     per_item = PrivateKNN(k=6, sim_options={"user_based": False}, neighbourhood="user",
                           verbose=False).fit(trainset)
-    assert per_item.neighbours(items=items).shape == (8, 6)
+    assert per_item.kneighbors(items=items)[0].shape == (8, 6)
     with pytest.raises(ValueError, match="items"):
-        per_item.neighbours(users)
+        per_item.kneighbors(users)[0]
 
 
 @pytest.mark.parametrize("prediction", ["means", "zscore", "baseline"])
@@ -494,7 +496,7 @@ def test_get_neighbors_is_surprises_with_topk_and_the_selectors_otherwise(split,
     private = PrivateKNN(k=6, sim_options=options, selector="ppns", epsilon=1.0,
                          neighbourhood="user", random_state=0, verbose=False).fit(trainset)
     x = {"users": [3]} if user_based else {"items": [3]}
-    expected = private.neighbours(**x)[0]
+    expected = private.kneighbors(**x)[0][0]
     assert private.get_neighbors(3, 6) == expected[expected >= 0].tolist()
     with pytest.raises(ValueError, match="k must be the model's k"):
         private.get_neighbors(3, 5)

@@ -95,7 +95,7 @@ def test_ppns_partition_boundary_end_to_end():
     def query(model):
         inner = model.trainset.to_inner_uid(raw_u)
         return raw_v in {model.trainset.to_raw_uid(x)
-                         for x in model.neighbours(np.array([inner]))[0] if x >= 0}
+                         for x in model.kneighbors(np.array([inner]))[0][0] if x >= 0}
 
     bound = audit_model(factory, trainset, other, query,
                         [Event("v chosen", lambda x: np.asarray(x, dtype=bool))], n_runs=600,
@@ -222,10 +222,10 @@ def _brute_force_counts(algo, queries) -> tuple[np.ndarray, np.ndarray]:
     for u, i in dict.fromkeys(queries):
         if algo.neighbourhood == "item":
             pool = {v for v, _ in trainset.ir[i]}
-            picked = algo.neighbours(np.array([u]), np.array([i]))[0]
+            picked = algo.kneighbors(np.array([u]), np.array([i]))[0][0]
         else:
             pool = set(range(n))
-            picked = algo.neighbours(np.array([u]))[0]
+            picked = algo.kneighbors(np.array([u]))[0][0]
         for v in pool - {u}:
             candidates[v] += 1
         for v in set(picked[picked >= 0].tolist()) - {u}:
