@@ -1,6 +1,6 @@
 """Speed of the ranking-DP code on MovieLens 100k (synthetic fallback, said so).
 
-Budgets (issue 6): privatising the orders of all 943 users under 1 s; one
+Targets: privatising the orders of all 943 users under 1 s; one
 ``MallowsRanker`` fit on an 80/20 fold under 30 s.  Plain script::
 
     python benchmarks/bench_ranking.py

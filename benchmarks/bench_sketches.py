@@ -2,8 +2,8 @@
 
 For each backend: ``sketch`` of all 943 users (K = k = 256; the MinHash family
 on all rated items, the projections on the rating vectors) and the all-pairs
-``estimate``, best of ``--repeat`` runs, against the targets of issue 5
-(sketch < 0.1 s, estimate < 0.5 s).  Synthetic data of the same shape when
+``estimate``, best of ``--repeat`` runs, against the targets: sketch under
+0.1 s, estimate under 0.5 s.  Synthetic data of the same shape when
 MovieLens is absent (the output says so).  Run:
 ``python benchmarks/bench_sketches.py``.
 """

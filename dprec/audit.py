@@ -27,6 +27,8 @@ Two levels:
   neighbouring datasets with independent seeds, many times, and return the
   same bound.  :func:`with_rating` builds the neighbouring datasets (one
   rating changed, added or removed).
+
+See ``docs/privacy.md`` for the audits of every component and their results.
 """
 
 from __future__ import annotations

@@ -37,6 +37,8 @@ others see.  The item catalogue is taken as public.  With few users the
 noise drowns the covariance (each entry is a sum of ``w_u ≈ 1/|I_u|²``
 terms): the stabiliser ``β`` then pulls the similarities to 0 and the
 model falls back to the baseline.
+
+See ``docs/end_to_end.md`` for the construction, its accounting and its accuracy.
 """
 
 from __future__ import annotations

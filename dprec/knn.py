@@ -6,6 +6,8 @@ prediction rules (``KNNBasic``, ``KNNWithMeans``, ``KNNWithZScore``,
 ``KNNBaseline``), user- or item-based.  With the exact similarities and the
 top-k selector it reproduces the corresponding Surprise class prediction for
 prediction, computed for whole test sets at once.
+
+See ``docs/prediction_rules.md`` for the rules and ``docs/selectors.md`` for the selectors.
 """
 
 from __future__ import annotations

@@ -35,6 +35,8 @@ raw ratings, diagnostics computed from exact similarities) are declared with
 :meth:`PrivacyAccountant.declare_output`; the model's end-to-end guarantee
 (:attr:`PrivacyAccountant.guarantee`) exists only when every output is
 covered by entries that hold.
+
+See ``docs/privacy.md`` for the units, the statuses, composition and the report.
 """
 
 from __future__ import annotations

@@ -53,6 +53,8 @@ weak, and this noisy: every user reports every item, so each item's
 aggregate carries the noise of all ``n`` users (standard deviation
 ``∝ √n / ε_r``) against the signal of its raters alone.  The dense
 ``n_users × n_items`` reports are the model's memory.
+
+See ``docs/end_to_end.md`` for the construction, its accounting and its accuracy.
 """
 
 from __future__ import annotations

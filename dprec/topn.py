@@ -7,6 +7,8 @@ a private model answers, and its accountant charges, them as any other
 queries.  Items without an estimate (``was_impossible``) are never
 recommended, nor, with ``exclude_rated``, those the user rated in the
 trainset.  Ties are broken by inner item id, so the lists are reproducible.
+
+See ``docs/prediction_rules.md`` for the kNN API and top-N recommendation.
 """
 
 from __future__ import annotations

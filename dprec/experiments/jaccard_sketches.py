@@ -1,4 +1,4 @@
-"""Private Jaccard sketches: MAE on synthetic pairs and recall@10 on real data (issue 5).
+"""Private Jaccard sketches: MAE on synthetic pairs and recall@10 on real data.
 
 Aumüller, Bourgeat & Schmurr, "Differentially Private Sketches for Jaccard
 Similarity Estimation", SISAP 2020, §6, with dprec's

@@ -1,4 +1,4 @@
-"""Ranking differential privacy experiment (Xu, Sun & Cheng 2023; issue 6).
+"""Ranking differential privacy experiment (Xu, Sun & Cheng 2023).
 
 (a) The paper's Figure 2 setting: expected concordant pairs kept by the
     Mallows and Laplace privatizers at the same ε-ranking DP, against the

@@ -1,4 +1,4 @@
-"""Variance of private distance estimates: Laplace SJLT against Gaussian JL (issue 5).
+"""Variance of private distance estimates: Laplace SJLT against Gaussian JL.
 
 Stausholm, "Improved Differentially Private Euclidean Distance
 Approximation", PODS 2021, against Kenthapadi et al. 2013, with

@@ -26,6 +26,8 @@ rating scale by quantiles: the score's position among the user's training
 scores (a smoothed empirical CDF, :math:`F_u`) is read on the user's training
 rating distribution (ratings spread uniformly over their half-steps, so the
 map is strictly increasing and the estimates keep the ranking, without ties).
+
+See ``docs/ranking.md`` for the formulas and the paper.
 """
 
 from __future__ import annotations

@@ -29,6 +29,8 @@ Pearson) is the cosine of the baseline residuals
 - pearson_baseline ``Σ d_ui d_vi / sqrt(Σ d_ui² · Σ d_vi²) · (|I_uv| − 1) / (|I_uv| − 1 + λ)``
 
 with pairs of fewer than ``max(2, min_support)`` co-rated items at 0.
+
+See ``docs/similarities.md`` for the formulas and the sensitivity RS.
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ is invalid, their similarities 0) and warns how many.  Empty sets likewise.
 
 The hash functions come from the public ``hash_seed`` (see
 :mod:`dprec.similarity.sketches`); the δ above is over their random draw.
+
+See ``docs/similarities.md`` for the formulas and the paper.
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ estimate is near 0 everybody's ±1 neighbour), and the result clipped to
 ``[-1, 1]``.  ``similarity_matrix`` uses the raw rating vectors: centring each
 user on their own mean would let one rating move every coordinate and break
 the privacy unit.
+
+See ``docs/similarities.md`` for the formulas and the paper.
 """
 
 from __future__ import annotations
