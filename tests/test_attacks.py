@@ -8,13 +8,18 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from surprise import SVD, KNNBasic
+from surprise import SVD, KNNBasic, accuracy
+from surprise.model_selection import KFold
 
-from dprec import PrivateKNN
-from dprec import attacks as A
+from dprec import PrivateKNN, attacks
 from dprec._ratings import RatingArrays
-from dprec.attacks import BetaKNNAttack, round_to_grid
+from dprec.attacks import COLUMNS, BetaKNNAttack, fit_prepared, round_to_grid, scenario_seed
+from dprec.attacks.metrics import pooled_vote
+from dprec.attacks.poisoning import BaseData, baseline_data, poisoned_data, scenarios
+from dprec.attacks.runners import make_runner
+from dprec.attacks.shared_similarities import scenario_states, similarity_states
 from dprec.datasets import synthetic
+from dprec.experiments import attack_resistance
 from dprec.selectors import ppns_schedule
 from dprec.similarity import SKETCH_BACKENDS, sketch_backend
 from dprec.similarity.exact import exact_similarity_and_sums, recommendation_aware_sensitivity
@@ -40,6 +45,15 @@ def attack(algo, data, **kwargs) -> BetaKNNAttack:
     options = {"n_known": N_KNOWN, "betas": (1,), "n_targets": 8, "min_target_ratings": 40,
                "random_state": 0, **kwargs}
     return BetaKNNAttack(algo, data, **options)
+
+
+def prepared(simulation: BetaKNNAttack, algo):
+    """What ``simulation.run`` prepares once for ``algo``: the unpoisoned base data, the
+    runner, and the real users' shared similarity state (None: refitted from scratch)."""
+    runner = make_runner("x", algo)
+    base = BaseData.from_trainset(simulation.trainset)
+    state = similarity_states([runner], base, simulation.entropy).get(runner.sim_key)
+    return base, runner, state
 
 
 # --------------------------------------------------------------- the attack works
@@ -110,9 +124,9 @@ def test_attack_works_on_a_copy(data):
     assert algo.random_state is None and algo.sim_options == before["sim_options"]
     assert len(poisoned.raw_ratings) == len(raw) + 2 * K * N_KNOWN
     trainset = poisoned.build_full_trainset()
-    fakes = [u for u in trainset.all_users()
-             if str(trainset.to_raw_uid(u)).startswith(A._FAKE_PREFIX)]
-    real = data.build_full_trainset().n_users
+    real_ids = {u for u, *_ in raw}
+    fakes = [u for u in trainset.all_users() if trainset.to_raw_uid(u) not in real_ids]
+    real = len(real_ids)
     assert sorted(fakes) == list(range(real, real + 2 * K))  # new accounts, after every real one
 
 
@@ -123,7 +137,7 @@ def test_same_seed_same_table_and_targets_do_not_share_draws(data):
     pd.testing.assert_frame_equal(one.drop(columns="seconds"), two.drop(columns="seconds"))
     other = attack(algos, data, betas=(1, 2), n_targets=3, random_state=6).run()
     assert not one.drop(columns="seconds").equals(other.drop(columns="seconds"))
-    seeds = {A.scenario_seed(5, t, b) for t in range(50) for b in range(9)}
+    seeds = {scenario_seed(5, t, b) for t in range(50) for b in range(9)}
     assert len(seeds) == 50 * 9
 
 
@@ -178,17 +192,16 @@ def test_scenario_equals_a_full_fit_of_the_poisoned_copy(data, selector, neighbo
                min_k=min_k)
     simulation = attack(algo, data, n_targets=1)
     target = simulation.targets()[0]
-    runner = A._make_runner("x", algo)
-    base = simulation._base([runner])
-    scenario = A._poisoned_data(base, target, 2 * K)
+    base, runner, real = prepared(simulation, algo)
+    scenario = poisoned_data(base, target, 2 * K)
     poisoned = simulation.poisoned_dataset(target, 2).build_full_trainset()
     assert dict(scenario.trainset.ur) == dict(poisoned.ur)
     assert dict(scenario.trainset.ir) == dict(poisoned.ir)
-    assert scenario.trainset._raw2inner_id_users == poisoned._raw2inner_id_users
+    assert raw_user_ids(scenario.trainset) == raw_user_ids(poisoned)
     expected = RatingArrays.from_trainset(poisoned)
     for field in ("item_ptr", "item_users", "item_ratings", "keys", "key_ratings"):
         np.testing.assert_array_equal(getattr(scenario.ratings, field), getattr(expected, field))
-    state = base.states[runner.sim_key].update(scenario.ids, scenario.rows)
+    state = real.update(scenario.ids, scenario.rows)
     full = copy.deepcopy(algo)
     full.random_state = 99
     full.fit(poisoned)
@@ -204,15 +217,19 @@ def test_scenario_equals_a_full_fit_of_the_poisoned_copy(data, selector, neighbo
     public = np.array([np.nan if p.details["was_impossible"] else p.est
                        for p in predictions]).reshape(len(fakes), -1)
     estimates = outcome.at(items, poisoned.n_items)
-    np.testing.assert_array_equal(np.isnan(public), np.isnan(estimates))
-    np.testing.assert_allclose(estimates, public, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(estimates, public)  # NaN where impossible, in both
     if neighbourhood == "user":
-        exposed = (full.neighbours(fakes) == target.inner_id).any(axis=1)
+        exposed = (full.kneighbors(fakes)[0] == target.inner_id).any(axis=1)
     else:
         hidden = target.hidden_items
-        chosen = full.neighbours(np.repeat(fakes, len(hidden)), np.tile(hidden, len(fakes)))
+        chosen = full.kneighbors(np.repeat(fakes, len(hidden)), np.tile(hidden, len(fakes)))[0]
         exposed = (chosen == target.inner_id).any(axis=1).reshape(len(fakes), -1).mean(axis=1)
     np.testing.assert_array_equal(outcome.exposure, exposed)
+
+
+def raw_user_ids(trainset) -> dict:
+    """``raw id -> inner id`` of every user of ``trainset``."""
+    return {trainset.to_raw_uid(u): u for u in trainset.all_users()}
 
 
 SKETCH_OPTIONS = {"minhash": {}, "rr_minhash": {"epsilon": 2.0, "tau": N_KNOWN},
@@ -246,35 +263,57 @@ def test_incremental_sketches_equal_the_backends_full_computation(data, name):
         IncrementalSketchSimilarity.fit(sketch_backend({"name": "minhash"}, None), R)
 
 
-def test_attack_with_sketch_backends_runs_and_reseeds_per_scenario(data):
+def test_attack_with_sketch_backends_runs(data):
     """Incremental where τ is public, full refit where τ comes from the data."""
     algos = {name: PrivateKNN(k=K, sim_options={"name": name, **options}, selector="ppns",
                               epsilon=1.0, neighbourhood="user")
              for name, options in SKETCH_OPTIONS.items()}
     algos["refit"] = PrivateKNN(k=K, sim_options={"name": "rr_minhash", "epsilon": 2.0},
                                 neighbourhood="user")
-    runners = {name: A._make_runner(name, algo) for name, algo in algos.items()}
+    runners = {name: make_runner(name, algo) for name, algo in algos.items()}
     assert runners["refit"].sim_key is None and runners["rr_minhash"].sim_key[0] == "sketch"
     table = attack(algos, data, n_targets=2, betas=(1, 2)).run()
-    assert len(table) == len(algos) * 4 and table.recovery.notna().all()
-    assert table.exposure.between(0, 1).all()
+    assert len(table) == len(algos) * 4 and table.exposure.between(0, 1).all()
+    assert (table.possible_recall > 0.5).all()  # the fake users' predictions are read
+    np.testing.assert_array_equal(table.selector_beta,
+                                  np.where(table.algo == "refit", 1,  # top-k; PPNS, p = 0.5
+                                           len(ppns_schedule(K, 0.5)) + 1))
+
+
+@pytest.mark.parametrize("name, noisy", [("minhash", False), ("rr_minhash", True)])
+def test_fake_users_sketch_with_fresh_noise_in_every_scenario(data, name, noisy):
+    """The real users' sketches are released once; a fake user's sketch, the same
+    ratings in every scenario, gets the scenario's noise (none without privacy)."""
+    algo = PrivateKNN(k=K, sim_options={"name": name, **SKETCH_OPTIONS[name]},
+                      selector="ppns", epsilon=1.0, neighbourhood="user")
+    simulation = attack(algo, data, n_targets=1, betas=(1, 2))
+    base, _, real = prepared(simulation, algo)
+    n = base.trainset.n_users
+    first_fake = []
+    for scenario, state, _ in scenario_states(real, scenarios(
+            base, simulation.targets()[0], simulation.betas, K, simulation.entropy)):
+        if scenario.beta > 0:   # (the baseline re-sketches the target without its hidden items)
+            np.testing.assert_array_equal(state.sim[:n, :n], real.sim)
+            first_fake.append(state.sim[n, :n].copy())
+    assert len(first_fake) == 2
+    assert (first_fake[0] != first_fake[1]).any() == noisy
 
 
 def test_baseline_leaves_the_hidden_ratings_out(data):
     algo = knn("topk", min_support=1)
     simulation = attack(algo, data, n_targets=2)
-    runner = A._make_runner("x", algo)
-    base = simulation._base([runner])
+    base, _, real = prepared(simulation, algo)
+    baseline_recovery = simulation.run().set_index("target").baseline_recovery
+    original = data.build_full_trainset()
+    kept = {(u, i, r) for u in original.all_users() for i, r in original.ur[u]}
     for target in simulation.targets():
-        scenario = A._baseline_data(base, target)
-        original = data.build_full_trainset()
-        kept = {(u, i, r) for u in original.all_users() for i, r in original.ur[u]}
+        scenario = baseline_data(base, target)
         hidden = {(target.inner_id, i, r) for i, r in
                   zip(target.hidden_items.tolist(), target.hidden_ratings.tolist())}
         now = {(u, i, r) for u in scenario.trainset.all_users()
                for i, r in scenario.trainset.ur[u]}
         assert now == kept - hidden
-        state = base.states[runner.sim_key].update(scenario.ids, scenario.rows)
+        state = real.update(scenario.ids, scenario.rows)
         full = PrivateKNN(k=K, sim_options={"name": "cosine"}, neighbourhood="user")
         full.fit(scenario.trainset)
         np.testing.assert_array_equal(state.sim, full.sim)
@@ -284,8 +323,7 @@ def test_baseline_leaves_the_hidden_ratings_out(data):
                                      target.hidden_ratings.tolist())])
         hits = [not p.details["was_impossible"] and round_to_grid([p.est], base.grid)[0] == p.r_ui
                 for p in predictions]
-        rows = A._attack_target(base, [runner], target, (1,), 0, 10)
-        assert rows[0]["baseline_recovery"] == pytest.approx(np.mean(hits))
+        assert baseline_recovery[target.raw_id] == np.mean(hits)
 
 
 # --------------------------------------------------------------- Surprise's kNN
@@ -296,10 +334,10 @@ def test_knnbasic_exposure_from_heapq_semantics_matches_private_knn(data):
     algos = {"surprise": KNNBasic(k=K, sim_options=options, verbose=False),
              "dprec": PrivateKNN(k=K, sim_options=options, neighbourhood="item")}
     table = attack(algos, data, n_targets=3).run().set_index(["target", "beta"])
-    columns = [c for c in A.COLUMNS if c not in ("algo", "target", "beta", "selector_beta",
+    columns = [c for c in COLUMNS if c not in ("algo", "target", "beta", "selector_beta",
                                                  "seconds")]
     surprise, dprec = table[table.algo == "surprise"], table[table.algo == "dprec"]
-    pd.testing.assert_frame_equal(surprise[columns], dprec[columns])
+    pd.testing.assert_frame_equal(surprise[columns], dprec[columns], check_exact=True)
     assert surprise.exposure.mean() > 0.9 and surprise.selector_beta.isna().all()
 
 
@@ -307,7 +345,20 @@ def test_exposure_is_nan_without_user_neighbours(data):
     algo = SVD(n_epochs=2, random_state=0)
     algo.k = K  # the attack needs a k to size itself; SVD has no neighbours
     table = attack(algo, data, n_targets=1).run()
-    assert table.exposure.isna().all() and table.recovery.notna().all()
+    assert len(table) == 1 and table.exposure.isna().all() and table.exposure_any.isna().all()
+
+
+def test_fit_prepared_is_a_deprecated_alias_of_fit_precomputed(data):
+    trainset = data.build_full_trainset()
+    ratings = RatingArrays.from_trainset(trainset)
+    state = IncrementalSimilarity.fit("cosine", ratings.matrix, N_KNOWN, with_sensitivity=True)
+    with pytest.warns(DeprecationWarning, match="use PrivateKNN.fit_precomputed"):
+        old = fit_prepared(knn("ppns", random_state=0), trainset, ratings, state.sim,
+                           state.sensitivity())
+    new = knn("ppns", random_state=0).fit_precomputed(trainset, state.sim, state.sensitivity())
+    users = np.arange(trainset.n_users)
+    np.testing.assert_array_equal(old.kneighbors(users)[0], new.kneighbors(users)[0])
+    assert "fit_prepared" not in attacks.__all__
 
 
 # ----------------------------------------------------------------- measures
@@ -317,9 +368,9 @@ def test_round_to_grid_and_pooled_vote():
                                   [1, 3, 3, 5, 5, np.nan])
     estimates = np.array([[4.0, 2.0, np.nan], [4.2, 3.0, np.nan], [1.0, 3.4, np.nan]])
     rounded = round_to_grid(estimates, grid)
-    np.testing.assert_array_equal(A._pooled_vote(rounded, estimates, grid), [4, 3, np.nan])
+    np.testing.assert_array_equal(pooled_vote(rounded, estimates, grid), [4, 3, np.nan])
     tie = np.array([[2.0], [4.6]])  # one vote each for 2 and 5: the one nearer the mean 3.3
-    np.testing.assert_array_equal(A._pooled_vote(round_to_grid(tie, grid), tie, grid), [2])
+    np.testing.assert_array_equal(pooled_vote(round_to_grid(tie, grid), tie, grid), [2])
 
 
 # --------------------------------------------------------------- validation
@@ -372,8 +423,6 @@ def test_movielens_topk_broken_and_ppns_pooled(ml100k):
 # ----------------------------------------------------------------- experiment
 @pytest.mark.slow
 def test_attack_resistance_quick_writes_tables_and_plots(tmp_path):
-    from dprec.experiments import attack_resistance
-
     table = attack_resistance.main(["--quick", "--out", str(tmp_path), "--n-jobs", "1"])
     written = pd.read_csv(tmp_path / "attack_resistance.csv")
     summary = pd.read_csv(tmp_path / "attack_summary.csv")
@@ -389,21 +438,21 @@ def test_attack_resistance_quick_writes_tables_and_plots(tmp_path):
 def test_fast_cross_validation_scores_equal_test_and_individual_fits(data):
     """The experiment's fold scores: shared similarities and batch scoring give what
     ``fit`` + ``test`` + ``surprise.accuracy`` give, configuration by configuration."""
-    from surprise import accuracy
-    from surprise.model_selection import KFold
-
-    from dprec.experiments import attack_resistance as E
-
-    configs = [c for c in E.configurations((1.0,), ["rr_minhash", "sjlt"], N_KNOWN)
+    configs = [c for c in attack_resistance.configurations((1.0,), ["rr_minhash", "sjlt"],
+                                                           N_KNOWN)
                if c["selector"] in ("topk", "ppns")]
-    trainset, testset = next(KFold(n_splits=3, random_state=0).split(data))
-    rows = E._fold_accuracy(configs, trainset, testset, 0, K, N_KNOWN, 3)
-    for config, row in zip(configs, rows):
-        predictions = E.make_algo(config, K, N_KNOWN, 3).fit(trainset).test(testset)
-        assert row["rmse"] == pytest.approx(accuracy.rmse(predictions, verbose=False), abs=1e-12)
-        assert row["mae"] == pytest.approx(accuracy.mae(predictions, verbose=False), abs=1e-12)
-        assert row["impossible"] == pytest.approx(
-            np.mean([p.details["was_impossible"] for p in predictions]))
+    table = attack_resistance.accuracy_table(data, configs, k=K, n_known=N_KNOWN, n_folds=3,
+                                             seed=3)
+    trainset, testset = next(KFold(n_splits=3, random_state=3).split(data))
+    rows = table[table.fold == 0]
+    assert rows.config.tolist() == [config["config"] for config in configs]
+    for config, row in zip(configs, rows.itertuples()):
+        algo = attack_resistance.make_algo(config, K, N_KNOWN, 3)
+        predictions = algo.fit(trainset).test(testset)
+        assert row.rmse == pytest.approx(accuracy.rmse(predictions, verbose=False), abs=1e-12)
+        assert row.mae == pytest.approx(accuracy.mae(predictions, verbose=False), abs=1e-12)
+        assert row.impossible == pytest.approx(
+            np.mean([p.details["was_impossible"] for p in predictions]), abs=1e-12)
 
 
 def test_selector_names_are_case_insensitive_and_other_rules_are_attacked(data):
@@ -412,7 +461,9 @@ def test_selector_names_are_case_insensitive_and_other_rules_are_attacked(data):
     lower = attack(knn("ppns", verbose=False), data, n_targets=2).run()
     pd.testing.assert_frame_equal(upper.drop(columns="seconds"), lower.drop(columns="seconds"))
     # the other rules and item-based kNN are asked query by query
-    for algo in (knn(prediction="means", verbose=False),
-                 PrivateKNN(k=K, sim_options={"user_based": False}, verbose=False)):
-        table = attack(algo, data, n_targets=2).run()
-        assert len(table) == 2 and table["recovery"].notna().all()
+    means = attack(knn(prediction="means", verbose=False), data, n_targets=2).run()
+    assert len(means) == 2 and (means.recovery == 1).all()  # as broken as the basic rule
+    item_based = attack(PrivateKNN(k=K, sim_options={"user_based": False}, verbose=False),
+                        data, n_targets=2).run()
+    assert len(item_based) == 2 and (item_based.possible_recall == 1).all()
+    assert item_based.exposure.isna().all()  # no user neighbours

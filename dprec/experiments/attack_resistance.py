@@ -55,7 +55,7 @@ from surprise.model_selection import KFold
 
 from .._ratings import RatingArrays
 from .._surprise import inner_ids
-from ..attacks import BetaKNNAttack, fit_prepared
+from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
 from ..knn import PrivateKNN
 from ..similarity import sketch_backend, with_public_bounds
@@ -202,7 +202,8 @@ def _fold_accuracy(configs, trainset, testset, fold, k, n_known, seed) -> list[d
                 shared[key] = IncrementalSimilarity.fit(options["name"], ratings.matrix,
                                                         options.get("min_support", 1), True)
             state = shared[key]
-            fit_prepared(algo, trainset, ratings, state.sim, state.sensitivity())
+            ratings.remember(trainset)  # registered: fit_precomputed does not rebuild them
+            algo.fit_precomputed(trainset, state.sim, state.sensitivity())
         elif key not in shared:
             with warnings.catch_warnings():  # users below τ = n_known: documented above
                 warnings.filterwarnings("ignore", message=".*no sketch released.*")
@@ -212,7 +213,8 @@ def _fold_accuracy(configs, trainset, testset, fold, k, n_known, seed) -> list[d
                            algo.sketch_release_)
         else:
             sim, sensitivity, release = shared[key]
-            fit_prepared(algo, trainset, ratings, sim, sensitivity, release)
+            ratings.remember(trainset)
+            algo.fit_precomputed(trainset, sim, sensitivity, release)
         rows.append({"config": config["config"], "fold": fold,
                      **_scores(algo, trainset, testset),
                      "seconds": time.perf_counter() - start})

@@ -1,0 +1,62 @@
+"""The β-kNN attack on neighbourhood recommenders, as a simulator.
+
+An attacker who knows a few of a target's ratings creates ``β·k`` fake
+users rating exactly those items (Calandrino et al., S&P 2011; Lu & Shen,
+ComSIS 2015); :class:`BetaKNNAttack` runs the attack on copies of a dataset
+and measures what the fake users learn of the target's other ratings
+(exposure, recovery, item inference) against what the model and the crowd
+reveal without the attack.  The measures are described in
+:mod:`dprec.attacks.simulator`.
+
+Modules
+-------
+simulator
+    :class:`BetaKNNAttack` and :data:`COLUMNS`: targets, scenarios, the table.
+poisoning
+    The attacked copies of the data: :class:`AttackTarget`, the poisoned and
+    baseline copies, :func:`scenario_seed`.
+shared_similarities
+    The similarity states built once per attack and updated per scenario.
+runners
+    Fitting each attacked algorithm on a scenario and reading its answers.
+metrics
+    The measures, :func:`round_to_grid`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from surprise import Trainset
+
+from .._ratings import RatingArrays
+from ..knn import PrivateKNN
+from ..similarity import SketchRelease
+from .metrics import round_to_grid
+from .poisoning import AttackTarget, scenario_seed
+from .simulator import COLUMNS, BetaKNNAttack
+
+__all__ = ["COLUMNS", "AttackTarget", "BetaKNNAttack", "round_to_grid", "scenario_seed"]
+
+
+def fit_prepared(algo: PrivateKNN, trainset: Trainset, ratings: RatingArrays, sim: np.ndarray,
+                 sensitivity: np.ndarray | None,
+                 release: SketchRelease | None = None) -> PrivateKNN:
+    """Deprecated: register ``ratings`` for ``trainset``, then
+    ``algo.fit_precomputed(trainset, sim, sensitivity, release)``.
+
+    .. deprecated::
+        Use :meth:`PrivateKNN.fit_precomputed
+        <dprec.PrivateKNN.fit_precomputed>` (after
+        ``ratings.remember(trainset)`` if the rating arrays are already built).
+
+    Returns
+    -------
+    PrivateKNN
+        ``algo``, fitted.
+    """
+    warnings.warn("dprec.attacks.fit_prepared is deprecated: use PrivateKNN.fit_precomputed",
+                  DeprecationWarning, stacklevel=2)
+    ratings.remember(trainset)
+    return algo.fit_precomputed(trainset, sim, sensitivity, release)
