@@ -327,7 +327,7 @@ def test_the_smallest_uniform_is_positive_and_tiny():
                 return out
             return np.zeros(shape)
 
-    u = M._open_uniform(Zeros(), 5)
+    u = M.common.open_uniform(Zeros(), 5)
     assert (u > 0).all() and (u <= 2.0**-53).all()
 
 

@@ -12,7 +12,9 @@ from surprise.model_selection import GridSearchCV, KFold, cross_validate
 from dprec import PrivateKNN
 from dprec._rng import QueryNoise
 from dprec.ledger import Status
+from dprec.mechanisms import laplace_epsilon
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK, ppns_schedule
+from dprec.selectors.base import mask_to_positions, top_by_key
 from dprec.similarity.exact import (
     change_bound,
     exact_similarity,
@@ -346,16 +348,14 @@ def test_pncf_weights_favour_higher_scores_and_beta_counts_the_reachable_partiti
 
 
 def test_pncf_privacy_uses_the_users_sensitivities():
-    from dprec import mechanisms
-
     entries = PNCF(epsilon=1.0).privacy(4)
     assert [e.mechanism for e in entries] == [
         "exponential (PNCF selection, k draws, truncated)",
         "laplace (PNCF perturbed similarities)"]
-    assert entries[1].epsilon == mechanisms.laplace_epsilon(PNCF(epsilon=1.0).noise_scale(1.0), 1.0)
+    assert entries[1].epsilon == laplace_epsilon(PNCF(epsilon=1.0).noise_scale(1.0), 1.0)
     rs = np.array([0.3, 0.7, 0.3])
     assert PNCF(epsilon=1.0).privacy(4, rs)[1].epsilon == max(
-        mechanisms.laplace_epsilon(PNCF(epsilon=1.0).noise_scale(r), r) for r in (0.3, 0.7))
+        laplace_epsilon(PNCF(epsilon=1.0).noise_scale(r), r) for r in (0.3, 0.7))
     assert PPNS(epsilon=1.0).privacy(4)[0].mechanism == "exponential (PPNS selection, k draws)"
 
 
@@ -368,8 +368,6 @@ def test_probabilistic_beta_is_at_least_one_partition():
 
 
 def test_position_helpers():
-    from dprec.selectors.base import mask_to_positions, top_by_key
-
     mask = np.array([[True, True, True, False, True], [False] * 5])
     assert mask_to_positions(mask, 3).tolist() == [[0, 1, 2], [-1, -1, -1]]
     assert mask_to_positions(mask, 3).dtype == np.int64
@@ -389,11 +387,24 @@ def test_position_helpers():
 def test_top_by_key_on_wide_rows_is_a_full_sort():
     # a partition on thousands of candidates leaves the rest unordered: the k-th best
     # must still be found exactly (argpartition at k - 1, not k - 2)
-    from dprec.selectors.base import top_by_key
-
     keys = np.random.default_rng(5).random((50, 3000))
     np.testing.assert_array_equal(top_by_key(keys, np.full(50, 40), 40),
                                   np.argsort(-keys, axis=1)[:, :40])
+
+
+def test_top_by_key_of_one_is_the_argmax_and_never_a_masked_key():
+    """At most one neighbour per row: the row's largest key (its first, on a tie), -1 where
+    the count is 0 or every key is -inf."""
+    keys = np.random.default_rng(6).random((300, 25))
+    keys[:50] = np.round(keys[:50], 1)                     # ties: the first column wins
+    keys[7] = -np.inf
+    counts = np.ones(300, int)
+    counts[3] = 0
+    got = top_by_key(keys, counts, 4)
+    expected = np.argmax(keys, axis=1)
+    expected[[3, 7]] = -1
+    np.testing.assert_array_equal(got[:, 0], expected)
+    assert (got[:, 1:] == -1).all()
 
 
 def test_pncf_draws_the_band_by_the_exponential_mechanism():

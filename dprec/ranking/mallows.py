@@ -76,6 +76,7 @@ from numpy.polynomial import chebyshev as _cheb
 
 from .._rng import RandomStateLike, check_random_state
 from .._validation import check_choice, check_epsilon, check_int
+from ..mechanisms import laplace_noise
 
 __all__ = [
     "CALIBRATIONS",
@@ -361,6 +362,9 @@ def laplace_privatize(orders: OrdersLike, epsilon: EpsilonLike,
 
     (Xu, Sun & Cheng 2023, Lemma 3): the item at rank :math:`k` gets the noisy
     score :math:`k + \xi_k`, and the output lists the items by increasing score.
+    The noise is the published floating-point Laplace
+    (:func:`dprec.mechanisms.laplace_noise`): only the order of the scores is
+    released, not their low bits.
 
     Parameters
     ----------
@@ -373,10 +377,9 @@ def laplace_privatize(orders: OrdersLike, epsilon: EpsilonLike,
     """
     batch = _parse_orders(orders)
     eps = _per_order_epsilon(epsilon, len(batch.lengths))
-    rng = check_random_state(random_state)
     owner, rank = batch.owner, batch.rank
     scale = laplace_scale(eps, batch.lengths)[owner]
-    scores = rank + rng.laplace(size=len(batch.items)) * scale
+    scores = rank + laplace_noise(scale, len(batch.items), random_state)
     out = batch.items[np.lexsort((scores, owner))]
     return _restore(batch, out)
 

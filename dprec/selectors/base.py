@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._arrays import top_k_indices
 from .._rng import QueryNoise
 from ..ledger import LedgerEntry
+from ..mechanisms import exponential_coefficient
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,17 @@ def partition_count(n_valid: np.ndarray, k: int) -> np.ndarray:
     return -(-np.asarray(n_valid) // k)
 
 
+def reachable_partitions(n_reachable: np.ndarray, k: int) -> np.ndarray:
+    """The security β of rows whose first ``n_reachable`` candidates can be chosen:
+    ``max(⌈n_reachable / k⌉, 1)`` partitions, int64 (β ≥ 1 also for an empty row)."""
+    return np.maximum(partition_count(n_reachable, k), 1).astype(np.int64)
+
+
+def valid_candidates(n_valid: np.ndarray, width: int) -> np.ndarray:
+    """Boolean ``(n_rows, width)`` mask of each row's first ``n_valid`` positions."""
+    return np.arange(width)[None, :] < np.asarray(n_valid)[:, None]
+
+
 def first_positions(n_valid: np.ndarray, k: int) -> np.ndarray:
     """Positions ``0..k-1`` of every row, ``-1`` past the row's valid candidates."""
     positions = np.broadcast_to(np.arange(k), (len(n_valid), k))
@@ -119,24 +132,24 @@ def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     """Per row, the positions of the ``counts[q]`` largest ``keys`` (``-inf`` never),
     padded with ``-1`` to width ``k``; best first.
 
-    A partition finds the ``max(counts)`` best of each row in linear time;
-    only those are sorted (the keys are continuous noise: ties have
-    probability 0, so the partition's tie order does not matter).
+    The Gumbel top-k of the selectors: with the keys of
+    :func:`dprec.mechanisms.gumbel_keys_from_uniform`, the positions are
+    ``counts[q]`` exponential-mechanism draws without replacement (Durfee &
+    Rogers 2019).  The ``max(counts)`` best of every row come from
+    :func:`dprec._arrays.top_k_indices`, the kernel of
+    :func:`dprec.mechanisms.gumbel_top_k_from_uniform` (a partition, then a
+    sort of those kept; the keys are continuous noise: ties have probability
+    0, so the partition's tie order does not matter).  When every row wants
+    at most one, the best is ``argmax``: the same key, and on an exact tie
+    the first column on every CPU (the SIMD partition of numpy >= 2 picks
+    another tied column on AVX-512 machines), as the selectors always did.
     """
     counts = np.asarray(counts)
-    width = keys.shape[1]
-    most = min(int(counts.max(initial=0)), width, k)
+    most = min(int(counts.max(initial=0)), keys.shape[1], k)
     out = np.full((len(keys), k), -1)
     if most == 0:
         return out
-    if most == 1:
-        best = np.argmax(keys, axis=1)[:, None]
-    elif most < width:
-        best = np.argpartition(-keys, most - 1, axis=1)[:, :most]
-    else:
-        best = np.broadcast_to(np.arange(width), keys.shape)
-    order = np.take_along_axis(best, np.argsort(-np.take_along_axis(keys, best, axis=1), axis=1),
-                               axis=1)
+    order = np.argmax(keys, axis=1)[:, None] if most == 1 else top_k_indices(keys, most)
     ranked = np.take_along_axis(keys, order, axis=1)
     keep = (np.arange(most)[None, :] < counts[:, None]) & np.isfinite(ranked)
     out[:, :most] = np.where(keep, order, -1)
@@ -166,8 +179,18 @@ def normalised_scores(sims: np.ndarray, valid: np.ndarray, sensitivity: np.ndarr
     """``sim / RS`` per row (0 on padding): scores of sensitivity 1.
 
     The selectors' weights ``exp(ε·sim / (4k·RS))`` are then
-    ``exp(c·score)`` with ``c = ε/(4k)``: each of ``k`` draws spends
-    ``2c = ε/(2k)`` and a neighbour set ``ε/2``
+    ``exp(c·score)`` with ``c = ε/(4k)`` (:func:`normalised_coefficient`):
+    each of ``k`` draws spends ``2c = ε/(2k)`` and a neighbour set ``ε/2``
     (:func:`dprec.mechanisms.exponential_epsilon`).
     """
     return np.where(valid, sims, 0.0) / np.asarray(sensitivity, dtype=np.float64)[:, None]
+
+
+def normalised_coefficient(epsilon: float, k: int) -> float:
+    """``c = ε/(4k)``: the coefficient of PNCF's and PPNS's weights ``exp(c·sim/RS)``.
+
+    ``exponential_coefficient(ε/2, 1, k)`` (:func:`dprec.mechanisms.exponential_coefficient`):
+    ``k`` draws on the :func:`normalised_scores` (sensitivity 1) spend ε/2, the
+    half of the budget the papers give the selection.
+    """
+    return exponential_coefficient(epsilon / 2, 1.0, k)

@@ -8,7 +8,7 @@ from .. import mechanisms
 from .._rng import QueryNoise
 from .._validation import check_epsilon, check_real
 from ..ledger import LedgerEntry, Status, Unit
-from .base import Selection, Selector, partition_count, top_by_key
+from .base import Selection, Selector, reachable_partitions, top_by_key, valid_candidates
 
 
 class CorrectedPNCF(Selector):
@@ -67,12 +67,12 @@ class CorrectedPNCF(Selector):
     def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
                sensitivity: np.ndarray | None = None) -> Selection:
         n_valid = np.asarray(n_valid)
-        valid = np.arange(sims.shape[1])[None, :] < n_valid[:, None]
+        valid = valid_candidates(n_valid, sims.shape[1])
         keys = mechanisms.gumbel_keys_from_uniform(np.where(valid, sims, 0.0),
                                                    self.coefficient(k),
                                                    noise.uniform(sims.shape[1]), mask=valid)
         positions = top_by_key(keys, np.minimum(n_valid, k), k)
-        return Selection(positions, np.maximum(partition_count(n_valid, k), 1).astype(np.int64))
+        return Selection(positions, reachable_partitions(n_valid, k))
 
     def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
         """One neighbour set: ``k`` draws of coefficient ``ε/(2kΔ)`` on scores of

@@ -14,10 +14,12 @@ from .base import (
     Selection,
     Selector,
     mask_to_positions,
+    normalised_coefficient,
     normalised_scores,
-    partition_count,
     positions_to_mask,
+    reachable_partitions,
     top_by_key,
+    valid_candidates,
 )
 
 
@@ -82,20 +84,19 @@ class PNCF(Selector):
     def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
                sensitivity: np.ndarray | None = None) -> Selection:
         n_valid = np.asarray(n_valid)
-        valid = np.arange(sims.shape[1])[None, :] < n_valid[:, None]
+        valid = valid_candidates(n_valid, sims.shape[1])
         sim_k, lam = self.truncation(sims, n_valid, k, sensitivity)
         sure = valid & (sims >= (sim_k + lam)[:, None])
         sure &= np.cumsum(sure, axis=1) <= k
         band = valid & ~sure & (sims >= (sim_k - lam)[:, None])
         need = np.minimum(n_valid, k) - sure.sum(axis=1)
         keys = mechanisms.gumbel_keys_from_uniform(
-            normalised_scores(sims, valid, sensitivity), self.epsilon / (4 * k),
+            normalised_scores(sims, valid, sensitivity), normalised_coefficient(self.epsilon, k),
             noise.uniform(sims.shape[1]), mask=band)
         drawn = top_by_key(keys, need, k)
         positions = mask_to_positions(sure | positions_to_mask(drawn, sims.shape[1]), k)
-        beta = partition_count((sure | band).sum(axis=1), k).astype(np.int64)
-        return Selection(positions, np.maximum(beta, 1), self._perturb(sims, positions,
-                                                                       sensitivity, noise))
+        beta = reachable_partitions((sure | band).sum(axis=1), k)
+        return Selection(positions, beta, self._perturb(sims, positions, sensitivity, noise))
 
     def noise_scale(self, sensitivity: float) -> float:
         """Laplace scale of the perturbed similarities of a user with sensitivity ``RS``.
@@ -128,7 +129,8 @@ class PNCF(Selector):
         neighbour set, and the perturbation of each chosen similarity
         (:func:`dprec.mechanisms.laplace_epsilon` of :meth:`noise_scale` at the
         largest ε over the users' ``RS``)."""
-        selection = mechanisms.exponential_epsilon(self.epsilon / (4 * k), sensitivity=1.0, k=k)
+        selection = mechanisms.exponential_epsilon(normalised_coefficient(self.epsilon, k),
+                                                   sensitivity=1.0, k=k)
         rs = np.unique(np.asarray(sensitivity if sensitivity is not None else [1.0], float))
         perturbation = max(mechanisms.laplace_epsilon(self.noise_scale(r), float(r), "lattice")
                            for r in rs)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .._arrays import top_k_indices
 from .._rng import QueryNoise
 from .._validation import check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, Status, Unit
@@ -14,6 +15,7 @@ from .base import (
     Selection,
     Selector,
     mask_to_positions,
+    normalised_coefficient,
     normalised_scores,
     partition_count,
     positions_to_mask,
@@ -123,21 +125,25 @@ class PPNS(Selector):
         n_valid = np.asarray(n_valid)
         valid = np.isfinite(sims)  # the unsorted tail may hold padding anywhere
         scores = normalised_scores(sims, valid, sensitivity)
-        coefficient = self.epsilon / (4 * k)
+        coefficient = normalised_coefficient(self.epsilon, k)
         keys = gumbel_keys_from_uniform(scores, coefficient, noise.uniform(width), mask=valid)
 
-        # stage 1: the schedule, partition by partition of the sorted head (Gumbel top-c)
+        # stage 1: the schedule, partition by partition of the sorted head: a Gumbel
+        # top-c within each partition of k keys (c = its count, at most the first's)
         schedule = ppns_schedule(k, self.p)
         head = min(width, len(schedule) * k)
         n_parts = -(-head // k)
-        blocks = np.full((n_rows, n_parts * k), -np.inf)
-        blocks[:, :head] = keys[:, :head]
-        blocks = blocks.reshape(n_rows, n_parts, k)
-        order = np.argsort(-blocks, axis=2)
-        take = (np.arange(k)[None, None, :] < schedule[:n_parts, None][None]) & np.isfinite(
-            np.take_along_axis(blocks, order, axis=2))
-        picked = (order + k * np.arange(n_parts)[None, :, None]).reshape(n_rows, -1)
-        chosen = positions_to_mask(np.where(take.reshape(n_rows, -1), picked, -1), width)
+        chosen = np.zeros((n_rows, width), dtype=bool)
+        if n_parts:
+            blocks = np.full((n_rows, n_parts * k), -np.inf)
+            blocks[:, :head] = keys[:, :head]
+            blocks = blocks.reshape(n_rows, n_parts, k)
+            counts = schedule[:n_parts]
+            order = top_k_indices(blocks, int(counts.max()))
+            take = (np.arange(order.shape[2])[None, None, :] < counts[None, :, None]) & \
+                np.isfinite(np.take_along_axis(blocks, order, axis=2))
+            picked = (order + k * np.arange(n_parts)[None, :, None]).reshape(n_rows, -1)
+            chosen = positions_to_mask(np.where(take.reshape(n_rows, -1), picked, -1), width)
 
         # stage 2: the remaining neighbour(s) from the unvisited partitions (the tail),
         # or, when there is none, from all remaining candidates with fresh keys
@@ -157,7 +163,8 @@ class PPNS(Selector):
     def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
         """The paper's claim per neighbour set: ``k`` draws with weights
         ``exp(c·sim/RS)``, ``c = ε/(4k)`` (:func:`dprec.mechanisms.exponential_epsilon`)."""
-        epsilon = exponential_epsilon(self.epsilon / (4 * k), sensitivity=1.0, k=k)
+        epsilon = exponential_epsilon(normalised_coefficient(self.epsilon, k), sensitivity=1.0,
+                                      k=k)
         return [LedgerEntry("selector", "exponential (PPNS selection, k draws)", epsilon, 0.0,
                             Unit.RATING, Status.AS_PUBLISHED, "candidates", AS_PUBLISHED)]
 

@@ -7,7 +7,7 @@ import numpy as np
 from .._rng import QueryNoise
 from .._validation import check_real
 from ..mechanisms import gumbel_keys_from_uniform
-from .base import Selection, Selector, partition_count, top_by_key
+from .base import Selection, Selector, reachable_partitions, top_by_key, valid_candidates
 
 
 class Probabilistic(Selector):
@@ -33,11 +33,9 @@ class Probabilistic(Selector):
 
     def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
                sensitivity: np.ndarray | None = None) -> Selection:
-        valid = np.arange(sims.shape[1])[None, :] < np.asarray(n_valid)[:, None]
+        valid = valid_candidates(n_valid, sims.shape[1])
         weights = np.maximum(np.where(valid, sims, self.floor), self.floor)
         keys = gumbel_keys_from_uniform(np.log(weights), 1.0, noise.uniform(sims.shape[1]),
                                         mask=valid)
         positions = top_by_key(keys, np.minimum(n_valid, k), k)
-        # β >= 1 as for every selector, also for a row without candidates
-        beta = np.maximum(partition_count(n_valid, k), 1).astype(np.int64)
-        return Selection(positions, beta)
+        return Selection(positions, reachable_partitions(n_valid, k))

@@ -1,0 +1,227 @@
+r"""The exponential mechanism and its one-shot top-k form (Gumbel keys).
+
+One draw chooses candidate ``j`` with ``P(j) ∝ exp(c·q(j))``; when every
+score ``q`` moves by at most ``Δ`` between neighbouring inputs the draw is
+``2cΔ``-DP (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10), and ``k``
+draws without replacement compose to ``2kcΔ`` (:func:`exponential_epsilon`;
+:func:`exponential_coefficient` is its inverse, ``c = ε/(2kΔ)``).
+
+The ``k`` draws are made at once by the Gumbel-max trick: with
+``G_j = −ln(−ln u_j)`` standard Gumbel, the indices of the ``k`` largest keys
+``c·q(j) + G_j`` (:func:`gumbel_keys_from_uniform`, then
+:func:`dprec._arrays.top_k_indices`, largest first) are distributed exactly
+as ``k`` sequential draws without replacement (Durfee & Rogers 2019,
+Lemma 4.2).  :func:`gumbel_top_k_from_uniform` is the core driven by one
+uniform per candidate, :func:`exponential_top_k` the seeded sampler.
+
+References
+----------
+- F. McSherry and K. Talwar, "Mechanism Design via Differential Privacy",
+  FOCS 2007.
+- C. Dwork and A. Roth, *The Algorithmic Foundations of Differential Privacy*,
+  2014, Thm 3.10 and 3.16.
+- D. Durfee and R. Rogers, "Practical Differentially Private Top-k Selection
+  with Pay-what-you-get Composition", NeurIPS 2019.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._arrays import top_k_indices
+from .._rng import RandomStateLike, check_random_state
+from .._validation import check_epsilon, check_int, check_positive, check_real_array, check_uniforms
+from .common import open_uniform
+
+__all__ = [
+    "exponential_coefficient",
+    "exponential_epsilon",
+    "exponential_top_k",
+    "gumbel_keys_from_uniform",
+    "gumbel_top_k_from_uniform",
+]
+
+
+def exponential_coefficient(epsilon: float, sensitivity: float, k: int = 1) -> float:
+    r"""``c = ε / (2kΔ)``: the weights ``exp(c·q)`` that make ``k`` draws ε-DP together.
+
+    Each of the ``k`` draws is then an ``(ε/k)``-DP exponential mechanism
+    ``P(c) ∝ exp((ε/k)·q(c)/(2Δ))`` (Dwork & Roth 2014, Thm 3.10) and the
+    ``k`` compose to ε (Thm 3.16).
+    """
+    epsilon = check_epsilon(epsilon)
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    k = check_int(k, "k", minimum=1)
+    return epsilon / (2.0 * k * sensitivity)
+
+
+def exponential_epsilon(coefficient: float, sensitivity: float, k: int = 1) -> float:
+    r"""ε of ``k`` draws (without replacement) with weights ``exp(coefficient · q)``.
+
+    ``ε = 2 k Δ c``: each draw is ``2Δc``-DP when every score moves by at
+    most ``Δ`` between neighbouring inputs; sequential composition over the
+    ``k`` draws.  E.g. the selectors' weights ``exp(ε q / (4 k RS))`` spend
+    ``exponential_epsilon(ε / (4 k RS), RS, k) = ε / 2``.
+    """
+    coefficient = check_positive(coefficient, "coefficient")
+    sensitivity = check_positive(sensitivity, "sensitivity")
+    k = check_int(k, "k", minimum=1)
+    return 2.0 * k * sensitivity * coefficient
+
+
+def _check_mask(mask: np.ndarray | None, scores: np.ndarray) -> np.ndarray:
+    """``mask`` as a boolean array of the shape of ``scores`` (all True for None)."""
+    if mask is None:
+        return np.ones(scores.shape, dtype=bool)
+    valid = np.asarray(mask)
+    if valid.dtype != bool:
+        raise TypeError(f"mask must be a boolean array, got dtype {valid.dtype}")
+    if valid.shape != scores.shape:
+        raise ValueError(f"mask must have the shape of scores {scores.shape}, got {valid.shape}")
+    return valid
+
+
+def _check_scores(scores: np.ndarray, k: int,
+                  mask: np.ndarray | None) -> tuple[np.ndarray, int, np.ndarray]:
+    """The checked ``(scores, k, valid)`` of a top-k: every row has ``k`` valid candidates."""
+    arr = check_real_array(scores, "scores", finite=False)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"scores must be 1-D or 2-D (rows of candidates), got {arr.ndim}-D")
+    n_candidates = arr.shape[-1]
+    k = check_int(k, "k", minimum=1)
+    if k > n_candidates:
+        raise ValueError(f"k must be <= the number of candidates {n_candidates}, got {k}")
+    valid = _check_mask(mask, arr)
+    if not np.isfinite(arr[valid]).all():
+        raise ValueError("scores must be finite where mask is True")
+    counts = valid.sum(axis=-1)
+    if np.any(counts < k):
+        row = int(np.argmax(np.atleast_1d(counts) < k))
+        raise ValueError(f"k={k} exceeds the number of valid candidates "
+                         f"({int(np.atleast_1d(counts)[row])} in row {row})")
+    return arr, k, valid
+
+
+def _gumbel_keys(scores: np.ndarray, coefficient: float, uniforms: np.ndarray,
+                 valid: np.ndarray) -> np.ndarray:
+    """``c·q − ln(−ln u)`` on checked arguments, ``−inf`` where not ``valid``."""
+    keys = -np.log(-np.log(uniforms))
+    keys += coefficient * np.where(valid, scores, 0.0)
+    keys[~valid] = -np.inf
+    return keys
+
+
+def gumbel_keys_from_uniform(scores: np.ndarray, coefficient: float, uniforms: np.ndarray,
+                             mask: np.ndarray | None = None) -> np.ndarray:
+    r"""Gumbel keys ``c·q(j) − ln(−ln u_j)`` (``−inf`` where ``mask`` is False).
+
+    The building block of the exponential mechanism for selectors that draw
+    from parts of a candidate list (PPNS's partitions): the indices of the
+    ``m`` largest keys within any subset ``S`` of the candidates are
+    distributed as ``m`` sequential draws without replacement from ``S`` with
+    ``P(j) ∝ exp(c·q(j))`` (the Gumbel-max trick; Durfee & Rogers 2019), and
+    draws from disjoint subsets are independent, so one array of keys per
+    query serves them all.  Each such draw is ``2Δc``-DP
+    (:func:`exponential_epsilon`).
+
+    Parameters
+    ----------
+    scores : array_like of real numbers
+        The qualities ``q``; finite where ``mask`` is True (not modified).
+    coefficient : float
+        ``c > 0``, e.g. ``exponential_coefficient(ε, Δ, k)``.
+    uniforms : float array of the shape of ``scores``, in (0, 1)
+    mask : bool array of the shape of ``scores``, optional
+
+    Returns
+    -------
+    numpy.ndarray, float64, the shape of ``scores``.
+    """
+    coefficient = check_positive(coefficient, "coefficient")
+    arr = check_real_array(scores, "scores", finite=False)
+    valid = _check_mask(mask, arr)
+    if not np.isfinite(arr[valid]).all():
+        raise ValueError("scores must be finite where mask is True")
+    return _gumbel_keys(arr, coefficient, check_uniforms(uniforms, arr.shape), valid)
+
+
+def gumbel_top_k_from_uniform(scores: np.ndarray, k: int, epsilon: float, sensitivity: float,
+                              uniforms: np.ndarray,
+                              mask: np.ndarray | None = None) -> np.ndarray:
+    r"""Exponential top-k from one uniform per candidate (Gumbel top-k).
+
+    Returns the indices of the ``k`` largest
+    ``ε·q(c)/(2kΔ) + G_c`` with ``G_c = −ln(−ln u_c)`` standard Gumbel, in
+    decreasing order.  The ordered ``k``-tuple has exactly the distribution of
+    ``k`` sequential exponential-mechanism draws without replacement, draw
+    ``j`` choosing among the remaining candidates with
+    ``P(c) ∝ exp((ε/k) q(c) / (2Δ))`` (Durfee & Rogers 2019, Lemma 4.2;
+    the Gumbel-max trick).  ε-DP in total (:func:`exponential_epsilon`).
+
+    Parameters
+    ----------
+    scores : array of shape ``(n,)`` or ``(rows, n)``
+        The quality ``q`` of each candidate (not modified; may be NaN where
+        ``mask`` is False).
+    k : int
+        ``1 <= k <= n``.
+    epsilon : float
+        The total budget of the ``k`` draws, ``> 0``.
+    sensitivity : float
+        ``Δ > 0``, the most any score changes between neighbouring inputs.
+    uniforms : float array of the shape of ``scores``, in (0, 1)
+        E.g. ``keyed_uniform(seed, keys, n)`` for ``rows`` queries.
+    mask : bool array of the shape of ``scores``, optional
+        Valid candidates; invalid ones are never chosen.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape ``(k,)`` or ``(rows, k)``.
+
+    Raises
+    ------
+    ValueError
+        If ``k`` exceeds the valid candidates of some row (no padding: a
+        ``-1`` sentinel would be a valid Python index), or for bad parameters.
+    """
+    arr, k, valid = _check_scores(scores, k, mask)
+    coefficient = exponential_coefficient(epsilon, sensitivity, k)
+    u = check_uniforms(uniforms, arr.shape)
+    return top_k_indices(_gumbel_keys(arr, coefficient, u, valid), k)
+
+
+def exponential_top_k(scores: np.ndarray, k: int, epsilon: float, sensitivity: float,
+                      random_state: RandomStateLike,
+                      mask: np.ndarray | None = None) -> np.ndarray:
+    r"""Choose ``k`` candidates without replacement by the exponential mechanism.
+
+    Equivalent to ``k`` sequential draws, each with budget ``ε/k``:
+    ``P(c) ∝ exp((ε/k) · q(c) / (2Δ))`` over the candidates not yet chosen
+    (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10), implemented as one
+    Gumbel top-k (Durfee & Rogers 2019): see :func:`gumbel_top_k_from_uniform`.
+    ε-DP in total by sequential composition.
+
+    Parameters
+    ----------
+    scores : array of shape ``(n,)`` or ``(rows, n)``
+        Candidate qualities; 2-D for a batch of independent selections.
+    k : int
+        ``1 <= k <= n``.
+    epsilon : float
+        Total budget ``> 0``.
+    sensitivity : float
+        ``Δ > 0``.
+    random_state : None, int, RandomState or Generator
+    mask : bool array of the shape of ``scores``, optional
+        Valid candidates.  A row with fewer than ``k`` valid candidates raises
+        ``ValueError``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape ``(k,)`` or ``(rows, k)``: the chosen
+    indices in the order drawn.
+    """
+    arr, k, valid = _check_scores(scores, k, mask)
+    coefficient = exponential_coefficient(epsilon, sensitivity, k)
+    rng = check_random_state(random_state)
+    return top_k_indices(_gumbel_keys(arr, coefficient, open_uniform(rng, arr.shape), valid), k)

@@ -1,0 +1,129 @@
+r"""Generalised (k-ary) randomised response on integer codes: sampler, core, privacy map.
+
+A value ``x ∈ {0..n−1}`` is kept with probability ``p = e^ε / (e^ε + n − 1)``
+and otherwise replaced by one of the other ``n − 1`` values uniformly at
+random: every output has probability ``p`` under one input and
+``(1 − p)/(n − 1) = e^{−ε} p`` under any other, so the mechanism is ε-DP for
+a change of one value (Warner 1965; Kairouz, Oh & Viswanath 2014).
+
+References
+----------
+- S. Warner, "Randomized Response: A Survey Technique for Eliminating Evasive
+  Answer Bias", JASA 1965.
+- P. Kairouz, S. Oh and P. Viswanath, "Extremal Mechanisms for Local
+  Differential Privacy", NeurIPS 2014.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._rng import RandomStateLike, check_random_state
+from .._validation import check_code_array, check_epsilon, check_int, check_real, check_uniforms
+from .common import open_uniform
+
+__all__ = [
+    "randomized_response",
+    "randomized_response_epsilon",
+    "randomized_response_from_uniform",
+    "randomized_response_keep_probability",
+]
+
+_MAX_CODES = 2**53        # the offsets are exact below this
+
+
+def randomized_response_keep_probability(n_values: int, epsilon: float) -> float:
+    r"""``p = e^ε / (e^ε + n_values − 1)``: the probability k-ary RR keeps the value."""
+    n_values = check_int(n_values, "n_values", minimum=2, maximum=_MAX_CODES)
+    epsilon = check_epsilon(epsilon)
+    return 1.0 / (1.0 + (n_values - 1) * math.exp(-epsilon))
+
+
+def randomized_response_epsilon(n_values: int, keep_probability: float) -> float:
+    r"""ε of k-ary RR that keeps the value with probability ``p``.
+
+    ``ε = ln(p (n − 1) / (1 − p))``: the largest ratio of the probabilities of
+    one output under two inputs, ``p`` against ``(1 − p)/(n − 1)``
+    (Kairouz, Oh & Viswanath 2014).  Requires ``1/n < p < 1``.
+    """
+    n_values = check_int(n_values, "n_values", minimum=2, maximum=_MAX_CODES)
+    keep_probability = check_real(keep_probability, "keep_probability",
+                                  low=1.0 / n_values, high=1.0, low_inclusive=False,
+                                  high_inclusive=False)
+    return math.log(keep_probability * (n_values - 1) / (1.0 - keep_probability))
+
+
+def randomized_response_from_uniform(values: np.ndarray, n_values: int, epsilon: float,
+                                     uniforms: np.ndarray) -> np.ndarray:
+    r"""k-ary randomised response driven by one uniform per value.
+
+    With ``p = e^ε/(e^ε + n − 1)``: keep ``x`` if ``u < p``; otherwise report
+    ``(x + o) mod n`` with offset ``o = 1 + ⌊(u − p)/(1 − p) · (n − 1)⌋`` in
+    ``1..n−1``, uniform given ``u ≥ p``: each other value with probability
+    ``(1 − p)/(n − 1)``.
+
+    Parameters
+    ----------
+    values : integer array_like in ``0..n_values-1`` (not modified)
+    n_values : int, ``2 <= n_values <= 2**53``
+    epsilon : float ``> 0``
+    uniforms : float array of the shape of ``values``, in (0, 1)
+
+    Returns
+    -------
+    numpy.ndarray of int64, the shape of ``values``.
+    """
+    codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
+    return _randomized_response(codes, n_values, epsilon, check_uniforms(uniforms, codes.shape))
+
+
+def _check_randomized_response(values: np.ndarray, n_values: int,
+                                epsilon: float) -> tuple[np.ndarray, int, float]:
+    """The checked ``(codes, n_values, epsilon)``."""
+    n_values = check_int(n_values, "n_values", minimum=2, maximum=_MAX_CODES)
+    epsilon = check_epsilon(epsilon)
+    return check_code_array(values, n_values), n_values, epsilon
+
+
+def _randomized_response(codes: np.ndarray, n_values: int, epsilon: float,
+                         u: np.ndarray) -> np.ndarray:
+    """The core of :func:`randomized_response_from_uniform` on checked arguments."""
+    p_keep = randomized_response_keep_probability(n_values, epsilon)
+    # (1 - p) / (n - 1) = e^{-ε} p, computed without cancellation
+    p_other = math.exp(-epsilon) * p_keep
+    if p_other == 0.0:                       # ε > ~745: every u < 1 keeps
+        return codes.copy()
+    offset = np.floor((u - p_keep) / p_other)
+    offset = np.clip(offset, 0, n_values - 2).astype(np.int64) + 1
+    return np.where(u < p_keep, codes, (codes + offset) % n_values)
+
+
+def randomized_response(values: np.ndarray, n_values: int, epsilon: float,
+                        random_state: RandomStateLike) -> np.ndarray:
+    r"""Generalised (k-ary) randomised response on integer codes, elementwise.
+
+    Each value ``x ∈ {0..n−1}`` is kept with probability
+    ``p = e^ε / (e^ε + n − 1)``, and otherwise replaced by one of the other
+    ``n − 1`` values uniformly at random (an offset in ``1..n−1`` added mod
+    ``n``).  ε-DP for a change of one value (Warner 1965; Kairouz et al. 2014).
+
+    Parameters
+    ----------
+    values : integer array_like in ``0..n_values-1``
+        Not modified.
+    n_values : int
+        The alphabet size ``n ≥ 2`` (at most ``2**53``).
+    epsilon : float
+        ``> 0``.
+    random_state : None, int, RandomState or Generator
+
+    Returns
+    -------
+    numpy.ndarray of int64, the shape of ``values``.
+    """
+    codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
+    rng = check_random_state(random_state)
+    return _randomized_response(codes, n_values, epsilon, open_uniform(rng, codes.shape))
+
