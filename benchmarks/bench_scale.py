@@ -37,7 +37,7 @@ def make_algo(name: str):
     if name == "topk":
         return PrivateKNN(k=40, sim_options={"name": "cosine"}, random_state=0)
     return PrivateKNN(k=40, selector="ppns", epsilon=1.0, p=0.5, random_state=0,
-                      sim_options={"name": "rr_minhash", "K": 256, "B": 4, "epsilon": 4.0,
+                      sim_options={"name": "rr_minhash", "width": 256, "B": 4, "epsilon": 4.0,
                                    "delta": 1e-4})
 
 

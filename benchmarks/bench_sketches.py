@@ -1,6 +1,6 @@
 """Speed of the private similarity sketches on all MovieLens 100k users.
 
-For each backend: ``sketch`` of all 943 users (K = k = 256; the MinHash family
+For each backend: ``sketch`` of all 943 users (width 256; the MinHash family
 on all rated items, the projections on the rating vectors) and the all-pairs
 ``estimate``, best of ``--repeat`` runs, against the targets: sketch under
 0.1 s, estimate under 0.5 s.  Synthetic data of the same shape when
@@ -30,8 +30,8 @@ def backends(width: int, s: int):
         RRMinHash(width, 2, epsilon=4.0, delta=1e-4, random_state=0),
         RRMinHash(width, 4, epsilon=4.0, delta=1e-4, random_state=0),
         NoisyMinHash(width, 4, epsilon=4.0, delta=1e-4, random_state=0),
-        PrivateSJLT(width, s, epsilon=4.0, sensitivity=5.0, random_state=0),
-        GaussianJL(width, epsilon=4.0, delta=1e-4, sensitivity=5.0, random_state=0),
+        PrivateSJLT(width, s, epsilon=4.0, rating_bound=5.0, random_state=0),
+        GaussianJL(width, epsilon=4.0, delta=1e-4, rating_bound=5.0, random_state=0),
     ]
 
 

@@ -133,7 +133,7 @@ _TOO_FEW = "Not enough neighbors."
 _ITEM_CANDIDATES = ("in the item neighbourhood the candidates are the raters of the item asked: "
                     "one rating decides whether a user can be chosen at all")
 _EXACT_NEIGHBOURS = "chosen from similarities computed on the raw data, without noise"
-_INNER_IDS = ("the neighbour sets are post-processing of the sketches, but neighbours() "
+_INNER_IDS = ("the neighbour sets are post-processing of the sketches, but kneighbors() "
               "returns inner ids, which follow the order of the data")
 _NOT_PAIRWISE = ("pearson_baseline's baselines are fitted on every rating: one rating moves "
                  "every similarity, not one score per query")
@@ -193,17 +193,19 @@ class PrivateKNN(AlgoBase):
         default 100), ``user_based`` (default True; False for item-based kNN,
         exact similarities only), ``min_support`` (default 1); or a private
         sketch backend (user-based), e.g.
-        ``{"name": "rr_minhash", "K": 128, "B": 4, "epsilon": 4.0, "delta": 1e-4}``
+        ``{"name": "rr_minhash", "width": 128, "B": 4, "epsilon": 4.0, "delta": 1e-4}``
         (also ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``, ``"gaussian_jl"``;
         see :mod:`dprec.similarity`), whose release the privacy accountant
         records.
         The dict is copied, never modified.
     selector : str or Selector, default "topk"
         Neighbour selector, by name (``"topk"``, ``"probabilistic"``,
-        ``"pncf"``, ``"ppns"``) or as an object from :mod:`dprec.selectors`.
-    epsilon, p, alpha, rho : float, optional
+        ``"pncf"``, ``"ppns"``, ``"pncf_corrected"``) or as an object from
+        :mod:`dprec.selectors`.
+    epsilon, p, alpha, rho, floor : float, optional
         The selector's parameters as flat keyword arguments (so that
-        ``GridSearchCV`` can grid over them): ``epsilon`` for PNCF and PPNS,
+        ``GridSearchCV`` can grid over them): ``epsilon`` for PNCF, PPNS and
+        the corrected PNCF,
         ``p`` or the target accuracy ``alpha`` for PPNS, ``rho`` for PNCF,
         ``floor`` for probabilistic selection.
         ``None`` keeps the selector's default; parameters a named selector

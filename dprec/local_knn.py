@@ -340,7 +340,8 @@ _BLOCK_CELLS = 1 << 22
 
 
 def _laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
-                     rng) -> tuple[tuple[np.ndarray, np.ndarray], float, LedgerEntry]:
+                     rng) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float],
+                               LedgerEntry]:
     """Every user's ``(x, n)`` over all items plus lattice Laplace noise of scale ``2/ε``;
     returns the reports, the standard deviations of their noise, and the entry."""
     low, high = scale_range
@@ -359,7 +360,7 @@ def _laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], ep
 
 
 def _krr_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
-                 rng) -> tuple[tuple[np.ndarray, np.ndarray], float, LedgerEntry]:
+                 rng) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float], LedgerEntry]:
     """Every user's symbol per item (``0`` unrated, ``1..L`` the integer grid of the
     scale) through k-ary randomised response, debiased; returns the reports, bounds on
     the standard deviations of their noise, and the entry."""

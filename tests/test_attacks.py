@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from hypothesis import event, given
+from hypothesis import strategies as st
+from strategies import (
+    POSITIVE_SCALES,
+    attack_parameters,
+    fuzz,
+    raises_naming,
+    rating_frames,
+    to_dataset,
+)
 from surprise import SVD, KNNBasic, accuracy
 from surprise.model_selection import KFold
 
@@ -234,8 +245,8 @@ def raw_user_ids(trainset) -> dict:
 
 SKETCH_OPTIONS = {"minhash": {}, "rr_minhash": {"epsilon": 2.0, "tau": N_KNOWN},
                   "noisy_minhash": {"epsilon": 2.0, "tau": N_KNOWN},
-                  "sjlt": {"epsilon": 2.0, "sensitivity": 5.0},
-                  "gaussian_jl": {"epsilon": 2.0, "sensitivity": 5.0}}
+                  "sjlt": {"epsilon": 2.0, "rating_bound": 5.0},
+                  "gaussian_jl": {"epsilon": 2.0, "rating_bound": 5.0}}
 
 
 @pytest.mark.parametrize("name", sorted(SKETCH_OPTIONS))
@@ -467,3 +478,60 @@ def test_selector_names_are_case_insensitive_and_other_rules_are_attacked(data):
                         data, n_targets=2).run()
     assert len(item_based) == 2 and (item_based.possible_recall == 1).all()
     assert item_based.exposure.isna().all()  # no user neighbours
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+@fuzz(50)
+@given(rating_frames(max_users=8, max_items=6, scales=POSITIVE_SCALES, min_density=0.5),
+       attack_parameters(), st.sampled_from(["topk", "ppns", "probabilistic"]),
+       st.sampled_from(["item", "user"]), st.sampled_from([None, None, None, "mapping", "bad"]))
+def test_beta_knn_attack_on_any_small_data(frame_scale, params, selector, neighbourhood, how):
+    frame, scale = frame_scale
+    data = to_dataset(frame, scale)
+    raw_before = copy.deepcopy(data.raw_ratings)
+    kwargs, bad = params
+    algo = PrivateKNN(k=2, sim_options={"name": "cosine"}, selector=selector,
+                      neighbourhood=neighbourhood, random_state=0)
+    algo_before = copy.deepcopy(vars(algo))
+    target = {None: algo, "mapping": {"a": algo, "b": PrivateKNN(k=3)}, "bad": object()}[how]
+    if how == "bad":
+        bad = bad | {"algo"}
+    if bad:
+        event("attack: invalid parameters")
+        raises_naming(lambda: BetaKNNAttack(target, data, **kwargs), *bad)
+        return
+    attack = BetaKNNAttack(target, data, **kwargs)
+    counts = frame.groupby("user").size()
+    eligible = (counts >= max(kwargs["min_target_ratings"], kwargs["n_known"] + 1)).sum()
+    if eligible == 0:
+        event("attack: no target")
+        raises_naming(attack.run, "min_target_ratings")
+        return
+    event("attack run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # fewer qualifying targets than asked
+        table = attack.run()
+    assert list(table.columns) == COLUMNS
+    n_algos = 2 if how == "mapping" else 1
+    assert len(table) == n_algos * min(kwargs["n_targets"], eligible) * len(kwargs["betas"])
+    for column in ("recovery", "recovery_any", "possible_precision", "possible_recall",
+                   "topn_precision", "topn_recall", "baseline_recovery", "exposure"):
+        values = table[column].dropna()
+        assert ((values >= 0) & (values <= 1)).all(), column
+    assert data.raw_ratings == raw_before
+    assert repr(vars(algo)) == repr(algo_before)  # the caller's algorithm is never refitted
+
+
+@pytest.mark.parametrize("selector", ["topk", "ppns"])
+def test_attack_when_only_the_target_rated_an_item(selector):
+    # only the target u0 rated i0 and i1: the hidden one's only rater is the target, so
+    # every selector gives it to the fake users (who share the known rating: similarity 1)
+    # and the unpoisoned model, without the target's hidden rating, cannot predict it
+    frame = pd.DataFrame({"user": ["u0", "u0", "u1"], "item": ["i0", "i1", "i2"],
+                          "rating": [1.0, 2.0, 3.0]})
+    algo = PrivateKNN(k=2, sim_options={"name": "cosine"}, selector=selector, random_state=0)
+    table = BetaKNNAttack(algo, to_dataset(frame, (1, 5)), n_known=1, betas=[1], n_targets=1,
+                          min_target_ratings=2, top_n=1, random_state=0).run()
+    assert len(table) == 1
+    row = table.iloc[0]
+    assert (row["exposure"], row["recovery"], row["baseline_recovery"]) == (1.0, 1.0, 0.0)

@@ -59,7 +59,7 @@ def test_the_ledger_sums_each_users_two_releases_and_queries_add_nothing(trainse
 
 
 def test_a_minhash_sketch_is_charged_per_rating(trainset):
-    algo = LocalKNN(epsilon=2.0, sim_options={"name": "rr_minhash", "K": 16, "B": 2,
+    algo = LocalKNN(epsilon=2.0, sim_options={"name": "rr_minhash", "width": 16, "B": 2,
                                               "delta": 1e-3, "tau": 1},
                     random_state=0).fit(trainset)
     entry = algo.privacy_report().entries[0]
@@ -159,7 +159,7 @@ def test_users_without_a_sketch_are_out_of_the_guarantee(trainset):
     # so their ε is ∞ (as in PrivateKNN), the others' the sum of their two releases
     sizes = np.array([len(trainset.ur[u]) for u in trainset.all_users()])
     tau = int(np.median(sizes)) + 1
-    algo = LocalKNN(epsilon=2.0, sim_options={"name": "rr_minhash", "K": 16, "B": 2,
+    algo = LocalKNN(epsilon=2.0, sim_options={"name": "rr_minhash", "width": 16, "B": 2,
                                               "delta": 1e-3, "tau": tau,
                                               "small_users": "exclude"}, random_state=0)
     with pytest.warns(UserWarning, match="excluded"):
@@ -173,7 +173,7 @@ def test_users_without_a_sketch_are_out_of_the_guarantee(trainset):
 
 
 def test_a_sketch_backend_object_is_accepted_at_its_share_of_epsilon(trainset):
-    options = {"k": 32, "s": 2, "sensitivity": 5.0}
+    options = {"width": 32, "s": 2, "rating_bound": 5.0}
     given = LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0),
                      random_state=3).fit(trainset)
     from_dict = LocalKNN(epsilon=2.0, sim_options={"name": "sjlt", **options},

@@ -190,13 +190,13 @@ def split():
 #: similarity options, with the (ε, δ) and ledger mechanism their docstrings promise
 SIMILARITIES = {
     "cosine": ({"name": "cosine"}, None),
-    "rr_minhash": ({"name": "rr_minhash", "K": 32, "B": 4, "epsilon": 3.0, "delta": 1e-4,
+    "rr_minhash": ({"name": "rr_minhash", "width": 32, "B": 4, "epsilon": 3.0, "delta": 1e-4,
                     "tau": 10}, ("randomized_response", 3.0, 1e-4)),
-    "noisy_minhash": ({"name": "noisy_minhash", "K": 32, "B": 3, "epsilon": 2.0,
+    "noisy_minhash": ({"name": "noisy_minhash", "width": 32, "B": 3, "epsilon": 2.0,
                        "delta": 1e-3, "tau": 10}, ("laplace", 2.0, 1e-3)),
-    "minhash": ({"name": "minhash", "K": 32, "B": 2}, None),
-    "sjlt": ({"name": "sjlt", "k": 32, "s": 4, "epsilon": 2.5}, ("laplace", 2.5, 0.0)),
-    "gaussian_jl": ({"name": "gaussian_jl", "k": 16, "epsilon": 1.0, "delta": 1e-5},
+    "minhash": ({"name": "minhash", "width": 32, "B": 2}, None),
+    "sjlt": ({"name": "sjlt", "width": 32, "s": 4, "epsilon": 2.5}, ("laplace", 2.5, 0.0)),
+    "gaussian_jl": ({"name": "gaussian_jl", "width": 16, "epsilon": 1.0, "delta": 1e-5},
                     ("gaussian", 1.0, 1e-5)),
 }
 #: selector keyword arguments, with the ledger entries their docstrings promise
@@ -264,13 +264,13 @@ def spent_by_similarity(spy: Spy, name: str, options: dict, trainset) -> tuple |
     if name == "rr_minhash":
         (call,) = spy.of("sketch:rr")
         tau = options.get("tau", min(sizes))
-        L = changed_coordinates(options["K"], options["B"], 1, tau, options["delta"])
+        L = changed_coordinates(options["width"], options["B"], 1, tau, options["delta"])
         eps = math.ceil(L) * randomized_response_epsilon(call["n_values"], call["epsilon"])
         return ("randomized_response", eps, options["delta"])
     if name == "noisy_minhash":
         (call,) = spy.of("sketch:minhash-laplace")
         tau = options.get("tau", min(sizes))
-        L = changed_coordinates(options["K"], options["B"], 1, tau, options["delta"])
+        L = changed_coordinates(options["width"], options["B"], 1, tau, options["delta"])
         return ("laplace", lattice_epsilon(call["scale"], L * (options["B"] - 1), math.ceil(L)),
                 options["delta"])
     low, high = trainset.rating_scale
@@ -401,14 +401,14 @@ def uneven():
 
 @pytest.mark.parametrize("name", ["rr_minhash", "noisy_minhash"])
 def test_a_set_below_tau_raises(uneven, name):
-    options = {"name": name, "K": 16, "B": 2, "epsilon": 1.0, "delta": 1e-3, "tau": 4}
+    options = {"name": name, "width": 16, "B": 2, "epsilon": 1.0, "delta": 1e-3, "tau": 4}
     with pytest.raises(ValueError, match="tau"):
         PrivateKNN(k=2, sim_options=options).fit(uneven)
 
 
 @pytest.mark.parametrize("name", ["rr_minhash", "noisy_minhash"])
 def test_a_set_below_tau_is_excluded_and_reported(uneven, name):
-    options = {"name": name, "K": 16, "B": 2, "epsilon": 1.0, "delta": 1e-3, "tau": 4,
+    options = {"name": name, "width": 16, "B": 2, "epsilon": 1.0, "delta": 1e-3, "tau": 4,
                "small_users": "exclude"}
     with pytest.warns(UserWarning, match="tau=4"):
         algo = PrivateKNN(k=2, sim_options=options).fit(uneven)
@@ -424,7 +424,7 @@ def test_a_set_below_tau_is_excluded_and_reported(uneven, name):
 
 
 def test_tau_taken_from_the_data_voids_the_guarantee(uneven):
-    options = {"name": "rr_minhash", "K": 16, "B": 2, "epsilon": 1.0, "delta": 1e-3}
+    options = {"name": "rr_minhash", "width": 16, "B": 2, "epsilon": 1.0, "delta": 1e-3}
     with pytest.warns(PrivacyLeakWarning, match="τ = 2 from the data"):
         algo = PrivateKNN(k=2, sim_options=options).fit(uneven)
     (entry,) = algo.privacy_report()
@@ -433,35 +433,35 @@ def test_tau_taken_from_the_data_voids_the_guarantee(uneven):
 
 
 @pytest.mark.parametrize("name", ["sjlt", "gaussian_jl"])
-def test_a_rating_beyond_the_sensitivity_raises(uneven, name):
-    options = {"name": name, "k": 8, "epsilon": 1.0, "sensitivity": 3.0}
+def test_a_rating_beyond_the_rating_bound_raises(uneven, name):
+    options = {"name": name, "width": 8, "epsilon": 1.0, "rating_bound": 3.0}
     if name == "gaussian_jl":
         options["delta"] = 1e-5
-    with pytest.raises(ValueError, match="sensitivity"):
+    with pytest.raises(ValueError, match="rating_bound"):
         PrivateKNN(k=2, sim_options=options).fit(uneven)
 
 
 @pytest.mark.parametrize("name", ["sjlt", "gaussian_jl"])
 def test_a_rating_outside_the_declared_scale_raises(name):
-    """The default sensitivity comes from the public rating scale: data outside it raise."""
+    """The default rating_bound comes from the public rating scale: data outside it raise."""
     frame = _frame({"a": [("x", 1.0), ("y", 9.0)], "b": [("x", 2.0)]})
     trainset = Dataset.load_from_df(frame, Reader(rating_scale=(1, 5))).build_full_trainset()
-    options = {"name": name, "k": 8, "epsilon": 1.0}
+    options = {"name": name, "width": 8, "epsilon": 1.0}
     if name == "gaussian_jl":
         options["delta"] = 1e-5
-    with pytest.raises(ValueError, match="sensitivity"):
+    with pytest.raises(ValueError, match="rating_bound"):
         PrivateKNN(k=2, sim_options=options).fit(trainset)
 
 
 @pytest.mark.parametrize("name", ["sjlt", "gaussian_jl"])
-def test_default_sensitivity_covers_a_changed_rating(spy, name):
+def test_default_rating_bound_covers_a_changed_rating(spy, name):
     """The unit is one rating added, removed *or changed*: a change moves a coordinate
     by up to ``high − low``, more than ``max(|low|, |high|)`` when the scale spans 0."""
     frame = _frame({"a": [("x", -2.0), ("y", 2.0)], "b": [("x", 1.0), ("y", -1.0)]})
     trainset = Dataset.load_from_df(frame, Reader(rating_scale=(-2, 2))).build_full_trainset()
-    options = {"name": name, "k": 8, "s": 2, "epsilon": 1.0}
+    options = {"name": name, "width": 8, "s": 2, "epsilon": 1.0}
     if name == "gaussian_jl":
-        options = {"name": name, "k": 8, "epsilon": 1.0, "delta": 1e-5}
+        options = {"name": name, "width": 8, "epsilon": 1.0, "delta": 1e-5}
     algo = PrivateKNN(k=1, sim_options=options).fit(trainset)
     (entry,) = algo.privacy_report()
     change = 4.0  # a rating changed from -2 to 2

@@ -160,13 +160,13 @@ def test_the_public_hash_seed_does_not_reveal_the_noise(random_state):
 def test_seeded_noise_cancels_on_a_refit_and_the_report_says_so(data):
     X = sp.csr_matrix(([5.0, 3.0, 4.0], ([0, 0, 1], [1, 4, 7])), shape=(2, 30))
     changed = sp.csr_matrix(([5.0, 1.0, 4.0], ([0, 0, 1], [1, 4, 7])), shape=(2, 30))
-    seeded = [PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, hash_seed=3,
+    seeded = [PrivateSJLT(16, 4, epsilon=1.0, rating_bound=5.0, hash_seed=3,
                           random_state=5) for _ in range(2)]
     a, b = seeded[0].sketch(X), seeded[1].sketch(changed)
     difference = np.asarray(b.values) - np.asarray(a.values)
     projected = ((changed - X) @ sp.csr_matrix(seeded[0].projection_).T).toarray()
     np.testing.assert_allclose(difference, projected, atol=1e-9)  # the change, exactly
-    fresh = [PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, hash_seed=3) for _ in range(2)]
+    fresh = [PrivateSJLT(16, 4, epsilon=1.0, rating_bound=5.0, hash_seed=3) for _ in range(2)]
     difference = np.asarray(fresh[1].sketch(changed).values) - np.asarray(
         fresh[0].sketch(X).values)
     assert np.abs(difference - projected).max() > 1.0           # fresh noise each fit
@@ -307,9 +307,9 @@ def test_public_hash_functions_follow_item_ids_not_the_order_of_the_data():
     frame = frame.iloc[np.r_[len(frame) - 1, :len(frame) - 1]]   # the rare item comes first
     data = Dataset.load_from_df(frame, Reader(rating_scale=(1, 5)))
     other = with_rating(data, "u0", "rare", None)
-    for options in ({"name": "rr_minhash", "K": 32, "B": 4, "epsilon": 2.0, "tau": 5,
+    for options in ({"name": "rr_minhash", "width": 32, "B": 4, "epsilon": 2.0, "tau": 5,
                      "hash_seed": 3},
-                    {"name": "sjlt", "k": 16, "s": 4, "epsilon": 2.0, "hash_seed": 3}):
+                    {"name": "sjlt", "width": 16, "s": 4, "epsilon": 2.0, "hash_seed": 3}):
         sims, items = [], []
         for ts in (data.build_full_trainset(), other.build_full_trainset()):
             assert [ts.to_inner_uid(f"u{u}") for u in range(30)] == list(range(30))

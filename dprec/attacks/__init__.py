@@ -21,6 +21,8 @@ runners
     Fitting each attacked algorithm on a scenario and reading its answers.
 metrics
     The measures, :func:`round_to_grid`.
+
+See ``docs/attack.md`` for the scenarios, the measures and the results.
 """
 
 from __future__ import annotations

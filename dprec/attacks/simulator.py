@@ -75,6 +75,8 @@ The parts: :mod:`dprec.attacks.poisoning` (the attacked copies of the data),
 :mod:`dprec.attacks.shared_similarities` (the similarity states shared by
 the scenarios), :mod:`dprec.attacks.runners` (fitting and reading each
 algorithm), :mod:`dprec.attacks.metrics` (the measures).
+
+See ``docs/attack.md`` for the scenarios, the measures and the results.
 """
 
 from __future__ import annotations

@@ -23,12 +23,12 @@ from ..knn import PrivateKNN
 #: backend name -> (sim_options without ε, the ε grid; None = not private)
 BACKENDS = {
     "cosine": ({"name": "cosine"}, (None,)),
-    "minhash": ({"name": "minhash", "K": 256, "B": 4}, (None,)),
-    "rr_minhash": ({"name": "rr_minhash", "K": 256, "B": 4, "delta": 1e-4}, (2.0, 4.0, 8.0)),
-    "noisy_minhash": ({"name": "noisy_minhash", "K": 256, "B": 4, "delta": 1e-4},
+    "minhash": ({"name": "minhash", "width": 256, "B": 4}, (None,)),
+    "rr_minhash": ({"name": "rr_minhash", "width": 256, "B": 4, "delta": 1e-4}, (2.0, 4.0, 8.0)),
+    "noisy_minhash": ({"name": "noisy_minhash", "width": 256, "B": 4, "delta": 1e-4},
                       (2.0, 4.0, 8.0)),
-    "sjlt": ({"name": "sjlt", "k": 256, "s": 4}, (1.0, 4.0, 16.0)),
-    "gaussian_jl": ({"name": "gaussian_jl", "k": 256, "delta": 1e-5}, (1.0, 4.0, 16.0)),
+    "sjlt": ({"name": "sjlt", "width": 256, "s": 4}, (1.0, 4.0, 16.0)),
+    "gaussian_jl": ({"name": "gaussian_jl", "width": 256, "delta": 1e-5}, (1.0, 4.0, 16.0)),
 }
 
 

@@ -170,7 +170,7 @@ def mae_table(taus: Sequence[int] = TAUS, jaccards: Sequence[float] = JACCARDS,
                                      _errors(plain, buckets[:, :K], truth, 0)))
                     for eps in epsilons:
                         for m, cls in enumerate(PRIVATE):
-                            backend = cls(K, B, epsilon=eps, delta=DELTA, tau=tau, alpha=ALPHA)
+                            backend = cls(K, B, epsilon=eps, delta=DELTA, tau=tau, set_difference=ALPHA)
                             noise_seed = _seed(seed, cell, K, eps, m)
                             err = _errors(backend, buckets[:, :K], truth, noise_seed)
                             rows.append(_row(tau, J, truth, backend, eps, B, K, err))
@@ -303,7 +303,7 @@ def recall_table(name: str, sets: sp.csr_matrix, tau: int, ks: Sequence[int],
             buckets = MinHash(max(ks), B, random_state=_seed(seed, rep, B)).sketch(sets).values
             for K in ks:
                 configs = [(MinHash(K, B), np.nan)] + [
-                    (cls(K, B, epsilon=eps, delta=DELTA, tau=tau, alpha=ALPHA), eps)
+                    (cls(K, B, epsilon=eps, delta=DELTA, tau=tau, set_difference=ALPHA), eps)
                     for eps in epsilons for cls in PRIVATE]
                 for m, (backend, eps) in enumerate(configs):
                     S = backend.privatize(buckets[:, :K], _seed(seed, rep, B, K, eps, m))

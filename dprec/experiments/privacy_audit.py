@@ -437,9 +437,9 @@ def sketch_release(name: str, epsilon: float = 2.0, n_runs: int = 200_000,
 
         def make(s_):
             if cls is PrivateSJLT:
-                return PrivateSJLT(k_out, s, epsilon=epsilon, sensitivity=5.0, hash_seed=7,
+                return PrivateSJLT(k_out, s, epsilon=epsilon, rating_bound=5.0, hash_seed=7,
                                    random_state=s_)
-            return GaussianJL(k_out, epsilon=epsilon, delta=1e-5, sensitivity=5.0, hash_seed=7,
+            return GaussianJL(k_out, epsilon=epsilon, delta=1e-5, rating_bound=5.0, hash_seed=7,
                               random_state=s_)
 
         probe = make(0)

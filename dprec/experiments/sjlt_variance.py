@@ -89,7 +89,7 @@ def _summary(D: np.ndarray, truth: float, formula: float) -> dict:
 
 
 def sjlt_row(x, y, k: int, s: int, eps: float, reps: int, seed: int) -> dict:
-    backend = PrivateSJLT(k, s, epsilon=eps, sensitivity=SENSITIVITY, random_state=seed)
+    backend = PrivateSJLT(k, s, epsilon=eps, rating_bound=SENSITIVITY, random_state=seed)
     S = backend.sketch(_blocks(x, y, reps))
     D = backend.squared_distances_paired(S[0::2], S[1::2])
     z = x - y
@@ -103,7 +103,7 @@ def jl_row(x, y, k: int, eps: float, delta: float, reps: int, seed: int) -> dict
     z = x - y
     for i, start in enumerate(range(0, reps, per_chunk)):
         n = min(per_chunk, reps - start)
-        backend = GaussianJL(k, epsilon=eps, delta=delta, sensitivity=SENSITIVITY,
+        backend = GaussianJL(k, epsilon=eps, delta=delta, rating_bound=SENSITIVITY,
                              random_state=seed * 100_003 + i)
         S = backend.sketch(_blocks(x, y, n))
         D.append(backend.squared_distances_paired(S[0::2], S[1::2]))

@@ -7,7 +7,7 @@ user- or item-based, or a sketch backend's name and parameters
 (``"rr_minhash"``, ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``,
 ``"gaussian_jl"``; see :mod:`dprec.similarity.sketches`), or a sketch backend
 object itself (``PrivateKNN(sim_options=PrivateSJLT(64, 4, epsilon=1.0,
-sensitivity=5.0))``), which stands for its parameters.
+rating_bound=5.0))``), which stands for its parameters.
 
 Layers: :mod:`.exact` (Surprise's similarities and their sensitivity),
 :mod:`.sketches` (the contract every sketch backend follows),
@@ -140,14 +140,15 @@ def check_sim_options(sim_options: Mapping | SketchBackend | None) -> dict:
 
 
 def with_public_bounds(options: Mapping, rating_scale: tuple[float, float]) -> dict:
-    """The options with the projections' ``sensitivity`` defaulting to the most one
+    """The options with the projections' ``rating_bound`` defaulting to the most one
     rating moves a coordinate on the (public) rating scale: ``max(|low|, |high|)``
     when it is added or removed, ``high - low`` when it is changed."""
     options = dict(options)
     backend = SKETCH_BACKENDS[options["name"]]
-    if "sensitivity" in inspect.signature(backend.__init__).parameters:
+    if "rating_bound" in inspect.signature(backend.__init__).parameters \
+            and "sensitivity" not in options:           # its deprecated name
         low, high = rating_scale
-        options.setdefault("sensitivity", float(max(abs(low), abs(high), high - low)))
+        options.setdefault("rating_bound", float(max(abs(low), abs(high), high - low)))
     return options
 
 

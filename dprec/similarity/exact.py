@@ -160,7 +160,7 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
     -------
     numpy.ndarray of shape (n_users, n_users), float64, symmetric.
     """
-    return _similarity_andco_rated_sums(name, ratings, min_support)[0]
+    return _similarity_and_co_rated_sums(name, ratings, min_support)[0]
 
 
 def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
@@ -199,11 +199,11 @@ def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: in
     """:func:`exact_similarity` and the co-rated sums it was computed from, as
     float64 (:func:`co_rated_sums`; not for ``pearson_baseline``, which needs
     baselines: :func:`pearson_baseline_similarity`)."""
-    sim, sums = _similarity_andco_rated_sums(name, ratings, min_support)
+    sim, sums = _similarity_and_co_rated_sums(name, ratings, min_support)
     return sim, tuple(None if m is None else m.astype(np.float64) for m in sums)
 
 
-def _similarity_andco_rated_sums(name: str, ratings: sp.csr_matrix, min_support: int):
+def _similarity_and_co_rated_sums(name: str, ratings: sp.csr_matrix, min_support: int):
     """The similarity and the sums in the dtype of their products."""
     if name not in SUM_SIMILARITIES:
         raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")

@@ -4,13 +4,15 @@ Aumüller, Bourgeat & Schmurr, "Differentially Private Sketches for Jaccard
 Similarity Estimation", SISAP 2020.
 
 A user's set ``S_u`` is row ``u`` of a sparse users × items matrix (a stored
-non-zero entry = a member).  ``K`` public range-``B`` MinHash functions map it
+non-zero entry = a member).  ``K`` (parameter ``width``) public range-``B``
+MinHash functions map it
 to ``[B]^K``: hash ``j`` is the bucket ``g_j(e)`` of ``e = argmin_{e ∈ S_u}
 π_j(e)``, with ``π_j`` a uniformly random permutation of the item universe and
 ``g_j`` a uniformly random map to ``{0..B-1}`` (Broder 1997; Li & König 2010).
 For two sets with Jaccard similarity ``J``, ``P[g_j(x) = g_j(y)] = J + (1-J)/B``.
 
-Privacy unit: neighbouring sets differ in at most ``α`` items and have at
+Privacy unit: neighbouring sets differ in at most ``α`` items (parameter
+``set_difference``) and have at
 least ``τ`` items.  Then the ``K`` hash values of two neighbours differ in a
 ``Binomial(K, q)`` number of coordinates with ``q ≤ r = (α/τ)(1 - 1/B)``, and
 the paper bounds it, with probability ``1 - δ``, by
@@ -60,6 +62,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -110,43 +113,47 @@ SMALL_USERS = ("raise", "exclude")
 # ----------------------------------------------------------------------------
 
 def _check_bound_args(K, B, alpha, tau, delta) -> tuple[int, int, int, int, float]:
-    K = check_int(K, "K", minimum=1)
+    K = check_int(K, "width", minimum=1)
     B = check_int(B, "B", minimum=2)
-    alpha = check_int(alpha, "alpha", minimum=1)
+    alpha = check_int(alpha, "set_difference", minimum=1)
     tau = check_int(tau, "tau", minimum=1)
     if alpha > tau:
-        raise ValueError(f"alpha must be <= tau (a set of at least tau items differs in at "
-                         f"most alpha of them), got alpha={alpha}, tau={tau}")
+        raise ValueError(f"set_difference must be <= tau (a set of at least tau items differs "
+                         f"in at most set_difference of them), got set_difference={alpha}, "
+                         f"tau={tau}")
     delta = check_open_unit(delta, "delta")
     return K, B, alpha, tau, delta
 
 
-def difference_bound_paper(K: int, B: int, alpha: int, tau: int, delta: float) -> float:
+def difference_bound_paper(width: int, B: int, set_difference: int, tau: int,
+                           delta: float) -> float:
     r"""The paper's bound ``L = K r + sqrt(3 ln(1/δ) K r)``, ``r = (α/τ)(1 - 1/B)``.
 
     Aumüller et al. 2020, §4 and §5.  A Chernoff bound valid when
     ``K r ≥ 3 ln(1/δ)``; below, see :func:`difference_bound`.
     """
-    K, B, alpha, tau, delta = _check_bound_args(K, B, alpha, tau, delta)
+    K, B, alpha, tau, delta = _check_bound_args(width, B, set_difference, tau, delta)
     mean = K * (alpha / tau) * (1.0 - 1.0 / B)
     return mean + math.sqrt(3.0 * math.log(1.0 / delta) * mean)
 
 
-def difference_bound_binomial(K: int, B: int, alpha: int, tau: int, delta: float) -> int:
+def difference_bound_binomial(width: int, B: int, set_difference: int, tau: int,
+                              delta: float) -> int:
     r"""The smallest integer ``ℓ`` with ``P[Binomial(K, r) > ℓ] ≤ δ``, ``r = (α/τ)(1 - 1/B)``.
 
     The exact ``1 - δ`` quantile of the number of coordinates in which the
     sketches of two neighbouring sets differ (each hash independently, with
     probability at most ``r``; the tail grows with the probability).
     """
-    K, B, alpha, tau, delta = _check_bound_args(K, B, alpha, tau, delta)
+    K, B, alpha, tau, delta = _check_bound_args(width, B, set_difference, tau, delta)
     r = (alpha / tau) * (1.0 - 1.0 / B)
     tail = stats.binom.sf(np.arange(K + 1), K, r)          # P[X > ℓ], ℓ = 0..K
     return int(np.argmax(tail <= delta))                  # tail[K] = 0 <= δ
 
 
-def difference_bound(K: int, B: int, alpha: int, tau: int, delta: float) -> float:
-    r"""``L`` used by dprec: ``min(K, max(L_paper, L_bin))``.
+def difference_bound(width: int, B: int, set_difference: int, tau: int,
+                     delta: float) -> float:
+    r"""``L`` used by dprec: ``min(K, max(L_paper, L_bin))``, ``K = width``, ``α = set_difference``.
 
     With probability at least ``1 - δ`` over the hash functions, the sketches
     of two sets that differ in at most ``α`` items and have at least ``τ``
@@ -156,8 +163,9 @@ def difference_bound(K: int, B: int, alpha: int, tau: int, delta: float) -> floa
     where the paper's Chernoff step does not hold); at most ``K`` coordinates
     can differ at all.
     """
-    paper = difference_bound_paper(K, B, alpha, tau, delta)
-    return float(min(K, max(paper, difference_bound_binomial(K, B, alpha, tau, delta))))
+    paper = difference_bound_paper(width, B, set_difference, tau, delta)
+    binomial = difference_bound_binomial(width, B, set_difference, tau, delta)
+    return float(min(width, max(paper, binomial)))
 
 
 # ----------------------------------------------------------------------------
@@ -172,7 +180,7 @@ MAX_B = 2 ** (64 - _RANK_BITS)
 
 @dataclass(frozen=True)
 class MinHashFunctions:
-    r"""``K`` range-``B`` MinHash functions on a set of items, as one table.
+    r"""``K = width`` range-``B`` MinHash functions on a set of items, as one table.
 
     ``codes[e, j] = ρ_j(e) · B + g_j(e)``: ``ρ_j(e)`` a uniformly random
     53-bit rank of item ``e`` under hash ``j`` (a random permutation of the
@@ -183,21 +191,21 @@ class MinHashFunctions:
     a set is its MinHash element's code, and ``min code mod B`` its bucket.
     """
 
-    K: int
+    width: int
     B: int
     codes: np.ndarray
 
     @classmethod
-    def draw(cls, K: int, B: int, columns, hash_seed: int) -> MinHashFunctions:
+    def draw(cls, width: int, B: int, columns, hash_seed: int) -> MinHashFunctions:
         """The table for the items with public keys ``columns``, from ``hash_seed``."""
-        K = check_int(K, "K", minimum=1)
+        K = check_int(width, "width", minimum=1)
         B = check_int(B, "B", minimum=2, maximum=MAX_B)
         columns = np.asarray(columns, dtype=np.int64)
         ranks = keyed_bits(hash_seed, columns, K, stream=0) >> np.uint64(64 - _RANK_BITS)
         buckets = keyed_bits(hash_seed, columns, K, stream=1) % np.uint64(B)
         codes = ranks * np.uint64(B) + buckets
         codes.flags.writeable = False
-        return cls(K=K, B=B, codes=codes)
+        return cls(width=K, B=B, codes=codes)
 
     @property
     def n_items(self) -> int:
@@ -225,8 +233,8 @@ class MinHashFunctions:
                              f"were drawn for {self.n_items}")
         n = sets.shape[0]
         indptr, indices = sets.indptr.astype(np.int64), sets.indices
-        mins = np.full((n, self.K), np.iinfo(self.codes.dtype).max, dtype=self.codes.dtype)
-        step = max(1, _BLOCK // self.K)
+        mins = np.full((n, self.width), np.iinfo(self.codes.dtype).max, dtype=self.codes.dtype)
+        step = max(1, _BLOCK // self.width)
         start = 0
         while start < n:
             stop = int(np.searchsorted(indptr, indptr[start] + step, side="right")) - 1
@@ -318,31 +326,32 @@ class _MinHashFamily(SketchBackend):
 
     similarity = "jaccard"
     score_range = 1.0
-    option_defaults = {"K": 128, "B": 2, "delta": 1e-4}
+    option_defaults = {"delta": 1e-4}
+    renamed = MappingProxyType({"K": "width", "alpha": "set_difference"})
     private = True
 
-    def _init_common(self, K, B, threshold, hash_seed, random_state) -> None:
-        self.K = check_int(K, "K", minimum=1)
+    def _init_common(self, width, B, threshold, hash_seed, random_state) -> None:
+        self.width = check_int(width, "width", minimum=1)
         self.B = check_int(B, "B", minimum=2, maximum=MAX_B)
         if threshold is not None:
             check_real(threshold, "threshold")
         self.threshold = threshold
         self._init_seeds(hash_seed, random_state)
 
-    def _init_private(self, epsilon, delta, tau, alpha, small_users) -> None:
+    def _init_private(self, epsilon, delta, tau, set_difference, small_users) -> None:
         self.epsilon = check_epsilon(epsilon)
         self.delta = check_open_unit(delta, "delta")
         self.tau = None if tau is None else check_int(tau, "tau", minimum=1)
-        self.alpha = check_int(alpha, "alpha", minimum=1)
+        self.set_difference = check_int(set_difference, "set_difference", minimum=1)
         if self.tau is not None:
-            _check_bound_args(self.K, self.B, self.alpha, self.tau, self.delta)
+            _check_bound_args(self.width, self.B, self.set_difference, self.tau, self.delta)
         self.small_users = check_choice(small_users, "small_users", SMALL_USERS)
         self.tau_: int | None = self.tau
 
     # ------------------------------------------------------------ hashing
     def hash_functions(self, columns: np.ndarray, hash_seed: int) -> MinHashFunctions:
         """The public hash functions of the items with keys ``columns``, from ``hash_seed``."""
-        return MinHashFunctions.draw(self.K, self.B, columns, hash_seed)
+        return MinHashFunctions.draw(self.width, self.B, columns, hash_seed)
 
     def sketch(self, X, keys=None, columns=None) -> Sketch:
         """Every user's sketch: MinHash, then the mechanism, row by row.
@@ -414,23 +423,23 @@ class _MinHashFamily(SketchBackend):
         are 0.  Cost: one product of ``n × KB`` one-hot matrices.
         """
         clip = check_clip(clip)
-        S, T = pair_operands(S, other, self.name, self.K)
+        S, T = pair_operands(S, other, self.name, self.width)
         matches = match_counts(S.values, T.values if other is not None else S.values, self.B)
-        sims = _jaccard_from_matches(matches, self.K, self.B, S.params["keep_probability"])
+        sims = _jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
         return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
 
     def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
         """``Ĵ`` between ``S[i]`` and ``other[i]`` for each row ``i`` (1-D, O(nK))."""
         clip = check_clip(clip)
-        S, T = _paired(S, other, self.name, self.K)
+        S, T = _paired(S, other, self.name, self.width)
         matches = np.sum(S.values == T.values, axis=1).astype(np.float64)
-        sims = _jaccard_from_matches(matches, self.K, self.B, S.params["keep_probability"])
+        sims = _jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
         return _finish_paired(sims, S, T, 0.0, 1.0, clip)
 
     def _check_buckets(self, buckets) -> tuple[np.ndarray, np.ndarray]:
         codes = np.asarray(buckets)
-        if codes.dtype.kind not in "iu" or codes.ndim != 2 or codes.shape[1] != self.K:
-            raise ValueError(f"buckets must be an integer array of shape (n, K={self.K}), "
+        if codes.dtype.kind not in "iu" or codes.ndim != 2 or codes.shape[1] != self.width:
+            raise ValueError(f"buckets must be an integer array of shape (n, K={self.width}), "
                              f"got {codes.dtype} {codes.shape}")
         codes = codes.astype(np.int64)
         valid = codes[:, 0] >= 0 if codes.shape[0] else np.zeros(0, dtype=bool)
@@ -449,9 +458,9 @@ class MinHash(_MinHashFamily):
 
     Parameters
     ----------
-    K : int
-        Hash functions, ``>= 1``.
-    B : int
+    width : int, default 128
+        Hash functions ``K``, ``>= 1`` (deprecated name: ``K``).
+    B : int, default 2
         Buckets per hash, ``>= 2``.
     threshold : float, optional
         For :meth:`similarity_matrix`: the set is the items rated
@@ -465,9 +474,11 @@ class MinHash(_MinHashFamily):
     name = "minhash"
     private = False
 
-    def __init__(self, K: int, B: int, threshold: float | None = None,
-                 random_state: RandomStateLike = None, hash_seed: int | None = None) -> None:
-        self._init_common(K, B, threshold, hash_seed, random_state)
+    def __init__(self, width: int = 128, B: int = 2, threshold: float | None = None,
+                 random_state: RandomStateLike = None, hash_seed: int | None = None,
+                 **deprecated) -> None:
+        given = self._current_names(deprecated, stacklevel=3, width=width)
+        self._init_common(given["width"], B, threshold, hash_seed, random_state)
 
     def privacy(self) -> LedgerEntry:
         """No privacy: ``ε = inf`` (the exact hash values are released)."""
@@ -483,10 +494,11 @@ class MinHash(_MinHashFamily):
 
 
 class _PrivateMinHash(_MinHashFamily):
-    def _init_all(self, K, B, epsilon, delta, tau, alpha, threshold, hash_seed, random_state,
-                  small_users) -> None:
-        self._init_common(K, B, threshold, hash_seed, random_state)
-        self._init_private(epsilon, delta, tau, alpha, small_users)
+    def _init_all(self, deprecated, width, B, epsilon, delta, tau, set_difference, threshold,
+                  hash_seed, random_state, small_users) -> None:
+        given = self._current_names(deprecated, width=width, set_difference=set_difference)
+        self._init_common(given["width"], B, threshold, hash_seed, random_state)
+        self._init_private(epsilon, delta, tau, given["set_difference"], small_users)
 
     def _check_sizes(self, sizes: np.ndarray) -> np.ndarray:
         """``τ`` (given, or the smallest non-empty set) and who is at least that large."""
@@ -502,7 +514,7 @@ class _PrivateMinHash(_MinHashFamily):
                 "guarantee is void; give a public tau", PrivacyLeakWarning, stacklevel=3)
         else:
             tau = self.tau
-        _check_bound_args(self.K, self.B, self.alpha, tau, self.delta)
+        _check_bound_args(self.width, self.B, self.set_difference, tau, self.delta)
         small = sizes < tau
         n_small = int(small.sum())
         if n_small and self.small_users == "raise":
@@ -526,7 +538,7 @@ class _PrivateMinHash(_MinHashFamily):
 
     def changed_coordinates(self) -> float:
         """``L`` (:func:`difference_bound`) at the current ``τ``."""
-        return difference_bound(self.K, self.B, self.alpha, self._tau(), self.delta)
+        return difference_bound(self.width, self.B, self.set_difference, self._tau(), self.delta)
 
     def _coordinates_epsilon(self, changed: float) -> float:  # pragma: no cover - abstract
         """ε of a release whose true buckets differ in ``changed`` coordinates."""
@@ -545,11 +557,12 @@ class _PrivateMinHash(_MinHashFamily):
         if self.tau_ is None:                      # tau=None and no sketch yet
             return LedgerEntry("similarity", mechanism, self.epsilon, self.delta,
                                Unit.SET_ITEM, Status.VOID, "user", "τ not known yet")
-        scope = f"{self.alpha} item(s) of one user's set, sets of at least τ = {self.tau_} items"
+        scope = (f"{self.set_difference} item(s) of one user's set, sets of at least "
+                 f"τ = {self.tau_} items")
         if self.hash_seed is not None:
-            epsilon, delta = self._coordinates_epsilon(self.K), 0.0
+            epsilon, delta = self._coordinates_epsilon(self.width), 0.0
             scope += (f"; hash functions fixed by hash_seed = {self.hash_seed}: worst case over "
-                      f"neighbouring sets, all K = {self.K} coordinates may differ")
+                      f"neighbouring sets, all K = {self.width} coordinates may differ")
         else:
             L = self.changed_coordinates()
             epsilon, delta = self._coordinates_epsilon(L), self.delta
@@ -582,21 +595,22 @@ class RRMinHash(_PrivateMinHash):
 
     Parameters
     ----------
-    K : int
-        Hash functions, ``>= 1``.
-    B : int
+    width : int, default 128
+        Hash functions ``K``, ``>= 1`` (deprecated name: ``K``).
+    B : int, default 2
         Buckets, ``>= 2``.
     epsilon : float
         ``ε > 0`` of one user's sketch.
     delta : float
         ``δ ∈ (0, 1)``: the probability that more than ``L`` coordinates differ.
     tau : int, optional
-        Public lower bound on set sizes, ``>= alpha``.  ``None``: the smallest
+        Public lower bound on set sizes, ``>= set_difference``.  ``None``: the smallest
         non-empty set of the data given to :meth:`sketch` (data-dependent:
         that minimum is revealed through the noise level, and the noise of
         every row then depends on it).
-    alpha : int
-        Items in which neighbouring sets differ, ``>= 1``.
+    set_difference : int, default 1
+        ``α``: items in which neighbouring sets differ, ``>= 1`` (the unit of
+        privacy; deprecated name: ``alpha``).
     threshold : float, optional
         For :meth:`similarity_matrix`: sets of the items rated
         ``>= threshold`` (default: all rated items).
@@ -615,19 +629,20 @@ class RRMinHash(_PrivateMinHash):
     --------
     >>> import scipy.sparse as sp
     >>> X = sp.random(5, 300, density=0.2, format="csr", random_state=0)
-    >>> rr = RRMinHash(K=64, B=4, epsilon=4.0, delta=1e-4, tau=40, random_state=0)
+    >>> rr = RRMinHash(64, 4, epsilon=4.0, delta=1e-4, tau=40, random_state=0)
     >>> rr.estimate(rr.sketch(X)).shape
     (5, 5)
     """
 
     name = "rr_minhash"
 
-    def __init__(self, K: int, B: int, *, epsilon: float, delta: float, tau: int | None = None,
-                 alpha: int = 1, threshold: float | None = None,
-                 random_state: RandomStateLike = None, small_users: str = "raise",
-                 hash_seed: int | None = None) -> None:
-        self._init_all(K, B, epsilon, delta, tau, alpha, threshold, hash_seed, random_state,
-                       small_users)
+    def __init__(self, width: int = 128, B: int = 2, *, epsilon: float, delta: float = 1e-4,
+                 tau: int | None = None, set_difference: int = 1,
+                 threshold: float | None = None, random_state: RandomStateLike = None,
+                 small_users: str = "raise", hash_seed: int | None = None,
+                 **deprecated) -> None:
+        self._init_all(deprecated, width, B, epsilon, delta, tau, set_difference, threshold,
+                       hash_seed, random_state, small_users)
 
     def epsilon_prime(self) -> float:
         """``ε' = ε / ⌈L⌉``, the budget of one coordinate."""
@@ -656,7 +671,7 @@ class RRMinHash(_PrivateMinHash):
         eps = self.epsilon_prime()
         out = np.full_like(codes, -1)
         if valid.any():
-            uniforms = keyed_uniform(seed, row_keys[valid], self.K)
+            uniforms = keyed_uniform(seed, row_keys[valid], self.width)
             out[valid] = randomized_response_from_uniform(codes[valid], self.B, eps, uniforms)
         params = {"keep_probability": self.keep_probability(), "epsilon_prime": eps,
                   "tau": self._tau(), "hash_seed": self._hash_seed_used()}
@@ -685,12 +700,13 @@ class NoisyMinHash(_PrivateMinHash):
 
     name = "noisy_minhash"
 
-    def __init__(self, K: int, B: int, *, epsilon: float, delta: float, tau: int | None = None,
-                 alpha: int = 1, threshold: float | None = None,
-                 random_state: RandomStateLike = None, small_users: str = "raise",
-                 hash_seed: int | None = None) -> None:
-        self._init_all(K, B, epsilon, delta, tau, alpha, threshold, hash_seed, random_state,
-                       small_users)
+    def __init__(self, width: int = 128, B: int = 2, *, epsilon: float, delta: float = 1e-4,
+                 tau: int | None = None, set_difference: int = 1,
+                 threshold: float | None = None, random_state: RandomStateLike = None,
+                 small_users: str = "raise", hash_seed: int | None = None,
+                 **deprecated) -> None:
+        self._init_all(deprecated, width, B, epsilon, delta, tau, set_difference, threshold,
+                       hash_seed, random_state, small_users)
 
     def sensitivity(self) -> float:
         """``Δ = L (B - 1)``, the ℓ1 sensitivity of the bucket vector."""
@@ -718,24 +734,24 @@ class NoisyMinHash(_PrivateMinHash):
         out = np.zeros(codes.shape, dtype=np.float64)
         scale = self.scale()
         if valid.any():
-            uniforms = keyed_uniform(seed, row_keys[valid], 3 * self.K)
+            uniforms = keyed_uniform(seed, row_keys[valid], 3 * self.width)
             out[valid] = laplace_from_uniform(codes[valid].astype(np.float64), scale,
-                                              uniforms.reshape(-1, self.K, 3))
+                                              uniforms.reshape(-1, self.width, 3))
         return Sketch(out, valid, self.name, {"scale": scale, "tau": self._tau(),
                                               "hash_seed": self._hash_seed_used()})
 
     def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
         """``Ĵ = 1 - 6(D/K - 4s²)/(B² - 1)`` for all pairs; clipped to [0, 1] if ``clip``."""
         clip = check_clip(clip)
-        S, T = pair_operands(S, other, self.name, self.K)
+        S, T = pair_operands(S, other, self.name, self.width)
         D = squared_distances(S.values, T.values if other is not None else None)
-        sims = _jaccard_from_distances(D, self.K, self.B, S.params["scale"])
+        sims = _jaccard_from_distances(D, self.width, self.B, S.params["scale"])
         return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
 
     def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
         """``Ĵ`` between ``S[i]`` and ``other[i]`` for each row ``i`` (1-D, O(nK))."""
         clip = check_clip(clip)
-        S, T = _paired(S, other, self.name, self.K)
+        S, T = _paired(S, other, self.name, self.width)
         D = np.sum((S.values - T.values) ** 2, axis=1)
-        sims = _jaccard_from_distances(D, self.K, self.B, S.params["scale"])
+        sims = _jaccard_from_distances(D, self.width, self.B, S.params["scale"])
         return _finish_paired(sims, S, T, 0.0, 1.0, clip)

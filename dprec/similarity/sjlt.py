@@ -10,7 +10,7 @@ public ``k × d`` matrix and noise is added to each of the ``k`` coordinates.
 The curator estimates squared distances, squared norms and, for kNN, cosines.
 
 Privacy unit: one coordinate of ``x`` (one rating: added, removed or changed)
-moves by at most ``Δ = sensitivity``.
+moves by at most ``Δ = rating_bound`` (the largest ``|rating|``).
 
 * :class:`PrivateSJLT`: the sparser JL transform of Kane & Nelson (2014,
   block construction): ``s`` blocks of ``k/s`` rows; for block ``r`` and item
@@ -58,6 +58,7 @@ See ``docs/similarities.md`` for the formulas and the paper.
 from __future__ import annotations
 
 import math
+from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
@@ -77,6 +78,7 @@ from ..mechanisms import (
     gaussian_delta,
     gaussian_from_uniform,
     gaussian_sigma,
+    kenthapadi_sigma,
     laplace_epsilon,
     laplace_from_uniform,
     laplace_scale,
@@ -112,8 +114,8 @@ GAUSSIAN_CALIBRATIONS = ("kenthapadi", "analytic")
 # the public projections
 # ----------------------------------------------------------------------------
 
-def sjlt_matrix(k: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
-    r"""The ``k × n`` SJLT (Kane & Nelson 2014, block construction) of ``n`` items.
+def sjlt_matrix(width: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
+    r"""The ``k × n`` SJLT (``k = width`` (Kane & Nelson 2014, block construction) of ``n`` items.
 
     Column ``j`` (the item with public key ``columns[j]``) has one entry
     ``σ_r(j)/√s`` in each block ``r = 0..s-1``, at row ``r·(k/s) + h_r(j)``; the
@@ -125,39 +127,26 @@ def sjlt_matrix(k: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
     scipy.sparse.csc_matrix, float64, exactly ``s`` non-zeros per column,
     row indices sorted.
     """
-    k, s = _check_k_s(k, s)
+    k, s = _check_k_s(width, s)
     columns = np.asarray(columns, dtype=np.int64)
     n_features = len(columns)
-    width = k // s
-    buckets = (keyed_bits(hash_seed, columns, s) % np.uint64(width)).astype(np.int64)
+    block = k // s
+    buckets = (keyed_bits(hash_seed, columns, s) % np.uint64(block)).astype(np.int64)
     signs = 2.0 * (keyed_bits(hash_seed, columns, s, stream=1) >> np.uint64(63)) - 1.0
-    rows = buckets + (np.arange(s) * width)[None, :]
+    rows = buckets + (np.arange(s) * block)[None, :]
     indptr = np.arange(0, n_features * s + 1, s)
     return sp.csc_matrix((signs.ravel() / math.sqrt(s), rows.ravel(), indptr),
                          shape=(k, n_features))
 
 
-def gaussian_jl_matrix(k: int, columns, hash_seed: int) -> np.ndarray:
-    """The ``k × n`` matrix of iid ``N(0, 1/k)`` entries (dense), column ``j`` a
-    function of ``hash_seed`` and the key ``columns[j]`` only (Box–Muller)."""
-    k = check_int(k, "k", minimum=1)
+def gaussian_jl_matrix(width: int, columns, hash_seed: int) -> np.ndarray:
+    """The ``k × n`` matrix (``k = width``) of iid ``N(0, 1/k)`` entries (dense), column
+    ``j`` a function of ``hash_seed`` and the key ``columns[j]`` only (Box–Muller)."""
+    k = check_int(width, "width", minimum=1)
     columns = np.asarray(columns, dtype=np.int64)
     u = keyed_uniform(hash_seed, columns, 2 * k).reshape(len(columns), k, 2)
     normal = np.sqrt(-2.0 * np.log(u[..., 0])) * np.cos(2.0 * np.pi * u[..., 1])
     return np.ascontiguousarray(normal.T) / math.sqrt(k)
-
-
-def kenthapadi_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> float:
-    r"""``σ = (w₂/ε) · sqrt(2 (ln(1/(2δ)) + ε))`` (Kenthapadi et al. 2013).
-
-    (ε, δ)-DP for a query of ℓ2 sensitivity ``w₂``, for every ``ε > 0`` and
-    ``δ < 1/2`` (checked against the exact curve of
-    :func:`dprec.mechanisms.gaussian_delta` in the tests).
-    """
-    epsilon = check_epsilon(epsilon)
-    delta = check_open_interval(delta, "delta", 0.0, 0.5)
-    w2 = check_positive(l2_sensitivity, "l2_sensitivity")
-    return w2 / epsilon * math.sqrt(2.0 * (math.log(1.0 / (2.0 * delta)) + epsilon))
 
 
 # ----------------------------------------------------------------------------
@@ -170,33 +159,35 @@ def _norms(z) -> tuple[float, float]:
     return sq, float(np.sum(z**4))
 
 
-def sjlt_distance_variance(z, k: int, scale: float) -> float:
-    r"""Variance of the private SJLT's ``‖x - y‖²`` estimate for ``z = x - y``.
+def sjlt_distance_variance(z, width: int, scale: float) -> float:
+    r"""Variance of the private SJLT's ``‖x - y‖²`` estimate for ``z = x - y``, ``k = width``.
 
     ``(2/k)(‖z‖₂⁴ - ‖z‖₄⁴) + 16 b² ‖z‖² + 56 k b⁴``: the SJLT's own variance
     (exact for fully random hashes, any ``s`` dividing ``k``; at most
     ``2‖z‖⁴/k``), the cross term ``2⟨Sz, e⟩`` and the noise term
     ``‖e‖²`` with ``e`` a difference of two ``Lap(b)`` (``E e⁴ = 72 b⁴``).
     """
-    k = check_int(k, "k", minimum=1)
+    k = check_int(width, "width", minimum=1)
     b = check_real(scale, "scale", low=0.0)
     sq, fourth = _norms(z)
     return 2.0 / k * (sq * sq - fourth) + 16.0 * b**2 * sq + 56.0 * k * b**4
 
 
-def gaussian_jl_distance_variance(z, k: int, sigma: float) -> float:
-    r"""Variance of the Gaussian JL's ``‖x - y‖²`` estimate: ``2‖z‖⁴/k + 8σ²‖z‖² + 8kσ⁴``."""
-    k = check_int(k, "k", minimum=1)
+def gaussian_jl_distance_variance(z, width: int, sigma: float) -> float:
+    r"""Variance of the Gaussian JL's ``‖x - y‖²`` estimate: ``2‖z‖⁴/k + 8σ²‖z‖² + 8kσ⁴``,
+    ``k = width``."""
+    k = check_int(width, "width", minimum=1)
     sigma = check_real(sigma, "sigma", low=0.0)
     sq, _ = _norms(z)
     return 2.0 / k * sq * sq + 8.0 * sigma**2 * sq + 8.0 * k * sigma**4
 
 
-def _check_k_s(k, s) -> tuple[int, int]:
-    k = check_int(k, "k", minimum=1)
+def _check_k_s(width, s) -> tuple[int, int]:
+    k = check_int(width, "width", minimum=1)
     s = check_int(s, "s", minimum=1)
     if k % s:
-        raise ValueError(f"s must divide k (s blocks of k/s rows), got k={k}, s={s}")
+        raise ValueError(f"s must divide width (s blocks of width/s rows), got width={k}, "
+                         f"s={s}")
     return k, s
 
 
@@ -209,11 +200,18 @@ class _PrivateProjection(SketchBackend):
 
     similarity = "cosine"
     score_range = 2.0
+    renamed = MappingProxyType({"k": "width", "sensitivity": "rating_bound"})
 
-    def _init_common(self, k, epsilon, sensitivity, hash_seed, random_state) -> None:
-        self.k = check_int(k, "k", minimum=1)
+    def _init_common(self, deprecated, width, epsilon, rating_bound, hash_seed,
+                     random_state) -> None:
+        given = self._current_names(deprecated, width=width, rating_bound=rating_bound)
+        self.width = check_int(given["width"], "width", minimum=1)
         self.epsilon = check_epsilon(epsilon)
-        self.sensitivity = check_positive(sensitivity, "sensitivity")
+        if given["rating_bound"] is None:
+            raise ValueError("rating_bound is required: the largest |rating| of the public "
+                             "rating scale (a rating added or removed moves one coordinate "
+                             "by at most that much)")
+        self.rating_bound = check_positive(given["rating_bound"], "rating_bound")
         self._init_seeds(hash_seed, random_state)
 
     # subclasses: draw the public matrix, set the noise, describe the noise
@@ -260,8 +258,8 @@ class _PrivateProjection(SketchBackend):
         values, params = self._project(matrix, items, hash_seed)
         params["hash_seed"] = hash_seed
         noisy = self._add_noise(values, params,
-                                lambda n: keyed_uniform(seed, row_keys, n * self.k)
-                                .reshape(-1, self.k, n))
+                                lambda n: keyed_uniform(seed, row_keys, n * self.width)
+                                .reshape(-1, self.width, n))
         return Sketch(noisy, np.ones(matrix.shape[0], dtype=bool), self.name, params)
 
     def _noise_variance(self, S: Sketch) -> float:
@@ -269,8 +267,8 @@ class _PrivateProjection(SketchBackend):
 
     def squared_norms(self, S: Sketch) -> np.ndarray:
         """Unbiased ``‖x‖²`` estimates: ``‖x'‖² - k Var(η)`` (may be negative)."""
-        S, _ = pair_operands(S, None, self.name, self.k)
-        return np.einsum("ij,ij->i", S.values, S.values) - self.k * self._noise_variance(S)
+        S, _ = pair_operands(S, None, self.name, self.width)
+        return np.einsum("ij,ij->i", S.values, S.values) - self.width * self._noise_variance(S)
 
     def squared_distances(self, S: Sketch, other: Sketch | None = None) -> np.ndarray:
         """Unbiased ``‖x - y‖²`` estimates for all pairs: ``‖x' - y'‖² - 2k Var(η)``.
@@ -278,25 +276,25 @@ class _PrivateProjection(SketchBackend):
         From the Gram matrix.  Not clipped (may be negative); the diagonal of
         the ``other=None`` case is 0 (a vector's distance to itself).
         """
-        S, T = pair_operands(S, other, self.name, self.k)
+        S, T = pair_operands(S, other, self.name, self.width)
         D = squared_distances(S.values, None if other is None else T.values)
-        D -= 2.0 * self.k * self._noise_variance(S)
+        D -= 2.0 * self.width * self._noise_variance(S)
         if other is None:
             np.fill_diagonal(D, 0.0)
         return D
 
     def squared_distances_paired(self, S: Sketch, other: Sketch) -> np.ndarray:
         """Unbiased ``‖x_i - y_i‖²`` between ``S[i]`` and ``other[i]`` (1-D)."""
-        S, T = pair_operands(S, other, self.name, self.k)
+        S, T = pair_operands(S, other, self.name, self.width)
         if len(S) != len(T):
             raise ValueError(f"paired estimates need as many rows in other as in S, got "
                              f"{len(T)} and {len(S)}")
         D = np.sum((S.values - T.values) ** 2, axis=1)
-        return D - 2.0 * self.k * self._noise_variance(S)
+        return D - 2.0 * self.width * self._noise_variance(S)
 
     def norm_floor(self, S: Sketch) -> float:
         """``sqrt(k Var(η²))``: the standard deviation of a pure-noise norm estimate."""
-        return max(math.sqrt(self.k * self._noise_moments(S.params)[1]), 1e-12)
+        return max(math.sqrt(self.width * self._noise_moments(S.params)[1]), 1e-12)
 
     def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
         r"""Cosine estimates ``(n̂_x + n̂_y - D̂)/(2 sqrt(n̂_x n̂_y))`` for all pairs.
@@ -306,7 +304,7 @@ class _PrivateProjection(SketchBackend):
         Clipped to ``[-1, 1]`` if ``clip``; diagonal 1 (``other`` None).
         """
         clip = check_clip(clip)
-        S, T = pair_operands(S, other, self.name, self.k)
+        S, T = pair_operands(S, other, self.name, self.width)
         floor = self.norm_floor(S)
         norms_s = np.sqrt(np.maximum(self.squared_norms(S), floor))
         norms_t = norms_s if other is None else np.sqrt(np.maximum(self.squared_norms(T), floor))
@@ -316,38 +314,40 @@ class _PrivateProjection(SketchBackend):
         return finish_estimate(sims, S.valid, T.valid, other is None, -1.0, 1.0, clip)
 
     def similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
-        """The raw rating vectors; every ``|rating|`` must be ``<= sensitivity``."""
-        if ratings.nnz and np.abs(ratings.data).max() > self.sensitivity:
+        """The raw rating vectors; every ``|rating|`` must be ``<= rating_bound``."""
+        if ratings.nnz and np.abs(ratings.data).max() > self.rating_bound:
             raise ValueError(
                 f"a rating of absolute value {np.abs(ratings.data).max():g} exceeds "
-                f"sensitivity={self.sensitivity:g}: adding or removing it would not be covered "
-                "by the privacy unit; set sensitivity to the largest |rating| of the scale")
+                f"rating_bound={self.rating_bound:g}: adding or removing it would not be "
+                "covered by the privacy unit; set rating_bound to the largest |rating| of the "
+                "scale")
         return ratings
 
     def _entry(self, mechanism: str, epsilon: float, delta: float) -> LedgerEntry:
         return LedgerEntry(
             "similarity", mechanism, epsilon, delta, Unit.RATING, Status.HOLDS, "user",
-            f"one rating added, removed or changed by at most sensitivity = "
-            f"{self.sensitivity:g} moves one coordinate of x; any public projection")
+            f"one rating added, removed or changed by at most rating_bound = "
+            f"{self.rating_bound:g} moves one coordinate of x; any public projection")
 
 
 class PrivateSJLT(_PrivateProjection):
     r"""The private sparser JL transform (Stausholm 2021): ``x' = Sx + Lap(b)^k``.
 
     ε-DP (pure) when one coordinate of ``x`` moves by at most
-    ``sensitivity``; ``b = √s·Δ/ε``.  See the module docstring for the
+    ``Δ = rating_bound``; ``b = √s·Δ/ε``.  See the module docstring for the
     estimators and their variance.
 
     Parameters
     ----------
-    k : int
-        Output dimension, ``>= 1``.
-    s : int
-        Non-zeros per column (blocks), ``>= 1``, dividing ``k``.
+    width : int, default 256
+        Output dimension ``k``, ``>= 1`` (deprecated name: ``k``).
+    s : int, default 4
+        Non-zeros per column (blocks), ``>= 1``, dividing ``width``.
     epsilon : float
         ``ε > 0`` of one user's sketch.
-    sensitivity : float
-        ``Δ > 0``: the most one coordinate (rating) can move.
+    rating_bound : float
+        ``Δ > 0``: the most one coordinate (rating) can move, the largest
+        ``|rating|`` of the scale (deprecated name: ``sensitivity``).
     random_state : None, int, RandomState or Generator
         The noise (and the hash seed when ``hash_seed`` is None); ``None``:
         fresh entropy per release; an int: seeded noise, for experiments.
@@ -359,24 +359,25 @@ class PrivateSJLT(_PrivateProjection):
     --------
     >>> import scipy.sparse as sp
     >>> X = sp.random(4, 50, density=0.3, format="csr", random_state=0)
-    >>> sjlt = PrivateSJLT(k=64, s=4, epsilon=2.0, sensitivity=1.0, random_state=0)
+    >>> sjlt = PrivateSJLT(64, 4, epsilon=2.0, rating_bound=1.0, random_state=0)
     >>> sjlt.squared_distances(sjlt.sketch(X)).shape
     (4, 4)
     """
 
     name = "sjlt"
-    option_defaults = {"k": 256, "s": 4}
+    required = ("rating_bound",)
 
-    def __init__(self, k: int, s: int, *, epsilon: float, sensitivity: float,
-                 random_state: RandomStateLike = None, hash_seed: int | None = None) -> None:
-        self._init_common(k, epsilon, sensitivity, hash_seed, random_state)
-        self.k, self.s = _check_k_s(k, s)
+    def __init__(self, width: int = 256, s: int = 4, *, epsilon: float,
+                 rating_bound: float | None = None, random_state: RandomStateLike = None,
+                 hash_seed: int | None = None, **deprecated) -> None:
+        self._init_common(deprecated, width, epsilon, rating_bound, hash_seed, random_state)
+        self.width, self.s = _check_k_s(self.width, s)
 
     def _l1_sensitivity(self) -> float:
         """``√s·Δ``, raised by a relative ``1e-9``: the computed projections of two
         neighbouring vectors differ by ``√s·Δ`` up to floating-point rounding, which
         can add one lattice step when ``√s·Δ`` is a multiple of the grid."""
-        return math.sqrt(self.s) * self.sensitivity * (1 + 1e-9)
+        return math.sqrt(self.s) * self.rating_bound * (1 + 1e-9)
 
     def scale(self) -> float:
         """The Laplace scale ``b ≈ √s·Δ/ε`` (lattice sampler, ``s`` coordinates move)."""
@@ -390,7 +391,7 @@ class PrivateSJLT(_PrivateProjection):
         return self._entry("laplace (private SJLT)", epsilon, 0.0)
 
     def _project(self, X, columns, hash_seed):
-        self.projection_ = sjlt_matrix(self.k, self.s, columns, hash_seed)
+        self.projection_ = sjlt_matrix(self.width, self.s, columns, hash_seed)
         values = (X @ self.projection_.T.tocsr()).toarray()
         return values, {"scale": self.scale()}
 
@@ -403,15 +404,15 @@ class PrivateSJLT(_PrivateProjection):
         return 2.0 * b * b, 20.0 * b**4                   # E η⁴ = 24 b⁴
 
     def distance_variance(self, z) -> float:
-        """:func:`sjlt_distance_variance` of ``z = x - y`` at this backend's ``k`` and ``b``."""
-        return sjlt_distance_variance(z, self.k, self.scale())
+        """:func:`sjlt_distance_variance` of ``z = x - y`` at this backend's width and ``b``."""
+        return sjlt_distance_variance(z, self.width, self.scale())
 
 
 class GaussianJL(_PrivateProjection):
     r"""Gaussian JL with Gaussian noise (Kenthapadi et al. 2013): ``x' = Px + N(0, σ²)^k``.
 
     Claimed (ε, δ)-DP when one coordinate of ``x`` moves by at most
-    ``sensitivity``; ``σ`` from ``w₂ = Δ · max_j ‖P e_j‖₂`` of the drawn
+    ``Δ = rating_bound``; ``σ`` from ``w₂ = Δ · max_j ‖P e_j‖₂`` of the drawn
     (public) ``P``, so it is known after :meth:`sketch` (``sigma_``, and in the
     sketch's params).  **As published**: the Gaussian noise is floating point,
     and the low bits of a released value reveal the input (Mironov 2012): the
@@ -419,14 +420,14 @@ class GaussianJL(_PrivateProjection):
 
     Parameters
     ----------
-    k : int
-        Output dimension, ``>= 1``.
+    width : int, default 256
+        Output dimension ``k``, ``>= 1`` (deprecated name: ``k``).
     epsilon : float
         ``ε > 0``.
-    delta : float
+    delta : float, default 1e-4
         ``δ ∈ (0, 1/2)``.
-    sensitivity : float
-        ``Δ > 0``.
+    rating_bound : float
+        ``Δ > 0``, the largest ``|rating|`` (deprecated name: ``sensitivity``).
     random_state : None, int, RandomState or Generator
         The noise (and the hash seed when ``hash_seed`` is None).
     hash_seed : int, optional
@@ -438,18 +439,19 @@ class GaussianJL(_PrivateProjection):
     """
 
     name = "gaussian_jl"
-    option_defaults = {"k": 256, "delta": 1e-4}
+    required = ("rating_bound",)
 
-    def __init__(self, k: int, *, epsilon: float, delta: float, sensitivity: float,
-                 random_state: RandomStateLike = None, calibration: str = "kenthapadi",
-                 hash_seed: int | None = None) -> None:
-        self._init_common(k, epsilon, sensitivity, hash_seed, random_state)
+    def __init__(self, width: int = 256, *, epsilon: float, delta: float = 1e-4,
+                 rating_bound: float | None = None, random_state: RandomStateLike = None,
+                 calibration: str = "kenthapadi", hash_seed: int | None = None,
+                 **deprecated) -> None:
+        self._init_common(deprecated, width, epsilon, rating_bound, hash_seed, random_state)
         self.delta = check_open_interval(delta, "delta", 0.0, 0.5)
         self.calibration = check_choice(calibration, "calibration", GAUSSIAN_CALIBRATIONS)
 
     def sigma(self, projection: np.ndarray) -> float:
         """σ for the public matrix ``projection`` (``w₂ = Δ · max column norm``)."""
-        w2 = self.sensitivity * float(np.sqrt(np.max(np.sum(projection**2, axis=0),
+        w2 = self.rating_bound * float(np.sqrt(np.max(np.sum(projection**2, axis=0),
                                                      initial=0.0)))
         if w2 == 0.0:
             return 1e-300          # no feature: nothing to hide (noise irrelevant)
@@ -464,7 +466,7 @@ class GaussianJL(_PrivateProjection):
         reveal the input (Mironov 2012), so dprec does not guarantee it."""
         delta = self.delta
         if hasattr(self, "sigma_"):
-            w2 = self.sensitivity * float(np.sqrt(np.max(np.sum(self.projection_**2, axis=0),
+            w2 = self.rating_bound * float(np.sqrt(np.max(np.sum(self.projection_**2, axis=0),
                                                          initial=0.0)))
             if w2 > 0:
                 delta = gaussian_delta(self.sigma_, w2, self.epsilon)
@@ -476,7 +478,7 @@ class GaussianJL(_PrivateProjection):
             "(Mironov 2012)")
 
     def _project(self, X, columns, hash_seed):
-        self.projection_ = gaussian_jl_matrix(self.k, columns, hash_seed)
+        self.projection_ = gaussian_jl_matrix(self.width, columns, hash_seed)
         self.sigma_ = self.sigma(self.projection_)
         values = np.asarray(X @ self.projection_.T)
         return values, {"sigma": self.sigma_}
@@ -490,7 +492,7 @@ class GaussianJL(_PrivateProjection):
         return var, 2.0 * var * var
 
     def distance_variance(self, z) -> float:
-        """:func:`gaussian_jl_distance_variance` at this backend's ``k`` and last ``σ``."""
+        """:func:`gaussian_jl_distance_variance` at this backend's width and last ``σ``."""
         if not hasattr(self, "sigma_"):
             raise ValueError("σ depends on the public matrix: call sketch() first")
-        return gaussian_jl_distance_variance(z, self.k, self.sigma_)
+        return gaussian_jl_distance_variance(z, self.width, self.sigma_)

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import abc
 import inspect
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -117,7 +118,7 @@ class Sketch:
 
     @property
     def width(self) -> int:
-        """Coordinates per sketch (``K`` or ``k``)."""
+        """Coordinates per sketch (the backend's ``width``)."""
         return int(self.values.shape[1])
 
     @property
@@ -171,6 +172,10 @@ class SketchBackend(abc.ABC):
     score_range: ClassVar[float] = 1.0
     #: :meth:`from_options` defaults of constructor parameters that have none
     option_defaults: ClassVar[dict[str, Any]] = {}
+    #: parameters with a ``None`` default (for the deprecated names) that must be given
+    required: ClassVar[tuple[str, ...]] = ()
+    #: deprecated parameter (and attribute) names → their current names
+    renamed: ClassVar[Mapping[str, str]] = MappingProxyType({})
 
     # ------------------------------------------------------------ interface
     @abc.abstractmethod
@@ -210,6 +215,29 @@ class SketchBackend(abc.ABC):
     def _hash_seed_used(self) -> int | None:
         """The seed of the last hash functions drawn (``hash_seed`` before any)."""
         return getattr(self, "hash_seed_", self.hash_seed)
+
+    def _current_names(self, deprecated: Mapping[str, Any], stacklevel: int = 4,
+                       **given) -> dict[str, Any]:
+        """``given`` (current names) updated with the values passed under :attr:`renamed`
+        names (a ``DeprecationWarning`` each, for the caller ``stacklevel`` frames up);
+        any other unknown name is a ``TypeError``."""
+        for old, value in deprecated.items():
+            if old not in self.renamed:
+                raise TypeError(f"{type(self).__name__}() got an unexpected keyword "
+                                f"argument {old!r}")
+            warnings.warn(f"{type(self).__name__}: {old!r} is deprecated, use "
+                          f"{self.renamed[old]!r}", DeprecationWarning, stacklevel=stacklevel)
+            given[self.renamed[old]] = value
+        return given
+
+    def __getattr__(self, name: str):
+        """Deprecated attribute names (:attr:`renamed`) read their current attribute."""
+        renamed = type(self).renamed
+        if name in renamed:
+            warnings.warn(f"{type(self).__name__}.{name} is deprecated, use "
+                          f"{renamed[name]}", DeprecationWarning, stacklevel=2)
+            return getattr(self, renamed[name])
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _init_seeds(self, hash_seed, random_state) -> None:
         self.hash_seed = check_seed(hash_seed, "hash_seed")
@@ -252,8 +280,9 @@ class SketchBackend(abc.ABC):
         separately), plus ``"name"`` (must be :attr:`name` when given) and
         ``"user_based"`` (must be True).  Parameters not given take the
         constructor's default, else :attr:`option_defaults`; ``epsilon`` (and
-        ``sensitivity``) have no default: a privacy level is never chosen
-        silently.
+        ``rating_bound``) have no default: a privacy level is never chosen
+        silently.  Deprecated names (:attr:`renamed`) are read as their
+        current names, with a ``DeprecationWarning``.
 
         Raises
         ------
@@ -272,8 +301,11 @@ class SketchBackend(abc.ABC):
                              f"{cls.__name__}, got {name!r}")
         if options.pop("user_based", True) is not True:
             raise ValueError("sim_options['user_based'] must be True: sketches are per user")
-        params = [p for p in inspect.signature(cls.__init__).parameters.values()
-                  if p.name not in ("self", "random_state")]
+        for old in set(options) & set(cls.renamed):
+            warnings.warn(f"sim_options[{old!r}] is deprecated for {cls.name!r}, use "
+                          f"{cls.renamed[old]!r}", DeprecationWarning, stacklevel=3)
+            options[cls.renamed[old]] = options.pop(old)
+        params = cls._parameters()
         allowed = {p.name for p in params}
         unknown = sorted(set(options) - allowed)
         if unknown:
@@ -283,16 +315,23 @@ class SketchBackend(abc.ABC):
         for p in params:
             if p.name in options:
                 kwargs[p.name] = options[p.name]
-            elif p.default is inspect.Parameter.empty:
-                if p.name not in cls.option_defaults:
-                    raise ValueError(f"sim_options for {cls.name!r} must give {p.name!r}")
+            elif p.name in cls.option_defaults:
                 kwargs[p.name] = cls.option_defaults[p.name]
+            elif p.default is inspect.Parameter.empty or p.name in cls.required:
+                raise ValueError(f"sim_options for {cls.name!r} must give {p.name!r}")
         return cls(**kwargs, random_state=random_state)
 
+    @classmethod
+    def _parameters(cls) -> list[inspect.Parameter]:
+        """The constructor's named parameters but ``random_state``."""
+        return [p for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name not in ("self", "random_state")
+                and p.kind is not inspect.Parameter.VAR_KEYWORD]
+
     def get_params(self) -> dict[str, Any]:
-        """The constructor's parameters (as given)."""
-        return {name: getattr(self, name) for name in inspect.signature(type(self).__init__)
-                .parameters if name != "self"}
+        """The constructor's parameters (as given, by their current names)."""
+        return {**{p.name: getattr(self, p.name) for p in self._parameters()},
+                "random_state": self.random_state}
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
