@@ -66,9 +66,13 @@ def top_k_indices(keys: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest keys along the last axis, largest first (int64).
 
     A partition, then a sort of the ``k`` kept; ties in an unspecified order
-    (the keys this serves are continuous: Gumbel-perturbed scores).
-    ``1 <= k <= keys.shape[-1]``.
+    (the keys this serves are continuous: Gumbel-perturbed scores), except
+    for ``k = 1``: ``argmax``, the first of tied columns on every CPU (the
+    SIMD partition of numpy >= 2 picks another tied column on AVX-512
+    machines).  ``1 <= k <= keys.shape[-1]``.
     """
+    if k == 1:
+        return np.argmax(keys, axis=-1)[..., None].astype(np.int64)
     negated = np.negative(keys)                 # ascending order = best first
     part = np.argpartition(negated, k - 1, axis=-1)[..., :k]
     order = np.argsort(np.take_along_axis(negated, part, axis=-1), axis=-1)

@@ -170,7 +170,8 @@ def mae_table(taus: Sequence[int] = TAUS, jaccards: Sequence[float] = JACCARDS,
                                      _errors(plain, buckets[:, :K], truth, 0)))
                     for eps in epsilons:
                         for m, cls in enumerate(PRIVATE):
-                            backend = cls(K, B, epsilon=eps, delta=DELTA, tau=tau, set_difference=ALPHA)
+                            backend = cls(K, B, epsilon=eps, delta=DELTA, tau=tau,
+                                          set_difference=ALPHA)
                             noise_seed = _seed(seed, cell, K, eps, m)
                             err = _errors(backend, buckets[:, :K], truth, noise_seed)
                             rows.append(_row(tau, J, truth, backend, eps, B, K, err))

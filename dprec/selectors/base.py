@@ -139,17 +139,14 @@ def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     :func:`dprec._arrays.top_k_indices`, the kernel of
     :func:`dprec.mechanisms.gumbel_top_k_from_uniform` (a partition, then a
     sort of those kept; the keys are continuous noise: ties have probability
-    0, so the partition's tie order does not matter).  When every row wants
-    at most one, the best is ``argmax``: the same key, and on an exact tie
-    the first column on every CPU (the SIMD partition of numpy >= 2 picks
-    another tied column on AVX-512 machines), as the selectors always did.
+    0; for one, ``argmax``, the first tied column on every CPU).
     """
     counts = np.asarray(counts)
     most = min(int(counts.max(initial=0)), keys.shape[1], k)
     out = np.full((len(keys), k), -1)
     if most == 0:
         return out
-    order = np.argmax(keys, axis=1)[:, None] if most == 1 else top_k_indices(keys, most)
+    order = top_k_indices(keys, most)
     ranked = np.take_along_axis(keys, order, axis=1)
     keep = (np.arange(most)[None, :] < counts[:, None]) & np.isfinite(ranked)
     out[:, :most] = np.where(keep, order, -1)

@@ -1,0 +1,76 @@
+"""The shared array kernels (dprec._arrays) against their definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from dprec._arrays import (
+    pattern_matrix,
+    safe_divide,
+    stable_descending_order,
+    top_k_indices,
+    top_mask,
+)
+
+# few distinct values, so that ties (the hard part) are common
+TIED = arrays(np.float64, st.tuples(st.integers(1, 6), st.integers(1, 9)),
+              elements=st.sampled_from([-np.inf, -1.0, 0.0, 0.5, 2.0]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(TIED, st.integers(-1, 10))
+def test_top_mask_is_the_head_of_a_stable_descending_sort(values, n):
+    reference = np.zeros(values.shape, dtype=bool)
+    order = np.argsort(-values, axis=1, kind="stable")[:, :max(0, n)]
+    np.put_along_axis(reference, order, True, axis=1)
+    np.testing.assert_array_equal(top_mask(values, n), reference)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TIED, st.integers(1, 10), st.booleans())
+def test_stable_descending_order_with_a_prefix_equals_the_full_sort(values, prefix, tail):
+    full, full_values = stable_descending_order(values, None)
+    order, ordered = stable_descending_order(values, prefix, keep_tail=tail)
+    head = min(prefix, values.shape[1])
+    np.testing.assert_array_equal(order[:, :head], full[:, :head])
+    np.testing.assert_array_equal(ordered[:, :head], full_values[:, :head])
+    if tail and prefix < values.shape[1]:       # every column follows, the head masked
+        rest = order[:, prefix:]
+        np.testing.assert_array_equal(rest, np.broadcast_to(np.arange(values.shape[1]),
+                                                            rest.shape))
+        masked = np.take_along_axis(ordered[:, prefix:], full[:, :prefix], axis=1)
+        assert np.isneginf(masked).all()
+
+
+def test_top_k_indices_are_the_largest_first_and_break_single_ties_to_the_left():
+    keys = np.random.default_rng(0).gumbel(size=(50, 30))
+    for k in (1, 2, 7, 30):
+        expected = np.argsort(-keys, axis=1)[:, :k]
+        np.testing.assert_array_equal(top_k_indices(keys, k), expected)
+    tied = np.array([[0.0, 3.0, 3.0, 3.0], [5.0, 5.0, 1.0, 5.0]])
+    np.testing.assert_array_equal(top_k_indices(tied, 1), [[1], [0]])
+    assert top_k_indices(tied, 1).dtype == np.int64
+
+
+def test_pattern_matrix_keeps_stored_zeros_and_the_format():
+    matrix = sp.csc_matrix(([0.0, 2.5, -1.0], ([0, 1, 1], [2, 0, 2])), shape=(2, 3))
+    ones = pattern_matrix(matrix)
+    assert ones.format == "csc" and ones.dtype == np.float64 and ones.nnz == 3
+    np.testing.assert_array_equal(ones.toarray(), [[0, 0, 1], [1, 0, 1]])
+    assert pattern_matrix(matrix, np.int8).dtype == np.int8
+    assert matrix.data.tolist() == [2.5, 0.0, -1.0]          # not modified
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_safe_divide_fills_where_the_denominator_is_zero(dtype):
+    numerator = np.array([1.0, 2.0, 3.0], dtype=dtype)
+    out = safe_divide(numerator, np.array([0.0, 4.0, -2.0], dtype=dtype))
+    np.testing.assert_array_equal(out, [0.0, 0.5, -1.5])
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(safe_divide(numerator, 0.0, fill=1.0), [1.0, 1.0, 1.0])
+    assert safe_divide(np.arange(3), np.array([1, 0, 2])).tolist() == [0.0, 0.0, 1.0]
