@@ -37,7 +37,7 @@ TARGET = 0.95
 #: label -> mutant-name patterns (mutmut names functions ``module.x_name`` and methods
 #: ``module.xǁClassǁname``)
 SCOPES: dict[str, list[str]] = {
-    "mechanisms": ["dprec.mechanisms.*"],
+    "mechanisms": ["dprec.mechanisms.*", "dprec._arrays.x_top_k_indices*"],
     "ledger": ["dprec.ledger.*"],
     "selectors": ["dprec.selectors.ppns.*", "dprec.selectors.pncf.*", "dprec.selectors.base.*",
                   "dprec.selectors.probabilistic.*", "dprec.selectors.topk.*"],
@@ -54,9 +54,8 @@ SCOPES: dict[str, list[str]] = {
     ],
     "sjlt/jl privacy": [
         "dprec.similarity.sjlt.x_sjlt_matrix*",
-        "dprec.similarity.sjlt.x_kenthapadi_sigma*",
         "dprec.similarity.sjlt.xǁ_PrivateProjectionǁ_init_common*",
-        "dprec.similarity.sjlt.xǁ_PrivateProjectionǁ_similarity_input*",
+        "dprec.similarity.sjlt.xǁ_PrivateProjectionǁsimilarity_input*",
         "dprec.similarity.sjlt.xǁ_PrivateProjectionǁ_entry*",
         "dprec.similarity.sjlt.xǁPrivateSJLTǁscale*",
         "dprec.similarity.sjlt.xǁPrivateSJLTǁprivacy*",
