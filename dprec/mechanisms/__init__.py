@@ -50,6 +50,8 @@ References
   with Pay-what-you-get Composition", NeurIPS 2019 (one-shot Gumbel top-k).
 - S. Warner, JASA 1965; P. Kairouz, S. Oh and P. Viswanath, NeurIPS 2014
   (generalised randomised response).
+
+See ``docs/mechanisms.md`` for the formulas and the privacy maps.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ References
   2014, Thm 3.10 and 3.16.
 - D. Durfee and R. Rogers, "Practical Differentially Private Top-k Selection
   with Pay-what-you-get Composition", NeurIPS 2019.
+
+See ``docs/mechanisms.md`` for the formulas and the privacy maps.
 """
 
 from __future__ import annotations

@@ -23,6 +23,8 @@ References
   Johnson-Lindenstrauss Transform", Journal of Privacy and Confidentiality, 2013.
 - C. Dwork and A. Roth, *The Algorithmic Foundations of Differential Privacy*,
   2014, Thm A.1.
+
+See ``docs/mechanisms.md`` for the formulas and the privacy maps.
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ References
   Privacy Mechanisms", STOC 2009 (the two-sided geometric mechanism).
 - C. Canonne, G. Kamath and T. Steinke, "The Discrete Gaussian for
   Differential Privacy", NeurIPS 2020 (discrete Laplace on a lattice).
+
+See ``docs/mechanisms.md`` for the formulas and the privacy maps.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ References
   Answer Bias", JASA 1965.
 - P. Kairouz, S. Oh and P. Viswanath, "Extremal Mechanisms for Local
   Differential Privacy", NeurIPS 2014.
+
+See ``docs/mechanisms.md`` for the formulas and the privacy maps.
 """
 
 from __future__ import annotations

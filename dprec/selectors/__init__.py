@@ -2,6 +2,8 @@
 
 Each selector is a small class with one job: choose neighbours from a
 similarity-sorted candidate list, for many queries at once.
+
+See ``docs/selectors.md`` for the interface, α, β and which guarantee holds.
 """
 
 from .base import Selection, Selector

@@ -9,6 +9,8 @@ one draw").  It returns a :class:`Selection`: per row, the
 positions of the chosen candidates in the sorted row and the selector's
 security ``β`` for that query (Lu & Shen, ComSIS 2015): the index of the
 furthest partition of ``k`` candidates a neighbour can come from.
+
+See ``docs/selectors.md`` for the interface, α, β and which guarantee holds.
 """
 
 from __future__ import annotations

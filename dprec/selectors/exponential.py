@@ -1,4 +1,7 @@
-"""PNCF's selection corrected so that it carries a guarantee: k exponential draws, nothing else."""
+"""PNCF's selection corrected so that it carries a guarantee: k exponential draws, nothing else.
+
+See ``docs/selectors.md`` for the formulas and the paper.
+"""
 
 from __future__ import annotations
 

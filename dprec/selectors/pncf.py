@@ -1,4 +1,7 @@
-"""PNCF: private neighbour collaborative filtering (Zhu et al., 2013/2014)."""
+"""PNCF: private neighbour collaborative filtering (Zhu et al., 2013/2014).
+
+See ``docs/selectors.md`` for the formulas and the paper.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""PPNS: partitioned probabilistic neighbour selection (Lu & Shen, ComSIS 2015)."""
+"""PPNS: partitioned probabilistic neighbour selection (Lu & Shen, ComSIS 2015).
+
+See ``docs/selectors.md`` for the formulas and the paper.
+"""
 
 from __future__ import annotations
 

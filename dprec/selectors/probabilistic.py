@@ -1,4 +1,7 @@
-"""Probabilistic neighbour selection (Adamopoulos & Tuzhilin, RecSys 2014)."""
+"""Probabilistic neighbour selection (Adamopoulos & Tuzhilin, RecSys 2014).
+
+See ``docs/selectors.md`` for the formulas and the paper.
+"""
 
 from __future__ import annotations
 

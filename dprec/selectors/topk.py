@@ -1,4 +1,7 @@
-"""Top-k neighbour selection: the ``k`` most similar candidates."""
+"""Top-k neighbour selection: the ``k`` most similar candidates.
+
+See ``docs/selectors.md`` for the formulas and the paper.
+"""
 
 from __future__ import annotations
 
