@@ -494,9 +494,15 @@ class MinHash(_MinHashFamily):
 
 
 class _PrivateMinHash(_MinHashFamily):
-    def _init_all(self, deprecated, width, B, epsilon, delta, tau, set_difference, threshold,
-                  hash_seed, random_state, small_users) -> None:
-        given = self._current_names(deprecated, width=width, set_difference=set_difference)
+    """The private MinHash backends' shared parameters (see :class:`RRMinHash`)."""
+
+    def __init__(self, width: int = 128, B: int = 2, *, epsilon: float, delta: float = 1e-4,
+                 tau: int | None = None, set_difference: int = 1,
+                 threshold: float | None = None, random_state: RandomStateLike = None,
+                 small_users: str = "raise", hash_seed: int | None = None,
+                 **deprecated) -> None:
+        given = self._current_names(deprecated, stacklevel=3, width=width,
+                                    set_difference=set_difference)
         self._init_common(given["width"], B, threshold, hash_seed, random_state)
         self._init_private(epsilon, delta, tau, given["set_difference"], small_users)
 
@@ -636,14 +642,6 @@ class RRMinHash(_PrivateMinHash):
 
     name = "rr_minhash"
 
-    def __init__(self, width: int = 128, B: int = 2, *, epsilon: float, delta: float = 1e-4,
-                 tau: int | None = None, set_difference: int = 1,
-                 threshold: float | None = None, random_state: RandomStateLike = None,
-                 small_users: str = "raise", hash_seed: int | None = None,
-                 **deprecated) -> None:
-        self._init_all(deprecated, width, B, epsilon, delta, tau, set_difference, threshold,
-                       hash_seed, random_state, small_users)
-
     def epsilon_prime(self) -> float:
         """``ε' = ε / ⌈L⌉``, the budget of one coordinate."""
         return self.epsilon / math.ceil(self.changed_coordinates())
@@ -699,14 +697,6 @@ class NoisyMinHash(_PrivateMinHash):
     """
 
     name = "noisy_minhash"
-
-    def __init__(self, width: int = 128, B: int = 2, *, epsilon: float, delta: float = 1e-4,
-                 tau: int | None = None, set_difference: int = 1,
-                 threshold: float | None = None, random_state: RandomStateLike = None,
-                 small_users: str = "raise", hash_seed: int | None = None,
-                 **deprecated) -> None:
-        self._init_all(deprecated, width, B, epsilon, delta, tau, set_difference, threshold,
-                       hash_seed, random_state, small_users)
 
     def sensitivity(self) -> float:
         """``Δ = L (B - 1)``, the ℓ1 sensitivity of the bucket vector."""
