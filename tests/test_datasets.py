@@ -12,6 +12,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import (
+    fuzz,
+    raises_naming,
+    rating_frames,
+    synthetic_parameters,
+    to_dataset,
+    trainset_state,
+)
 from surprise import Dataset, KNNBasic, Reader, accuracy
 from surprise.model_selection import train_test_split
 
@@ -23,6 +33,7 @@ from dprec.datasets import (
     _ml100k_candidates,
     lastfm_ratings,
     load,
+    load_or_synthetic,
     synthetic,
     user_item_matrix,
 )
@@ -340,3 +351,109 @@ def test_user_item_matrix_keeps_zero_ratings_and_rejects_bad_input():
         user_item_matrix(duplicated)
     with pytest.raises(ValueError, match="repeated"):   # one policy for every model
         PrivateKNN(k=1).fit(_toy_trainset([("u1", "a", 1), ("u1", "a", 2), ("u2", "a", 3)]))
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+@fuzz(150)
+@given(synthetic_parameters())
+def test_synthetic_on_any_valid_parameters(kwargs):
+    data = synthetic(**kwargs)
+    frame = pd.DataFrame(data.raw_ratings, columns=["user", "item", "rating", "ts"])
+    assert len(frame) == kwargs["n_ratings"]
+    assert not frame.duplicated(["user", "item"]).any()
+    assert frame["user"].nunique() == kwargs["n_users"]  # every user rates
+    assert set(frame["rating"]) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    if "min_user_ratings" in kwargs:
+        assert frame.groupby("user").size().min() >= kwargs["min_user_ratings"]
+    if kwargs["n_ratings"] >= kwargs["n_items"]:
+        assert frame["item"].nunique() == kwargs["n_items"]
+    again = synthetic(**kwargs)
+    assert again.raw_ratings == data.raw_ratings
+    matrix = user_item_matrix(data.build_full_trainset())
+    assert matrix.nnz == kwargs["n_ratings"]
+
+
+@fuzz(120)
+@given(st.sampled_from([
+    ("n_users", {"n_users": 0}), ("n_users", {"n_users": 2.0}), ("n_items", {"n_items": -1}),
+    ("n_ratings", {"n_ratings": 0}), ("n_ratings", {"n_ratings": 1000}),
+    ("n_ratings", {"n_ratings": 2}), ("n_factors", {"n_factors": 0}),
+    ("noise", {"noise": -0.1}), ("noise", {"noise": np.nan}),
+    ("popularity_sigma", {"popularity_sigma": -1.0}),
+    ("selection_bias", {"selection_bias": np.inf}),
+    ("min_user_ratings", {"min_user_ratings": 0}),
+    ("min_user_ratings", {"min_user_ratings": 50}),
+    ("min_user_ratings", {"min_user_ratings": 9}),
+    ("rating_histogram", {"rating_histogram": [1, 2, 3]}),
+    ("rating_histogram", {"rating_histogram": [0, 0, 0, 0, 0]}),
+    ("rating_histogram", {"rating_histogram": [1, -1, 1, 1, 1]}),
+    ("rating_histogram", {"rating_histogram": "abcde"}),
+    ("random_state", {"random_state": -1}),
+]))
+def test_synthetic_rejects_bad_arguments(case):
+    name, change = case
+    kwargs = {"n_users": 5, "n_items": 8, "n_ratings": 40, "random_state": 0, **change}
+    raises_naming(lambda: synthetic(**kwargs), name)
+
+
+@fuzz(150)
+@given(rating_frames(), st.one_of(st.none(), st.floats(-3, 11)))
+def test_user_item_matrix_of_any_small_trainset(frame_scale, threshold):
+    frame, scale = frame_scale
+    trainset = to_dataset(frame, scale).build_full_trainset()
+    before = trainset_state(trainset)
+    matrix = user_item_matrix(trainset, threshold=threshold)
+    assert matrix.shape == (trainset.n_users, trainset.n_items)
+    dense = matrix.toarray()
+    for u, i, r in trainset.all_ratings():
+        if threshold is None:
+            assert dense[u, i] == r
+        else:
+            assert dense[u, i] == (1 if r >= threshold else 0)
+    expected_nnz = trainset.n_ratings if threshold is None else sum(
+        r >= threshold for _, _, r in trainset.all_ratings())
+    assert matrix.nnz == expected_nnz
+    assert trainset_state(trainset) == before
+    raises_naming(lambda: user_item_matrix(trainset, threshold=np.nan), "threshold")
+    raises_naming(lambda: user_item_matrix(trainset, threshold="3"), "threshold")
+    raises_naming(lambda: user_item_matrix(frame), "trainset")
+
+
+@fuzz(150)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(1, 10**6)), min_size=1, max_size=40))
+def test_lastfm_ratings_are_monotone_per_user(rows):
+    users = np.array([u for u, _ in rows])
+    counts = np.array([c for _, c in rows])
+    before = users.copy(), counts.copy()
+    ratings = lastfm_ratings(users, counts)
+    assert ratings.shape == (len(rows),)
+    assert ((ratings >= 1) & (ratings <= 5)).all()
+    for user in set(users.tolist()):
+        mine = users == user
+        assert ratings[mine][np.argmax(counts[mine])] == 5  # most played: 5
+        order = np.argsort(counts[mine])  # monotone in the count
+        assert (np.diff(ratings[mine][order]) >= 0).all()
+    np.testing.assert_array_equal(users, before[0])
+    np.testing.assert_array_equal(counts, before[1])
+    raises_naming(lambda: lastfm_ratings(users, counts * 0), "counts")
+    raises_naming(lambda: lastfm_ratings(users[:-1], counts)
+                  if len(users) > 1 else lastfm_ratings(users, []), "counts")
+
+
+@pytest.mark.parametrize(("args", "kwargs", "name"), [
+    (("movielens",), {}, "name"), ((3,), {}, "name"),
+    (("synthetic",), {"path": "x"}, "path"),
+    (("ml-100k",), {"n_users": 3}, "n_users"),
+    (("synthetic",), {"n_users": 0}, "n_users"),
+])
+def test_load_rejects_bad_arguments(args, kwargs, name):
+    raises_naming(lambda: load(*args, **kwargs), name)
+    if not kwargs and isinstance(args[0], str):
+        raises_naming(lambda: load_or_synthetic(args[0]), name)
+
+
+def test_load_names_the_setting_when_data_is_missing(tmp_path):
+    raises_naming(lambda: load("ml-100k", path=tmp_path), "ml-100k",
+                  errors=(DatasetUnavailable,))
+    raises_naming(lambda: load("lastfm", path=tmp_path), "DPREC_LASTFM",
+                  errors=(DatasetUnavailable,))

@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given
+from strategies import (
+    check_predictions,
+    full_testset,
+    fuzz,
+    knn_parameters,
+    raises_naming,
+    rating_frames,
+    to_dataset,
+    trainset_state,
+    valid_knn_configurations,
+)
 from surprise import KNNBasic, dump
 from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
-from dprec import PrivateKNN
+from dprec import PrivateKNN, datasets
 from dprec.ledger import Status, Unit
+from dprec.selectors import PNCF, PPNS, Probabilistic, TopK
 from dprec.similarity import SKETCH_BACKENDS, with_public_bounds
 
 
@@ -56,10 +70,10 @@ def test_neighbourhoods_match_reference(split, centered, name, neighbourhood):
                       centered=centered, verbose=False).fit(trainset)
     predictions = algo.test(testset[:150])
     low, high = trainset.rating_scale
+    known_users, known_items = algo_users(trainset), algo_items(trainset)
     n_possible = 0
     for p in predictions:
-        if not (trainset.knows_user(trainset._raw2inner_id_users.get(p.uid))
-                and trainset.knows_item(trainset._raw2inner_id_items.get(p.iid))):
+        if p.uid not in known_users or p.iid not in known_items:
             continue
         u, i = trainset.to_inner_uid(p.uid), trainset.to_inner_iid(p.iid)
         expected = reference_prediction(algo, trainset, u, i, centered, neighbourhood)
@@ -76,7 +90,7 @@ def test_user_neighbourhood_never_contains_the_user(split):
     trainset, _ = split
     algo = PrivateKNN(k=15, sim_options={"name": "cosine"}, neighbourhood="user").fit(trainset)
     users = np.arange(trainset.n_users)
-    neighbours = algo._user_neighbours(users).columns
+    neighbours = algo.kneighbors(users)[0]
     assert not (neighbours == users[:, None]).any()
     assert ((neighbours >= 0) & (neighbours < trainset.n_users)).all()
 
@@ -133,12 +147,16 @@ def test_unknown_ids_are_impossible(split):
 
 
 def test_random_state_types_and_reproducibility(split):
+    # a randomised selector, so that the predictions depend on the draws
     trainset, testset = split
     for seed in [None, 0, np.random.RandomState(1), np.random.default_rng(2)]:
-        algo = PrivateKNN(k=5, random_state=seed).fit(trainset)
-        assert algo.test(testset[:20]) == algo.test(testset[:20])
-    algo = PrivateKNN(k=5, random_state=4)
-    assert algo.fit(trainset)._seed == algo.fit(trainset)._seed
+        algo = PrivateKNN(k=5, selector="probabilistic", random_state=seed).fit(trainset)
+        assert algo.test(testset[:50]) == algo.test(testset[:50])
+    algo = PrivateKNN(k=5, selector="probabilistic", random_state=4)
+    first = algo.fit(trainset).test(testset[:50])
+    assert algo.fit(trainset).test(testset[:50]) == first  # an int seed: the same draws
+    other = PrivateKNN(k=5, selector="probabilistic", random_state=5).fit(trainset)
+    assert other.test(testset[:50]) != first
 
 
 def test_inputs_are_not_mutated(split):
@@ -241,10 +259,10 @@ def test_neighbours_and_fit_precomputed(split, neighbourhood):
 
 
 SKETCH_OPTIONS = [
-    {"name": "rr_minhash", "K": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4, "tau": 5},
-    {"name": "noisy_minhash", "K": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4, "tau": 5},
-    {"name": "sjlt", "k": 64, "s": 4, "epsilon": 2.0},
-    {"name": "gaussian_jl", "k": 64, "epsilon": 2.0, "delta": 1e-5},
+    {"name": "rr_minhash", "width": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4, "tau": 5},
+    {"name": "noisy_minhash", "width": 64, "B": 4, "epsilon": 4.0, "delta": 1e-4, "tau": 5},
+    {"name": "sjlt", "width": 64, "s": 4, "epsilon": 2.0},
+    {"name": "gaussian_jl", "width": 64, "epsilon": 2.0, "delta": 1e-5},
 ]
 
 
@@ -297,14 +315,14 @@ def test_a_backend_object_stands_for_its_options(split, options):
 def test_sketch_guarantees_are_not_silently_weakened(split):
     trainset, _ = split
     smallest = min(len(ratings) for ratings in trainset.ur.values())
-    options = {"name": "rr_minhash", "K": 32, "B": 2, "epsilon": 4.0, "tau": smallest + 5}
+    options = {"name": "rr_minhash", "width": 32, "B": 2, "epsilon": 4.0, "tau": smallest + 5}
     with pytest.raises(ValueError, match="tau"):
         PrivateKNN(sim_options=options).fit(trainset)
-    with pytest.raises(ValueError, match="sensitivity"):
-        PrivateKNN(sim_options={"name": "sjlt", "k": 16, "s": 4, "epsilon": 1.0,
-                                "sensitivity": 2.0}).fit(trainset)
+    with pytest.raises(ValueError, match="rating_bound"):
+        PrivateKNN(sim_options={"name": "sjlt", "width": 16, "s": 4, "epsilon": 1.0,
+                                "rating_bound": 2.0}).fit(trainset)
     with pytest.raises(ValueError, match="epsilon"):
-        PrivateKNN(sim_options={"name": "rr_minhash", "K": 32}).check_params()
+        PrivateKNN(sim_options={"name": "rr_minhash", "width": 32}).check_params()
     with pytest.raises(ValueError, match="min_support"):
         PrivateKNN(sim_options={"name": "rr_minhash", "epsilon": 1.0,
                                 "min_support": 2}).check_params()
@@ -338,7 +356,7 @@ def test_thread_count_follows_the_limits(monkeypatch):
     assert map_blocks(lambda x: x * x, range(7)) == [x * x for x in range(7)]
 
 
-# ---------------------------------------------------------------- regressions (issue 15)
+# ---------------------------------------------------------------- regressions
 @pytest.mark.parametrize("neighbourhood", ["item", "user"])
 @pytest.mark.parametrize("prediction", ["basic", "means", "baseline"])
 def test_testset_of_only_unknown_rows(split, neighbourhood, prediction):
@@ -502,3 +520,176 @@ def test_get_neighbors_is_surprises_with_topk_and_the_selectors_otherwise(split,
         private.get_neighbors(3, 5)
     with pytest.raises(ValueError, match="iid"):
         private.get_neighbors(10**6, 6)
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+def expected_errors(kwargs: dict, bad: set) -> tuple[set, set]:
+    """The names an error must mention: the invalid parameters and the violated
+    constraints (empty: the constructor must succeed); and the invalid flat parameters
+    the named selector does not use, which it may ignore (documented) or reject (see
+    test_unused_flat_parameters_are_still_validated)."""
+    names = set(bad)
+    selector = kwargs["selector"]
+    used = {"topk": set(), "probabilistic": set(), "pncf": {"epsilon", "rho"},
+            "ppns": {"epsilon", "p", "alpha"}}
+    flat = {"epsilon", "p", "alpha", "rho"}
+    ignorable = set()
+    if isinstance(selector, str) and selector.lower() in used:
+        ignorable = names & (flat - used[selector.lower()])
+        names -= ignorable
+    given_flat = {n for n in flat if kwargs.get(n) is not None}
+    if isinstance(selector, (TopK, Probabilistic, PNCF, PPNS)) and given_flat:
+        names |= given_flat
+    # constraints between parameters (evaluated where their parts are valid)
+    k = kwargs["k"]
+    if isinstance(selector, str) and selector.lower() == "ppns":
+        if kwargs.get("p") is not None and kwargs.get("alpha") is not None:
+            names |= {"p", "alpha"}
+        elif not names & {"p", "alpha", "k"}:
+            p = kwargs.get("alpha") or kwargs.get("p") or 0.5
+            if p > (k - 1) / k:
+                names.add("alpha" if kwargs.get("alpha") is not None else "p")
+    elif isinstance(selector, PPNS) and "k" not in names and selector.p > (k - 1) / k:
+        names.add("p")
+    return {name.split(":")[-1] for name in names}, ignorable  # "sim_options:s" -> "s"
+
+
+@fuzz(300)
+@given(knn_parameters())
+def test_privateknn_constructor(params):
+    kwargs, bad = params
+    options_before = copy.deepcopy(kwargs["sim_options"])
+    names, ignorable = expected_errors(kwargs, bad)
+    if names:
+        raises_naming(lambda: PrivateKNN(**kwargs).check_params(), *(names | ignorable))
+    else:
+        try:
+            algo = PrivateKNN(**kwargs).check_params()
+        except (ValueError, TypeError):
+            if not ignorable:
+                raise
+            raises_naming(lambda: PrivateKNN(**kwargs).check_params(), *ignorable)
+        else:
+            assert algo.k == kwargs["k"]
+            assert algo.random_state is kwargs["random_state"]
+    if isinstance(options_before, dict):
+        assert kwargs["sim_options"] == options_before
+
+
+def below_tau(options: dict, trainset) -> bool:
+    """Whether some user's set is smaller than a MinHash backend's ``tau`` (or empty)."""
+    if options["name"] not in ("rr_minhash", "noisy_minhash"):
+        return False
+    threshold = options.get("threshold")
+    sizes = [sum(threshold is None or r >= threshold for _, r in trainset.ur[u])
+             for u in trainset.all_users()]
+    if "tau" not in options:  # tau from the data: the smallest non-empty set
+        if max(sizes) == 0:
+            return True
+        tau = min(size for size in sizes if size > 0)
+    else:
+        tau = options["tau"]
+    return options.get("small_users", "raise") == "raise" and min(sizes) < tau
+
+
+@fuzz(250)
+@given(rating_frames(), valid_knn_configurations())
+def test_privateknn_fit_and_predict(frame_scale, kwargs):
+    frame, scale = frame_scale
+    data = to_dataset(frame, scale)
+    raw_before = copy.deepcopy(data.raw_ratings)
+    trainset = data.build_full_trainset()
+    state_before = trainset_state(trainset)
+    testset = full_testset(trainset)
+    testset_before = copy.deepcopy(testset)
+    options_before = copy.deepcopy(kwargs["sim_options"])
+
+    algo = PrivateKNN(**kwargs)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # small users excluded (warned)
+            algo.fit(trainset)
+    except ValueError as error:  # a set below the public bound tau: documented refusal
+        assert "tau" in str(error), error
+        assert below_tau(kwargs["sim_options"], trainset), error
+        return
+    predictions = check_predictions(algo, trainset, testset)
+
+    # was_impossible wherever no neighbour can contribute (exactly where top-k finds
+    # fewer than min_k among the k most similar raters, in Surprise's semantics)
+    sim = algo.sim
+    assert np.isfinite(sim).all()
+    known_users, known_items = algo_users(trainset), algo_items(trainset)
+    for prediction in predictions:
+        if prediction.uid not in known_users or prediction.iid not in known_items:
+            continue  # unknown: checked by check_predictions
+        u = trainset.to_inner_uid(prediction.uid)
+        i = trainset.to_inner_iid(prediction.iid)
+        raters = [v for v, _ in trainset.ir[i] if kwargs["neighbourhood"] == "item" or v != u]
+        usable = [v for v in raters if (sim[u, v] != 0 if kwargs["centered"] else sim[u, v] > 0)]
+        details = prediction.details
+        if not raters or (not usable and kwargs["selector"] != "pncf"):
+            assert details["was_impossible"], prediction  # PNCF: perturbed weights
+        if not details["was_impossible"]:
+            assert details["actual_k"] >= max(kwargs["min_k"], 1)
+        if kwargs["selector"] == "topk" and kwargs["neighbourhood"] == "item":
+            top = sorted(raters, key=lambda v: -sim[u, v])[:kwargs["k"]]  # stable: ir order
+            n_counted = sum((sim[u, v] != 0 if kwargs["centered"] else sim[u, v] > 0)
+                            for v in top)
+            assert details["was_impossible"] == (n_counted < max(kwargs["min_k"], 1))
+            if not details["was_impossible"]:
+                assert details["actual_k"] == n_counted
+
+    report = algo.privacy_report()
+    assert report.guarantee is None  # PrivateKNN's predictions average raw ratings
+    # nothing the caller gave was modified
+    assert data.raw_ratings == raw_before
+    assert trainset_state(trainset) == state_before
+    assert testset == testset_before
+    assert kwargs["sim_options"] == options_before
+
+
+def test_check_bool_accepts_numpy_bools():
+    """Regression: numpy 2 renamed ``np.bool_``; ``centered=np.True_`` was a TypeError."""
+    PrivateKNN(neighbourhood="user", centered=np.True_, verbose=np.False_).check_params()
+    raises_naming(lambda: PrivateKNN(neighbourhood="user", centered=np.int64(1)).check_params(),
+                  "centered")
+
+
+def test_ppns_names_alpha_when_alpha_sets_p():
+    """Regression: ``alpha`` too large for ``k`` was reported as a bad ``p``."""
+    raises_naming(lambda: PrivateKNN(k=5, selector="ppns", alpha=0.9).check_params(), "alpha")
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"selector": "topk", "epsilon": -1.0}, "epsilon"),
+    ({"selector": "probabilistic", "p": 7.0}, "p"),
+    ({"selector": "pncf", "alpha": "x"}, "alpha"),
+    ({"selector": "ppns", "rho": math.nan}, "rho"),
+])
+def test_unused_flat_parameters_are_still_validated(kwargs, name):
+    raises_naming(lambda: PrivateKNN(**kwargs).check_params(), name)
+
+
+@pytest.mark.parametrize(("neighbourhood", "users", "items", "name"), [
+    (nb, users, items, name) for nb in ("item", "user")
+    for users, items, name in [([-1], [0], "users"), ([0.5], [0], "users"),
+                               ([99], [0], "users"), ([0], [-1], "items"), ([0], [99], "items")]
+    if nb == "item" or name == "users"  # items are ignored with neighbourhood="user"
+])
+def test_kneighbors_rejects_ids_outside_the_trainset(neighbourhood, users, items, name):
+    trainset = datasets.synthetic(8, 10, 40, random_state=0).build_full_trainset()
+    algo = PrivateKNN(k=3, neighbourhood=neighbourhood).fit(trainset)
+    raises_naming(lambda: algo.kneighbors(np.array(users), np.array(items)), name)
+
+
+@pytest.mark.parametrize(("sim_fill", "sensitivity", "name"), [
+    (np.nan, 1.0, "sim"), (np.inf, 1.0, "sim"),
+    (0.5, -1.0, "sensitivity"), (0.5, 0.0, "sensitivity"), (0.5, np.nan, "sensitivity"),
+])
+def test_fit_precomputed_validates_its_arrays(sim_fill, sensitivity, name):
+    trainset = datasets.synthetic(6, 8, 30, random_state=0).build_full_trainset()
+    sim = np.full((6, 6), sim_fill)
+    np.fill_diagonal(sim, 1.0)
+    algo = PrivateKNN(k=3, selector="ppns", epsilon=1.0)
+    raises_naming(lambda: algo.fit_precomputed(trainset, sim, np.full(6, sensitivity)), name)

@@ -4,7 +4,11 @@ KNNBasic, KNNWithMeans, KNNWithZScore and KNNBaseline, user- and item-based."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import POSITIVE_SCALES, full_testset, fuzz, rating_frames, to_dataset
 from surprise import KNNBaseline, KNNBasic, KNNWithMeans, KNNWithZScore
 from surprise.model_selection import KFold
 
@@ -120,3 +124,35 @@ def test_baseline_answers_unknown_users_and_items_as_knnbaseline(small_data):
 def test_family_parity_on_movielens_100k(ml100k, rule, user_based):
     # one fold here; benchmarks/bench_knn.py checks all five and times them
     compare_family(ml100k, rule, {"name": "msd", "user_based": user_based}, folds=[0])
+
+
+@fuzz(60)
+@given(rating_frames(scales=POSITIVE_SCALES), st.sampled_from(SIMILARITIES), st.integers(1, 8),
+       st.integers(1, 3), st.integers(1, 2))
+def test_topk_equals_knnbasic_on_any_small_data(frame_scale, name, k, min_k, min_support):
+    """With the exact similarities and top-k, PrivateKNN is KNNBasic on any small data.
+
+    (``min_k >= 1`` and ``min_support >= 1``: with 0, Surprise itself divides by zero.)
+    """
+    frame, scale = frame_scale
+    trainset = to_dataset(frame, scale).build_full_trainset()
+    options = {"name": name, "min_support": min_support}
+    ours = PrivateKNN(k=k, min_k=min_k, sim_options=options).fit(trainset)
+    theirs = KNNBasic(k=k, min_k=min_k, sim_options=dict(options), verbose=False).fit(trainset)
+    np.testing.assert_allclose(ours.sim, theirs.sim, rtol=0, atol=1e-12)
+    testset = full_testset(trainset)
+    for a, b in zip(ours.test(testset), theirs.test(testset)):
+        assert a.est == pytest.approx(b.est, abs=1e-9)
+        assert a.details["was_impossible"] == b.details["was_impossible"]
+
+
+@pytest.mark.parametrize("name", ["msd", "pearson"])
+def test_zero_ratings_are_ratings_in_the_exact_similarities(name):
+    """Regression: with a rating scale containing 0, KNNBasic counts a 0 as a rating."""
+    frame = pd.DataFrame({"user": ["a", "a", "b", "b", "c", "c"],
+                          "item": ["x", "y", "x", "y", "x", "y"],
+                          "rating": [0.0, 3.0, 0.0, 2.0, 1.0, 0.0]})
+    trainset = to_dataset(frame, (0, 5)).build_full_trainset()
+    ours = PrivateKNN(sim_options={"name": name}).fit(trainset)
+    theirs = KNNBasic(sim_options={"name": name}, verbose=False).fit(trainset)
+    np.testing.assert_allclose(ours.sim, theirs.sim, atol=1e-12)

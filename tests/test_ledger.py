@@ -6,7 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import optimize, special
+from strategies import fuzz
 
 from dprec.ledger import (
     BudgetExceededError,
@@ -472,3 +475,26 @@ def test_release_once_charges_every_user_once_and_covers_the_outputs():
     assert all(o.covered_by == (first, second) and o.gap is None for o in acc.outputs)
     assert acc.notes == ["post-processing"] and acc.releases == 1
     assert acc.guarantee == {Unit.USER: (0.75, 0.0)}
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+@fuzz(150)
+@given(st.lists(st.tuples(st.floats(0.01, 10.0), st.floats(0.0, 0.01),
+                          st.sampled_from([Unit.RATING, Unit.SET_ITEM]),
+                          st.lists(st.integers(0, 5), min_size=4, max_size=4)), max_size=8))
+def test_accountant_composes_per_user_and_unit(entries):
+    acc = PrivacyAccountant(4)
+    for eps, delta, unit, counts in entries:
+        index = acc.register(LedgerEntry("c", "m", eps, delta, unit, Status.HOLDS, "user"))
+        acc.charge({index: np.array(counts)})
+    for unit in (Unit.RATING, Unit.SET_ITEM):
+        mine = [(e, d, c) for e, d, u, c in entries if u == unit]
+        if not mine:
+            assert acc.total(unit) == (math.inf, 0.0)
+            continue
+        per_user = [math.fsum(e * c[n] for e, _, c in mine) for n in range(4)]
+        deltas = [min(1.0, math.fsum(d * c[n] for _, d, c in mine)) for n in range(4)]
+        np.testing.assert_allclose(acc.per_user(unit)["epsilon"], per_user, rtol=1e-12)
+        eps, delta = acc.total(unit)
+        assert eps == pytest.approx(max(per_user), rel=1e-12)
+        assert delta == pytest.approx(max(deltas), rel=1e-12, abs=1e-300)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
+from strategies import fuzz, raises_naming
 from surprise.prediction_algorithms.predictions import Prediction
 
 import dprec.metrics as metrics
@@ -251,3 +255,29 @@ def test_recommendations_rank_every_item_and_skip_what_was_rated(small_data):
     assert algo.recommend(uids[0], n=7) == list(zip(top["iid"][:7], top["est"][:7]))
     with pytest.raises(ValueError, match="unknown user"):
         algo.recommend("nobody")
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+@fuzz(150)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5), st.floats(0.0, 6.0)),
+                min_size=1, max_size=30), st.integers(1, 12))
+def test_ranking_metrics_of_any_small_predictions(rows, k):
+    predictions = [Prediction(f"u{u}", f"i{n}", float(r), est, {})
+                   for n, (u, r, est) in enumerate(rows)]
+    before = copy.deepcopy(predictions)
+    has_pair = any(len({r for u2, r, _ in rows if u2 == u}) > 1 for u, _, _ in rows)
+    for function in (metrics.pairwise_accuracy, metrics.kendall_tau):
+        if has_pair:
+            value = function(predictions)
+            assert math.isfinite(value)
+            assert (0.0 <= value <= 1.0) if function is metrics.pairwise_accuracy \
+                else (-1.0 - 1e-12 <= value <= 1.0 + 1e-12)
+        else:
+            raises_naming(lambda f=function: f(predictions), "true ratings")
+    value = metrics.ndcg_at_k(predictions, k=k)
+    assert 0.0 <= value <= 1.0
+    assert predictions == before
+    raises_naming(lambda: metrics.ndcg_at_k(predictions, k=0), "k")
+    raises_naming(lambda: metrics.pairwise_accuracy(predictions, average="mean"), "average")
+    raises_naming(lambda: metrics.pairwise_accuracy([]), "predictions")
+    raises_naming(lambda: metrics.pairwise_accuracy("abc"), "predictions")

@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import (
+    check_predictions,
+    full_testset,
+    fuzz,
+    raises_naming,
+    ranker_parameters,
+    rating_frames,
+    to_dataset,
+    trainset_state,
+)
 from surprise import SVD, Dataset, Reader
 from surprise.model_selection import GridSearchCV, cross_validate, train_test_split
 
@@ -226,3 +239,60 @@ def test_ml100k_matches_svd(ml100k):
     ranker = pairwise_accuracy(MallowsRanker(epsilon=None, random_state=0)
                                .fit(trainset).test(testset))
     assert ranker >= svd
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+@fuzz(150)
+@given(ranker_parameters())
+def test_constructor_names_every_invalid_parameter(params):
+    kwargs, bad = params
+    if bad:
+        raises_naming(lambda: MallowsRanker(**kwargs), *bad)
+    else:
+        MallowsRanker(**kwargs)
+
+
+@fuzz(120)
+@given(rating_frames(), st.sampled_from(["mallows", "laplace"]),
+       st.sampled_from(["tight", "conservative"]),
+       st.sampled_from(["number", "none", "mapping", "callable"]),
+       st.integers(0, 3), st.integers(0, 100))
+def test_fit_and_predict_on_any_small_data(frame_scale, mechanism, calibration, how, n_epochs,
+                                           seed):
+    frame, scale = frame_scale
+    data = to_dataset(frame, scale)
+    raw_before = copy.deepcopy(data.raw_ratings)
+    trainset = data.build_full_trainset()
+    state_before = trainset_state(trainset)
+    users = sorted(frame["user"].unique())
+    budgets = {u: [0.5, 2.0, math.inf][n % 3] for n, u in enumerate(users)}
+    epsilon = {"number": 1.0, "none": None, "mapping": budgets,
+               "callable": lambda uid: budgets[uid]}[how]
+    budgets_before = dict(budgets)
+    algo = MallowsRanker(epsilon=epsilon, mechanism=mechanism, calibration=calibration,
+                         n_factors=3, n_epochs=n_epochs, batch_size=16, random_state=seed)
+    algo.fit(trainset)
+    testset = full_testset(trainset)
+    check_predictions(algo, trainset, testset)
+    # the privatised orders are permutations of each user's items
+    for u, order in enumerate(algo.orders_):
+        assert sorted(order.tolist()) == sorted(i for i, _ in trainset.ur[u])
+    # each user's ε is the budget given for them (None: inf, not protected)
+    expected = [{"number": 1.0, "none": math.inf}.get(how, budgets.get(uid))
+                for uid in map(trainset.to_raw_uid, trainset.all_users())]
+    np.testing.assert_array_equal(algo.user_epsilon_, expected)
+    report = algo.privacy_report()
+    assert report.total(Unit.RANKING_SWAP) == (max(expected), 0.0)
+    assert report.guarantee == {Unit.RANKING_SWAP: (max(expected), 0.0)}
+    assert data.raw_ratings == raw_before
+    assert trainset_state(trainset) == state_before
+    assert budgets == budgets_before
+
+
+def test_an_epsilon_mapping_must_cover_every_user():
+    frame = pd.DataFrame({"user": ["a", "b"], "item": ["x", "y"], "rating": [1.0, 2.0]})
+    trainset = to_dataset(frame, (1, 5)).build_full_trainset()
+    raises_naming(lambda: MallowsRanker(epsilon={"a": 1.0}).fit(trainset), "epsilon")
+    raises_naming(lambda: MallowsRanker(epsilon={"a": 1.0, "b": -1.0}).fit(trainset),
+                  "epsilon")
+    raises_naming(lambda: MallowsRanker(epsilon=lambda uid: "x").fit(trainset), "epsilon")

@@ -13,12 +13,16 @@ m = 4.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
+from strategies import fuzz, orders_lists, raises_naming
 
 from dprec.ranking import (
     concordant_pairs,
@@ -375,3 +379,85 @@ def test_per_order_budgets_are_checked(epsilon, error, match):
 def test_a_zero_dimensional_budget_is_one_number():
     out = mallows_privatize([np.arange(3), np.arange(4)], np.array(1e6), 0)
     assert [o.tolist() for o in out] == [[0, 1, 2], [0, 1, 2, 3]]
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+@fuzz(200)
+@given(orders_lists, st.data(), st.sampled_from(["mallows", "laplace"]))
+def test_privatizers_return_permutations(orders, data, mechanism):
+    form = data.draw(st.sampled_from(["list", "single", "matrix"]))
+    if form == "single":
+        orders = orders[0] if orders else np.arange(0, dtype=np.int64)
+        n = 1
+    elif form == "matrix":
+        width = data.draw(st.integers(0, 6))
+        rows = data.draw(st.integers(0, 4))
+        orders = np.array([data.draw(st.permutations(range(width))) for _ in range(rows)],
+                          dtype=np.int64).reshape(rows, width)
+        n = rows
+    else:
+        n = len(orders)
+    if data.draw(st.booleans()) or form == "single":
+        epsilon = data.draw(st.one_of(st.floats(1e-3, 1e3), st.just(math.inf)))
+    else:
+        epsilon = data.draw(st.lists(st.one_of(st.floats(1e-3, 1e3), st.just(math.inf)),
+                                     min_size=n, max_size=n))
+    before = copy.deepcopy(orders)
+    seed = data.draw(st.integers(0, 2**32))
+    if mechanism == "mallows":
+        calibration = data.draw(st.sampled_from(["tight", "conservative"]))
+        out = mallows_privatize(orders, epsilon, seed, calibration=calibration)
+        again = mallows_privatize(orders, epsilon, seed, calibration=calibration)
+    else:
+        out = laplace_privatize(orders, epsilon, seed)
+        again = laplace_privatize(orders, epsilon, seed)
+    pieces_in = [orders] if form == "single" else list(orders)
+    pieces_out = [out] if form == "single" else list(out)
+    assert len(pieces_out) == len(pieces_in)
+    for a, b in zip(pieces_in, pieces_out):
+        assert sorted(np.asarray(a).tolist()) == sorted(np.asarray(b).tolist())
+        assert np.asarray(b).dtype == np.asarray(a).dtype
+    if form == "matrix":
+        assert out.shape == orders.shape
+    for a, b in zip(pieces_out, [again] if form == "single" else list(again)):
+        np.testing.assert_array_equal(a, b)  # same seed, same draw
+    if form == "single":
+        np.testing.assert_array_equal(orders, before)
+    else:
+        for a, b in zip(orders, before):
+            np.testing.assert_array_equal(a, b)
+
+
+@fuzz(100)
+@given(st.sampled_from(["mallows", "laplace"]), st.sampled_from([
+    ("orders", [np.array([1, 2, 1])]),
+    ("orders", np.array([0.5, 1.5])),
+    ("orders", "abc"),
+    ("orders", np.zeros((2, 2, 2), dtype=int)),
+    ("orders", [np.array([True, False])]),
+    ("epsilon", 0.0), ("epsilon", -1.0), ("epsilon", math.nan), ("epsilon", "1"),
+    ("epsilon", [1.0, 2.0, 3.0]), ("epsilon", [1.0, math.nan]), ("epsilon", [1.0, 0.0]),
+    ("epsilon", True),
+    ("random_state", -1), ("random_state", "x"),
+    ("calibration", "paper"),
+]))
+def test_privatizers_reject_bad_arguments(mechanism, case):
+    name, value = case
+    kwargs = {"orders": [np.array([3, 1, 2]), np.array([5, 4])], "epsilon": 1.0,
+              "random_state": 0}
+    if name == "calibration":
+        if mechanism == "laplace":
+            return
+        kwargs["calibration"] = value
+    else:
+        kwargs[name] = value
+    function = mallows_privatize if mechanism == "mallows" else laplace_privatize
+    raises_naming(lambda: function(**kwargs), name)
+
+
+@pytest.mark.parametrize("privatize", [mallows_privatize, laplace_privatize])
+def test_privatizers_accept_a_matrix_without_rows(privatize):
+    """Regression: a (0, m) matrix of orders raised IndexError."""
+    out = privatize(np.zeros((0, 3), dtype=np.int32), 1.0, 0)
+    assert out.shape == (0, 3) and out.dtype == np.int32
+    assert privatize(np.zeros((2, 0), dtype=np.int64), 1.0, 0).shape == (2, 0)

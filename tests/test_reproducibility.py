@@ -1,4 +1,4 @@
-"""Reproducibility of every algorithm (issue 9).
+"""Reproducibility of every algorithm.
 
 The same ``random_state`` gives identical predictions across two fits, a refit
 of the same object, ``cross_validate(n_jobs=1)`` and ``n_jobs=2`` (loky) and
@@ -19,11 +19,11 @@ from dprec import MallowsRanker, PrivateKNN, datasets
 from dprec.evaluation import cross_validate_table, grid_table, parallel_backend
 
 SKETCHES = {
-    "rr_minhash": {"name": "rr_minhash", "K": 32, "B": 4, "epsilon": 3.0, "delta": 1e-4},
-    "noisy_minhash": {"name": "noisy_minhash", "K": 32, "B": 2, "epsilon": 3.0, "delta": 1e-4},
-    "minhash": {"name": "minhash", "K": 32, "B": 2},
-    "sjlt": {"name": "sjlt", "k": 32, "s": 4, "epsilon": 2.0},
-    "gaussian_jl": {"name": "gaussian_jl", "k": 32, "epsilon": 2.0, "delta": 1e-5},
+    "rr_minhash": {"name": "rr_minhash", "width": 32, "B": 4, "epsilon": 3.0, "delta": 1e-4},
+    "noisy_minhash": {"name": "noisy_minhash", "width": 32, "B": 2, "epsilon": 3.0, "delta": 1e-4},
+    "minhash": {"name": "minhash", "width": 32, "B": 2},
+    "sjlt": {"name": "sjlt", "width": 32, "s": 4, "epsilon": 2.0},
+    "gaussian_jl": {"name": "gaussian_jl", "width": 32, "epsilon": 2.0, "delta": 1e-5},
 }
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
+from strategies import fuzz, raises_naming
 from surprise import dump
 from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
@@ -424,3 +427,58 @@ def test_pncf_draws_the_band_by_the_exponential_mechanism():
     weights = np.where(band, np.exp(12.5 * sims_row), 0.0)
     p = weights / weights.sum()
     assert (np.abs(counts - n * p) <= 5 * np.sqrt(n * p * (1 - p)) + 1).all(), (counts, n * p)
+
+
+# ---------------------------------------------------------------- properties (hypothesis)
+@fuzz(200)
+@given(st.integers(1, 4), st.integers(1, 14), st.integers(2, 9), st.data())
+def test_selectors_choose_valid_distinct_candidates(rows, width, k, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32)))
+    if data.draw(st.booleans()):  # ties
+        sims = rng.choice([-1.0, -0.5, 0.0, 0.3, 1.0], (rows, width))
+    else:
+        sims = rng.uniform(-1, 1, (rows, width))
+    sims = -np.sort(-sims, axis=1)
+    n_valid = np.asarray(data.draw(st.lists(st.integers(0, width), min_size=rows,
+                                            max_size=rows)))
+    sims[np.arange(width)[None, :] >= n_valid[:, None]] = -np.inf
+    sensitivity = rng.uniform(1e-6, 2.0, rows)
+    before = sims.copy(), n_valid.copy(), sensitivity.copy()
+    epsilon = data.draw(st.sampled_from([1e-3, 1.0, 1e4]))
+    p = data.draw(st.floats(0.01, (k - 1) / k))
+    for selector in (TopK(), Probabilistic(floor=data.draw(st.floats(1e-6, 1.0))),
+                     PNCF(epsilon=epsilon, rho=data.draw(st.floats(0.01, 0.99))),
+                     PPNS(epsilon=epsilon, p=p)):
+        selection = selector.select(sims, n_valid, k, QueryNoise(3, (np.arange(rows),)),
+                                    sensitivity)
+        assert selection.positions.shape == (rows, k)
+        assert (selection.beta >= 1).all(), (selector, selection.beta)
+        for row in range(rows):
+            chosen = selection.positions[row][selection.positions[row] >= 0]
+            assert len(set(chosen.tolist())) == len(chosen) == min(n_valid[row], k)
+            assert (chosen < n_valid[row]).all()
+            if isinstance(selector, PPNS) and n_valid[row] > k:
+                assert set(chosen.tolist()) != set(range(k))  # never the exact top-k set
+        if selection.weights is not None:
+            assert np.isfinite(selection.weights).all()
+        np.testing.assert_array_equal(sims, before[0])
+        np.testing.assert_array_equal(n_valid, before[1])
+        np.testing.assert_array_equal(sensitivity, before[2])
+
+
+@pytest.mark.parametrize(("make", "name"), [
+    (lambda: Probabilistic(floor=0.0), "floor"), (lambda: Probabilistic(floor="1"), "floor"),
+    (lambda: PNCF(epsilon=-1.0), "epsilon"), (lambda: PNCF(rho=0.0), "rho"),
+    (lambda: PPNS(p=1.5), "p"), (lambda: PPNS(alpha=0.0), "alpha"),
+    (lambda: PPNS(epsilon=np.inf), "epsilon"),
+])
+def test_selector_objects_reject_bad_arguments(make, name):
+    raises_naming(make, name)
+
+
+def test_probabilistic_beta_is_at_least_one_without_candidates():
+    """Regression: a row without candidates had β = 0 (every other selector says 1)."""
+    sims = np.full((2, 3), -np.inf)
+    sims[1, 0] = 0.5
+    selection = Probabilistic().select(sims, np.array([0, 1]), 2, QueryNoise(0, (np.arange(2),)))
+    np.testing.assert_array_equal(selection.beta, [1, 1])

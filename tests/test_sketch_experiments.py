@@ -1,4 +1,4 @@
-"""The sketch experiments (issue 5): their pieces, and their quick runs end to end."""
+"""The sketch experiments: their pieces, and their quick runs end to end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Private similarity sketches (issue 5): hashing, estimators, formulas, τ, options."""
+"""Private similarity sketches: hashing, estimators, formulas, τ, options."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
+from strategies import SKETCH_OPTIONS, fuzz, raises_naming
 
 from dprec.datasets import user_item_matrix
 from dprec.experiments.jaccard_sketches import disjoint_set_pairs
@@ -48,8 +49,8 @@ def _all_backends(random_state=0, tau=3):
         MinHash(32, 4, random_state=random_state),
         RRMinHash(32, 4, epsilon=6.0, delta=1e-4, tau=tau, random_state=random_state),
         NoisyMinHash(32, 4, epsilon=6.0, delta=1e-4, tau=tau, random_state=random_state),
-        PrivateSJLT(32, 4, epsilon=2.0, sensitivity=5.0, random_state=random_state),
-        GaussianJL(32, epsilon=2.0, delta=1e-4, sensitivity=5.0, random_state=random_state),
+        PrivateSJLT(32, 4, epsilon=2.0, rating_bound=5.0, random_state=random_state),
+        GaussianJL(32, epsilon=2.0, delta=1e-4, rating_bound=5.0, random_state=random_state),
     ]
 
 
@@ -141,13 +142,13 @@ def test_blocks_of_rows_give_the_same_buckets_as_one_block(monkeypatch):
 # ----------------------------------------------------------------------------
 
 UNBIASED_CASES = [
-    (MinHash, dict(K=16, B=2), 40, 10),
-    (MinHash, dict(K=24, B=4), 30, 20),
-    (RRMinHash, dict(K=32, B=2, epsilon=4.0, delta=1e-4, tau=30), 30, 28),
-    (RRMinHash, dict(K=16, B=4, epsilon=8.0, delta=1e-4, tau=20), 20, 10),
-    (RRMinHash, dict(K=48, B=3, epsilon=2.0, delta=1e-3, tau=40), 40, 4),
-    (NoisyMinHash, dict(K=32, B=2, epsilon=6.0, delta=1e-4, tau=30), 30, 20),
-    (NoisyMinHash, dict(K=16, B=4, epsilon=8.0, delta=1e-4, tau=20), 20, 4),
+    (MinHash, dict(width=16, B=2), 40, 10),
+    (MinHash, dict(width=24, B=4), 30, 20),
+    (RRMinHash, dict(width=32, B=2, epsilon=4.0, delta=1e-4, tau=30), 30, 28),
+    (RRMinHash, dict(width=16, B=4, epsilon=8.0, delta=1e-4, tau=20), 20, 10),
+    (RRMinHash, dict(width=48, B=3, epsilon=2.0, delta=1e-3, tau=40), 40, 4),
+    (NoisyMinHash, dict(width=32, B=2, epsilon=6.0, delta=1e-4, tau=30), 30, 20),
+    (NoisyMinHash, dict(width=16, B=4, epsilon=8.0, delta=1e-4, tau=20), 20, 4),
 ]
 
 
@@ -339,12 +340,12 @@ def test_sjlt_has_s_entries_of_plus_minus_one_over_root_s_per_column(k, s):
 
 def test_sjlt_sketch_is_the_sparse_product_plus_noise():
     X = sp.random(10, 40, density=0.3, format="csr", random_state=2)
-    sjlt = PrivateSJLT(16, 4, epsilon=1e6, sensitivity=1.0,
+    sjlt = PrivateSJLT(16, 4, epsilon=1e6, rating_bound=1.0,
                        random_state=0)        # negligible noise
     S = sjlt.sketch(X)
     np.testing.assert_allclose(S.values, X.toarray() @ sjlt.projection_.toarray().T,
                                atol=1e-3)
-    jl = GaussianJL(16, epsilon=1e9, delta=0.1, sensitivity=1.0, random_state=0)          # σ ≈ 6e-5
+    jl = GaussianJL(16, epsilon=1e9, delta=0.1, rating_bound=1.0, random_state=0)  # σ ≈ 6e-5
     np.testing.assert_allclose(jl.sketch(X).values, X.toarray() @ jl.projection_.T, atol=1e-3)
 
 
@@ -357,10 +358,10 @@ def _pair_vectors(R, d=24):
 
 
 @pytest.mark.parametrize("backend", [
-    PrivateSJLT(32, 4, epsilon=2.0, sensitivity=5.0, random_state=11),
-    PrivateSJLT(64, 1, epsilon=6.0, sensitivity=5.0, random_state=12),
-    PrivateSJLT(16, 8, epsilon=8.0, sensitivity=1.0, random_state=13),
-    GaussianJL(32, epsilon=2.0, delta=1e-4, sensitivity=5.0, random_state=14),
+    PrivateSJLT(32, 4, epsilon=2.0, rating_bound=5.0, random_state=11),
+    PrivateSJLT(64, 1, epsilon=6.0, rating_bound=5.0, random_state=12),
+    PrivateSJLT(16, 8, epsilon=8.0, rating_bound=1.0, random_state=13),
+    GaussianJL(32, epsilon=2.0, delta=1e-4, rating_bound=5.0, random_state=14),
 ], ids=lambda b: f"{b.name}-{getattr(b, 's', '')}")
 def test_projection_distance_estimates_are_unbiased_with_the_stated_variance(backend):
     R = 3000
@@ -388,12 +389,12 @@ def test_variance_formulas_by_hand():
 
 
 def test_sjlt_scale_and_gaussian_sigma_follow_the_formulas():
-    sjlt = PrivateSJLT(64, 4, epsilon=2.0, sensitivity=5.0)
+    sjlt = PrivateSJLT(64, 4, epsilon=2.0, rating_bound=5.0)
     assert sjlt.scale() == pytest.approx(math.sqrt(4) * 5.0 / 2.0, rel=1e-5)
     assert laplace_epsilon(sjlt.scale(), 2 * 5.0, "lattice", 4) <= 2.0
     X = sp.random(3, 50, density=0.5, format="csr", random_state=0)
     for calibration in ("kenthapadi", "analytic"):
-        jl = GaussianJL(64, epsilon=1.5, delta=1e-5, sensitivity=4.0, random_state=1,
+        jl = GaussianJL(64, epsilon=1.5, delta=1e-5, rating_bound=4.0, random_state=1,
                         calibration=calibration)
         S = jl.sketch(X)
         w2 = 4.0 * np.sqrt((jl.projection_**2).sum(axis=0)).max()
@@ -411,7 +412,7 @@ def test_kenthapadi_sigma_is_a_valid_gaussian_calibration(eps, delta):
 
 def test_cosine_estimates_track_the_truth_and_stay_in_range(small_ratings):
     R = small_ratings
-    sjlt = PrivateSJLT(1024, 4, epsilon=1e4, sensitivity=5.0,
+    sjlt = PrivateSJLT(1024, 4, epsilon=1e4, rating_bound=5.0,
                        random_state=0)      # nearly noiseless
     sims = sjlt.similarity_matrix(R)
     dense = R.toarray()
@@ -419,7 +420,7 @@ def test_cosine_estimates_track_the_truth_and_stay_in_range(small_ratings):
     truth = dense @ dense.T / np.outer(norms, norms)
     off = ~np.eye(len(truth), dtype=bool)
     assert np.abs(sims - truth)[off].mean() < 0.05          # JL error ~ 1/sqrt(k)
-    noisy = PrivateSJLT(64, 4, epsilon=0.5, sensitivity=5.0, random_state=0).similarity_matrix(R)
+    noisy = PrivateSJLT(64, 4, epsilon=0.5, rating_bound=5.0, random_state=0).similarity_matrix(R)
     assert np.isfinite(noisy).all() and noisy.min() >= -1 and noisy.max() <= 1
 
 
@@ -489,24 +490,26 @@ def test_tau_from_the_data_warns_and_voids_the_guarantee():
 BAD_PARAMETERS = [
     (lambda: RRMinHash(16, 2, epsilon=0.0, delta=1e-4), ValueError, "epsilon"),
     (lambda: RRMinHash(16, 2, epsilon=float("nan"), delta=1e-4), ValueError, "epsilon"),
-    (lambda: NoisyMinHash(0, 2, epsilon=1.0, delta=1e-4), ValueError, "K"),
+    (lambda: NoisyMinHash(0, 2, epsilon=1.0, delta=1e-4), ValueError, "width"),
     (lambda: NoisyMinHash(8, 1, epsilon=1.0, delta=1e-4), ValueError, "B"),
-    (lambda: RRMinHash(8.0, 2, epsilon=1.0, delta=1e-4), TypeError, "K"),
+    (lambda: RRMinHash(8.0, 2, epsilon=1.0, delta=1e-4), TypeError, "width"),
     (lambda: RRMinHash(8, 2, epsilon=1.0, delta=0.0), ValueError, "delta"),
     (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1.0), ValueError, "delta"),
     (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, tau=0), ValueError, "tau"),
-    (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, tau=2, alpha=3), ValueError, "alpha"),
+    (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, tau=2, set_difference=3), ValueError,
+     "set_difference"),
     (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, small_users="drop"), ValueError,
      "small_users"),
     (lambda: RRMinHash(8, 2, epsilon=1.0, delta=1e-4, random_state="x"), TypeError, "random_state"),
     (lambda: MinHash(8, 2, threshold=float("nan")), ValueError, "threshold"),
-    (lambda: PrivateSJLT(0, 1, epsilon=1.0, sensitivity=1.0), ValueError, "k"),
-    (lambda: PrivateSJLT(16, 0, epsilon=1.0, sensitivity=1.0), ValueError, "s"),
-    (lambda: PrivateSJLT(16, 3, epsilon=1.0, sensitivity=1.0), ValueError, "s must divide k"),
-    (lambda: PrivateSJLT(16, 4, epsilon=-1.0, sensitivity=1.0), ValueError, "epsilon"),
-    (lambda: PrivateSJLT(16, 4, epsilon=1.0, sensitivity=0.0), ValueError, "sensitivity"),
-    (lambda: GaussianJL(16, epsilon=1.0, delta=0.7, sensitivity=1.0), ValueError, "delta"),
-    (lambda: GaussianJL(16, epsilon=1.0, delta=1e-4, sensitivity=1.0, calibration="exact"),
+    (lambda: PrivateSJLT(0, 1, epsilon=1.0, rating_bound=1.0), ValueError, "width"),
+    (lambda: PrivateSJLT(16, 0, epsilon=1.0, rating_bound=1.0), ValueError, "s"),
+    (lambda: PrivateSJLT(16, 3, epsilon=1.0, rating_bound=1.0), ValueError, "s must divide width"),
+    (lambda: PrivateSJLT(16, 4, epsilon=-1.0, rating_bound=1.0), ValueError, "epsilon"),
+    (lambda: PrivateSJLT(16, 4, epsilon=1.0, rating_bound=0.0), ValueError, "rating_bound"),
+    (lambda: PrivateSJLT(16, 4, epsilon=1.0), ValueError, "rating_bound is required"),
+    (lambda: GaussianJL(16, epsilon=1.0, delta=0.7, rating_bound=1.0), ValueError, "delta"),
+    (lambda: GaussianJL(16, epsilon=1.0, delta=1e-4, rating_bound=1.0, calibration="exact"),
      ValueError, "calibration"),
 ]
 
@@ -546,21 +549,21 @@ def test_registry_and_from_options():
                                     "gaussian_jl"}
     for name, cls in SKETCH_BACKENDS.items():
         assert cls.name == name and cls.score_range == (1.0 if name.endswith("minhash") else 2.0)
-    rr = RRMinHash.from_options({"name": "rr_minhash", "K": 128, "B": 4, "epsilon": 4.0,
+    rr = RRMinHash.from_options({"name": "rr_minhash", "width": 128, "B": 4, "epsilon": 4.0,
                                  "delta": 1e-4, "tau": 20}, random_state=3)
-    assert (rr.K, rr.B, rr.epsilon, rr.delta, rr.tau, rr.alpha, rr.random_state) == \
+    assert (rr.width, rr.B, rr.epsilon, rr.delta, rr.tau, rr.set_difference, rr.random_state) == \
         (128, 4, 4.0, 1e-4, 20, 1, 3)
-    defaults = sketch_backend({"name": "SJLT", "epsilon": 1.0, "sensitivity": 5})
-    assert isinstance(defaults, PrivateSJLT) and (defaults.k, defaults.s) == (256, 4)
-    assert sketch_backend({"name": "minhash"}).K == 128
+    defaults = sketch_backend({"name": "SJLT", "epsilon": 1.0, "rating_bound": 5})
+    assert isinstance(defaults, PrivateSJLT) and (defaults.width, defaults.s) == (256, 4)
+    assert sketch_backend({"name": "minhash"}).width == 128
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['Kay', 'min_support'\]"):
         RRMinHash.from_options({"epsilon": 1.0, "Kay": 3, "min_support": 2})
     with pytest.raises(ValueError, match="must give 'epsilon'"):
-        NoisyMinHash.from_options({"K": 16})
-    with pytest.raises(ValueError, match="must give 'sensitivity'"):
+        NoisyMinHash.from_options({"width": 16})
+    with pytest.raises(ValueError, match="must give 'rating_bound'"):
         GaussianJL.from_options({"epsilon": 1.0})
-    jl = GaussianJL.from_options({"epsilon": 1.0, "sensitivity": 5, "calibration": "analytic"})
-    assert (jl.k, jl.delta, jl.calibration) == (256, 1e-4, "analytic")
+    jl = GaussianJL.from_options({"epsilon": 1.0, "rating_bound": 5, "calibration": "analytic"})
+    assert (jl.width, jl.delta, jl.calibration) == (256, 1e-4, "analytic")
     with pytest.raises(ValueError, match="sketch"):
         jl.distance_variance(np.ones(3))
     with pytest.raises(ValueError, match="'rr_minhash'"):
@@ -584,6 +587,24 @@ def test_the_backend_contract_is_abstract_and_sketches_keep_their_seed():
         MinHash(16, 4).estimate(one, two)
 
 
+@pytest.mark.parametrize("cls, old, new, value", [
+    (RRMinHash, "K", "width", 32), (RRMinHash, "alpha", "set_difference", 2),
+    (PrivateSJLT, "k", "width", 32), (PrivateSJLT, "sensitivity", "rating_bound", 5.0)])
+def test_deprecated_parameter_names_still_work(cls, old, new, value):
+    required = {"epsilon": 1.0, **({"delta": 1e-4, "tau": 10} if cls is RRMinHash else
+                                   {"rating_bound": 5.0})}
+    with pytest.warns(DeprecationWarning, match=f"'{old}' is deprecated, use '{new}'"):
+        backend = cls(**{**required, old: value})
+    assert getattr(backend, new) == value
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated"):
+        assert getattr(backend, old) == value
+    with pytest.warns(DeprecationWarning, match=f"sim_options\\['{old}'\\] is deprecated"):
+        from_options = cls.from_options({**required, old: value})
+    assert from_options.get_params() == backend.get_params()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'Kay'"):
+        cls(**required, Kay=3)
+
+
 def test_privacy_entries_come_from_the_mechanisms_maps():
     entries = [b.privacy() for b in _all_backends(tau=20)]
     assert [e.component for e in entries] == ["similarity"] * 5
@@ -597,7 +618,7 @@ def test_privacy_entries_come_from_the_mechanisms_maps():
     assert [e.status for e in entries] == [Status.HOLDS] * 4 + [Status.AS_PUBLISHED]
     assert entries[0].epsilon == math.inf
     assert [e.unit for e in entries] == [Unit.SET_ITEM] * 3 + [Unit.RATING] * 2
-    assert "sensitivity = 5" in entries[3].note
+    assert "rating_bound = 5" in entries[3].note
     assert "sets of at least τ = 20 items" in entries[1].note
 
 
@@ -612,14 +633,14 @@ def test_similarity_matrix_is_ready_for_knn(backend, small_ratings):
     np.testing.assert_allclose(sims, sims.T, atol=1e-9)
 
 
-def test_similarity_matrix_uses_threshold_and_checks_sensitivity(small_ratings):
+def test_similarity_matrix_uses_threshold_and_checks_the_rating_bound(small_ratings):
     liked = MinHash(64, 2, threshold=4.0, random_state=0)
     S_liked = liked.sketch(liked.similarity_input(small_ratings))
     expected = (small_ratings >= 4.0).astype(np.int8)
     direct = MinHash(64, 2, random_state=0).sketch(expected)
     np.testing.assert_array_equal(S_liked.values, direct.values)
-    with pytest.raises(ValueError, match="sensitivity"):
-        PrivateSJLT(16, 4, epsilon=1.0, sensitivity=4.0).similarity_matrix(small_ratings)
+    with pytest.raises(ValueError, match="rating_bound"):
+        PrivateSJLT(16, 4, epsilon=1.0, rating_bound=4.0).similarity_matrix(small_ratings)
 
 
 def test_sketch_objects():
@@ -682,7 +703,7 @@ def test_sketch_params_and_rows_without_a_sketch():
         S = noisy.sketch(X)
     assert set(S.params) == {"scale", "tau", "hash_seed"}
     assert (np.asarray(S.values)[1] == 0.0).all()
-    projection = PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, hash_seed=3, random_state=0)
+    projection = PrivateSJLT(16, 4, epsilon=1.0, rating_bound=5.0, hash_seed=3, random_state=0)
     assert set(projection.sketch(X).params) == {"scale", "hash_seed"} and \
         projection.hash_seed == 3
 
@@ -719,7 +740,7 @@ def test_projection_matrices_as_documented():
         dense[np.arange(4) * 4 + buckets[j].astype(int), j] = signs[j] / 2.0
     np.testing.assert_array_equal(S.toarray(), dense)
     assert sjlt_matrix(16, 1, np.array([7]), 0).shape == (16, 1)
-    jl = GaussianJL(8, epsilon=1.0, delta=1e-5, sensitivity=0.5, hash_seed=2, random_state=0)
+    jl = GaussianJL(8, epsilon=1.0, delta=1e-5, rating_bound=0.5, hash_seed=2, random_state=0)
     jl.sketch(sp.csr_matrix(np.ones((1, 3))))
     w2 = 0.5 * np.sqrt((jl.projection_**2).sum(axis=0)).max()
     assert jl.sigma_ == kenthapadi_sigma(1.0, 1e-5, w2)
@@ -735,7 +756,7 @@ def test_projection_matrices_as_documented():
     unit[0, 0] = 1.0
     assert jl.sigma(unit) == kenthapadi_sigma(1.0, 1e-5, 0.5)
     assert jl.sigma(np.zeros((8, 0))) < 1e-200                   # no feature: no noise needed
-    sjlt = PrivateSJLT(1, 1, epsilon=2.0, sensitivity=5.0,
+    sjlt = PrivateSJLT(1, 1, epsilon=2.0, rating_bound=5.0,
                        random_state=0)          # k = 1 is allowed
     assert sjlt.privacy().mechanism == "laplace (private SJLT)"
     assert kenthapadi_sigma(1.0, 0.4999, 0.5) > 0                 # δ < 1/2, any w₂ > 0
@@ -743,12 +764,99 @@ def test_projection_matrices_as_documented():
 
 def test_projections_reproduce_with_a_seed_and_keep_their_hash_seed():
     X = sp.random(5, 20, density=0.4, format="csr", random_state=0)
-    a = PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, random_state=3).sketch(X).values
-    np.testing.assert_array_equal(a, PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0,
+    a = PrivateSJLT(16, 4, epsilon=1.0, rating_bound=5.0, random_state=3).sketch(X).values
+    np.testing.assert_array_equal(a, PrivateSJLT(16, 4, epsilon=1.0, rating_bound=5.0,
                                                  random_state=3)
                                   .sketch(X).values)
-    one, two = (PrivateSJLT(16, 4, epsilon=1.0, sensitivity=5.0, hash_seed=5,
+    one, two = (PrivateSJLT(16, 4, epsilon=1.0, rating_bound=5.0, hash_seed=5,
                             random_state=s) for s in (1, 2))
     one.sketch(X)
     two.sketch(X)
     assert (one.projection_ != two.projection_).nnz == 0 and one.hash_seed_ == 5
+
+
+# ----------------------------------------------------------------------------
+# properties (hypothesis)
+# ----------------------------------------------------------------------------
+
+def _backend_of(options: dict, seed: int):
+    """The backend of ``options`` (the projections with a public rating bound of 5)."""
+    options = dict(options)
+    if options["name"] in ("sjlt", "gaussian_jl"):
+        options.setdefault("rating_bound", 5.0)
+    return sketch_backend(options, random_state=seed)
+
+
+@fuzz(150)
+@given(SKETCH_OPTIONS, st.integers(1, 8), st.integers(1, 10), st.integers(0, 2**32), st.data())
+def test_sketch_backends_on_any_small_matrix(options, n_users, n_items, seed, data):
+    rng = np.random.default_rng(seed)
+    dense = np.where(rng.random((n_users, n_items)) < data.draw(st.floats(0.0, 1.0)),
+                     rng.integers(1, 6, (n_users, n_items)), 0).astype(np.float64)
+    X = sp.csr_matrix(dense)
+    before = X.copy()
+    backend = _backend_of(options, data.draw(st.integers(0, 99)))
+    sizes = np.diff(X.indptr)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            sketch = backend.sketch(X)
+        except ValueError as error:  # a set below tau (empty sets included)
+            assert "tau" in str(error)
+            assert options["name"] in ("rr_minhash", "noisy_minhash")
+            positive = sizes[sizes > 0]
+            tau = options.get("tau", positive.min() if positive.size else None)
+            assert tau is None or (options.get("small_users", "raise") == "raise"
+                                   and sizes.min() < tau)
+            return
+    assert sketch.values.shape[0] == n_users and len(sketch) == n_users
+    assert not sketch.values.flags.writeable
+    sims = backend.estimate(sketch)
+    assert sims.shape == (n_users, n_users)
+    low = -1.0 if backend.similarity == "cosine" else 0.0
+    assert np.isfinite(sims).all() and (sims >= low).all() and (sims <= 1.0).all()
+    np.testing.assert_array_equal(np.diag(sims), 1.0)
+    invalid = ~sketch.valid
+    off_diagonal = ~np.eye(n_users, dtype=bool)
+    assert (sims[invalid][off_diagonal[invalid]] == 0).all()  # no sketch: similarity 0
+    if options["name"] in ("rr_minhash", "noisy_minhash", "minhash"):
+        assert not sketch.valid[sizes == 0].any()  # an empty set releases nothing
+        if options["name"] != "minhash" and sketch.valid.any():
+            tau = options.get("tau", sizes[sizes > 0].min())
+            assert (sizes[sketch.valid] >= tau).all()
+            if invalid.any():
+                assert any(issubclass(w.category, UserWarning) for w in caught)
+    # a repeated int-seeded release is the same release; the input is untouched
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the same exclusions, warned above
+        np.testing.assert_array_equal(backend.sketch(X).values, sketch.values)
+        if options.get("threshold") is None:  # (a threshold makes other, smaller sets)
+            np.testing.assert_array_equal(backend.similarity_matrix(X),
+                                          backend.estimate(sketch))
+    assert X.shape == before.shape and abs(X - before).nnz == 0
+    # one release costs the ε asked for (to rounding: the maps invert the calibrations)
+    privacy = backend.privacy()
+    if options["name"] == "minhash":
+        assert (privacy.epsilon, privacy.delta) == (math.inf, 0.0)  # no protection
+    else:
+        assert privacy.epsilon == pytest.approx(options["epsilon"], rel=1e-12)
+        if options["name"] == "gaussian_jl":  # exact δ(ε) of the σ used: at most the δ asked
+            assert 0.0 <= privacy.delta <= options["delta"]
+        else:
+            assert privacy.delta == options.get("delta", 0.0)
+
+
+@pytest.mark.parametrize("name", ["rr_minhash", "noisy_minhash", "minhash"])
+def test_minhash_sketches_of_empty_sets(name):
+    X = sp.csr_matrix((3, 5))
+    options = {"name": name, "width": 8, "B": 2}
+    if name != "minhash":
+        options.update(epsilon=1.0, delta=1e-3)
+        raises_naming(lambda: _backend_of(options, 0).sketch(X), "tau")
+        options.update(tau=2, small_users="exclude")
+    backend = _backend_of(options, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        sketch = backend.sketch(X)
+    assert not sketch.valid.any()
+    np.testing.assert_array_equal(backend.estimate(sketch), np.eye(3))
