@@ -18,6 +18,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from ._arrays import top_mask
 from ._ratings import RatingArrays
 from ._validation import check_bool, check_int
 
@@ -87,22 +88,12 @@ def _inner_uid(trainset, uid) -> int:
 
 def _top(scores: np.ndarray, n: int) -> pd.DataFrame:
     """Rows ``(position, rank, item, est)`` of the ``n`` best finite scores per row,
-    by descending score, ties by item id."""
-    n_rows, n_items = scores.shape
-    m = min(n, n_items)
-    if m == 0:
-        return pd.DataFrame({"position": np.zeros(0, np.int64), "rank": np.zeros(0, np.int64),
-                             "item": np.zeros(0, np.int64), "est": np.zeros(0)})
-    best = np.argpartition(-scores, m - 1, axis=1)[:, :m] if m < n_items else \
-        np.broadcast_to(np.arange(n_items), scores.shape)
-    # the m-th best score may be tied with items left out of the partition: widen to all ties
-    threshold = np.take_along_axis(scores, best, axis=1).min(axis=1, keepdims=True)
-    candidates = scores >= threshold
-    rows, items = np.nonzero(candidates)
+    by descending score, ties by item id (:func:`dprec._arrays.top_mask`)."""
+    rows, items = np.nonzero(top_mask(scores, n))
     values = scores[rows, items]
     order = np.lexsort((items, -values, rows))
     rows, items, values = rows[order], items[order], values[order]
     rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left") + 1
-    keep = (rank <= m) & np.isfinite(values)
+    keep = np.isfinite(values)
     return pd.DataFrame({"position": rows[keep], "rank": rank[keep], "item": items[keep],
                          "est": values[keep]})

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from surprise import Trainset
 
-from .._ratings import RatingArrays
+from .._ratings import RatingArrays, ratings_matrix
 from .._surprise import raw_to_inner
 
 __all__ = ["FAKE_PREFIX", "AttackTarget", "BaseData", "Scenario", "ScenarioData", "baseline_data",
@@ -140,8 +140,7 @@ def _rating_arrays(base: RatingArrays, keep: np.ndarray, users: np.ndarray,
     order = np.argsort(all_items, kind="stable")
     all_users, all_items, all_ratings = all_users[order], all_items[order], all_ratings[order]
     item_ptr = np.concatenate([[0], np.cumsum(np.bincount(all_items, minlength=n_items))])
-    matrix = sp.csr_matrix((all_ratings, (all_users, all_items)), shape=(n_users, n_items))
-    matrix.sort_indices()
+    matrix = ratings_matrix(all_users, all_items, all_ratings, (n_users, n_items))
     keys = all_users * n_items + all_items
     by_key = np.argsort(keys, kind="stable")
     return RatingArrays(n_users, n_items, item_ptr, all_users, all_ratings, matrix,
@@ -190,8 +189,7 @@ def poisoned_data(base: BaseData, target: AttackTarget, n_fake: int) -> Scenario
     new_items, new_ratings = np.tile(items, n_fake), np.tile(ratings, n_fake)
     arrays = _rating_arrays(base.ratings, np.ones(len(base.ratings.item_users), bool),
                             new_users, new_items, new_ratings, n + n_fake)
-    rows = sp.csr_matrix((new_ratings, (new_users - n, new_items)),
-                         shape=(n_fake, ts.n_items))
+    rows = ratings_matrix(new_users - n, new_items, new_ratings, (n_fake, ts.n_items))
     return ScenarioData(trainset, arrays, fakes, rows, fakes)
 
 
@@ -216,8 +214,8 @@ def baseline_data(base: BaseData, target: AttackTarget) -> ScenarioData:
     keep = ~((arrays.item_users == t) & np.isin(entry_items, target.hidden_items))
     empty = np.zeros(0, dtype=np.int64)
     arrays = _rating_arrays(arrays, keep, empty, empty, np.zeros(0), ts.n_users)
-    rows = sp.csr_matrix((target.known_ratings, (np.zeros(len(target.known_items), np.int64),
-                                                 target.known_items)), shape=(1, ts.n_items))
+    rows = ratings_matrix(np.zeros(len(target.known_items), np.int64), target.known_items,
+                          target.known_ratings, (1, ts.n_items))
     users = np.array([t], dtype=np.int64)
     return ScenarioData(trainset, arrays, users, rows, users)
 
