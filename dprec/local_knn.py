@@ -210,10 +210,10 @@ class LocalKNN(AlgoBase):
         epsilon_r = (1.0 - share) * epsilon
         rng = derive_generator(entropy, "ratings")
         if release == "laplace":
-            (x_hat, n_hat), (sd_x, sd_n), release_entry = _laplace_reports(
+            (x_hat, n_hat), (sd_x, sd_n), release_entry = laplace_reports(
                 ratings, (low, high), epsilon_r, rng)
         else:
-            (x_hat, n_hat), (sd_x, sd_n), release_entry = _krr_reports(
+            (x_hat, n_hat), (sd_x, sd_n), release_entry = krr_reports(
                 ratings, (low, high), epsilon_r, rng)
         n_users = ratings.n_users
         # a bound on the noise sd of one residual report ê (|μ + b_i − c| ≤ 3B), over the
@@ -339,7 +339,7 @@ def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 _BLOCK_CELLS = 1 << 22
 
 
-def _laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
+def laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
                      rng) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float],
                                LedgerEntry]:
     """Every user's ``(x, n)`` over all items plus lattice Laplace noise of scale ``2/ε``;
@@ -359,7 +359,7 @@ def _laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], ep
     return (noisy[0], noisy[1]), (math.sqrt(2.0) * scale,) * 2, entry
 
 
-def _krr_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
+def krr_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
                  rng) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float], LedgerEntry]:
     """Every user's symbol per item (``0`` unrated, ``1..L`` the integer grid of the
     scale) through k-ary randomised response, debiased; returns the reports, bounds on

@@ -13,10 +13,9 @@ from scipy import stats
 from surprise import Dataset, Reader
 
 from dprec import PrivateKNN, datasets
-from dprec._rng import QueryNoise
 from dprec.audit import audit_model, with_rating
 from dprec.ledger import Status, Unit
-from dprec.selectors import CorrectedPNCF
+from dprec.selectors import CorrectedPNCF, QueryNoise
 
 
 def plackett_luce(scores: np.ndarray, coefficient: float, k: int) -> dict[tuple, float]:

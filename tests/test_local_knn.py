@@ -9,7 +9,7 @@ from dprec import LocalKNN, datasets
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
 from dprec.ledger import Status, Unit
-from dprec.local_knn import _krr_reports, _laplace_reports
+from dprec.local_knn import krr_reports, laplace_reports
 from dprec.similarity import PrivateSJLT
 
 
@@ -23,7 +23,7 @@ def trainset(data):
     return data.build_full_trainset()
 
 
-@pytest.mark.parametrize("reports", [_krr_reports, _laplace_reports])
+@pytest.mark.parametrize("reports", [krr_reports, laplace_reports])
 def test_debiased_reports_are_unbiased(trainset, reports):
     # the mean of many independent releases converges to the true (x, n) of every cell
     ratings = RatingArrays.from_trainset(trainset)
@@ -98,7 +98,7 @@ def test_seeded_noise_is_reproducible(trainset):
                               LocalKNN().fit(trainset).item_effects_)
 
 
-@pytest.mark.parametrize("reports", [_krr_reports, _laplace_reports])
+@pytest.mark.parametrize("reports", [krr_reports, laplace_reports])
 def test_audit_of_a_users_release_stays_below_the_claim(reports):
     # what the server receives from the target about one item, with and without their
     # rating of it: the events must not separate the two by more than ε_r

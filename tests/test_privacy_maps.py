@@ -18,8 +18,7 @@ import pytest
 from scipy import integrate, stats
 
 from dprec import mechanisms as M
-from dprec._rng import QueryNoise
-from dprec.selectors import PNCF, PPNS, ppns_schedule
+from dprec.selectors import PNCF, PPNS, QueryNoise, ppns_schedule
 
 
 # ------------------------------------------------------------------ Gaussian

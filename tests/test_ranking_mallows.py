@@ -34,7 +34,7 @@ from dprec.ranking import (
     mallows_privatize,
     mallows_theta,
 )
-from dprec.ranking.mallows import _insertion_positions, _truncated_geometric
+from dprec.ranking.mallows import insertion_positions, truncated_geometric
 
 
 # ---------------------------------------------------------------- helpers
@@ -99,7 +99,7 @@ def test_insertion_positions_match_list_insert():
                            ).astype(np.int64)
     owner = np.repeat(np.arange(len(lengths)), lengths)
     rank = np.concatenate([np.arange(m) for m in lengths]).astype(np.int64)
-    pos = _insertion_positions(codes, owner, rank)
+    pos = insertion_positions(codes, owner, rank)
     start = 0
     for m in lengths:
         order: list[int] = []
@@ -115,7 +115,7 @@ def test_insertion_positions_match_list_insert():
 def test_truncated_geometric_law(n, theta):
     rng = np.random.default_rng(2)
     size = 60_000
-    v = _truncated_geometric(rng.random(size), np.full(size, n), np.full(size, theta))
+    v = truncated_geometric(rng.random(size), np.full(size, n), np.full(size, theta))
     assert v.min() >= 0 and v.max() <= n - 1
     p = np.exp(-theta * np.arange(n))
     p /= p.sum()
@@ -125,7 +125,7 @@ def test_truncated_geometric_law(n, theta):
 
 
 def test_truncated_geometric_infinite_theta_is_zero():
-    v = _truncated_geometric(np.array([0.0, 0.5, 1 - 2**-53]), np.array([5, 5, 5]),
+    v = truncated_geometric(np.array([0.0, 0.5, 1 - 2**-53]), np.array([5, 5, 5]),
                              np.array([np.inf] * 3))
     np.testing.assert_array_equal(v, 0)
 

@@ -13,10 +13,9 @@ from surprise import dump
 from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN
-from dprec._rng import QueryNoise
 from dprec.ledger import Status
 from dprec.mechanisms import laplace_epsilon
-from dprec.selectors import PNCF, PPNS, Probabilistic, TopK, ppns_schedule
+from dprec.selectors import PNCF, PPNS, Probabilistic, QueryNoise, TopK, ppns_schedule
 from dprec.selectors.base import mask_to_positions, top_by_key
 from dprec.similarity.exact import (
     change_bound,

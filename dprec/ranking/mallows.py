@@ -35,7 +35,7 @@ Mallows privatizer
     (:math:`V_t` discordant pairs), :math:`P(V_t = j) \propto e^{-\theta j}`,
     independently.  All :math:`V_t` are drawn at once by the inverse CDF of the
     truncated geometric; the permutation is built without a Python loop over
-    items (:func:`_insertion_positions`, :math:`O(m \log^2 m)` array work).
+    items (:func:`insertion_positions`, :math:`O(m \log^2 m)` array work).
 
 Laplace privatizer
     :math:`\tilde\varphi = \mathrm{rank}(\varphi + \mathrm{Lap}(\lambda)^m)`,
@@ -256,7 +256,7 @@ def _per_order_epsilon(epsilon: EpsilonLike, n_orders: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------ Mallows
-def _truncated_geometric(u: np.ndarray, n: np.ndarray, theta: np.ndarray) -> np.ndarray:
+def truncated_geometric(u: np.ndarray, n: np.ndarray, theta: np.ndarray) -> np.ndarray:
     r"""Inverse CDF of :math:`P(V = j) \propto e^{-\theta j}`, :math:`j \in \{0..n-1\}`.
 
     :math:`P(V \le j) = (1 - q^{j+1})/(1 - q^n)` with :math:`q = e^{-\theta}`, so
@@ -268,7 +268,7 @@ def _truncated_geometric(u: np.ndarray, n: np.ndarray, theta: np.ndarray) -> np.
     return np.clip(v, 0, n - 1).astype(np.int64)
 
 
-def _insertion_positions(codes: np.ndarray, owner: np.ndarray, rank: np.ndarray) -> np.ndarray:
+def insertion_positions(codes: np.ndarray, owner: np.ndarray, rank: np.ndarray) -> np.ndarray:
     r"""Final positions from insertion codes, for many orders at once.
 
     Item ``rank = t`` of an order was inserted with ``codes[t] = c_t`` of the
@@ -347,8 +347,8 @@ def mallows_privatize(orders: OrdersLike, epsilon: EpsilonLike,
     rng = check_random_state(random_state)
     owner, rank = batch.owner, batch.rank
     theta = mallows_theta(eps, batch.lengths, calibration)[owner]
-    discordant = _truncated_geometric(rng.random(len(batch.items)), rank + 1, theta)
-    pos = _insertion_positions(rank - discordant, owner, rank)
+    discordant = truncated_geometric(rng.random(len(batch.items)), rank + 1, theta)
+    pos = insertion_positions(rank - discordant, owner, rank)
     out = np.empty_like(batch.items)
     out[batch.starts[owner] + pos] = batch.items
     return _restore(batch, out)

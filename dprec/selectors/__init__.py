@@ -6,6 +6,7 @@ similarity-sorted candidate list, for many queries at once.
 See ``docs/selectors.md`` for the interface, α, β and which guarantee holds.
 """
 
+from .._rng import QueryNoise
 from .base import Selection, Selector
 from .exponential import CorrectedPNCF
 from .pncf import PNCF
@@ -17,5 +18,5 @@ SELECTORS: dict[str, type[Selector]] = {
     cls.name: cls for cls in (TopK, Probabilistic, PNCF, CorrectedPNCF, PPNS)
 }
 
-__all__ = ["PNCF", "PPNS", "SELECTORS", "CorrectedPNCF", "Probabilistic", "Selection",
-           "Selector", "TopK", "ppns_schedule"]
+__all__ = ["PNCF", "PPNS", "SELECTORS", "CorrectedPNCF", "Probabilistic", "QueryNoise",
+           "Selection", "Selector", "TopK", "ppns_schedule"]
