@@ -67,7 +67,7 @@ SCOPES: dict[str, list[str]] = {
     "mallows calibration": [
         "dprec.ranking.mallows.x_mallows_theta*",
         "dprec.ranking.mallows.x_laplace_scale*",
-        "dprec.ranking.mallows.x__truncated_geometric*",
+        "dprec.ranking.mallows.x_truncated_geometric*",
         "dprec.ranking.mallows.x__per_order_epsilon*",
     ],
 }
