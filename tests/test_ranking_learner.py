@@ -79,9 +79,13 @@ def test_params_stored_verbatim():
     ({"random_state": -1}, ValueError, "random_state"),
     ({"verbose": "yes"}, TypeError, "verbose"),
 ])
-def test_bad_parameters(kwargs, error, name):
+def test_bad_parameters_are_named_when_checked(kwargs, error, name, split):
+    ranker = MallowsRanker(**kwargs)                 # stored as given
+    assert all(getattr(ranker, key) is value for key, value in kwargs.items())
     with pytest.raises(error, match=name):
-        MallowsRanker(**kwargs)
+        ranker.check_params()
+    with pytest.raises(error, match=name):
+        ranker.fit(split[0])
 
 
 def test_bad_per_user_epsilon_at_fit(split):
@@ -244,12 +248,13 @@ def test_ml100k_matches_svd(ml100k):
 # ---------------------------------------------------------------- properties (hypothesis)
 @fuzz(150)
 @given(ranker_parameters())
-def test_constructor_names_every_invalid_parameter(params):
+def test_check_params_names_every_invalid_parameter(params):
     kwargs, bad = params
+    ranker = MallowsRanker(**kwargs)                 # stored as given, checked by fit
     if bad:
-        raises_naming(lambda: MallowsRanker(**kwargs), *bad)
+        raises_naming(ranker.check_params, *bad)
     else:
-        MallowsRanker(**kwargs)
+        assert ranker.check_params() is ranker
 
 
 @fuzz(120)

@@ -26,7 +26,7 @@ Every sampler works on whole arrays at once and comes in two layers
 
 Each mechanism also exposes its privacy map (``laplace_epsilon``,
 ``gaussian_delta``, ``randomized_response_epsilon``, ``exponential_epsilon``
-...), so callers record what they spent in the :class:`~dprec.ledger.PrivacyLedger`
+...), so callers record what they spent in the :class:`~dprec.ledger.PrivacyAccountant`
 without re-deriving it.
 
 Floating point.  Textbook floating-point Laplace noise leaks its input through

@@ -191,9 +191,16 @@ class MallowsRanker(AlgoBase):
         self.pairs_per_rating = pairs_per_rating
         self.random_state = random_state
         self.verbose = verbose
-        self._check_params()
 
-    def _check_params(self) -> None:
+    def check_params(self) -> MallowsRanker:
+        """Validate the parameters (as ``fit`` does first; scikit-learn's convention:
+        the constructor only stores them).  Returns ``self``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Naming the first invalid parameter.
+        """
         _check_epsilon_spec(self.epsilon)
         check_choice(self.mechanism, "mechanism", MECHANISMS)
         check_choice(self.calibration, "calibration", CALIBRATIONS)
@@ -205,11 +212,12 @@ class MallowsRanker(AlgoBase):
         check_real(self.pairs_per_rating, "pairs_per_rating", low=0.0, low_inclusive=False)
         validate_random_state(self.random_state)
         check_bool(self.verbose, "verbose")
+        return self
 
     # ------------------------------------------------------------ fit
     def fit(self, trainset) -> MallowsRanker:
         """Privatise every user's order, then fit the pairwise model."""
-        self._check_params()
+        self.check_params()
         AlgoBase.fit(self, trainset)
         rng = check_random_state(self.random_state)
         users, items, ratings = _rating_arrays(trainset)
