@@ -97,9 +97,12 @@ def _randomized_response(codes: np.ndarray, n_values: int, epsilon: float,
     p_other = math.exp(-epsilon) * p_keep
     if p_other == 0.0:                       # ε > ~745: every u < 1 keeps
         return codes.copy()
-    offset = np.floor((u - p_keep) / p_other)
+    out = codes.copy()
+    moved = u >= p_keep                      # (u − p)/p_other < n − 1 there: no overflow
+    offset = np.floor((u[moved] - p_keep) / p_other)
     offset = np.clip(offset, 0, n_values - 2).astype(np.int64) + 1
-    return np.where(u < p_keep, codes, (codes + offset) % n_values)
+    out[moved] = (codes[moved] + offset) % n_values
+    return out
 
 
 def randomized_response(values: np.ndarray, n_values: int, epsilon: float,
