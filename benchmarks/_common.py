@@ -18,6 +18,21 @@ def folds(data, n_folds: int = 5, random_state: int = 0):
     return list(KFold(n_splits=n_folds, random_state=random_state).split(data))
 
 
+def u1_split():
+    """MovieLens 100k's canonical ``u1.base`` / ``u1.test`` split as ``[(trainset, testset)]``,
+    or ``None`` when the files are not available offline."""
+    from surprise import Dataset, Reader
+    from surprise.builtin_datasets import get_dataset_dir
+    from surprise.model_selection import PredefinedKFold
+
+    folder = Path(get_dataset_dir()) / "ml-100k" / "ml-100k"
+    if not (folder / "u1.base").is_file():
+        return None
+    data = Dataset.load_from_folds([(str(folder / "u1.base"), str(folder / "u1.test"))],
+                                   Reader("ml-100k"))
+    return list(PredefinedKFold().split(data))
+
+
 def time_cv(make_algo, splits) -> tuple[float, list]:
     """Seconds to fit and test a fresh algorithm on every split, and the predictions."""
     predictions = []

@@ -3,10 +3,11 @@
 Each Surprise class (``KNNBasic``, ``KNNWithMeans``, ``KNNWithZScore``,
 ``KNNBaseline``) and dprec's counterpart (``PrivateKNN`` with the same
 ``prediction`` rule) fit and test on the same 5 folds of MovieLens 100k
-(synthetic data of the same shape when it is absent); the script prints both
-times and the speed-up measured in this run, and checks that every prediction
-agrees: the largest ``|Δest|`` and the number of rows whose ``details``
-(``actual_k``, ``was_impossible``) differ.
+(synthetic data of the same shape when it is absent) and on its canonical
+``u1.base``/``u1.test`` split (when the files are available); the script
+prints both times and the speed-up measured in this run, and checks that
+every prediction agrees: the largest ``|Δest|`` and the number of rows whose
+``details`` (``actual_k``, ``was_impossible``) differ.
 Run: ``python benchmarks/bench_knn.py`` (``--help`` for the options).
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _common import folds, time_cv
+from _common import folds, time_cv, u1_split
 from surprise import KNNBaseline, KNNBasic, KNNWithMeans, KNNWithZScore, accuracy
 
 from dprec import PrivateKNN
@@ -33,14 +34,29 @@ def main(argv=None) -> None:
     parser.add_argument("--based", nargs="+", default=["user", "item"], choices=["user", "item"])
     parser.add_argument("--k", type=int, default=40)
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--splits", nargs="+", default=["kfold", "u1"], choices=["kfold", "u1"],
+                        help="the k folds of the data, and/or MovieLens 100k's u1 split")
     parser.add_argument("--repeat", type=int, default=3,
                         help="dprec runs per row, each on freshly split folds (the fastest "
                              "is reported)")
     args = parser.parse_args(argv)
 
     data, label = load_or_synthetic("auto")
-    splits = folds(data, args.folds)
-    print(f"{label}: {args.folds} folds, k={args.k}, fit + test, times summed over the folds")
+    for kind in args.splits:
+        if kind == "kfold":
+            print(f"{label}: {args.folds} folds, k={args.k}, fit + test, times summed over "
+                  "the folds")
+            _compare(args, lambda: folds(data, args.folds))
+        elif u1_split() is None:
+            print("u1 split: MovieLens 100k's u1.base/u1.test are not available; skipped")
+        else:
+            print(f"MovieLens 100k u1 split (80,000 / 20,000 ratings), k={args.k}, fit + test")
+            _compare(args, u1_split)
+
+
+def _compare(args, make_splits) -> None:
+    """One row per (neighbourhood, similarity, rule): both times, the speed-up, parity."""
+    splits = make_splits()
     print(f"{'Surprise class':<14} {'based':<5} {'similarity':<16} {'Surprise s':>10} "
           f"{'dprec s':>8} {'speed-up':>9} {'RMSE':>7} {'max |Δest|':>11} {'Δdetails':>9}")
     for based in args.based:
@@ -56,7 +72,7 @@ def main(argv=None) -> None:
                 # and reuses them, which a second run on the same folds would not pay for
                 runs = [time_cv(lambda options=options, rule=rule: PrivateKNN(
                     k=args.k, sim_options=options, prediction=rule, verbose=False),
-                    folds(data, args.folds)) for _ in range(args.repeat)]
+                    make_splits()) for _ in range(args.repeat)]
                 dprec_s, ours = min(runs, key=lambda run: run[0])
                 pairs = [(a, b) for fold_a, fold_b in zip(reference, ours)
                          for a, b in zip(fold_a, fold_b)]
