@@ -57,6 +57,18 @@ def test_top_k_indices_are_the_largest_first_and_break_single_ties_to_the_left()
     assert top_k_indices(tied, 1).dtype == np.int64
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16, np.int16])
+def test_top_k_indices_are_exact_for_every_k_and_dtype(dtype):
+    """Distinct keys: the k largest, largest first, for every k.  A partition guarantees
+    only its kth position; float16/int16 take numpy's generic introselect, which (unlike
+    the AVX-512 one of float32/64) orders nothing past it."""
+    keys = np.stack([np.random.default_rng(row).permutation(40) for row in range(20)])
+    expected = np.argsort(-keys, axis=1)
+    keys = keys.astype(dtype)
+    for k in range(1, 41):
+        np.testing.assert_array_equal(top_k_indices(keys, k), expected[:, :k])
+
+
 def test_pattern_matrix_keeps_stored_zeros_and_the_format():
     matrix = sp.csc_matrix(([0.0, 2.5, -1.0], ([0, 1, 1], [2, 0, 2])), shape=(2, 3))
     ones = pattern_matrix(matrix)

@@ -613,6 +613,16 @@ def test_randomized_response_never_wraps_an_offset_back_to_the_input():
     assert (out != 5).all()
 
 
+def test_randomized_response_offsets_are_exact_integers_at_the_largest_alphabet():
+    """n = 2**53 (the largest allowed): (x + o) mod n in int64; in float64,
+    2**53 − 1 + 2 would round to 2**53 and wrap to 0 instead of 1."""
+    n, eps = 2**53, 1.0
+    p = M.randomized_response_keep_probability(n, eps)
+    u = np.full(3, p + 1.5 * math.exp(-eps) * p)         # offset o = 2
+    out = M.randomized_response_from_uniform(np.array([n - 1, n - 2, 7]), n, eps, u)
+    assert out.tolist() == [1, 0, 9]
+
+
 def test_overflow_is_one_clear_error_without_runtime_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")

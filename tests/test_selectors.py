@@ -306,6 +306,14 @@ def test_ppns_p_bound_against_k_and_its_message():
             PPNS(alpha=alpha)
 
 
+def test_ppns_without_any_candidate_column():
+    """Rows without a single candidate (zero columns): no partition; every slot empty, β 1."""
+    selection = PPNS(epsilon=1.0, p=0.5).select(np.empty((2, 0)), np.zeros(2, int), 3,
+                                                QueryNoise(0, (np.arange(2),)), np.ones(2))
+    np.testing.assert_array_equal(selection.positions, np.full((2, 3), -1))
+    np.testing.assert_array_equal(selection.beta, [1, 1])
+
+
 def test_ppns_schedule_of_k_1_is_an_empty_int_array():
     assert ppns_schedule(1, 0.5).dtype == np.int64 and ppns_schedule(1, 0.5).size == 0
 

@@ -605,6 +605,13 @@ def test_deprecated_parameter_names_still_work(cls, old, new, value):
         cls(**required, Kay=3)
 
 
+@pytest.mark.parametrize("cls", [RRMinHash, NoisyMinHash])
+def test_private_minhash_defaults(cls):
+    backend = cls(epsilon=1.0)
+    assert (backend.width, backend.B, backend.delta, backend.tau, backend.set_difference,
+            backend.small_users, backend.hash_seed) == (128, 2, 1e-4, None, 1, "raise", None)
+
+
 def test_privacy_entries_come_from_the_mechanisms_maps():
     entries = [b.privacy() for b in _all_backends(tau=20)]
     assert [e.component for e in entries] == ["similarity"] * 5
