@@ -15,7 +15,15 @@ from surprise.model_selection import GridSearchCV, KFold, cross_validate
 from dprec import PrivateKNN
 from dprec.ledger import Status
 from dprec.mechanisms import laplace_epsilon
-from dprec.selectors import PNCF, PPNS, Probabilistic, QueryNoise, TopK, ppns_schedule
+from dprec.selectors import (
+    PNCF,
+    PPNS,
+    CorrectedPNCF,
+    Probabilistic,
+    QueryNoise,
+    TopK,
+    ppns_schedule,
+)
 from dprec.selectors.base import mask_to_positions, top_by_key
 from dprec.similarity.exact import (
     change_bound,
@@ -306,10 +314,13 @@ def test_ppns_p_bound_against_k_and_its_message():
             PPNS(alpha=alpha)
 
 
-def test_ppns_without_any_candidate_column():
+@pytest.mark.parametrize("selector", [TopK(), Probabilistic(), PNCF(epsilon=1.0),
+                                      PPNS(epsilon=1.0, p=0.5), CorrectedPNCF(epsilon=1.0)],
+                         ids=lambda s: s.name)
+def test_selectors_without_any_candidate_column(selector):
     """Rows without a single candidate (zero columns): no partition; every slot empty, β 1."""
-    selection = PPNS(epsilon=1.0, p=0.5).select(np.empty((2, 0)), np.zeros(2, int), 3,
-                                                QueryNoise(0, (np.arange(2),)), np.ones(2))
+    selection = selector.select(np.empty((2, 0)), np.zeros(2, int), 3,
+                                QueryNoise(0, (np.arange(2),)), np.ones(2))
     np.testing.assert_array_equal(selection.positions, np.full((2, 3), -1))
     np.testing.assert_array_equal(selection.beta, [1, 1])
 

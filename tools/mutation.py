@@ -40,7 +40,8 @@ SCOPES: dict[str, list[str]] = {
     "mechanisms": ["dprec.mechanisms.*", "dprec._arrays.x_top_k_indices*"],
     "ledger": ["dprec.ledger.*"],
     "selectors": ["dprec.selectors.ppns.*", "dprec.selectors.pncf.*", "dprec.selectors.base.*",
-                  "dprec.selectors.probabilistic.*", "dprec.selectors.topk.*"],
+                  "dprec.selectors.probabilistic.*", "dprec.selectors.topk.*",
+                  "dprec.selectors.exponential.*"],
     "minhash privacy": [
         "dprec.similarity.minhash.x__check_bound_args*",
         "dprec.similarity.minhash.x_difference_bound*",

@@ -87,6 +87,9 @@ class PNCF(Selector):
     def select(self, sims: np.ndarray, n_valid: np.ndarray, k: int, noise: QueryNoise,
                sensitivity: np.ndarray | None = None) -> Selection:
         n_valid = np.asarray(n_valid)
+        if sims.shape[1] == 0:           # not one candidate: every slot empty, as elsewhere
+            return Selection(np.full((len(sims), k), -1), reachable_partitions(n_valid, k),
+                             np.zeros((len(sims), k)))
         valid = valid_candidates(n_valid, sims.shape[1])
         sim_k, lam = self.truncation(sims, n_valid, k, sensitivity)
         sure = valid & (sims >= (sim_k + lam)[:, None])
