@@ -126,3 +126,39 @@ def test_audit_of_a_neighbour_list_stays_below_the_claim_where_pncf_breaks_it():
     assert corrected.epsilon > 0.5, corrected                   # the audit sees v
     published = bound("pncf")          # claims ε/2 for its selection; certain events
     assert published.violates(epsilon / 2), published
+
+
+def test_parameters_are_stored_checked_and_named():
+    selector = CorrectedPNCF(epsilon=0.7, score_range=0.5)
+    assert (selector.epsilon, selector.score_range) == (0.7, 0.5)
+    assert selector.coefficient(7) == pytest.approx(0.7 / (2 * 7 * 0.5), rel=1e-15)
+    for kwargs, name in (({"score_range": 0.0}, "score_range"),
+                         ({"score_range": -1.0}, "score_range"),
+                         ({"score_range": "2"}, "score_range"),
+                         ({"epsilon": 0.0}, "epsilon"), ({"epsilon": math.nan}, "epsilon")):
+        with pytest.raises((TypeError, ValueError), match=name):
+            CorrectedPNCF(**kwargs)
+
+
+@pytest.mark.parametrize("k, score_range", [(1, 2.0), (10, 2.0), (40, 1.0)])
+def test_the_entry_states_exactly_the_guarantee(k, score_range):
+    (entry,) = CorrectedPNCF(epsilon=1.5, score_range=score_range).privacy(k)
+    assert (entry.component, entry.mechanism, entry.delta, entry.unit, entry.status,
+            entry.applies_to) == ("selector", "exponential (corrected PNCF, k Gumbel draws)",
+                                  0.0, Unit.RATING, Status.HOLDS, "candidates")
+    assert entry.epsilon == pytest.approx(1.5, rel=1e-12)
+    assert f"Δ = {score_range:g}" in entry.note and "fixed in advance" in entry.note
+
+
+def test_a_padding_column_is_never_chosen_however_high_its_score():
+    """Columns past ``n_valid`` (padding) carry a higher score than every candidate: the
+    draws must still come only from the valid ones, ``min(n_valid, k)`` of them."""
+    n_valid = np.array([2, 6, 0, 4] * 50)
+    sims = np.where(np.arange(6)[None, :] < n_valid[:, None], -0.5, 50.0)
+    selection = CorrectedPNCF(epsilon=1e3).select(sims, n_valid, 3,
+                                                  QueryNoise(3, (np.arange(len(sims)),)))
+    positions = selection.positions
+    chosen = positions >= 0
+    assert (positions < n_valid[:, None]).all()
+    np.testing.assert_array_equal(chosen.sum(axis=1), np.minimum(n_valid, 3))
+    np.testing.assert_array_equal(selection.beta, np.maximum(np.ceil(n_valid / 3), 1))

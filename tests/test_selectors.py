@@ -323,6 +323,10 @@ def test_selectors_without_any_candidate_column(selector):
                                 QueryNoise(0, (np.arange(2),)), np.ones(2))
     np.testing.assert_array_equal(selection.positions, np.full((2, 3), -1))
     np.testing.assert_array_equal(selection.beta, [1, 1])
+    if selector.name == "pncf":                   # its perturbed weights: 0 in empty slots
+        np.testing.assert_array_equal(selection.weights, np.zeros((2, 3)))
+    else:
+        assert selection.weights is None
 
 
 def test_ppns_schedule_of_k_1_is_an_empty_int_array():
