@@ -131,12 +131,14 @@ def test_audit_of_a_neighbour_list_stays_below_the_claim_where_pncf_breaks_it():
 def test_parameters_are_stored_checked_and_named():
     selector = CorrectedPNCF(epsilon=0.7, score_range=0.5)
     assert (selector.epsilon, selector.score_range) == (0.7, 0.5)
+    default = CorrectedPNCF()
+    assert (default.epsilon, default.score_range) == (1.0, 2.0)    # Δ covers [-1, 1]
     assert selector.coefficient(7) == pytest.approx(0.7 / (2 * 7 * 0.5), rel=1e-15)
     for kwargs, name in (({"score_range": 0.0}, "score_range"),
                          ({"score_range": -1.0}, "score_range"),
                          ({"score_range": "2"}, "score_range"),
                          ({"epsilon": 0.0}, "epsilon"), ({"epsilon": math.nan}, "epsilon")):
-        with pytest.raises((TypeError, ValueError), match=name):
+        with pytest.raises((TypeError, ValueError), match=f"^{name}"):
             CorrectedPNCF(**kwargs)
 
 
@@ -147,7 +149,10 @@ def test_the_entry_states_exactly_the_guarantee(k, score_range):
             entry.applies_to) == ("selector", "exponential (corrected PNCF, k Gumbel draws)",
                                   0.0, Unit.RATING, Status.HOLDS, "candidates")
     assert entry.epsilon == pytest.approx(1.5, rel=1e-12)
-    assert f"Δ = {score_range:g}" in entry.note and "fixed in advance" in entry.note
+    assert entry.note == (
+        f"one rating of a candidate moves its score by at most Δ = {score_range:g} and no "
+        "other score; candidates fixed in advance (user neighbourhood), similarities of "
+        "each pair's own ratings")
 
 
 def test_a_padding_column_is_never_chosen_however_high_its_score():
