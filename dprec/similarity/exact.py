@@ -66,12 +66,38 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     exact_in_float32 = max_sum < 2**24 and np.array_equal(data, np.round(data))
     dtype = np.float32 if exact_in_float32 else np.float64
 
+    counts_dtype = np.float32 if ratings.shape[1] < 2**24 else np.float64
+    n_rows, n_cols = ratings.shape
+    columns = max(1, DENSE_BLOCK_BYTES // (8 * max(n_rows, 1)))
+    if columns >= n_cols:
+        return _co_rated_block_sums(ratings, data, dtype, counts_dtype, with_sums)
+    # in blocks of columns, so that only one block of each dense operand is held at a
+    # time: the float32 sums of integers are exact in any order, the float64 sums as
+    # good as one product's (BLAS fixes no order either)
+    by_column = sp.csr_matrix((data, ratings.indices, ratings.indptr),
+                              shape=ratings.shape).tocsc()     # keeps stored zeros
+    sums = None
+    for start in range(0, n_cols, columns):
+        block = sp.csr_matrix(by_column[:, start:start + columns])
+        part = _co_rated_block_sums(block, block.data, dtype, counts_dtype, with_sums)
+        sums = part if sums is None else tuple(
+            None if total is None else np.add(total, add, out=total)
+            for total, add in zip(sums, part))
+    return sums
+
+
+#: largest dense operand (bytes, at float64) that co_rated_sums builds at once
+DENSE_BLOCK_BYTES = 1 << 30
+
+
+def _co_rated_block_sums(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,
+                         with_sums: bool) -> tuple[np.ndarray, ...]:
+    """:func:`co_rated_sums` of one block of columns, from dense products."""
     def dense(values: np.ndarray, dtype=dtype) -> np.ndarray:
         return sp.csr_matrix((values.astype(dtype), ratings.indices, ratings.indptr),
                              shape=ratings.shape).toarray()
 
     # B is the pattern of the stored entries: a rating of 0 is a rating (Surprise counts it)
-    counts_dtype = np.float32 if ratings.shape[1] < 2**24 else np.float64
     B = dense(np.ones_like(data), counts_dtype)
     freq = gram(B)
     R, B = dense(data), B.astype(dtype, copy=False)
