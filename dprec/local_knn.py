@@ -164,7 +164,7 @@ class LocalKNN(AlgoBase):
         """The sketch backend's options, with ``epsilon = sketch_epsilon``."""
         if isinstance(self.sim_options, SketchBackend):
             options = backend_options(self.sim_options)
-            if options["epsilon"] != sketch_epsilon:
+            if not math.isclose(options["epsilon"], sketch_epsilon, rel_tol=1e-12):
                 raise ValueError(f"sim_options: the backend's epsilon {options['epsilon']!r} "
                                  f"must be sketch_share * epsilon = {sketch_epsilon!r}")
         else:

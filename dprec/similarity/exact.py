@@ -47,6 +47,10 @@ SUM_SIMILARITIES = ("cosine", "msd", "pearson")
 EXACT_SIMILARITIES = (*SUM_SIMILARITIES, "pearson_baseline")
 
 
+#: largest dense operand (bytes, at float64) that co_rated_sums builds at once
+DENSE_BLOCK_BYTES = 1 << 30
+
+
 def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
                   values: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """``(|I_uv|, Σ_{I_uv} r_ui², Σ_{I_uv} r_ui r_vi, Σ_{I_uv} r_ui)`` for all pairs (the
@@ -59,7 +63,9 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     exact whatever the summation order: the same numbers as float64 sums,
     about twice as fast.  The counts ``|I_uv|`` always do (exact for fewer
     than 2^24 columns).  ``values``, if given, replaces the stored ratings (one
-    per stored entry, e.g. baseline residuals) on the same pattern.
+    per stored entry, e.g. baseline residuals) on the same pattern.  Above
+    :data:`DENSE_BLOCK_BYTES` per dense operand the products run over blocks
+    of columns and are summed, so memory grows with the n² sums, not n × m.
     """
     data = ratings.data if values is None else values
     max_sum = ratings.shape[1] * float(np.max(data**2, initial=0.0))
@@ -84,10 +90,6 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
             None if total is None else np.add(total, add, out=total)
             for total, add in zip(sums, part))
     return sums
-
-
-#: largest dense operand (bytes, at float64) that co_rated_sums builds at once
-DENSE_BLOCK_BYTES = 1 << 30
 
 
 def _co_rated_block_sums(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,
