@@ -16,6 +16,7 @@ import inspect
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
+from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,7 +35,7 @@ from ._rng import (
     validate_random_state,
 )
 from ._surprise import UNKNOWN, inner_ids, predictions
-from ._threads import map_blocks
+from ._threads import map_blocks, thread_count
 from ._validation import (
     check_bool,
     check_budget,
@@ -49,17 +50,26 @@ from .selectors import SELECTORS, Selector, TopK
 from .similarity import (
     EXACT_SIMILARITIES,
     SKETCH_BACKENDS,
+    SimilarityRows,
     SketchRelease,
     change_bound,
     check_sim_options,
     similarity_matrix,
+    similarity_rows,
 )
+from .similarity.exact import SUM_SIMILARITIES
+from .similarity.rows import ROW_BLOCK_CELLS
 from .topn import recommend_batch
 
 NEIGHBOURHOODS = ("item", "user")
 #: Surprise's kNN prediction rules: KNNBasic, KNNWithMeans, KNNWithZScore, KNNBaseline
 PREDICTIONS = ("basic", "means", "zscore", "baseline")
 _BASELINE_OPTIONS = {"method", "n_epochs", "reg", "reg_u", "reg_i", "learning_rate"}
+#: how the fitted model holds its similarities: the whole matrix, or rows computed on demand
+STORAGES = ("auto", "dense", "blocked")
+#: ``storage="auto"`` keeps the whole matrix while one float64 n × n matrix stays below this
+#: (256 MiB, about 5,800 rows: at the MovieLens-1M shape the rows are already faster)
+DENSE_SIMILARITY_BYTES = 1 << 28
 
 
 @dataclass
@@ -244,6 +254,19 @@ class PrivateKNN(AlgoBase):
         ``partitions`` the neighbours came from.  They are computed from the
         exact similarities and ranks, so they reveal them: off by default,
         and never covered by a privacy claim.
+    storage : {"auto", "dense", "blocked"}, default "auto"
+        How the fitted model holds the similarities.  ``"dense"``: the whole
+        ``n × n`` matrix ``sim`` (Surprise's way).  ``"blocked"`` (cosine, msd
+        and pearson): no ``n × n`` matrix at all; the rows a batch of queries
+        needs are computed for it, a block of users at a time
+        (:class:`~dprec.similarity.rows.SimilarityRows`), and so is ``RS``:
+        memory ``O(block)`` instead of ``O(n²)``, the same predictions,
+        neighbours and privacy accounting bit for bit (integer ratings; else
+        up to float64 rounding).  ``"auto"`` is ``"dense"`` while one float64
+        ``n × n`` matrix stays below :data:`DENSE_SIMILARITY_BYTES` (256 MiB,
+        about 5,800 users), else ``"blocked"`` where it applies (on
+        MovieLens-shaped data the rows are as fast from a few thousand users
+        on: ``benchmarks/bench_scale.py``).
     budget : (float, float), optional
         A per-user ``(ε, δ)`` budget for the privacy accountant: a query
         whose answer would take some user past it raises
@@ -255,7 +278,10 @@ class PrivateKNN(AlgoBase):
     sim : ndarray of shape (n_users, n_users), or (n_items, n_items) item-based
         The similarity matrix (as in Surprise's kNN algorithms).  Like the
         trainset, it holds the raw data: publish answers, never the fitted
-        object.
+        object.  Not kept with blocked storage (``storage_ == "blocked"``;
+        :meth:`compute_similarities` builds it).
+    storage_ : {"dense", "blocked"}
+        What ``storage`` resolved to at ``fit``.
     means, sigmas : ndarray
         Each user's (item's, item-based) mean rating and standard deviation
         (Surprise's ``KNNWithMeans.means`` and ``KNNWithZScore.sigmas``).
@@ -286,7 +312,7 @@ class PrivateKNN(AlgoBase):
                  centered: bool = False, random_state: RandomStateLike = None,
                  verbose: bool = True, diagnostics: bool = False,
                  budget: tuple[float, float] | None = None, prediction: str = "basic",
-                 bsl_options: Mapping | None = None) -> None:
+                 bsl_options: Mapping | None = None, storage: str = "auto") -> None:
         AlgoBase.__init__(self)  # with no options: Surprise's would add keys to the caller's
         self.sim_options = {} if sim_options is None else sim_options
         self.bsl_options = {} if bsl_options is None else bsl_options
@@ -295,7 +321,7 @@ class PrivateKNN(AlgoBase):
             selector, epsilon, p, alpha, rho, floor)
         self.neighbourhood, self.centered, self.prediction = neighbourhood, centered, prediction
         self.random_state, self.verbose, self.diagnostics = random_state, verbose, diagnostics
-        self.budget = budget
+        self.budget, self.storage = budget, storage
 
     def check_params(self) -> PrivateKNN:
         """Validate the parameters (as ``fit`` does first) and set what they resolve to:
@@ -326,6 +352,10 @@ class PrivateKNN(AlgoBase):
         check_bool(self.diagnostics, "diagnostics")
         if self.budget is not None:
             check_budget(self.budget)
+        if (check_choice(self.storage, "storage", STORAGES) == "blocked"
+                and self.sim_options_["name"] not in SUM_SIMILARITIES):
+            raise ValueError(f"storage='blocked' is for the similarities {SUM_SIMILARITIES}, "
+                             f"not {self.sim_options_['name']!r}")
         return self
 
     # ------------------------------------------------------------------ fit
@@ -335,8 +365,32 @@ class PrivateKNN(AlgoBase):
         entropy = fit_entropy(self.random_state)
         AlgoBase.fit(self, trainset)
         ratings = RatingArrays.from_trainset(trainset, self.sim_options_["user_based"])
+        if self._blocked(ratings.n_users):
+            rows, sensitivity = similarity_rows(self.sim_options_, ratings,
+                                                self.selector_.needs_sensitivity)
+            return self._fit_precomputed(trainset, ratings, rows, sensitivity, entropy)
         sim, sensitivity, release = self._similarities(ratings, entropy)
         return self._fit_precomputed(trainset, ratings, sim, sensitivity, entropy, release)
+
+    def _blocked(self, n: int) -> bool:
+        """Whether ``storage`` resolves to blocked similarities for ``n`` rows."""
+        storage = self.storage.lower()
+        return storage == "blocked" or (storage == "auto" and 8 * n * n > DENSE_SIMILARITY_BYTES
+                                        and self.sim_options_["name"] in SUM_SIMILARITIES)
+
+    @property
+    def sim(self) -> np.ndarray:
+        """The similarity matrix (dense storage; see the class's attributes)."""
+        if getattr(self, "_sim", None) is None:
+            raise AttributeError("sim: " + ("this model holds no n × n matrix "
+                                            "(storage_='blocked'); compute_similarities() "
+                                            "builds it" if hasattr(self, "_sim")
+                                            else "the model is not fitted yet: call fit first"))
+        return self._sim
+
+    def _similarity_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The similarity rows ``rows`` (a new array), from the matrix or computed."""
+        return self._sim[rows] if self._sim is not None else self._rows(rows)
 
     def compute_similarities(self) -> np.ndarray:
         """The similarity matrix of ``sim_options`` on the trainset (Surprise's hook).
@@ -436,14 +490,19 @@ class PrivateKNN(AlgoBase):
         return self._fit_precomputed(trainset, ratings, sim, sensitivity,
                                      fit_entropy(self.random_state), release)
 
-    def _fit_precomputed(self, trainset, ratings, sim, sensitivity, entropy: bytes,
-                  release: SketchRelease | None = None) -> PrivateKNN:
-        """The fit once the similarities are known; ``release`` is what the users released
-        through a sketch backend (``None`` for exact similarities)."""
+    def _fit_precomputed(self, trainset, ratings, sim: np.ndarray | SimilarityRows,
+                         sensitivity, entropy: bytes,
+                         release: SketchRelease | None = None) -> PrivateKNN:
+        """The fit once the similarities are known (the matrix, or its rows on demand);
+        ``release`` is what the users released through a sketch backend (``None`` for
+        exact similarities)."""
         if getattr(self, "trainset", None) is not trainset:
             AlgoBase.fit(self, trainset)
         self._seed = derive_seed(entropy, "queries")
-        self._ratings, self.sim, self.sensitivity_ = ratings, sim, sensitivity
+        blocked = isinstance(sim, SimilarityRows)
+        self.storage_ = "blocked" if blocked else "dense"
+        self._sim, self._rows = (None, sim) if blocked else (sim, None)
+        self._ratings, self.sensitivity_ = ratings, sensitivity
         self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
         if self.prediction_ == "baseline":
             self.bx, self.by = self._baselines(ratings)
@@ -570,7 +629,7 @@ class PrivateKNN(AlgoBase):
         iid = check_int(iid, "iid", minimum=0, maximum=n - 1)
         k = check_int(k, "k", minimum=1)
         if isinstance(self.selector_, TopK):
-            sims = self.sim[iid].copy()
+            sims = self._similarity_rows(np.array([iid]))[0]
             sims[iid] = -np.inf
             order, _ = stable_descending_order(sims[None, :], min(k, n - 1))
             return order[0, :min(k, n - 1)].tolist()
@@ -754,7 +813,7 @@ class PrivateKNN(AlgoBase):
         return weights != 0 if self.centered else weights > 0
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "sim"):
+        if not hasattr(self, "_sim"):
             raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
     def _details(self, batch: _Batch, **extra) -> Iterator[dict]:
@@ -791,15 +850,14 @@ class PrivateKNN(AlgoBase):
         ratings = self._ratings
         starts = ratings.item_ptr[items]
         lengths = ratings.item_ptr[items + 1] - starts
-        order = np.argsort(lengths, kind="stable")
 
-        def answer(block):
+        def answer(block, sim, rows):
             width = max(int(lengths[block].max()), 1)  # a padding column if nobody rated i
             offsets = np.arange(width)
             valid = offsets[None, :] < lengths[block][:, None]
             cells = np.where(valid, starts[block][:, None] + offsets[None, :], 0)
-            flat = users[block][:, None] * ratings.n_users + ratings.item_users[cells]
-            sims = np.where(valid, self.sim.ravel().take(flat), -np.inf)
+            flat = rows[block][:, None] * ratings.n_users + ratings.item_users[cells]
+            sims = np.where(valid, sim.ravel().take(flat), -np.inf)
             chosen = self._select(sims, lengths[block], users[block],
                                   (users[block], items[block]))
             slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
@@ -810,8 +868,12 @@ class PrivateKNN(AlgoBase):
             est = self._finish(users[block], items[block], shift, actual_k)
             return chosen, est, actual_k, np.where(found, ratings.item_users[slots], -1)
 
-        blocks = list(_length_blocks(order, lengths[order]))
-        answers = map_blocks(answer, blocks)
+        blocks, answers = [], []
+        for queries, sim, rows in self._query_groups(users):
+            order = queries[np.argsort(lengths[queries], kind="stable")]
+            group = list(_length_blocks(order, lengths[order]))
+            answers += map_blocks(partial(answer, sim=sim, rows=rows), group)
+            blocks += group
         # the selections stay in block order (``row`` maps each query to its own)
         in_blocks = np.concatenate(blocks)
         row = np.empty(len(users), dtype=np.int64)
@@ -824,6 +886,23 @@ class PrivateKNN(AlgoBase):
         for answer in answers:
             self._selections.add(answer[0])
         return _Batch(est[row], actual_k[row], row, chosen, neighbours)
+
+    def _query_groups(self, users: np.ndarray):
+        """Queries grouped with the similarity rows they read: ``(queries, sim, rows)``,
+        query ``q``'s user at row ``rows[q]`` of ``sim``.  The whole matrix is one
+        group; blocked storage computes the rows of a block of users per group."""
+        if self._sim is not None:
+            yield np.arange(len(users)), self._sim, users
+            return
+        unique, rows = np.unique(users, return_inverse=True)
+        by_user = np.argsort(rows, kind="stable")
+        size = self._rows.block_size() * thread_count()
+        for start in range(0, len(unique), size):
+            block = unique[start:start + size]
+            parts = np.array_split(block, min(thread_count(), len(block)))
+            sim = np.concatenate(map_blocks(self._rows, parts))
+            first, stop = np.searchsorted(rows[by_user], [start, start + len(block)])
+            yield by_user[first:stop], sim, rows - start
 
     def _estimate_user_neighbourhood(self, users, items) -> _Batch:
         """One neighbour set per user; its members who rated ``i`` predict.
@@ -866,12 +945,13 @@ class PrivateKNN(AlgoBase):
         """Each user's neighbour set (user ids in ``columns``, ``-1`` for none)."""
         def choose(block):
             rows = users[block]
-            sims = self.sim[rows].copy()
+            sims = self._similarity_rows(rows)
             sims[np.arange(len(rows)), rows] = -np.inf  # a user is not their own neighbour
             return self._select(sims, np.full(len(rows), self._ratings.n_users - 1), rows,
                                 (rows,))
 
-        parts = map_blocks(choose, _blocks(np.arange(len(users)), self._ratings.n_users))
+        cells = _BLOCK_CELLS if self._sim is not None else ROW_BLOCK_CELLS
+        parts = map_blocks(choose, _blocks(np.arange(len(users)), self._ratings.n_users, cells))
         chosen = _Chosen.concatenate(parts)
         # keyed by u; in the item neighbourhood (get_neighbors) apart from the (u, i) keys
         self._charge(users if self.neighbourhood_ == "user" else -1 - users, users, None,
@@ -1085,9 +1165,9 @@ def _ranks(sims: np.ndarray, columns: np.ndarray, values: np.ndarray, positions:
     return ranks
 
 
-def _blocks(rows: np.ndarray, n_candidates: int):
-    """Split query rows so that one block holds at most ``_BLOCK_CELLS`` cells."""
-    size = max(1, _BLOCK_CELLS // max(n_candidates, 1))
+def _blocks(rows: np.ndarray, n_candidates: int, cells: int = _BLOCK_CELLS):
+    """Split query rows so that one block holds at most ``cells`` cells."""
+    size = max(1, cells // max(n_candidates, 1))
     for start in range(0, len(rows), size):
         yield rows[start:start + size]
 

@@ -693,3 +693,84 @@ def test_fit_precomputed_validates_its_arrays(sim_fill, sensitivity, name):
     np.fill_diagonal(sim, 1.0)
     algo = PrivateKNN(k=3, selector="ppns", epsilon=1.0)
     raises_naming(lambda: algo.fit_precomputed(trainset, sim, np.full(6, sensitivity)), name)
+
+
+# ------------------------------------------------------------------ blocked storage
+_STORAGE_CASES = [(sim, selector, *variant) for (sim, selector), variant in zip(
+    [(sim, selector) for sim in ("cosine", "msd", "pearson")
+     for selector in ("topk", "probabilistic", "pncf", "ppns")],
+    [(neighbourhood, user_based, prediction) for neighbourhood in ("item", "user")
+     for user_based in (True, False) for prediction in ("basic", "means", "zscore")])]
+
+
+@pytest.mark.parametrize("sim, selector, neighbourhood, user_based, prediction",
+                         _STORAGE_CASES)
+def test_blocked_storage_gives_the_same_model(split, sim, selector, neighbourhood,
+                                              user_based, prediction):
+    """Rows computed per block of queries give the dense matrix's predictions, details
+    (with diagnostics), neighbours, RS, selection summary and privacy report, bit for bit
+    (integer ratings): every selector, both neighbourhoods, user- and item-based."""
+    trainset, testset = split
+    fitted = []
+    for storage in ("dense", "blocked"):
+        algo = PrivateKNN(k=5, sim_options={"name": sim, "user_based": user_based,
+                                            "min_support": 2},
+                          selector=selector, neighbourhood=neighbourhood,
+                          prediction=prediction, random_state=7, verbose=False,
+                          diagnostics=True, storage=storage).fit(trainset)
+        assert algo.storage_ == storage
+        predictions = algo.test(testset)
+        n = trainset.n_users if user_based else trainset.n_items
+        ids = np.arange(n)
+        if neighbourhood == "user":
+            neighbours = algo.kneighbors(**{"users" if user_based else "items": ids})
+        else:
+            neighbours = algo.kneighbors(np.zeros(n, dtype=int) + 1, np.arange(n) % 7)
+        fitted.append(([(p.est, p.details) for p in predictions], neighbours,
+                       algo.sensitivity_, algo.get_neighbors(3, 5),
+                       algo.selection_summary(), str(algo.privacy_report())))
+    dense, blocked = fitted
+    assert dense[0] == blocked[0]
+    for a, b in zip(dense[1], blocked[1]):
+        np.testing.assert_array_equal(a, b)
+    if dense[2] is None:
+        assert blocked[2] is None
+    else:
+        np.testing.assert_array_equal(dense[2], blocked[2])
+    assert dense[3] == blocked[3]
+    assert dense[4] == pytest.approx(blocked[4], rel=1e-12, nan_ok=True)
+    assert dense[5] == blocked[5]
+
+
+def test_storage_auto_switches_on_the_matrix_size(split, monkeypatch):
+    """``storage="auto"`` keeps the matrix while it is small and computes rows past
+    :data:`DENSE_SIMILARITY_BYTES`, for the sum similarities only; ``sim`` then says why
+    it is missing and ``compute_similarities`` builds it whole."""
+    from dprec import knn
+
+    trainset, _ = split
+    n = trainset.n_users
+    algo = PrivateKNN(k=5, sim_options={"name": "pearson"}, verbose=False)
+    assert algo.fit(trainset).storage_ == "dense"
+    dense = algo.sim.copy()
+    monkeypatch.setattr(knn, "DENSE_SIMILARITY_BYTES", 8 * n * n - 1)
+    assert algo.fit(trainset).storage_ == "blocked"
+    with pytest.raises(AttributeError, match="storage_='blocked'.*compute_similarities"):
+        _ = algo.sim
+    np.testing.assert_array_equal(algo.compute_similarities(), dense)
+    baseline = PrivateKNN(k=5, sim_options={"name": "pearson_baseline"}, verbose=False)
+    assert baseline.fit(trainset).storage_ == "dense"           # no rows form: stays dense
+    sketch = PrivateKNN(k=5, sim_options={"name": "minhash", "width": 8}, random_state=0,
+                        verbose=False)
+    assert sketch.fit(trainset).storage_ == "dense"
+    with pytest.raises(AttributeError, match="not fitted"):
+        _ = PrivateKNN().sim
+
+
+def test_storage_is_validated():
+    raises_naming(lambda: PrivateKNN(storage="sparse").check_params(), "storage")
+    raises_naming(lambda: PrivateKNN(storage=3).check_params(), "storage")
+    raises_naming(lambda: PrivateKNN(sim_options={"name": "pearson_baseline"},
+                                     storage="blocked").check_params(), "storage")
+    raises_naming(lambda: PrivateKNN(sim_options={"name": "rr_minhash", "epsilon": 1.0},
+                                     storage="blocked").check_params(), "storage")

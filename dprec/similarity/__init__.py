@@ -12,7 +12,8 @@ rating_bound=5.0))``), which stands for its parameters.
 Layers: :mod:`.exact` (Surprise's similarities and their sensitivity),
 :mod:`.sketches` (the contract every sketch backend follows),
 :mod:`.minhash` and :mod:`.sjlt` (the backends), :mod:`.incremental`
-(similarities kept up to date as rows change); this module builds the
+(similarities kept up to date as rows change), :mod:`.rows` (the exact
+similarities a block of rows at a time); this module builds the
 registry :data:`SKETCH_BACKENDS` and turns ``sim_options`` into matrices.
 """
 
@@ -26,9 +27,11 @@ import numpy as np
 
 from .._ratings import RatingArrays
 from .._rng import RandomStateLike
+from .._threads import map_blocks, thread_count
 from .._validation import check_bool, check_int, check_real
 from .exact import (
     EXACT_SIMILARITIES,
+    SUM_SIMILARITIES,
     change_bound,
     exact_similarity,
     exact_similarity_and_sums,
@@ -36,6 +39,7 @@ from .exact import (
     recommendation_aware_sensitivity,
 )
 from .minhash import MinHash, NoisyMinHash, RRMinHash, difference_bound
+from .rows import SimilarityRows
 from .sjlt import GaussianJL, PrivateSJLT
 from .sketches import Sketch, SketchBackend, SketchRelease
 
@@ -194,8 +198,27 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
             None)
 
 
+def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: bool = False
+                    ) -> tuple[SimilarityRows, np.ndarray | None]:
+    """:func:`similarity_matrix` for the sum similarities (cosine, msd, pearson) without
+    the matrix: its rows on demand (:class:`~dprec.similarity.rows.SimilarityRows`) and,
+    with ``with_sensitivity``, every row's ``RS``, computed by blocks of rows on every
+    core.  The same numbers as :func:`similarity_matrix` in ``O(block)`` memory."""
+    name = options["name"]
+    if name not in SUM_SIMILARITIES:
+        raise ValueError(f"blocked similarities are for {SUM_SIMILARITIES}, got {name!r}")
+    rows = SimilarityRows(name, ratings.matrix, options["min_support"])
+    if not with_sensitivity:
+        return rows, None
+    n = rows.n_rows
+    size = min(rows.block_size(), -(-n // thread_count()))
+    blocks = [np.arange(start, min(start + size, n)) for start in range(0, n, size)]
+    return rows, np.concatenate(map_blocks(rows.sensitivity, blocks))
+
+
 __all__ = ["EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL", "MinHash", "NoisyMinHash",
-           "PrivateSJLT", "RRMinHash", "Sketch", "SketchBackend", "SketchRelease",
+           "PrivateSJLT", "RRMinHash", "SimilarityRows", "Sketch", "SketchBackend",
+           "SketchRelease",
            "backend_options", "change_bound", "check_sim_options", "difference_bound",
            "exact_similarity", "recommendation_aware_sensitivity", "similarity_matrix",
-           "sketch_backend", "with_public_bounds"]
+           "similarity_rows", "sketch_backend", "with_public_bounds"]

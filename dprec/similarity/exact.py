@@ -310,31 +310,61 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
     -------
     ndarray of shape (n_users,)
     """
-    freq, s_i, sq_i, prods = (None if m is None else np.ascontiguousarray(m) for m in sums)
-    sim = np.ascontiguousarray(sim)
-    n_users = ratings.shape[0]
-    by_item = sp.csc_matrix(ratings, dtype=np.float64)
+    freq, s_i, sq_i, prods = sums
+    rows = np.arange(ratings.shape[0])
+    return sensitivity_of_rows(name, ratings, rows, sim, (freq, s_i, sq_i, prods),
+                               (None if s_i is None else s_i.T, sq_i.T), min_support, floor)
+
+
+def sensitivity_of_rows(name: str, ratings: sp.csr_matrix, rows: np.ndarray, sim: np.ndarray,
+                        sums: tuple, mirrored: tuple, min_support: int = 1,
+                        floor: float = 1e-6) -> np.ndarray:
+    """``RS(u)`` (:func:`recommendation_aware_sensitivity`) of the users ``rows`` alone,
+    from their rows of the similarity and of the co-rated sums.
+
+    ``sim`` and ``sums = (freq, s_i, sq_i, prods)`` hold one row per user of
+    ``rows`` and one column per user; ``mirrored = (s_j, sq_j)`` are the sums
+    of the other user of each pair (``s_j[u, v] = s_i[v, u]``; ``s_i``, ``s_j``
+    ``None`` but for pearson).  The whole matrix is the case ``rows = all``;
+    blocks of rows give the same numbers (:class:`dprec.similarity.rows.SimilarityRows`).
+    """
+    freq, s_i, sq_i, prods, s_j, sq_j, sim = (
+        m if m is None or m.flags.c_contiguous or m.T.flags.c_contiguous
+        else np.ascontiguousarray(m) for m in (*sums, *mirrored, sim))
+    ratings = sp.csr_matrix(ratings, dtype=np.float64)
+    local = np.arange(len(rows))
     sensitivity = np.where(freq == max(min_support, 1), np.abs(sim), 0.0)
-    np.fill_diagonal(sensitivity, 0.0)
+    sensitivity[local, rows] = 0.0
     sensitivity = sensitivity.max(axis=1, initial=0.0)
-    open_rows = sensitivity < change_bound(name, by_item.data)
-    for item in range(by_item.shape[1]):
+    open_rows = np.flatnonzero(sensitivity < change_bound(name, ratings.data))
+    if not len(open_rows):
+        return np.maximum(sensitivity, floor)
+    # pass 2, item by item: the open users who rated it (a block of rows) × all its raters
+    asked = sp.csc_matrix(ratings[rows[open_rows]])
+    by_item = sp.csc_matrix(ratings)
+    for item in np.flatnonzero(np.diff(asked.indptr)):
         start, stop = by_item.indptr[item], by_item.indptr[item + 1]
-        users, r = by_item.indices[start:stop], by_item.data[start:stop]
-        rows = open_rows[users]
-        if stop - start < 2 or not rows.any():
+        if stop - start < 2:
             continue
-        u, ru, rv = users[rows], r[rows][:, None], r[None, :]
-        cells = u[:, None] * n_users + users[None, :]      # remaining users × raters
-        mirror = users[None, :] * n_users + u[:, None]     # the same pairs, (v, u)
-        s_u, s_v = (s_i.take(cells), s_i.take(mirror)) if name == "pearson" else (None, None)
-        without = similarity_without_item(name, freq.take(cells), s_u, s_v, sq_i.take(cells),
-                                          sq_i.take(mirror), prods.take(cells), ru, rv,
-                                          min_support)
-        change = np.abs(sim.take(cells) - without)
-        change[u[:, None] == users[None, :]] = 0.0
+        users, rv = by_item.indices[start:stop], by_item.data[None, start:stop]
+        mine = slice(asked.indptr[item], asked.indptr[item + 1])
+        u, ru = open_rows[asked.indices[mine]], asked.data[mine][:, None]
+        flat = u[:, None] * sim.shape[1] + users[None, :]   # these users × the raters
+        mirror = users[None, :] * sim.shape[0] + u[:, None]  # in a transposed view
+        cells = [_take(m, flat, mirror) for m in (freq, s_i, s_j, sq_i, sq_j, prods, sim)]
+        without = similarity_without_item(name, *cells[:-1], ru, rv, min_support)
+        change = np.abs(cells[-1] - without)
+        change[rows[u][:, None] == users[None, :]] = 0.0
         np.maximum.at(sensitivity, u, change.max(axis=1))
     return np.maximum(sensitivity, floor)
+
+
+def _take(matrix: np.ndarray | None, flat: np.ndarray, mirror: np.ndarray):
+    """The cells ``flat`` of a C-contiguous matrix, or ``mirror`` of the array a transposed
+    view reads (``None`` stays ``None``)."""
+    if matrix is None:
+        return None
+    return matrix.take(flat) if matrix.flags.c_contiguous else matrix.T.take(mirror)
 
 
 def change_bound(name: str, ratings: np.ndarray) -> float:

@@ -1,0 +1,124 @@
+"""Surprise's exact similarities a block of rows at a time, never the whole n × n.
+
+For a block ``b`` of rows (users, or items item-based) the co-rated sums
+against every row are sparse-times-dense products: with ``B``, ``R`` and
+``R∘R`` the pattern, the ratings and their squares (sparse, ``n × m``) and
+``B_b``, ``R_b``, ``R∘R_b`` the block's rows (dense, ``|b| × m``)::
+
+    |I_uv|     = (B B_bᵀ)ᵀ[u, v]        Σ r_ui²  = (B (R∘R)_bᵀ)ᵀ[u, v]
+    Σ r_ui r_vi = (R R_bᵀ)ᵀ[u, v]       Σ r_vi²  = ((R∘R) B_bᵀ)ᵀ[u, v]
+    Σ r_ui     = (B R_bᵀ)ᵀ[u, v]        Σ r_vi   = (R B_bᵀ)ᵀ[u, v]      (pearson)
+
+and the similarity is :func:`~dprec.similarity.exact.similarity_from_sums`
+of them, the same expression as the whole matrix's.  With integer ratings
+(when no sum can exceed 2^24, in float32) every sum is exact whatever the
+order of its terms, so each row is **bit-identical** to the row of
+:func:`~dprec.similarity.exact.exact_similarity`; otherwise equal up to the
+rounding of a float64 sum.  Memory grows with the block (``|b| × n`` per
+sum), the work with ``nnz × n`` products per row set, which on sparse data
+(MovieLens: 1–6 % of the cells rated) rivals the dense products of the
+whole matrix.  The recommendation-aware sensitivity ``RS`` of a block is
+:func:`~dprec.similarity.exact.sensitivity_of_rows` on the block's sums.
+
+See ``docs/similarities.md`` (blocked similarities).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exact import SUM_SIMILARITIES, sensitivity_of_rows, similarity_from_sums
+
+#: cells (rows × columns) of one block of similarity rows: 16 MB per float64 array
+ROW_BLOCK_CELLS = 1 << 21
+
+
+class SimilarityRows:
+    """Rows of Surprise's exact similarity matrix, computed on demand.
+
+    Parameters
+    ----------
+    name : {"cosine", "msd", "pearson"}
+    ratings : scipy.sparse.csr_matrix
+        Rows × columns ratings (users × items, or items × users item-based);
+        explicit zeros are ratings (Surprise counts them).  Copied.
+    min_support : int, default 1
+        Pairs with fewer co-rated columns get similarity 0.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from dprec.similarity.exact import exact_similarity
+    >>> ratings = sp.random(50, 40, density=0.2, format="csr", random_state=0)
+    >>> ratings.data = np.ceil(ratings.data * 5)
+    >>> rows = SimilarityRows("cosine", ratings)
+    >>> bool((rows(np.array([3, 7])) == exact_similarity("cosine", ratings)[[3, 7]]).all())
+    True
+    """
+
+    def __init__(self, name: str, ratings: sp.csr_matrix, min_support: int = 1) -> None:
+        if name not in SUM_SIMILARITIES:
+            raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")
+        self.name, self.min_support = name, min_support
+        ratings = sp.csr_matrix(ratings, dtype=np.float64, copy=True)
+        ratings.sort_indices()
+        self.ratings = ratings
+        data = ratings.data
+        exact_in_float32 = (ratings.shape[1] * float(np.max(data**2, initial=0.0)) < 2**24
+                            and np.array_equal(data, np.round(data)))
+        self.dtype = np.float32 if exact_in_float32 else np.float64
+
+        def operand(values: np.ndarray) -> sp.csr_matrix:
+            return sp.csr_matrix((values.astype(self.dtype), ratings.indices, ratings.indptr),
+                                 shape=ratings.shape)
+
+        self._pattern, self._values, self._squares = (
+            operand(np.ones_like(data)), operand(data), operand(data**2))
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows (and columns) of the whole similarity matrix."""
+        return self.ratings.shape[0]
+
+    def block_size(self, cells: int = ROW_BLOCK_CELLS) -> int:
+        """How many rows make a block of about ``cells`` cells (at least 1)."""
+        return max(1, cells // max(self.n_rows, 1))
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        """The similarity rows ``rows``: ``(len(rows), n_rows)`` float64 (diagonal 1)."""
+        return self.with_sums(rows)[0]
+
+    def with_sums(self, rows: np.ndarray) -> tuple[np.ndarray, tuple, tuple]:
+        """``(sim, sums, mirrored)`` of the rows ``rows``, all ``(len(rows), n_rows)``
+        float64: ``sums = (freq, s_i, sq_i, prods)``, ``mirrored = (s_j, sq_j)`` as
+        :func:`~dprec.similarity.exact.sensitivity_of_rows` reads them (``s_i``,
+        ``s_j`` ``None`` but for pearson)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pearson = self.name == "pearson"
+        pattern, values, squares = (m[rows].toarray().T for m in
+                                    (self._pattern, self._values, self._squares))
+        with_pattern = self._pattern @ np.hstack([pattern, squares, values] if pearson
+                                                 else [pattern, squares])
+        with_values = self._values @ (np.hstack([values, pattern]) if pearson else values)
+        sq_j = self._squares @ pattern
+        b = len(rows)
+
+        def part(product: np.ndarray, j: int) -> np.ndarray:
+            return np.ascontiguousarray(product[:, j * b:(j + 1) * b].T, dtype=np.float64)
+
+        freq, sq_i, prods, sq_j = (part(with_pattern, 0), part(with_pattern, 1),
+                                   part(with_values, 0), part(sq_j, 0))
+        s_i, s_j = (part(with_pattern, 2), part(with_values, 1)) if pearson else (None, None)
+        sim = similarity_from_sums(self.name, freq, s_i, s_j, sq_i, sq_j, prods)
+        sim[freq < self.min_support] = 0.0
+        sim[np.arange(b), rows] = 1.0
+        return sim, (freq, s_i, sq_i, prods), (s_j, sq_j)
+
+    def sensitivity(self, rows: np.ndarray, floor: float = 1e-6) -> np.ndarray:
+        """Each of ``rows``' recommendation-aware sensitivity ``RS(u)`` (Zhu et al. 2013;
+        :func:`~dprec.similarity.exact.recommendation_aware_sensitivity`)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        sim, sums, mirrored = self.with_sums(rows)
+        return sensitivity_of_rows(self.name, self.ratings, rows, sim, sums, mirrored,
+                                   self.min_support, floor)
