@@ -5,7 +5,8 @@ GIL, so blocks run in threads.  The thread count follows the limit a caller
 already set for BLAS/OpenMP: joblib's process workers (Surprise's
 ``cross_validate(n_jobs=...)``) and Dask workers set ``OMP_NUM_THREADS`` so
 that parallel jobs do not oversubscribe the cores, and dprec honours it.
-``DPREC_NUM_THREADS`` overrides both.
+``DPREC_NUM_THREADS`` overrides both.  :func:`map_on_dask` runs blocks as
+tasks on a ``dask.distributed`` cluster instead.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+S = TypeVar("S")
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -45,3 +47,32 @@ def map_blocks(function: Callable[[T], R], blocks: Iterable[T]) -> list[R]:
         return [function(block) for block in blocks]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dprec") as pool:
         return list(pool.map(function, blocks))
+
+
+def map_on_dask(function: Callable[[S, T], R], state: S, blocks: Iterable[T]) -> list[R]:
+    """``[function(state, block) for block in blocks]`` as tasks on the
+    ``dask.distributed`` client in scope, ``state`` sent to every worker once.
+
+    Raises
+    ------
+    ImportError
+        Without ``dask[distributed]`` (the ``dask`` extra).
+    ValueError
+        If no client is in scope (create one, e.g. ``Client(LocalCluster())``,
+        or an address of a running scheduler, before calling).
+    """
+    try:
+        from distributed import get_client
+    except ImportError as error:  # pragma: no cover - depends on the extra
+        raise ImportError("backend='dask' needs dask[distributed]: "
+                          "pip install 'dprec[dask]'") from error
+    try:
+        client = get_client()
+    except ValueError as error:
+        raise ValueError("backend='dask' runs the blocks on the dask.distributed client in "
+                         "scope, and there is none: create one first (e.g. "
+                         "Client(LocalCluster()) or Client('tcp://scheduler:8786'))") from error
+    blocks = list(blocks)
+    shared = client.scatter(state, broadcast=True, hash=False)
+    futures = client.map(function, [shared] * len(blocks), blocks, pure=False)
+    return client.gather(futures)

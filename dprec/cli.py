@@ -9,7 +9,7 @@ from pathlib import Path
 from surprise import KNNBasic
 
 from . import datasets
-from .evaluation import cross_validate_table, grid_table, parallel_backend, summarise
+from .evaluation import cross_validate_table, dask_client, grid_table, parallel_backend, summarise
 from .knn import PrivateKNN
 from .ranking import MallowsRanker
 
@@ -86,14 +86,17 @@ def run_demo(args: argparse.Namespace) -> int:
 
 
 def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosine",
-                 p: float | None = None, neighbourhood: str = "item", seed: int = 0):
-    """The Surprise algorithm ``dprec cv --algo`` names, configured."""
+                 p: float | None = None, neighbourhood: str = "item", seed: int = 0,
+                 backend: str = "threads"):
+    """The Surprise algorithm ``dprec cv --algo`` names, configured (``backend`` is
+    :class:`PrivateKNN`'s: ``"dask"`` sends its blocked similarities to the cluster)."""
     if algo == "knnbasic":
         return KNNBasic(k=k, sim_options={"name": sim}, verbose=False)
     if algo == "mallows":
         return MallowsRanker(epsilon=epsilon, random_state=seed)
     return PrivateKNN(k=k, sim_options={"name": sim}, selector=algo, epsilon=epsilon, p=p,
-                      neighbourhood=neighbourhood, random_state=seed, verbose=False)
+                      neighbourhood=neighbourhood, random_state=seed, verbose=False,
+                      backend=backend)
 
 
 def run_cv(args: argparse.Namespace) -> int:
@@ -102,14 +105,26 @@ def run_cv(args: argparse.Namespace) -> int:
     print(f"dprec cv: {args.algo} on {label}, {args.folds} folds, ε = "
           f"{', '.join(str(e) for e in epsilons)}, backend {args.backend}", flush=True)
     configurations = [{"algo": args.algo, "epsilon": epsilon} for epsilon in epsilons]
+    # on Dask, a kNN model's blocks of similarity rows are the tasks (the folds run here);
+    # the other algorithms send whole folds
+    blocks = args.backend == "dask" and args.algo not in ("knnbasic", "mallows")
 
     def make(algo, epsilon):
         return cv_algorithm(algo, epsilon, k=args.k, sim=args.sim, p=args.p,
-                            neighbourhood=args.neighbourhood, seed=args.seed)
+                            neighbourhood=args.neighbourhood, seed=args.seed,
+                            backend="dask" if blocks else "threads")
 
-    with parallel_backend(args.backend, args.scheduler, max(args.n_jobs, 1)):
-        table = grid_table(configurations, make, data, n_folds=args.folds,
-                           random_state=args.seed, n_jobs=args.n_jobs, progress=args.progress)
+    if blocks:
+        print("Dask: each fold's similarity rows are computed and reduced on the workers, "
+              "a block of users per task", flush=True)
+        with dask_client(args.scheduler, max(args.n_jobs, 1)):
+            table = grid_table(configurations, make, data, n_folds=args.folds,
+                               random_state=args.seed, n_jobs=1, progress=args.progress)
+    else:
+        with parallel_backend(args.backend, args.scheduler, max(args.n_jobs, 1)):
+            table = grid_table(configurations, make, data, n_folds=args.folds,
+                               random_state=args.seed, n_jobs=args.n_jobs,
+                               progress=args.progress)
     extra = [c for c in table.columns if c not in CV_COLUMNS]
     table = table[CV_COLUMNS + extra]
     out = Path(args.out)
@@ -176,7 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--folds", type=FOLDS, default=5)
     cv.add_argument("--seed", type=SEED, default=0)
     cv.add_argument("--n-jobs", type=N_JOBS, default=1)
-    cv.add_argument("--backend", choices=["loky", "dask"], default="loky")
+    cv.add_argument("--backend", choices=["loky", "dask"], default="loky",
+                    help="loky: folds in local processes (--n-jobs); dask: a kNN model's "
+                         "blocks of similarity rows as tasks on a Dask cluster (the other "
+                         "algorithms: whole folds)")
     cv.add_argument("--scheduler", default=None,
                     help="address of a running Dask scheduler (default: a LocalCluster)")
     cv.add_argument("--progress", action="store_true", help="print joblib progress")

@@ -158,6 +158,20 @@ def parallel_backend(backend: str = "loky", scheduler: str | None = None,
     if backend == "loky":
         yield
         return
+    with dask_client(scheduler, n_workers), joblib.parallel_backend("dask"):
+        yield
+
+
+@contextmanager
+def dask_client(scheduler: str | None = None, n_workers: int = 2) -> Iterator[object]:
+    """A ``dask.distributed`` client in scope for the block (yielded): connected to
+    ``scheduler``, or to a ``LocalCluster`` of ``n_workers`` single-threaded worker
+    processes started for the block; closed after it (the cluster too).  Models
+    with ``backend="dask"`` (:class:`dprec.PrivateKNN`) send their blocks to it."""
+    n_workers = check_int(n_workers, "n_workers", minimum=1)
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise TypeError(f"scheduler must be an address string or None, "
+                        f"got {type(scheduler).__name__}")
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError as error:  # pragma: no cover - depends on the extra
@@ -165,9 +179,9 @@ def parallel_backend(backend: str = "loky", scheduler: str | None = None,
                           "pip install 'dprec[dask]'") from error
     cluster = None if scheduler else LocalCluster(n_workers=n_workers, threads_per_worker=1,
                                                   processes=True, dashboard_address=None)
-    with Client(scheduler or cluster) as client, joblib.parallel_backend("dask"):
+    with Client(scheduler or cluster) as client:
         try:
-            yield
+            yield client
         finally:
             client.close()
             if cluster is not None:

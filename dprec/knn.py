@@ -35,7 +35,7 @@ from ._rng import (
     validate_random_state,
 )
 from ._surprise import UNKNOWN, inner_ids, predictions
-from ._threads import map_blocks, thread_count
+from ._threads import map_blocks, map_on_dask, thread_count
 from ._validation import (
     check_bool,
     check_budget,
@@ -67,6 +67,10 @@ PREDICTIONS = ("basic", "means", "zscore", "baseline")
 _BASELINE_OPTIONS = {"method", "n_epochs", "reg", "reg_u", "reg_i", "learning_rate"}
 #: how the fitted model holds its similarities: the whole matrix, or rows computed on demand
 STORAGES = ("auto", "dense", "blocked")
+#: where the blocks of a blocked model run: this machine's threads, or a Dask cluster
+BACKENDS = ("threads", "dask")
+#: what a model sent to Dask workers leaves behind (answers are charged by the caller)
+_LOCAL_STATE = ("trainset", "_accountant", "_selections", "_answered")
 #: ``storage="auto"`` keeps the whole matrix while one float64 n × n matrix stays below this
 #: (256 MiB, about 5,800 rows: at the MovieLens-1M shape the rows are already faster)
 DENSE_SIMILARITY_BYTES = 1 << 28
@@ -267,6 +271,13 @@ class PrivateKNN(AlgoBase):
         about 5,800 users), else ``"blocked"`` where it applies (on
         MovieLens-shaped data the rows are as fast from a few thousand users
         on: ``benchmarks/bench_scale.py``).
+    backend : {"threads", "dask"}, default "threads"
+        Where the blocks of similarity rows are computed and reduced.
+        ``"threads"``: this machine's cores.  ``"dask"``: as tasks on the
+        ``dask.distributed`` client in scope (blocked storage; the fitted
+        state is sent to the workers once per call, the rows never leave
+        them: each task returns its queries' answers or its users' RS, and
+        the accountant is charged here).  The same numbers either way.
     budget : (float, float), optional
         A per-user ``(ε, δ)`` budget for the privacy accountant: a query
         whose answer would take some user past it raises
@@ -312,7 +323,8 @@ class PrivateKNN(AlgoBase):
                  centered: bool = False, random_state: RandomStateLike = None,
                  verbose: bool = True, diagnostics: bool = False,
                  budget: tuple[float, float] | None = None, prediction: str = "basic",
-                 bsl_options: Mapping | None = None, storage: str = "auto") -> None:
+                 bsl_options: Mapping | None = None, storage: str = "auto",
+                 backend: str = "threads") -> None:
         AlgoBase.__init__(self)  # with no options: Surprise's would add keys to the caller's
         self.sim_options = {} if sim_options is None else sim_options
         self.bsl_options = {} if bsl_options is None else bsl_options
@@ -321,7 +333,7 @@ class PrivateKNN(AlgoBase):
             selector, epsilon, p, alpha, rho, floor)
         self.neighbourhood, self.centered, self.prediction = neighbourhood, centered, prediction
         self.random_state, self.verbose, self.diagnostics = random_state, verbose, diagnostics
-        self.budget, self.storage = budget, storage
+        self.budget, self.storage, self.backend = budget, storage, backend
 
     def check_params(self) -> PrivateKNN:
         """Validate the parameters (as ``fit`` does first) and set what they resolve to:
@@ -352,10 +364,17 @@ class PrivateKNN(AlgoBase):
         check_bool(self.diagnostics, "diagnostics")
         if self.budget is not None:
             check_budget(self.budget)
-        if (check_choice(self.storage, "storage", STORAGES) == "blocked"
-                and self.sim_options_["name"] not in SUM_SIMILARITIES):
-            raise ValueError(f"storage='blocked' is for the similarities {SUM_SIMILARITIES}, "
+        storage = check_choice(self.storage, "storage", STORAGES)
+        backend = check_choice(self.backend, "backend", BACKENDS)
+        blocked = "storage='blocked'" if storage == "blocked" else (
+            "backend='dask' (which distributes blocked similarities)" if backend == "dask"
+            else None)
+        if blocked and self.sim_options_["name"] not in SUM_SIMILARITIES:
+            raise ValueError(f"{blocked} is for the similarities {SUM_SIMILARITIES}, "
                              f"not {self.sim_options_['name']!r}")
+        if backend == "dask" and storage == "dense":
+            raise ValueError("backend='dask' distributes blocked similarities; "
+                             "storage='dense' keeps the whole matrix here")
         return self
 
     # ------------------------------------------------------------------ fit
@@ -367,7 +386,8 @@ class PrivateKNN(AlgoBase):
         ratings = RatingArrays.from_trainset(trainset, self.sim_options_["user_based"])
         if self._blocked(ratings.n_users):
             rows, sensitivity = similarity_rows(self.sim_options_, ratings,
-                                                self.selector_.needs_sensitivity)
+                                                self.selector_.needs_sensitivity,
+                                                self.backend.lower())
             return self._fit_precomputed(trainset, ratings, rows, sensitivity, entropy)
         sim, sensitivity, release = self._similarities(ratings, entropy)
         return self._fit_precomputed(trainset, ratings, sim, sensitivity, entropy, release)
@@ -375,8 +395,23 @@ class PrivateKNN(AlgoBase):
     def _blocked(self, n: int) -> bool:
         """Whether ``storage`` resolves to blocked similarities for ``n`` rows."""
         storage = self.storage.lower()
-        return storage == "blocked" or (storage == "auto" and 8 * n * n > DENSE_SIMILARITY_BYTES
-                                        and self.sim_options_["name"] in SUM_SIMILARITIES)
+        return storage == "blocked" or self.backend.lower() == "dask" or (
+            storage == "auto" and 8 * n * n > DENSE_SIMILARITY_BYTES
+            and self.sim_options_["name"] in SUM_SIMILARITIES)
+
+    def _map(self, function, blocks: list, threads: bool = True) -> list:
+        """``[function(self, block) for block in blocks]``: here (in threads, or in turn
+        when ``function`` runs its own), or as tasks on Dask (blocked storage with
+        ``backend="dask"``), sent a copy of the model without what stays here: the
+        trainset and the accounting, which the caller does with the results."""
+        if self._sim is None and self.backend.lower() == "dask":
+            shipped = object.__new__(type(self))
+            shipped.__dict__.update({name: value for name, value in self.__dict__.items()
+                                     if name not in _LOCAL_STATE})
+            return map_on_dask(function, shipped, blocks)
+        if threads:
+            return map_blocks(partial(function, self), blocks)
+        return [function(self, block) for block in blocks]
 
     @property
     def sim(self) -> np.ndarray:
@@ -839,19 +874,61 @@ class PrivateKNN(AlgoBase):
         return self._estimate_user_neighbourhood(users, items)
 
     def _estimate_item_neighbourhood(self, users, items) -> _Batch:
-        """KNNBasic: neighbours of ``u`` among the raters of ``i``.
+        """KNNBasic: neighbours of ``u`` among the raters of ``i``, answered by groups of
+        queries (:meth:`_answer_queries`), here or on Dask, and charged here."""
+        ratings = self._ratings
+        groups = self._query_groups(users)
+        parts = self._map(PrivateKNN._answer_queries, [(users[g], items[g]) for g in groups],
+                          threads=False)
+        in_blocks = np.concatenate([group[order] for group, (order, _) in zip(groups, parts)])
+        answers = [answer for _, group_answers in parts for answer in group_answers]
+        # the selections stay in block order (``row`` maps each query to its own)
+        row = np.empty(len(users), dtype=np.int64)
+        row[in_blocks] = np.arange(len(users))
+        est, actual_k, neighbours = (np.concatenate([answer[j] for answer in answers])
+                                     for j in (1, 2, 3))
+        chosen = _Chosen.concatenate([answer[0] for answer in answers])
+        users, items = users[in_blocks], items[in_blocks]
+        self._charge(users * ratings.n_items + items, users, items, neighbours)
+        for answer in answers:
+            self._selections.add(answer[0])
+        return _Batch(est[row], actual_k[row], row, chosen, neighbours)
+
+    def _query_groups(self, users: np.ndarray) -> list[np.ndarray]:
+        """The queries (positions) in groups whose users' similarity rows are computed
+        together: all of them with the whole matrix, else blocks of users."""
+        if self._sim is not None:
+            return [np.arange(len(users))]
+        unique, rows = np.unique(users, return_inverse=True)
+        by_user = np.argsort(rows, kind="stable")
+        bounds = np.searchsorted(rows[by_user], np.arange(0, len(unique),
+                                                          self._rows.block_size() *
+                                                          thread_count()))
+        return np.split(by_user, bounds[1:])
+
+    def _answer_queries(self, queries: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, list]:
+        """Item-neighbourhood answers to ``queries = (users, items)``: their order and one
+        ``(chosen, est, actual_k, neighbours)`` per block of that order.
 
         Queries are sorted by their item's number of raters and cut into
         blocks of similar length, each padded to a rectangle (padding has
         similarity ``-inf``), so a whole block is one set of array operations;
         blocks run in threads (:func:`dprec._threads.map_blocks`), their
         randomness keyed by the queries, so the answer does not depend on it.
+        With blocked storage the rows of the queries' users are computed first.
         """
+        users, items = queries
         ratings = self._ratings
+        if self._sim is not None:
+            sim, rows = self._sim, users
+        else:
+            unique, rows = np.unique(users, return_inverse=True)
+            sim = np.concatenate(map_blocks(self._rows, np.array_split(
+                unique, min(thread_count(), len(unique)))))
         starts = ratings.item_ptr[items]
         lengths = ratings.item_ptr[items + 1] - starts
 
-        def answer(block, sim, rows):
+        def answer(block):
             width = max(int(lengths[block].max()), 1)  # a padding column if nobody rated i
             offsets = np.arange(width)
             valid = offsets[None, :] < lengths[block][:, None]
@@ -868,41 +945,9 @@ class PrivateKNN(AlgoBase):
             est = self._finish(users[block], items[block], shift, actual_k)
             return chosen, est, actual_k, np.where(found, ratings.item_users[slots], -1)
 
-        blocks, answers = [], []
-        for queries, sim, rows in self._query_groups(users):
-            order = queries[np.argsort(lengths[queries], kind="stable")]
-            group = list(_length_blocks(order, lengths[order]))
-            answers += map_blocks(partial(answer, sim=sim, rows=rows), group)
-            blocks += group
-        # the selections stay in block order (``row`` maps each query to its own)
-        in_blocks = np.concatenate(blocks)
-        row = np.empty(len(users), dtype=np.int64)
-        row[in_blocks] = np.arange(len(users))
-        est, actual_k, neighbours = (np.concatenate([answer[j] for answer in answers])
-                                     for j in (1, 2, 3))
-        chosen = _Chosen.concatenate([answer[0] for answer in answers])
-        users, items = users[in_blocks], items[in_blocks]
-        self._charge(users * ratings.n_items + items, users, items, neighbours)
-        for answer in answers:
-            self._selections.add(answer[0])
-        return _Batch(est[row], actual_k[row], row, chosen, neighbours)
-
-    def _query_groups(self, users: np.ndarray):
-        """Queries grouped with the similarity rows they read: ``(queries, sim, rows)``,
-        query ``q``'s user at row ``rows[q]`` of ``sim``.  The whole matrix is one
-        group; blocked storage computes the rows of a block of users per group."""
-        if self._sim is not None:
-            yield np.arange(len(users)), self._sim, users
-            return
-        unique, rows = np.unique(users, return_inverse=True)
-        by_user = np.argsort(rows, kind="stable")
-        size = self._rows.block_size() * thread_count()
-        for start in range(0, len(unique), size):
-            block = unique[start:start + size]
-            parts = np.array_split(block, min(thread_count(), len(block)))
-            sim = np.concatenate(map_blocks(self._rows, parts))
-            first, stop = np.searchsorted(rows[by_user], [start, start + len(block)])
-            yield by_user[first:stop], sim, rows - start
+        order = np.argsort(lengths, kind="stable")
+        blocks = list(_length_blocks(order, lengths[order]))
+        return np.concatenate(blocks), map_blocks(answer, blocks)
 
     def _estimate_user_neighbourhood(self, users, items) -> _Batch:
         """One neighbour set per user; its members who rated ``i`` predict.
@@ -943,15 +988,10 @@ class PrivateKNN(AlgoBase):
 
     def _user_neighbours(self, users: np.ndarray) -> _Chosen:
         """Each user's neighbour set (user ids in ``columns``, ``-1`` for none)."""
-        def choose(block):
-            rows = users[block]
-            sims = self._similarity_rows(rows)
-            sims[np.arange(len(rows)), rows] = -np.inf  # a user is not their own neighbour
-            return self._select(sims, np.full(len(rows), self._ratings.n_users - 1), rows,
-                                (rows,))
-
         cells = _BLOCK_CELLS if self._sim is not None else ROW_BLOCK_CELLS
-        parts = map_blocks(choose, _blocks(np.arange(len(users)), self._ratings.n_users, cells))
+        parts = self._map(PrivateKNN._choose, [users[block] for block in
+                                               _blocks(np.arange(len(users)),
+                                                       self._ratings.n_users, cells)])
         chosen = _Chosen.concatenate(parts)
         # keyed by u; in the item neighbourhood (get_neighbors) apart from the (u, i) keys
         self._charge(users if self.neighbourhood_ == "user" else -1 - users, users, None,
@@ -959,6 +999,12 @@ class PrivateKNN(AlgoBase):
         for part in parts:
             self._selections.add(part)
         return chosen
+
+    def _choose(self, rows: np.ndarray) -> _Chosen:
+        """The neighbour sets of the users ``rows`` among all other users."""
+        sims = self._similarity_rows(rows)
+        sims[np.arange(len(rows)), rows] = -np.inf  # a user is not their own neighbour
+        return self._select(sims, np.full(len(rows), self._ratings.n_users - 1), rows, (rows,))
 
     # ----------------------------------------------------------- accounting
     def _charge(self, keys: np.ndarray, users: np.ndarray, items: np.ndarray | None,

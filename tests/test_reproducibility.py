@@ -16,7 +16,7 @@ import pytest
 from surprise.model_selection import KFold, cross_validate, train_test_split
 
 from dprec import MallowsRanker, PrivateKNN, datasets
-from dprec.evaluation import cross_validate_table, grid_table, parallel_backend
+from dprec.evaluation import cross_validate_table, dask_client, grid_table, parallel_backend
 
 SKETCHES = {
     "rr_minhash": {"name": "rr_minhash", "width": 32, "B": 4, "epsilon": 3.0, "delta": 1e-4},
@@ -148,6 +148,61 @@ def test_dask_backend_agrees_with_n_jobs_1(data):
                                   grid_remote[["rmse", "mae"]].to_numpy())
     again = cross_validate_table({"ppns": ALGORITHMS["ppns-item"](5)}, data, n_folds=2)
     np.testing.assert_array_equal(table["rmse"].to_numpy(), again["rmse"].to_numpy())
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
+                    reason="dask[distributed] is not installed")
+def test_blocked_similarities_on_a_local_cluster_equal_the_local_run(data):
+    """``backend="dask"``: the similarity rows are computed and reduced on the workers
+    (RS, item-neighbourhood answers, user-neighbourhood sets); the predictions, details,
+    neighbours, RS and privacy report equal the local blocked and dense runs."""
+    trainset, testset = train_test_split(data, test_size=0.25, random_state=0)
+    configurations = [
+        {"selector": "ppns", "epsilon": 1.0},                                  # RS, item
+        {"selector": "topk", "neighbourhood": "user"},
+        {"selector": "pncf", "epsilon": 2.0, "neighbourhood": "user",
+         "sim_options": {"name": "pearson", "user_based": False}},
+    ]
+
+    def run(config, **storage):
+        algo = PrivateKNN(k=5, random_state=4, verbose=False, diagnostics=True, **config,
+                          **storage).fit(trainset)
+        predictions = algo.test(testset)
+        ids = np.arange(5)
+        neighbours = (algo.kneighbors(**{"users" if algo.sim_options_["user_based"]
+                                         else "items": ids})
+                      if algo.neighbourhood_ == "user" else algo.kneighbors(ids, ids))
+        return ([(p.est, p.details) for p in predictions], neighbours, algo.sensitivity_,
+                str(algo.privacy_report()))
+
+    local = [run(config, storage="blocked") for config in configurations]
+    dense = [run(config, storage="dense") for config in configurations]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cluster's own start-up chatter
+        with dask_client(n_workers=2):
+            remote = [run(config, backend="dask") for config in configurations]
+    for ours, theirs, whole in zip(local, remote, dense):
+        for other in (theirs, whole):
+            assert ours[0] == other[0] and ours[3] == other[3]
+            for a, b in zip(ours[1], other[1]):
+                np.testing.assert_array_equal(a, b)
+            if ours[2] is not None:
+                np.testing.assert_array_equal(ours[2], other[2])
+
+
+def test_dask_backend_needs_a_client_and_blocked_similarities(data):
+    trainset = data.build_full_trainset()
+    algo = PrivateKNN(k=5, backend="dask", verbose=False).fit(trainset)
+    assert algo.storage_ == "blocked"
+    if importlib.util.find_spec("distributed") is not None:
+        with pytest.raises(ValueError, match="backend='dask'.*no(ne)?.*client|Client"):
+            algo.test([(trainset.to_raw_uid(0), trainset.to_raw_iid(0), 3.0)])
+    for bad in ({"storage": "dense"}, {"sim_options": {"name": "pearson_baseline"}},
+                {"sim_options": {"name": "minhash"}}):
+        with pytest.raises(ValueError, match="backend"):
+            PrivateKNN(backend="dask", **bad).check_params()
+    with pytest.raises(ValueError, match="backend"):
+        PrivateKNN(backend="spark").check_params()
 
 
 # ------------------------------------------------------------------ regressions

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._ratings import RatingArrays
 from .._rng import RandomStateLike
-from .._threads import map_blocks, thread_count
+from .._threads import map_blocks, map_on_dask, thread_count
 from .._validation import check_bool, check_int, check_real
 from .exact import (
     EXACT_SIMILARITIES,
@@ -198,12 +198,14 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
             None)
 
 
-def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: bool = False
-                    ) -> tuple[SimilarityRows, np.ndarray | None]:
+def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: bool = False,
+                    backend: str = "threads") -> tuple[SimilarityRows, np.ndarray | None]:
     """:func:`similarity_matrix` for the sum similarities (cosine, msd, pearson) without
     the matrix: its rows on demand (:class:`~dprec.similarity.rows.SimilarityRows`) and,
     with ``with_sensitivity``, every row's ``RS``, computed by blocks of rows on every
-    core.  The same numbers as :func:`similarity_matrix` in ``O(block)`` memory."""
+    core (``backend="threads"``) or as tasks on the ``dask.distributed`` client in
+    scope (``"dask"``).  The same numbers as :func:`similarity_matrix` in ``O(block)``
+    memory."""
     name = options["name"]
     if name not in SUM_SIMILARITIES:
         raise ValueError(f"blocked similarities are for {SUM_SIMILARITIES}, got {name!r}")
@@ -211,9 +213,12 @@ def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: b
     if not with_sensitivity:
         return rows, None
     n = rows.n_rows
-    size = min(rows.block_size(), -(-n // thread_count()))
+    size = rows.block_size() if backend == "dask" else min(rows.block_size(),
+                                                            -(-n // thread_count()))
     blocks = [np.arange(start, min(start + size, n)) for start in range(0, n, size)]
-    return rows, np.concatenate(map_blocks(rows.sensitivity, blocks))
+    parts = (map_on_dask(SimilarityRows.sensitivity, rows, blocks) if backend == "dask"
+             else map_blocks(rows.sensitivity, blocks))
+    return rows, np.concatenate(parts)
 
 
 __all__ = ["EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL", "MinHash", "NoisyMinHash",
