@@ -87,19 +87,25 @@ class SimilarityRows:
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """The similarity rows ``rows``: ``(len(rows), n_rows)`` float64 (diagonal 1)."""
-        return self.with_sums(rows)[0]
+        return self._rows(rows, with_counts=self.name != "cosine" or self.min_support > 1)[0]
 
     def with_sums(self, rows: np.ndarray) -> tuple[np.ndarray, tuple, tuple]:
         """``(sim, sums, mirrored)`` of the rows ``rows``, all ``(len(rows), n_rows)``
         float64: ``sums = (freq, s_i, sq_i, prods)``, ``mirrored = (s_j, sq_j)`` as
         :func:`~dprec.similarity.exact.sensitivity_of_rows` reads them (``s_i``,
         ``s_j`` ``None`` but for pearson)."""
+        return self._rows(rows, with_counts=True)
+
+    def _rows(self, rows: np.ndarray, with_counts: bool) -> tuple[np.ndarray, tuple, tuple]:
+        """:meth:`with_sums`; without ``with_counts`` ``freq`` is not computed (``None``):
+        cosine with ``min_support <= 1`` needs no counts (a pair without co-rated item
+        has ``Σ r_ui r_vi = 0`` and similarity 0 either way)."""
         rows = np.asarray(rows, dtype=np.int64)
         pearson = self.name == "pearson"
         pattern, values, squares = (m[rows].toarray().T for m in
                                     (self._pattern, self._values, self._squares))
-        with_pattern = self._pattern @ np.hstack([pattern, squares, values] if pearson
-                                                 else [pattern, squares])
+        with_pattern = self._pattern @ np.hstack(
+            ([pattern] if with_counts else []) + [squares] + ([values] if pearson else []))
         with_values = self._values @ (np.hstack([values, pattern]) if pearson else values)
         sq_j = self._squares @ pattern
         b = len(rows)
@@ -107,11 +113,14 @@ class SimilarityRows:
         def part(product: np.ndarray, j: int) -> np.ndarray:
             return np.ascontiguousarray(product[:, j * b:(j + 1) * b].T, dtype=np.float64)
 
-        freq, sq_i, prods, sq_j = (part(with_pattern, 0), part(with_pattern, 1),
-                                   part(with_values, 0), part(sq_j, 0))
-        s_i, s_j = (part(with_pattern, 2), part(with_values, 1)) if pearson else (None, None)
+        first = int(with_counts)
+        freq = part(with_pattern, 0) if with_counts else None
+        sq_i, prods, sq_j = part(with_pattern, first), part(with_values, 0), part(sq_j, 0)
+        s_i, s_j = ((part(with_pattern, first + 1), part(with_values, 1)) if pearson
+                    else (None, None))
         sim = similarity_from_sums(self.name, freq, s_i, s_j, sq_i, sq_j, prods)
-        sim[freq < self.min_support] = 0.0
+        if with_counts:
+            sim[freq < self.min_support] = 0.0
         sim[np.arange(b), rows] = 1.0
         return sim, (freq, s_i, sq_i, prods), (s_j, sq_j)
 
