@@ -1,6 +1,7 @@
 """dprec: private, attack-resistant neighbourhood recommenders for Surprise."""
 
-from . import datasets, mechanisms, metrics
+# _environment first: it fixes SURPRISE_DATA_FOLDER before Surprise's import would crash on it
+from . import _environment, datasets, mechanisms, metrics  # noqa: F401
 from .attacks import BetaKNNAttack
 from .dp_baseline import DPBaseline
 from .dp_item_knn import DPItemKNN

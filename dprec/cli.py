@@ -1,14 +1,21 @@
-"""The ``dprec`` command line (``dprec --help``, also ``python -m dprec``)."""
+"""The ``dprec`` command line (``dprec --help``, also ``python -m dprec``).
+
+Ordinary mistakes (a dataset with no local copy, an invalid combination of
+options, a missing extra) end in one line naming the fix and exit status 2;
+``--debug`` anywhere on the line shows the traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from pathlib import Path
 
 from surprise import KNNBasic
 
 from . import datasets
+from ._plotting import subplots
 from .evaluation import cross_validate_table, dask_client, grid_table, parallel_backend, summarise
 from .knn import PrivateKNN
 from .ranking import MallowsRanker
@@ -47,7 +54,10 @@ N_JOBS = _bounded(int, "a non-zero number of jobs", nonzero=True)
 EPSILON = _bounded(float, "a finite epsilon > 0", low=0.0, high=1e308, low_inclusive=False)
 PROBABILITY = _bounded(float, "a number in (0, 1]", low=0.0, high=1.0, low_inclusive=False)
 
-CV_ALGORITHMS = ("knnbasic", "topk", "probabilistic", "pncf", "ppns", "mallows")
+CV_ALGORITHMS = ("knnbasic", "topk", "probabilistic", "pncf", "pncf_corrected", "ppns",
+                 "mallows")
+#: the errors an ordinary mistake raises: one line and exit status 2 (``--debug``: traceback)
+USER_ERRORS = (datasets.DatasetUnavailable, ValueError, TypeError, ImportError)
 CV_COLUMNS = ["algo", "epsilon", "fold", "rmse", "mae", "fit_time", "test_time"]
 
 
@@ -71,18 +81,53 @@ def demo_algorithms(k: int, seed: int) -> dict:
 def run_demo(args: argparse.Namespace) -> int:
     if args.quick:
         args.folds, args.k = 2, min(args.k, 10)
-    data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick)
+    data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick,
+                                             path=args.data_path)
     print(f"dprec demo: {args.folds}-fold cross-validation on {label}, k={args.k}", flush=True)
-    table = cross_validate_table(demo_algorithms(args.k, args.seed), data, n_folds=args.folds,
+    algorithms = demo_algorithms(args.k, args.seed)
+    table = cross_validate_table(algorithms, data, n_folds=args.folds,
                                  random_state=args.seed, n_jobs=args.n_jobs, progress=True)
     table.insert(0, "dataset", label)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "demo.csv", index=False)
+    privacy = {name: _privacy_label(algo, data) for name, algo in algorithms.items()}
     print()
-    print(summarise(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    print(demo_report(table, privacy, args.folds))
     print(f"\nper-fold results written to {out / 'demo.csv'}")
     return 0
+
+
+def demo_report(table, privacy: dict, n_folds: int) -> str:
+    """The demo's report: one table of per-fold means, what is private at which ε
+    (``privacy``: a label per algorithm), and the parity and speed of dprec's top-k
+    against Surprise's ``KNNBasic``."""
+    summary = summarise(table)
+    summary["fit_time"] /= n_folds
+    summary["test_time"] /= n_folds
+    summary["private"] = [privacy[name] for name in summary["algo"]]
+    summary.columns = ["algorithm", "RMSE", "MAE", "fit s/fold", "test s/fold", "private"]
+    lines = [summary.to_string(index=False, float_format=lambda x: f"{x:.4f}"),
+             "RMSE and MAE: lower is better (means over the folds)."]
+    reference, ours = "KNNBasic (Surprise, cosine)", "PrivateKNN top-k, item nbhd"
+    by = table.set_index(["algo", "fold"])
+    gap = float((by.loc[reference, "rmse"] - by.loc[ours, "rmse"]).abs().max())
+    seconds = table.groupby("algo")[["fit_time", "test_time"]].sum().sum(axis=1)
+    lines.append(f"{ours} is KNNBasic's algorithm: RMSE equal on every fold (largest "
+                 f"difference {gap:.1e}), {seconds[reference] / seconds[ours]:.1f}x faster.")
+    return "\n".join(lines)
+
+
+def _privacy_label(algo, data) -> str:
+    """``"no"``, or the ε of a private demo row and what the privacy accountant of a
+    model fitted on ``data`` says of it (holds, as published, void)."""
+    if not isinstance(algo, PrivateKNN) or algo.epsilon is None:
+        return "no"
+    fitted = copy.deepcopy(algo).fit(data.build_full_trainset())
+    meaning = {"holds": "holds", "as published": "as published, not guaranteed",
+               "void": "void here"}
+    statuses = sorted({str(entry.status) for entry in fitted.privacy_report().entries})
+    return f"ε={algo.epsilon:g} {', '.join(meaning.get(s, s) for s in statuses)}"
 
 
 def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosine",
@@ -100,7 +145,10 @@ def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosi
 
 
 def run_cv(args: argparse.Namespace) -> int:
-    data, label = datasets.load_or_synthetic(args.dataset, args.seed)
+    if args.quick:
+        args.dataset, args.folds, args.k = "synthetic", 2, min(args.k, 10)
+    data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick,
+                                             path=args.data_path)
     epsilons = args.epsilon or [None]
     print(f"dprec cv: {args.algo} on {label}, {args.folds} folds, ε = "
           f"{', '.join(str(e) for e in epsilons)}, backend {args.backend}", flush=True)
@@ -132,6 +180,11 @@ def run_cv(args: argparse.Namespace) -> int:
     table.to_csv(out / "cv.csv", index=False)
     means = table.groupby("epsilon", dropna=False, sort=False)[["rmse", "mae"]].mean()
     print(means.to_string(float_format=lambda x: f"{x:.4f}"))
+    print("RMSE and MAE: lower is better (means over the folds).")
+    if len(epsilons) > 1 and means["rmse"].nunique() == 1:
+        print(f"The RMSE is the same at every ε: with {args.algo}, ε changes which neighbours "
+              "may be drawn, not the predictions here (see the README's 'Neighbour "
+              "selectors' for why PPNS's accuracy is set by p, not ε).")
     if len(epsilons) > 1:
         plot_cv(table, out / "cv.png")
     print(f"written: {out / 'cv.csv'}")
@@ -140,71 +193,84 @@ def run_cv(args: argparse.Namespace) -> int:
 
 def plot_cv(table, path: Path) -> None:
     """RMSE and MAE (fold means) against ε."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     means = table.dropna(subset=["epsilon"]).groupby("epsilon")[["rmse", "mae"]].mean()
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = subplots(figsize=(5, 3.5))
     for column in ["rmse", "mae"]:
         ax.plot(means.index, means[column], marker="o", label=column.upper())
     ax.set(xscale="log", xlabel="ε", title=f"{table['algo'].iloc[0]}: error against ε")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dprec", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="dprec", description=__doc__.split("\n\n")[0],
+        epilog="Every command writes CSV (and PNG) under --out and takes --seed; "
+               "--debug anywhere shows a traceback instead of a one-line error.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    data = argparse.ArgumentParser(add_help=False)
+    data.add_argument("--dataset", choices=["auto", "ml-100k", "lastfm", "synthetic"],
+                      default="auto",
+                      help="auto (default): MovieLens 100k when a local copy is found, else "
+                           "synthetic data of its shape, saying so")
+    data.add_argument("--data-path", default=None, metavar="PATH",
+                      help="where the dataset is: MovieLens's u.data or its folder, Last.fm's "
+                           "user_artists.dat (default: SURPRISE_DATA_FOLDER, DPREC_LASTFM)")
+    data.add_argument("--seed", type=SEED, default=0,
+                      help="seed of the folds and of every noise draw (default 0)")
+    data.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds "
+                                                             "(default 5)")
+    data.add_argument("--n-jobs", type=N_JOBS, default=1,
+                      help="folds run in parallel (joblib; -1: all cores; default 1)")
+
     demo = commands.add_parser(
-        "demo", help="cross-validate Surprise's KNNBasic next to dprec's algorithms",
+        "demo", parents=[data], help="cross-validate Surprise's KNNBasic next to dprec's "
+                                     "algorithms",
         description="5-fold cross-validation of Surprise's KNNBasic next to every dprec "
                     "algorithm on MovieLens 100k (synthetic data when it cannot be loaded).")
-    demo.add_argument("--dataset", choices=["auto", "ml-100k", "synthetic"], default="auto",
-                      help="auto: MovieLens 100k, else synthetic (default)")
-    demo.add_argument("--folds", type=FOLDS, default=5)
-    demo.add_argument("--k", type=POSITIVE_INT, default=40)
-    demo.add_argument("--seed", type=SEED, default=0)
-    demo.add_argument("--n-jobs", type=N_JOBS, default=1)
-    demo.add_argument("--out", default="results", help="folder for demo.csv (default results/)")
+    demo.add_argument("--k", type=POSITIVE_INT, default=40, help="neighbours (default 40)")
+    demo.add_argument("--out", default="results", help="folder for demo.csv (default results)")
     demo.add_argument("--quick", action="store_true",
-                      help="a small fast run: 2 folds, k <= 10, small synthetic data when "
-                           "MovieLens is not used")
+                      help="a small fast run on synthetic data: 2 folds, k <= 10")
     demo.set_defaults(handler=run_demo)
 
     cv = commands.add_parser(
-        "cv", help="cross-validate one algorithm over several ε",
+        "cv", parents=[data], help="cross-validate one algorithm over several ε",
         description="k-fold cross-validation of one algorithm for each ε; writes OUT/cv.csv "
                     "(one row per ε and fold) and OUT/cv.png when several ε are given. The "
                     "same seed gives the same scores whatever the backend and --n-jobs.")
-    cv.add_argument("--dataset", choices=["ml-100k", "lastfm", "synthetic", "auto"],
-                    default="auto", help="auto: MovieLens 100k, else synthetic (default)")
-    cv.add_argument("--algo", choices=CV_ALGORITHMS, default="ppns")
-    cv.add_argument("--sim", default="cosine", help="similarity for the kNN algorithms")
-    cv.add_argument("--epsilon", type=EPSILON, nargs="+", help="privacy budgets (one run each)")
-    cv.add_argument("--k", type=POSITIVE_INT, default=40)
-    cv.add_argument("--p", type=PROBABILITY, default=None, help="PPNS geometric parameter")
-    cv.add_argument("--neighbourhood", choices=["item", "user"], default="item")
-    cv.add_argument("--folds", type=FOLDS, default=5)
-    cv.add_argument("--seed", type=SEED, default=0)
-    cv.add_argument("--n-jobs", type=N_JOBS, default=1)
+    cv.add_argument("--algo", choices=CV_ALGORITHMS, default="ppns",
+                    help="Surprise's KNNBasic, a PrivateKNN selector, or the Mallows ranker "
+                         "(default ppns)")
+    cv.add_argument("--sim", default="cosine",
+                    help="similarity of the kNN algorithms: msd, cosine (default), pearson, "
+                         "pearson_baseline")
+    cv.add_argument("--epsilon", type=EPSILON, nargs="+", metavar="E",
+                    help="privacy budgets, one run each (pncf, ppns, pncf_corrected, mallows)")
+    cv.add_argument("--k", type=POSITIVE_INT, default=40, help="neighbours (default 40)")
+    cv.add_argument("--p", type=PROBABILITY, default=None,
+                    help="PPNS's geometric parameter (default: the selector's)")
+    cv.add_argument("--neighbourhood", choices=["item", "user"], default="item",
+                    help="item: Surprise's semantics (default); user: one neighbour set per "
+                         "user, the papers' semantics")
     cv.add_argument("--backend", choices=["loky", "dask"], default="loky",
                     help="loky: folds in local processes (--n-jobs); dask: a kNN model's "
                          "blocks of similarity rows as tasks on a Dask cluster (the other "
                          "algorithms: whole folds)")
-    cv.add_argument("--scheduler", default=None,
-                    help="address of a running Dask scheduler (default: a LocalCluster)")
-    cv.add_argument("--progress", action="store_true", help="print joblib progress")
-    cv.add_argument("--out", default="results/cv")
+    cv.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                    help="address of a running Dask scheduler (default: a LocalCluster of "
+                         "--n-jobs workers)")
+    cv.add_argument("--progress", action="store_true", help="print joblib's progress")
+    cv.add_argument("--quick", action="store_true",
+                    help="a small fast run on synthetic data: 2 folds, k <= 10")
+    cv.add_argument("--out", default="results/cv", help="output folder (default results/cv)")
     cv.set_defaults(handler=run_cv)
 
-    for command, (module, summary) in EXPERIMENTS.items():
-        commands.add_parser(command, help=f"{summary} (experiments/{module}.py; "
-                                          f"'dprec {command} --help' for its options)",
-                            add_help=False)
+    for command, (_, summary) in EXPERIMENTS.items():
+        commands.add_parser(command, help=f"{summary} ('dprec {command} --help' for its "
+                                          "options)", add_help=False)
     return parser
 
 
@@ -218,12 +284,24 @@ def run_experiment(command: str, argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, rest = build_parser().parse_known_args(argv)
-    if args.command in EXPERIMENTS:
-        return run_experiment(args.command, rest)
-    if rest:
-        build_parser().error(f"unrecognized arguments: {' '.join(rest)}")
-    return args.handler(args)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [arg for arg in argv if arg != "--debug"]
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    try:
+        if args.command in EXPERIMENTS:
+            return run_experiment(args.command, rest)
+        if rest:
+            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        return args.handler(args)
+    except USER_ERRORS as error:
+        if debug:
+            raise
+        message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        print(f"dprec {args.command}: error: {message} (--debug for the traceback)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -68,14 +68,15 @@ class DatasetUnavailable(FileNotFoundError, RuntimeError):
     """
 
 
-def load_or_synthetic(name: str = "auto", seed: int = 0,
-                      quick: bool = False) -> tuple[Dataset, str]:
+def load_or_synthetic(name: str = "auto", seed: int = 0, quick: bool = False,
+                      path: str | os.PathLike | None = None) -> tuple[Dataset, str]:
     """``(Dataset, label)``: a named dataset, with a synthetic fallback for ``"auto"``.
 
     ``"auto"`` loads MovieLens 100k and, when it has no local copy, says so on
     stderr and returns :func:`synthetic` data of the same shape instead (with
     ``quick``: 300 users, 400 items, 12000 ratings).  ``"synthetic"`` always
-    gives that synthetic data; other names as :func:`load`.
+    gives that synthetic data; other names as :func:`load`, from ``path`` if
+    given (the command line's ``--data-path``).
     """
     labels = {"ml-100k": "MovieLens 100k", "lastfm": "HetRec 2011 Last.fm"}
     shape = (300, 400, 12_000) if quick else (943, 1682, 100_000)
@@ -84,7 +85,7 @@ def load_or_synthetic(name: str = "auto", seed: int = 0,
         return synthetic(*shape, random_state=seed), synthetic_label
     real = "ml-100k" if name == "auto" else name
     try:
-        return load(real), labels.get(real, real)
+        return load(real, path), labels.get(real, real)
     except DatasetUnavailable as error:
         if name != "auto":
             raise

@@ -41,7 +41,7 @@ def cross_validate_table(algorithms: Mapping[str, object], data, n_folds: int = 
     n_jobs : int
         Folds run in parallel by Surprise (joblib).
     progress : bool
-        Print one line per algorithm as it finishes.
+        Show a progress bar over the algorithms (tqdm, on stderr).
 
     Returns
     -------
@@ -50,7 +50,13 @@ def cross_validate_table(algorithms: Mapping[str, object], data, n_folds: int = 
     """
     n_folds = check_int(n_folds, "n_folds", minimum=2)
     rows = []
-    for name, algo in algorithms.items():
+    names = list(algorithms)
+    if progress:
+        from tqdm import tqdm
+
+        names = tqdm(names, desc="cross-validating", unit="algorithm", leave=False)
+    for name in names:
+        algo = algorithms[name]
         folds = KFold(n_splits=n_folds, random_state=random_state)
         result = cross_validate(algo, data, measures=["rmse", "mae"], cv=folds, n_jobs=n_jobs)
         for fold in range(n_folds):
@@ -59,11 +65,6 @@ def cross_validate_table(algorithms: Mapping[str, object], data, n_folds: int = 
                 "rmse": result["test_rmse"][fold], "mae": result["test_mae"][fold],
                 "fit_time": result["fit_time"][fold], "test_time": result["test_time"][fold],
             })
-        if progress:
-            print(f"  {name:<32} RMSE {result['test_rmse'].mean():.4f}  "
-                  f"MAE {result['test_mae'].mean():.4f}  "
-                  f"fit {sum(result['fit_time']):.2f}s  test {sum(result['test_time']):.2f}s",
-                  flush=True)
     return pd.DataFrame(rows, columns=FOLD_COLUMNS)
 
 

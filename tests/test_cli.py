@@ -71,3 +71,46 @@ def test_cli_rejects_malformed_arguments(case):
 def test_cli_rejects_out_of_range_numbers(argv):
     message = parse_error(argv)
     assert re.search(rf"error: argument {re.escape(argv[1])}: ", message), message
+
+
+def test_attack_takes_the_common_option_names():
+    """``--dataset`` everywhere (``--data`` still accepted by ``attack``), and
+    ``--data-path`` next to it."""
+    import argparse
+
+    from dprec.experiments import attack_resistance
+
+    captured, parse = {}, argparse.ArgumentParser.parse_args
+
+    def stop(self, args=None, namespace=None):
+        captured["args"] = parse(self, args, namespace)
+        raise SystemExit(0)
+
+    for option in ("--dataset", "--data"):
+        with pytest.MonkeyPatch.context() as patch, pytest.raises(SystemExit):
+            patch.setattr(argparse.ArgumentParser, "parse_args", stop)
+            attack_resistance.main([option, "synthetic", "--data-path", "x"])
+        assert captured["args"].data == "synthetic" and captured["args"].data_path == "x"
+    for command in ("demo", "cv"):
+        args = build_parser().parse_args([command, "--data-path", "u.data", "--quick"])
+        assert args.data_path == "u.data" and args.quick
+
+
+def test_plots_leave_a_running_backend_alone(tmp_path):
+    """The experiments draw on pyplot-free figures: a notebook's backend is not switched
+    (they used to call matplotlib.use("Agg"))."""
+    import matplotlib
+    import pandas as pd
+
+    from dprec.cli import plot_cv
+
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        table = pd.DataFrame({"algo": ["ppns"] * 4, "epsilon": [1.0, 1.0, 2.0, 2.0],
+                              "rmse": [1.0, 1.1, 0.9, 0.95], "mae": [0.8, 0.9, 0.7, 0.75]})
+        plot_cv(table, tmp_path / "cv.png")
+        assert matplotlib.get_backend() == "svg"
+        assert (tmp_path / "cv.png").stat().st_size > 1000
+    finally:
+        matplotlib.use(before)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -39,6 +40,43 @@ def test_demo_on_synthetic_data_writes_the_table(tmp_path):
     topk = table[table.algo.str.contains("top-k, item")].rmse.to_numpy()
     assert abs(knnbasic - topk).max() < 1e-9  # the same folds, the same predictions
     assert "synthetic" in result.stdout
+    report = result.stdout[result.stdout.index("algorithm"):]
+    assert report.count("RMSE") >= 2 and "lower is better" in report  # one table, read once
+    assert "s/fold" in report and "faster" in report and "equal on every fold" in report
+    assert "ε=1 as published" in report and re.search(r"KNNBasic.*\bno\b", report)
+
+
+def _dprec(*args, env=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "dprec", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=ROOT, env=env)
+
+
+def test_ordinary_mistakes_give_one_line_and_exit_2(tmp_path):
+    """No traceback for a dataset without a local copy or an invalid configuration:
+    one line naming the fix, exit status 2; ``--debug`` shows the traceback."""
+    env = {**os.environ, "SURPRISE_DATA_FOLDER": str(tmp_path / "empty")}
+    offline = _dprec("demo", "--dataset", "ml-100k", "--out", str(tmp_path), env=env)
+    assert offline.returncode == 2 and "Traceback" not in offline.stderr
+    lines = offline.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dprec demo: error: MovieLens 100k")
+    assert "SURPRISE_DATA_FOLDER" in lines[0]
+    debug = _dprec("demo", "--dataset", "ml-100k", "--debug", "--out", str(tmp_path), env=env)
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+    invalid = _dprec("cv", "--quick", "--algo", "ppns", "--sim", "rr_minhash", "--out",
+                     str(tmp_path), env=env)
+    assert invalid.returncode == 2 and "Traceback" not in invalid.stderr
+    assert invalid.stderr.strip().startswith("dprec cv: error: ")
+
+
+@pytest.mark.parametrize("value", ["", "/proc/no/such/folder"])
+def test_an_unusable_data_folder_is_explained_not_a_crash(value):
+    """Surprise crashes on import for an empty or uncreatable SURPRISE_DATA_FOLDER; dprec
+    drops it with a warning naming it, and the command line works."""
+    env = {**os.environ, "SURPRISE_DATA_FOLDER": value}
+    result = _dprec("--help", env=env)
+    assert result.returncode == 0 and "usage: dprec" in result.stdout
+    assert f"SURPRISE_DATA_FOLDER={value!r}" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):

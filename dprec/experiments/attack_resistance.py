@@ -53,6 +53,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 from surprise.model_selection import KFold
 
+from .._plotting import subplots
 from .._ratings import RatingArrays
 from .._surprise import inner_ids
 from ..attacks import BetaKNNAttack
@@ -268,16 +269,12 @@ def plot_attack(summary_table: pd.DataFrame, path: Path, epsilon: float = 1.0) -
     """Attack success against β: one row of panels per similarity (exposure, per-fake
     recovery, pooled recovery), one line per selector at ``epsilon`` (thin lines: the
     other ε), the no-attack baseline dotted."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     similarities = list(dict.fromkeys(summary_table.similarity))
     measures = [("exposure", "exposure (per fake user)"),
                 ("recovery", "recovery (per fake user)"),
                 ("recovery_pooled", "pooled recovery (majority)")]
-    fig, axes = plt.subplots(len(similarities), 3, figsize=(12, 2.7 * len(similarities)),
+    fig, axes = subplots(len(similarities), 3, figsize=(12, 2.7 * len(similarities)),
                              squeeze=False, sharex=True, sharey=True)
     for row, similarity in zip(axes, similarities):
         part = summary_table[summary_table.similarity == similarity]
@@ -306,21 +303,16 @@ def plot_attack(summary_table: pd.DataFrame, path: Path, epsilon: float = 1.0) -
     axes[0][2].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def plot_frontier(summary_table: pd.DataFrame, path: Path, betas: Sequence[int] = (1, 3)) -> None:
     """RMSE against pooled recovery at each β of ``betas``: the accuracy–security plane
     (down-left is better); colour = selector, marker = similarity, a grey bar down to
     the configuration's no-attack baseline recovery."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     betas = [b for b in betas if b in set(summary_table.beta)]
     similarities = list(dict.fromkeys(summary_table.similarity))
-    fig, axes = plt.subplots(1, len(betas), figsize=(6 * len(betas), 4.6), squeeze=False)
+    fig, axes = subplots(1, len(betas), figsize=(6 * len(betas), 4.6), squeeze=False)
     for ax, beta in zip(axes[0], betas):
         part = summary_table[summary_table.beta == beta]
         for s, similarity in enumerate(similarities):
@@ -339,7 +331,6 @@ def plot_frontier(summary_table: pd.DataFrame, path: Path, betas: Sequence[int] 
                  "baseline; dashed: the item-mean yardstick)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
 
 
 # -------------------------------------------------------------------- main
@@ -354,15 +345,26 @@ def _print_report(summary_table: pd.DataFrame, epsilon: float = 1.0) -> None:
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="results/attack_resistance")
-    parser.add_argument("--data", default="auto", help="auto (MovieLens 100k, else synthetic), "
-                        "ml-100k or synthetic")
-    parser.add_argument("--targets", type=int, default=50)
-    parser.add_argument("--k", type=int, default=20)
-    parser.add_argument("--n-known", type=int, default=8)
-    parser.add_argument("--folds", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-jobs", type=int, default=2)
+    parser.add_argument("--out", default="results/attack_resistance",
+                        help="output folder (default results/attack_resistance)")
+    parser.add_argument("--dataset", "--data", dest="data", default="auto",
+                        choices=("auto", "ml-100k", "synthetic"),
+                        help="auto (default): MovieLens 100k when a local copy is found, else "
+                             "synthetic data of its shape (--data is the former name)")
+    parser.add_argument("--data-path", default=None, metavar="PATH",
+                        help="MovieLens 100k's u.data or its folder (default: "
+                             "SURPRISE_DATA_FOLDER)")
+    parser.add_argument("--targets", type=int, default=50,
+                        help="users attacked per configuration (default 50)")
+    parser.add_argument("--k", type=int, default=20, help="neighbours (default 20)")
+    parser.add_argument("--n-known", type=int, default=8,
+                        help="target ratings each fake user copies (default 8)")
+    parser.add_argument("--folds", type=int, default=3,
+                        help="folds of the accuracy cross-validation (default 3)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the targets, folds and noise (default 0)")
+    parser.add_argument("--n-jobs", type=int, default=2,
+                        help="targets attacked in parallel (default 2)")
     parser.add_argument("--no-backends", action="store_true",
                         help="exact similarities only")
     parser.add_argument("--neighbourhood", choices=("user", "item"), default="user",
@@ -379,7 +381,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         data, label = synthetic(300, 400, 15_000, random_state=args.seed), "synthetic (quick)"
         k, targets, betas, epsilons, folds, min_ratings = 10, 5, (1, 3), (1.0,), 2, 40
     else:
-        data, label = load_or_synthetic(args.data, args.seed)
+        data, label = load_or_synthetic(args.data, args.seed, path=args.data_path)
         k, targets, betas, epsilons, folds, min_ratings = (args.k, args.targets, BETAS,
                                                            EPSILONS, args.folds, 50)
     backends = [] if args.no_backends else available_backends(BACKENDS, args.n_known)

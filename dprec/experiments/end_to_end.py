@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 from surprise import BaselineOnly
 
+from .._plotting import subplots
 from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_baseline import DPBaseline
@@ -147,13 +148,9 @@ def summary(table: pd.DataFrame, keys=("model", "epsilon")) -> pd.DataFrame:
 
 def plot(table: pd.DataFrame, path: Path) -> None:
     """RMSE against ε per private model; the references as horizontal lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     means = summary(table)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = subplots(figsize=(6.4, 4.2))
     for model, rows in means.groupby("model", sort=False):
         if rows["epsilon"].isna().all():
             ax.axhline(rows["rmse"].iloc[0], ls="--", lw=1, color="gray")
@@ -164,7 +161,6 @@ def plot(table: pd.DataFrame, path: Path) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:

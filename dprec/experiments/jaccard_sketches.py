@@ -59,6 +59,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from dprec import datasets
+from dprec._plotting import subplots
 from dprec._validation import check_int
 from dprec.similarity.minhash import (
     MinHash,
@@ -184,14 +185,11 @@ def plot_mae(table: pd.DataFrame, mechanism: str, path: Path) -> None:
     """MAE against K: rows τ, columns J; a line per (ε, B), 1-bit MinHash dashed."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     taus, jaccards = sorted(table.tau.unique()), sorted(table.J.unique())
-    fig, axes = plt.subplots(len(taus), len(jaccards), figsize=(4 * len(jaccards),
+    fig, axes = subplots(len(taus), len(jaccards), figsize=(4 * len(jaccards),
                              3 * len(taus)), squeeze=False, sharex=True)
     eps_values = sorted(table.epsilon.dropna().unique())
-    colours = plt.cm.viridis(np.linspace(0, 0.9, len(eps_values)))
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(eps_values)))
     for i, tau in enumerate(taus):
         for j, J in enumerate(jaccards):
             ax = axes[i][j]
@@ -214,7 +212,6 @@ def plot_mae(table: pd.DataFrame, mechanism: str, path: Path) -> None:
     fig.suptitle(f"{mechanism}: MAE of the Jaccard estimate (δ = {DELTA:g}, α = {ALPHA})")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------ (b) real data
@@ -350,15 +347,12 @@ def summarise_recall(recall: pd.DataFrame) -> pd.DataFrame:
 def plot_recall(summary: pd.DataFrame, path: Path) -> None:
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(summary.dataset.unique())
     mechanisms = [cls.name for cls in PRIVATE]
-    fig, axes = plt.subplots(len(names), len(mechanisms), figsize=(5 * len(mechanisms),
+    fig, axes = subplots(len(names), len(mechanisms), figsize=(5 * len(mechanisms),
                              3.2 * len(names)), squeeze=False)
     eps_values = sorted(summary.epsilon.dropna().unique())
-    colours = plt.cm.viridis(np.linspace(0, 0.9, len(eps_values)))
+    colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, len(eps_values)))
     for i, name in enumerate(names):
         data = summary[summary.dataset == name]
         for j, mechanism in enumerate(mechanisms):
@@ -380,7 +374,6 @@ def plot_recall(summary: pd.DataFrame, path: Path) -> None:
     axes[0][0].legend(fontsize=6, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------ entry points

@@ -34,6 +34,7 @@ from surprise import SVD, KNNBasic
 from surprise.model_selection import KFold
 
 from dprec import datasets
+from dprec._plotting import subplots
 from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
     concordant_pairs,
@@ -162,13 +163,9 @@ def _epsilon_axis(values: pd.Series) -> np.ndarray:
 
 def plot(concordance: pd.DataFrame, accuracy: pd.DataFrame, path: Path) -> None:
     """Concordance fraction vs m (one panel per ε) and accuracy/NDCG vs ε."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     eps_values = sorted(concordance["epsilon"].unique())
-    fig, axes = plt.subplots(2, max(len(eps_values), 2), figsize=(4 * max(len(eps_values), 2),
+    fig, axes = subplots(2, max(len(eps_values), 2), figsize=(4 * max(len(eps_values), 2),
                                                                   7.5), squeeze=False)
     for ax, eps in zip(axes[0], eps_values, strict=False):
         part = concordance[concordance["epsilon"] == eps]
@@ -206,7 +203,6 @@ def plot(concordance: pd.DataFrame, accuracy: pd.DataFrame, path: Path) -> None:
         ax.axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------ entry points

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .._plotting import subplots
 from ..datasets import load_or_synthetic, synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
@@ -80,14 +81,10 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def plot(table: pd.DataFrame, path: Path) -> None:
     """MAE against ε, one line per selector, one panel per (rule, neighbourhood, k)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     means = summary(table)
     panels = means[["prediction", "neighbourhood", "k"]].drop_duplicates().to_numpy()
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    fig, axes = subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
     for ax, (rule, neighbourhood, k) in zip(axes[0], panels):
         panel = means[(means.prediction == rule) & (means.neighbourhood == neighbourhood)
                       & (means.k == k)]
@@ -101,7 +98,6 @@ def plot(table: pd.DataFrame, path: Path) -> None:
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from dprec._plotting import subplots
 from dprec.mechanisms import gaussian_sigma, laplace_scale
 from dprec.similarity.sjlt import (
     GaussianJL,
@@ -165,12 +166,8 @@ def comparison_table(epsilons=EPSILONS, deltas=DELTAS, ks=KS, ss=SS, n_features:
 
 
 def plot(variance: pd.DataFrame, comparison: pd.DataFrame, path: Path) -> None:
-    import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axes = subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
     for mechanism, marker in (("sjlt", "o"), ("gaussian_jl", "s")):
         part = variance[variance.mechanism == mechanism]
@@ -210,7 +207,6 @@ def plot(variance: pd.DataFrame, comparison: pd.DataFrame, path: Path) -> None:
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def run(out: str | os.PathLike = "results/sjlt", quick: bool = False, seed: int = 0,
