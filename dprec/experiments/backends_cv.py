@@ -67,11 +67,15 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="results/backends")
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-jobs", type=int, default=1)
-    parser.add_argument("--quick", action="store_true", help="small synthetic data, 2 folds")
+    parser.add_argument("--out", default="results/backends",
+                        help="output folder (default results/backends)")
+    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data, folds and noise (default 0)")
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="(configuration, fold) jobs in parallel (default 1)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run on synthetic data, 2 folds")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

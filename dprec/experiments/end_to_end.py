@@ -165,11 +165,15 @@ def plot(table: pd.DataFrame, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="results/end_to_end")
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-jobs", type=int, default=1)
-    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
+    parser.add_argument("--out", default="results/end_to_end",
+                        help="output folder (default results/end_to_end)")
+    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data, folds and noise (default 0)")
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="(model, ε, fold) jobs in parallel (default 1)")
+    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
+                        help="privacy budgets of the end-to-end models")
     parser.add_argument("--shape", choices=("ml-100k", "ml-1m"), default="ml-100k",
                         help="MovieLens 100k (synthetic of its shape when absent), or "
                              "synthetic data of MovieLens 1M's shape")

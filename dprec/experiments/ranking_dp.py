@@ -238,10 +238,14 @@ def run(out: str | os.PathLike = "results/ranking", quick: bool = False, folds: 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/ranking", help="output folder")
-    parser.add_argument("--quick", action="store_true", help="small, fast run")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small fast run on synthetic data")
     parser.add_argument("--folds", type=int, default=None, help="folds (default 5; quick 2)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "synthetic"])
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data, folds and noise (default 0)")
+    parser.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "synthetic"],
+                        help="ml-100k (default; synthetic of its shape when absent) or "
+                             "synthetic")
     args = parser.parse_args(argv)
     accuracy = run(args.out, quick=args.quick, folds=args.folds, seed=args.seed,
                    dataset=args.dataset)

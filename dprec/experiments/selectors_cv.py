@@ -102,17 +102,23 @@ def plot(table: pd.DataFrame, path: Path) -> None:
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="results/selectors")
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--n-jobs", type=int, default=1)
+    parser.add_argument("--out", default="results/selectors",
+                        help="output folder (default results/selectors)")
+    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data, folds and noise (default 0)")
+    parser.add_argument("--n-jobs", type=int, default=1,
+                        help="(configuration, fold) jobs in parallel (default 1)")
     parser.add_argument("--rules", nargs="+", default=["basic"],
                         choices=["basic", "means", "zscore", "baseline"],
                         help="prediction rules (Surprise's KNNBasic, KNNWithMeans, ...)")
-    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS))
-    parser.add_argument("--ks", nargs="+", type=int, default=[20, 40])
+    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
+                        help="privacy budgets of the private selectors")
+    parser.add_argument("--ks", nargs="+", type=int, default=[20, 40],
+                        help="numbers of neighbours (default 20 40)")
     parser.add_argument("--neighbourhoods", nargs="+", default=["item", "user"],
-                        choices=["item", "user"])
+                        choices=["item", "user"],
+                        help="item: Surprise's semantics; user: the papers' (default both)")
     parser.add_argument("--quick", action="store_true",
                         help="a small run: synthetic 300 users, 2 folds, ε ∈ {1, 10}, k = 20")
     args = parser.parse_args(argv)

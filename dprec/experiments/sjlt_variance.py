@@ -231,8 +231,9 @@ def run(out: str | os.PathLike = "results/sjlt", quick: bool = False, seed: int 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/sjlt", help="output folder")
-    parser.add_argument("--quick", action="store_true", help="small, fast run")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="a small fast run")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the data, folds and noise (default 0)")
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions per configuration (default 2000; quick 500)")
     args = parser.parse_args(argv)
