@@ -44,6 +44,7 @@ def _bounded(kind, name: str, low=None, high=None, low_inclusive: bool = True,
             raise argparse.ArgumentTypeError(f"{name} out of range: {text}")
         return value
     parse.__name__ = name
+    parse.__doc__ = f"Parse {name} (an argparse ``type``)."
     return parse
 
 
@@ -79,6 +80,8 @@ def demo_algorithms(k: int, seed: int) -> dict:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    """``dprec demo``: cross-validate KNNBasic and dprec's algorithms; prints the
+    report and writes ``demo.csv``."""
     if args.quick:
         args.folds, args.k = 2, min(args.k, 10)
     data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick,
@@ -145,6 +148,7 @@ def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosi
 
 
 def run_cv(args: argparse.Namespace) -> int:
+    """``dprec cv``: cross-validate one algorithm for each ε; writes ``cv.csv``."""
     if args.quick:
         args.dataset, args.folds, args.k = "synthetic", 2, min(args.k, 10)
     data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick,
@@ -205,6 +209,7 @@ def plot_cv(table, path: Path) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``dprec`` argument parser: ``demo``, ``cv`` and the experiments."""
     parser = argparse.ArgumentParser(
         prog="dprec", description=__doc__.split("\n\n")[0],
         epilog="Every command writes CSV (and PNG) under --out and takes --seed; "
@@ -284,6 +289,7 @@ def run_experiment(command: str, argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``dprec`` on ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     argv = [arg for arg in argv if arg != "--debug"]

@@ -189,6 +189,7 @@ class DPBaseline(AlgoBase):
         return self.mu_
 
     def estimate(self, u, i):
+        """Estimate one rating from inner ids (Surprise's hook; as ``test`` does)."""
         known_user, known_item = self.trainset.knows_user(u), self.trainset.knows_item(i)
         if not (known_user or known_item):
             raise PredictionImpossible("User and item are unknown.")

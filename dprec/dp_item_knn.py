@@ -196,6 +196,7 @@ class DPItemKNN(AlgoBase):
         return self.baseline_.default_prediction()
 
     def estimate(self, u, i):
+        """Estimate one rating from inner ids (Surprise's hook; as ``test`` does)."""
         if not (self.trainset.knows_item(i) and self.trainset.knows_user(u)):
             return self.baseline_.estimate(u, i)
         shift, actual_k = self._shifts(np.array([u]), np.array([i]))

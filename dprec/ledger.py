@@ -238,6 +238,7 @@ class PrivacyAccountant:
     # ------------------------------------------------------------ recording
     @property
     def n_users(self) -> int:
+        """The number of users the accountant follows."""
         return len(self.user_ids)
 
     @property

@@ -344,6 +344,8 @@ def _print_report(summary_table: pd.DataFrame, epsilon: float = 1.0) -> None:
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    """The command line of ``dprec attack``: run the experiment on ``argv`` and write its
+    results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/attack_resistance",
                         help="output folder (default results/attack_resistance)")

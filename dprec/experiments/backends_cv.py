@@ -33,6 +33,7 @@ BACKENDS = {
 
 
 def configurations(selectors=("topk", "ppns"), backends=tuple(BACKENDS)) -> list[dict]:
+    """Every (backend, similarity ε, selector) to cross-validate."""
     return [{"backend": backend, "sim_epsilon": epsilon, "selector": selector}
             for backend in backends for epsilon in BACKENDS[backend][1]
             for selector in selectors]
@@ -40,6 +41,7 @@ def configurations(selectors=("topk", "ppns"), backends=tuple(BACKENDS)) -> list
 
 def make_algo(backend: str, sim_epsilon: float | None, selector: str, k: int = 40,
               seed: int = 0) -> PrivateKNN:
+    """The ``PrivateKNN`` of one configuration (``k`` neighbours, seeded noise)."""
     options = dict(BACKENDS[backend][0])
     if sim_epsilon is not None:
         options["epsilon"] = sim_epsilon
@@ -49,6 +51,8 @@ def make_algo(backend: str, sim_epsilon: float | None, selector: str, k: int = 4
 
 def run(data=None, n_folds: int = 5, seed: int = 0, n_jobs: int = 1,
         backends=tuple(BACKENDS)) -> pd.DataFrame:
+    """Cross-validate every configuration (MovieLens 100k, else synthetic, when
+    ``data`` is None): one row per configuration and fold."""
     label = "given"
     if data is None:
         data, label = load_or_synthetic("auto", seed)
@@ -59,6 +63,7 @@ def run(data=None, n_folds: int = 5, seed: int = 0, n_jobs: int = 1,
 
 
 def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean RMSE, MAE and share of impossible predictions per configuration."""
     table = table.assign(sim_epsilon=table["sim_epsilon"].fillna(float("inf")))
     means = table.groupby(["backend", "sim_epsilon", "selector"], sort=False)[
         ["rmse", "mae", "impossible"]].mean().reset_index()
@@ -66,6 +71,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    """The command line of ``dprec backends``: run the experiment on ``argv`` and write its
+    results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/backends",
                         help="output folder (default results/backends)")

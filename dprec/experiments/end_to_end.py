@@ -164,6 +164,8 @@ def plot(table: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    """The command line of ``dprec endtoend``: run the experiment on ``argv`` and write its
+    results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="results/end_to_end",
                         help="output folder (default results/end_to_end)")

@@ -339,12 +339,15 @@ def real_data(ks, epsilons, bs, reps, seed, lastfm=None, movielens=None,
 
 
 def summarise_recall(recall: pd.DataFrame) -> pd.DataFrame:
+    """Mean recall@10, similarity ratio and chance recall per setting, over the
+    repetitions."""
     keys = ["dataset", "users", "tau", "mechanism", "B", "epsilon", "K"]
     values = ["recall", "similarity_ratio", "chance_recall"]
     return recall.groupby(keys, dropna=False)[values].mean().reset_index()
 
 
 def plot_recall(summary: pd.DataFrame, path: Path) -> None:
+    """Recall@10 against ε per dataset and mechanism, written to ``path``."""
     import matplotlib
 
     names = list(summary.dataset.unique())
@@ -411,6 +414,8 @@ def run(out: str | os.PathLike = "results/sketches", quick: bool = False, seed: 
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """The command line of ``dprec sketches``: run the experiment on ``argv`` and write its
+    results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/sketches", help="output folder")
     parser.add_argument("--quick", action="store_true", help="a small fast run")

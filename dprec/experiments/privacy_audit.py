@@ -85,6 +85,7 @@ class AuditResult:
 
     @property
     def refuted(self) -> bool:
+        """Whether the audit's lower bound exceeds the claimed ε."""
         return self.lower_bound > self.claimed_epsilon
 
 
@@ -617,6 +618,8 @@ def run(data: Dataset, quick: bool = False, seed: int = 0) -> pd.DataFrame:
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    """The command line of ``dprec audit``: run the experiment on ``argv`` and write its
+    results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="auto",
                         help="ml-100k, synthetic, or auto (MovieLens 100k when available)")

@@ -236,6 +236,8 @@ def run(out: str | os.PathLike = "results/ranking", quick: bool = False, folds: 
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """The command line of ``dprec ranking``: run the experiment on ``argv`` and write its
+    results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/ranking", help="output folder")
     parser.add_argument("--quick", action="store_true",

@@ -90,6 +90,8 @@ def _summary(D: np.ndarray, truth: float, formula: float) -> dict:
 
 
 def sjlt_row(x, y, k: int, s: int, eps: float, reps: int, seed: int) -> dict:
+    """Private SJLT's measured and predicted variance of the squared distance
+    of ``x`` and ``y`` over ``reps`` sketches."""
     backend = PrivateSJLT(k, s, epsilon=eps, rating_bound=SENSITIVITY, random_state=seed)
     S = backend.sketch(_blocks(x, y, reps))
     D = backend.squared_distances_paired(S[0::2], S[1::2])
@@ -99,6 +101,8 @@ def sjlt_row(x, y, k: int, s: int, eps: float, reps: int, seed: int) -> dict:
 
 
 def jl_row(x, y, k: int, eps: float, delta: float, reps: int, seed: int) -> dict:
+    """Gaussian JL's measured and predicted variance of the squared distance of
+    ``x`` and ``y`` over ``reps`` projections."""
     per_chunk = max(1, min(reps, _JL_CELLS // (k * len(x))))
     D, formulas, sigmas = [], [], []
     z = x - y
@@ -166,7 +170,8 @@ def comparison_table(epsilons=EPSILONS, deltas=DELTAS, ks=KS, ss=SS, n_features:
 
 
 def plot(variance: pd.DataFrame, comparison: pd.DataFrame, path: Path) -> None:
-
+    """The variance figures (measured against predicted, SJLT against JL),
+    written to ``path``."""
     fig, axes = subplots(1, 3, figsize=(15, 4.2))
     ax = axes[0]
     for mechanism, marker in (("sjlt", "o"), ("gaussian_jl", "s")):
@@ -229,6 +234,8 @@ def run(out: str | os.PathLike = "results/sjlt", quick: bool = False, seed: int 
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """The command line of ``dprec sjlt``: run the experiment on ``argv`` and write its
+    results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="results/sjlt", help="output folder")
     parser.add_argument("--quick", action="store_true", help="a small fast run")

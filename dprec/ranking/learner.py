@@ -152,10 +152,9 @@ class MallowsRanker(AlgoBase):
     batch_size : int, default 1024
         Pairs per SGD step.
     pairs_per_rating : float, default 2.0
-        Pairs sampled per epoch, per training rating.
-
-    The defaults were tuned on one 80/20 split of MovieLens 100k (pooled
-    pairwise accuracy 0.72 without privacy, SVD 0.71 on the same split).
+        Pairs sampled per epoch, per training rating.  The defaults were tuned
+        on one 80/20 split of MovieLens 100k (pooled pairwise accuracy 0.72
+        without privacy, SVD 0.71 on the same split).
     random_state : None, int, RandomState or Generator
         Stored as given; turned into a Generator in :meth:`fit` (tie
         breaking, privatisation, initialisation, pair sampling).

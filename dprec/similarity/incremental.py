@@ -202,6 +202,7 @@ class IncrementalSimilarity:
 
     @property
     def n_users(self) -> int:
+        """The number of rows (users) of the similarity matrix."""
         return self.ratings.shape[0]
 
     def sensitivity(self, floor: float = SENSITIVITY_FLOOR) -> np.ndarray:

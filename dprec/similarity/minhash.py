@@ -209,6 +209,7 @@ class MinHashFunctions:
 
     @property
     def n_items(self) -> int:
+        """The number of items the hash functions are defined on."""
         return int(self.codes.shape[0])
 
     def buckets(self, sets: sp.csr_matrix) -> np.ndarray:
