@@ -1,12 +1,36 @@
-"""Every notebook executes in quick mode (``DPREC_QUICK=1``), from ``notebooks/``."""
+"""The notebooks: committed executed, every plotting cell showing its figure, and every
+one still executing in quick mode (``DPREC_QUICK=1``) from ``notebooks/``."""
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+#: a code cell that draws: it must show an image
+PLOTTING = re.compile(r"plt\.subplots|\.plot\(|\bImage\(")
+
+
+def plotting_cells_without_image(notebook) -> list[int]:
+    """Indices of the code cells that draw a figure and show no image."""
+    return [index for index, cell in enumerate(notebook.cells)
+            if cell.cell_type == "code" and PLOTTING.search(cell.source)
+            and not any("image/png" in output.get("data", {}) for output in cell.outputs)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_committed_notebook_is_executed_and_shows_its_figures(path):
+    nbformat = pytest.importorskip("nbformat")
+    notebook = nbformat.read(path, as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count for cell in code), "re-run build_notebooks.py --execute"
+    assert not plotting_cells_without_image(notebook)
+    assert not [o for cell in code for o in cell.outputs if o.output_type == "error"]
+    assert "quick mode" not in "".join(o.get("text", "") for o in code[0].outputs)
+    assert path.stat().st_size < 600_000, "trim the outputs (images are meant to be small)"
 
 
 @pytest.mark.slow
@@ -15,15 +39,16 @@ def test_notebook_executes_in_quick_mode(path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     monkeypatch.setenv("DPREC_QUICK", "1")
-    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # the notebook's inline backend draws
     notebook = nbformat.read(path, as_version=4)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code")
     client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
                                      resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     errors = [output for cell in notebook.cells if cell.cell_type == "code"
               for output in cell.outputs if output.output_type == "error"]
     assert not errors
+    assert not plotting_cells_without_image(notebook), "a plotting cell showed no figure"
+    assert os.environ.get("DPREC_QUICK") == "1"
 
 
 def test_there_is_a_notebook_per_reproduction():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,31 @@ def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
     scores = [c for c in local.columns if not c.endswith("_time")]
     pd.testing.assert_frame_equal(local[scores], remote[scores])
     assert len(local) == 4 and (tmp_path / "local" / "cv.png").is_file()
+
+
+@pytest.mark.slow
+def test_readme_commands_work_for_an_offline_newcomer(tmp_path):
+    """The README's two commands, in a fresh virtual environment in a temporary copy of
+    the repository, with no data variable set and an empty home: the demo falls back
+    to synthetic data, says so, exits 0 and prints its report; the test install
+    collects the suite (running it would be this very run)."""
+    repo = tmp_path / "dprec"
+    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "results", "mutants", "site", "__pycache__", ".ci", "*.egg-info",
+        ".pytest_cache", ".hypothesis", ".ruff_cache", "build"))
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("SURPRISE_DATA_FOLDER", "DPREC_LASTFM", "PYTHONPATH", "VIRTUAL_ENV")}
+    env["HOME"] = str(tmp_path / "home")
+    run, test = readme_commands()
+    demo = subprocess.run(["bash", "-c", run], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=1200)
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    assert "synthetic" in demo.stderr and "lower is better" in demo.stdout
+    assert "KNNBasic's algorithm: RMSE equal on every fold" in demo.stdout
+    assert (repo / "results" / "demo.csv").is_file()
+    collect = test.replace("-m pytest -q", "-m pytest -q --collect-only")
+    assert collect != test
+    tests = subprocess.run(["bash", "-c", collect], cwd=repo, env=env, capture_output=True,
+                           text=True, timeout=1200)
+    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
+    assert re.search(r"\d+ tests collected", tests.stdout)
