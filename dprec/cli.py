@@ -83,7 +83,7 @@ def run_demo(args: argparse.Namespace) -> int:
     """``dprec demo``: cross-validate KNNBasic and dprec's algorithms; prints the
     report and writes ``demo.csv``."""
     if args.quick:
-        args.folds, args.k = 2, min(args.k, 10)
+        args.dataset, args.folds, args.k = "synthetic", 2, min(args.k, 10)
     data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick,
                                              path=args.data_path)
     print(f"dprec demo: {args.folds}-fold cross-validation on {label}, k={args.k}", flush=True)
@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dprec", description=__doc__.split("\n\n")[0],
         epilog="Every command writes CSV (and PNG) under --out and takes --seed; "
                "--debug anywhere shows a traceback instead of a one-line error.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command")
     data = argparse.ArgumentParser(add_help=False)
     data.add_argument("--dataset", choices=["auto", "ml-100k", "lastfm", "synthetic"],
                       default="auto",

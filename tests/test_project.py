@@ -83,7 +83,8 @@ def test_an_unusable_data_folder_is_explained_not_a_crash(value):
 def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):
     env = {"SURPRISE_DATA_FOLDER": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin"}
     result = subprocess.run(
-        [sys.executable, "-m", "dprec", "demo", "--quick", "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "dprec", "demo", "--folds", "2", "--k", "5", "--out",
+         str(tmp_path / "out")],
         capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=True)
     assert "SURPRISE_DATA_FOLDER" in result.stderr
     assert "synthetic" in result.stderr

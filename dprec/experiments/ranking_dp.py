@@ -250,7 +250,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
                              "synthetic")
     args = parser.parse_args(argv)
     accuracy = run(args.out, quick=args.quick, folds=args.folds, seed=args.seed,
-                   dataset=args.dataset)
+                   dataset="synthetic" if args.quick else args.dataset)
     summary = summarise(accuracy)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary.to_string(index=False))
