@@ -62,6 +62,7 @@ from ..knn import PrivateKNN
 from ..similarity import sketch_backend, with_public_bounds
 from ..similarity.exact import SUM_SIMILARITIES
 from ..similarity.incremental import IncrementalSimilarity
+from ._options import add_common_options
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 BETAS = (1, 2, 3, 4, 6, 8)
@@ -347,8 +348,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     """The command line of ``dprec attack``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="results/attack_resistance",
-                        help="output folder (default results/attack_resistance)")
+    add_common_options(parser, "results/attack_resistance", folds=3, n_jobs=2,
+                       jobs="targets attacked")
     parser.add_argument("--dataset", "--data", dest="data", default="auto",
                         choices=("auto", "ml-100k", "synthetic"),
                         help="auto (default): MovieLens 100k when a local copy is found, else "
@@ -361,12 +362,6 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     parser.add_argument("--k", type=int, default=20, help="neighbours (default 20)")
     parser.add_argument("--n-known", type=int, default=8,
                         help="target ratings each fake user copies (default 8)")
-    parser.add_argument("--folds", type=int, default=3,
-                        help="folds of the accuracy cross-validation (default 3)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the targets, folds and noise (default 0)")
-    parser.add_argument("--n-jobs", type=int, default=2,
-                        help="targets attacked in parallel (default 2)")
     parser.add_argument("--no-backends", action="store_true",
                         help="exact similarities only")
     parser.add_argument("--neighbourhood", choices=("user", "item"), default="user",

@@ -19,6 +19,7 @@ import pandas as pd
 from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
+from ._options import add_common_options
 
 #: backend name -> (sim_options without ε, the ε grid; None = not private)
 BACKENDS = {
@@ -74,13 +75,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     """The command line of ``dprec backends``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="results/backends",
-                        help="output folder (default results/backends)")
-    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the data, folds and noise (default 0)")
-    parser.add_argument("--n-jobs", type=int, default=1,
-                        help="(configuration, fold) jobs in parallel (default 1)")
+    add_common_options(parser, "results/backends", folds=5, n_jobs=1,
+                       jobs="(configuration, fold) jobs")
     parser.add_argument("--quick", action="store_true",
                         help="a small run on synthetic data, 2 folds")
     args = parser.parse_args(argv)

@@ -39,6 +39,7 @@ from ..evaluation import grid_table
 from ..knn import PrivateKNN, PrivateKNNBaseline
 from ..local_knn import LocalKNN
 from ..selectors import CorrectedPNCF
+from ._options import add_common_options
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline")
@@ -167,13 +168,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     """The command line of ``dprec endtoend``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="results/end_to_end",
-                        help="output folder (default results/end_to_end)")
-    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the data, folds and noise (default 0)")
-    parser.add_argument("--n-jobs", type=int, default=1,
-                        help="(model, ε, fold) jobs in parallel (default 1)")
+    add_common_options(parser, "results/end_to_end", folds=5, n_jobs=1,
+                       jobs="(model, ε, fold) jobs")
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
                         help="privacy budgets of the end-to-end models")
     parser.add_argument("--shape", choices=("ml-100k", "ml-1m"), default="ml-100k",

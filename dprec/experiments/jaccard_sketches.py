@@ -61,6 +61,7 @@ import scipy.sparse as sp
 from dprec import datasets
 from dprec._plotting import subplots
 from dprec._validation import check_int
+from dprec.experiments._options import add_common_options
 from dprec.similarity.minhash import (
     MinHash,
     NoisyMinHash,
@@ -417,10 +418,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """The command line of ``dprec sketches``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="results/sketches", help="output folder")
+    add_common_options(parser, "results/sketches")
     parser.add_argument("--quick", action="store_true", help="a small fast run")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the data, folds and noise (default 0)")
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions in (a) (default 100; quick 30)")
     parser.add_argument("--lastfm", default=None, help="HetRec Last.fm user_artists.dat")

@@ -35,6 +35,7 @@ from surprise.model_selection import KFold
 
 from dprec import datasets
 from dprec._plotting import subplots
+from dprec.experiments._options import add_common_options
 from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
     concordant_pairs,
@@ -239,12 +240,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """The command line of ``dprec ranking``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="results/ranking", help="output folder")
+    add_common_options(parser, "results/ranking")
     parser.add_argument("--quick", action="store_true",
                         help="a small fast run on synthetic data")
     parser.add_argument("--folds", type=int, default=None, help="folds (default 5; quick 2)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the data, folds and noise (default 0)")
     parser.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "synthetic"],
                         help="ml-100k (default; synthetic of its shape when absent) or "
                              "synthetic")

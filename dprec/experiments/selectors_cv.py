@@ -24,6 +24,7 @@ from .._plotting import subplots
 from ..datasets import load_or_synthetic, synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
+from ._options import add_common_options
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 PRIVATE = ("pncf", "ppns")
@@ -104,13 +105,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     """The command line of ``dprec selectors``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="results/selectors",
-                        help="output folder (default results/selectors)")
-    parser.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the data, folds and noise (default 0)")
-    parser.add_argument("--n-jobs", type=int, default=1,
-                        help="(configuration, fold) jobs in parallel (default 1)")
+    add_common_options(parser, "results/selectors", folds=5, n_jobs=1,
+                       jobs="(configuration, fold) jobs")
     parser.add_argument("--rules", nargs="+", default=["basic"],
                         choices=["basic", "means", "zscore", "baseline"],
                         help="prediction rules (Surprise's KNNBasic, KNNWithMeans, ...)")

@@ -46,6 +46,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from dprec._plotting import subplots
+from dprec.experiments._options import add_common_options
 from dprec.mechanisms import gaussian_sigma, laplace_scale
 from dprec.similarity.sjlt import (
     GaussianJL,
@@ -237,10 +238,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """The command line of ``dprec sjlt``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default="results/sjlt", help="output folder")
+    add_common_options(parser, "results/sjlt")
     parser.add_argument("--quick", action="store_true", help="a small fast run")
-    parser.add_argument("--seed", type=int, default=0,
-                        help="seed of the data, folds and noise (default 0)")
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions per configuration (default 2000; quick 500)")
     args = parser.parse_args(argv)
