@@ -17,30 +17,29 @@ if "SURPRISE_DATA_FOLDER" not in os.environ and (SHARED_DATA / "surprise").is_di
 import pytest  # noqa: E402
 
 
-def _ml100k_path() -> Path:
-    folder = Path(os.environ.get("SURPRISE_DATA_FOLDER", Path.home() / ".surprise_data"))
-    return folder / "ml-100k" / "ml-100k" / "u.data"
-
-
-LASTFM_PATH = SHARED_DATA / "hetrec2011-lastfm-2k" / "user_artists.dat"
-
-
 @pytest.fixture(scope="session")
 def ml100k():
-    """MovieLens 100k as a Surprise Dataset; skips when no offline copy exists."""
-    if not _ml100k_path().is_file():
-        pytest.skip(f"MovieLens 100k not found at {_ml100k_path()} (set SURPRISE_DATA_FOLDER)")
-    from surprise import Dataset
+    """MovieLens 100k as a Surprise Dataset, found as ``dprec.datasets.load`` finds it;
+    skips (naming where it looked) when no offline copy exists."""
+    from dprec import datasets
 
-    return Dataset.load_builtin("ml-100k", prompt=False)
+    try:
+        return datasets.load("ml-100k")
+    except datasets.DatasetUnavailable as error:
+        pytest.skip(str(error))
 
 
 @pytest.fixture(scope="session")
 def lastfm_path() -> Path:
-    """Path of HetRec Last.fm ``user_artists.dat``; skips when absent."""
-    if not LASTFM_PATH.is_file():
-        pytest.skip(f"HetRec Last.fm not found at {LASTFM_PATH}")
-    return LASTFM_PATH
+    """Path of HetRec Last.fm ``user_artists.dat``, found wherever
+    ``dprec.datasets.load("lastfm")`` finds it (``DPREC_LASTFM``, next to the
+    ``SURPRISE_DATA_FOLDER`` folder, ...); skips when absent."""
+    from dprec import datasets
+
+    try:
+        return datasets.find_lastfm()
+    except datasets.DatasetUnavailable as error:
+        pytest.skip(str(error))
 
 
 @pytest.fixture(scope="session")
