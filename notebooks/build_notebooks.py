@@ -255,6 +255,30 @@ cost in this coverage-bound user neighbourhood.""",
 
 #: stream output lines kept per cell in the committed notebooks
 KEEP_LINES = 30
+#: widest image (pixels) kept in the committed notebooks
+MAX_WIDTH = 900
+
+
+def compress_images(notebook) -> None:
+    """Re-encode every PNG output at most :data:`MAX_WIDTH` pixels wide, with a 256-colour
+    palette (figures are flat colours): the committed notebooks stay small."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" not in data:
+                continue
+            image = Image.open(io.BytesIO(base64.b64decode(data["image/png"]))).convert("RGB")
+            if image.width > MAX_WIDTH:
+                image = image.resize((MAX_WIDTH, round(image.height * MAX_WIDTH / image.width)),
+                                     Image.LANCZOS)
+            buffer = io.BytesIO()
+            image.quantize(256).save(buffer, format="PNG", optimize=True)
+            data["image/png"] = base64.b64encode(buffer.getvalue()).decode()
 
 
 def execute(path: Path) -> None:
@@ -272,6 +296,7 @@ def execute(path: Path) -> None:
                 if len(lines) > KEEP_LINES:
                     output["text"] = "\n".join(lines[:KEEP_LINES] + [
                         f"... ({len(lines) - KEEP_LINES} more lines)"]) + "\n"
+    compress_images(notebook)
     nbformat.write(notebook, path)
 
 
