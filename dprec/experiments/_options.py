@@ -6,9 +6,11 @@ import argparse
 
 
 def add_common_options(parser: argparse.ArgumentParser, out: str, *, folds: int | None = None,
-                       n_jobs: int | None = None, jobs: str = "jobs") -> None:
-    """Add ``--out`` and ``--seed``, and ``--folds`` and ``--n-jobs`` when given a
-    default (``jobs`` says what runs in parallel)."""
+                       n_jobs: int | None = None, jobs: str = "jobs",
+                       data: bool = False) -> None:
+    """Add ``--out`` and ``--seed``; ``--folds`` and ``--n-jobs`` when given a default
+    (``jobs`` says what runs in parallel); with ``data``, ``--dataset`` and
+    ``--data-path`` (read by :func:`dprec.datasets.load_or_synthetic`)."""
     parser.add_argument("--out", default=out, help=f"output folder (default {out})")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the data, folds and noise (default 0)")
@@ -18,3 +20,10 @@ def add_common_options(parser: argparse.ArgumentParser, out: str, *, folds: int 
     if n_jobs is not None:
         parser.add_argument("--n-jobs", type=int, default=n_jobs,
                             help=f"{jobs} in parallel (default {n_jobs})")
+    if data:
+        parser.add_argument("--dataset", default="auto", choices=("auto", "ml-100k", "synthetic"),
+                            help="auto (default): MovieLens 100k when a local copy is found, "
+                                 "else synthetic data of its shape, saying so")
+        parser.add_argument("--data-path", default=None, metavar="PATH",
+                            help="MovieLens 100k's u.data or its folder (default: "
+                                 "SURPRISE_DATA_FOLDER)")

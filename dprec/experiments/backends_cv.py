@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     add_common_options(parser, "results/backends", folds=5, n_jobs=1,
-                       jobs="(configuration, fold) jobs")
+                       jobs="(configuration, fold) jobs", data=True)
     parser.add_argument("--quick", action="store_true",
                         help="a small run on synthetic data, 2 folds")
     args = parser.parse_args(argv)
@@ -86,7 +86,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         data, _ = load_or_synthetic("synthetic", args.seed, quick=True)
         table = run(data, n_folds=2, seed=args.seed, n_jobs=args.n_jobs)
     else:
-        table = run(n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs)
+        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
+        table = run(data, n_folds=args.folds, seed=args.seed,
+                    n_jobs=args.n_jobs).assign(dataset=label)
     table.to_csv(out / "backends_cv.csv", index=False)
     print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     return table

@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     add_common_options(parser, "results/end_to_end", folds=5, n_jobs=1,
-                       jobs="(model, ε, fold) jobs")
+                       jobs="(model, ε, fold) jobs", data=True)
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
                         help="privacy budgets of the end-to-end models")
     parser.add_argument("--shape", choices=("ml-100k", "ml-1m"), default="ml-100k",
@@ -194,8 +194,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                     n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs)
         table["dataset"] = "synthetic, MovieLens-1M shape"
     else:
-        table = run(epsilons=args.epsilons, n_folds=args.folds, seed=args.seed,
-                    n_jobs=args.n_jobs)
+        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
+        table = run(data, epsilons=args.epsilons, n_folds=args.folds, seed=args.seed,
+                    n_jobs=args.n_jobs).assign(dataset=label)
     table.to_csv(out / "end_to_end.csv", index=False)
     plot(table, out / "end_to_end_rmse.png")
     print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
@@ -211,8 +212,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                               epsilons=(1.0,), betas=(1, 4), n_targets=3, seed=args.seed,
                               n_jobs=args.n_jobs, progress=False)
         else:
-            attacked = attack(load_or_synthetic("auto", args.seed)[0], n_targets=args.targets,
-                              seed=args.seed, n_jobs=args.n_jobs)
+            data = load_or_synthetic(args.dataset, args.seed, path=args.data_path)[0]
+            attacked = attack(data, n_targets=args.targets, seed=args.seed, n_jobs=args.n_jobs)
         attacked.to_csv(out / "end_to_end_attack.csv", index=False)
         print(attack_summary(attacked).to_string(index=False,
                                                   float_format=lambda x: f"{x:.3f}"))

@@ -625,12 +625,16 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help="ml-100k, synthetic, or auto (MovieLens 100k when available)")
     parser.add_argument("--quick", action="store_true",
                         help="synthetic data and a tenth of the runs (about a minute)")
+    parser.add_argument("--data-path", default=None, metavar="PATH",
+                        help="MovieLens 100k's u.data or its folder (default: "
+                             "SURPRISE_DATA_FOLDER)")
     parser.add_argument("--seed", type=int, default=0, help="the auditor's seed")
     parser.add_argument("--out", default="results/privacy_audit",
                         help="folder for privacy_audit.csv")
     args = parser.parse_args(argv)
     name = "synthetic" if args.quick else args.dataset
-    data, label = datasets.load_or_synthetic(name, seed=args.seed, quick=args.quick)
+    data, label = datasets.load_or_synthetic(name, seed=args.seed, quick=args.quick,
+                                             path=args.data_path)
     start = time.perf_counter()
     table = run(data, quick=args.quick, seed=args.seed)
     out = Path(args.out)

@@ -209,7 +209,7 @@ def plot(concordance: pd.DataFrame, accuracy: pd.DataFrame, path: Path) -> None:
 # ------------------------------------------------------------------ entry points
 def run(out: str | os.PathLike = "results/ranking", quick: bool = False, folds: int | None = None,
         seed: int = 0, dataset: str = "ml-100k", ranker_params: dict | None = None,
-        verbose: bool = True) -> pd.DataFrame:
+        verbose: bool = True, data_path: str | os.PathLike | None = None) -> pd.DataFrame:
     """Run (a) and (b), write the CSVs and the figure; return the fold-level table of (b).
 
     ``quick``: m ≤ 50 and 300 repetitions in (a); 2 folds, ε ∈ {1, ∞} and 5
@@ -227,7 +227,7 @@ def run(out: str | os.PathLike = "results/ranking", quick: bool = False, folds: 
         folds, epsilons = folds or 5, EPSILONS
     concordance.to_csv(out / "concordance.csv", index=False)
     data, label = datasets.load_or_synthetic("auto" if dataset == "ml-100k" else dataset,
-                                             seed, quick=quick)
+                                             seed, quick=quick, path=data_path)
     accuracy = accuracy_table(data, label, epsilons=epsilons, folds=folds, seed=seed,
                               ranker_params=params, verbose=verbose)
     accuracy.to_csv(out / "accuracy.csv", index=False)
@@ -247,9 +247,13 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "synthetic"],
                         help="ml-100k (default; synthetic of its shape when absent) or "
                              "synthetic")
+    parser.add_argument("--data-path", default=None, metavar="PATH",
+                        help="MovieLens 100k's u.data or its folder (default: "
+                             "SURPRISE_DATA_FOLDER)")
     args = parser.parse_args(argv)
     accuracy = run(args.out, quick=args.quick, folds=args.folds, seed=args.seed,
-                   dataset="synthetic" if args.quick else args.dataset)
+                   dataset="synthetic" if args.quick else args.dataset,
+                   data_path=args.data_path)
     summary = summarise(accuracy)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary.to_string(index=False))

@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     add_common_options(parser, "results/selectors", folds=5, n_jobs=1,
-                       jobs="(configuration, fold) jobs")
+                       jobs="(configuration, fold) jobs", data=True)
     parser.add_argument("--rules", nargs="+", default=["basic"],
                         choices=["basic", "means", "zscore", "baseline"],
                         help="prediction rules (Surprise's KNNBasic, KNNWithMeans, ...)")
@@ -127,8 +127,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         table = run(data, epsilons=(1.0, 10.0), ks=(20,), n_folds=2, seed=args.seed,
                     n_jobs=args.n_jobs, progress=False, rules=args.rules)
     else:
-        table = run(epsilons=args.epsilons, ks=args.ks, neighbourhoods=args.neighbourhoods,
-                    n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs, rules=args.rules)
+        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
+        table = run(data, epsilons=args.epsilons, ks=args.ks,
+                    neighbourhoods=args.neighbourhoods, n_folds=args.folds, seed=args.seed,
+                    n_jobs=args.n_jobs, rules=args.rules).assign(dataset=label)
     table.to_csv(out / "selectors_cv.csv", index=False)
     plot(table, out / "selectors_mae.png")
     print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
