@@ -267,7 +267,8 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--scheduler", default=None, metavar="ADDRESS",
                     help="address of a running Dask scheduler (default: a LocalCluster of "
                          "--n-jobs workers)")
-    cv.add_argument("--progress", action="store_true", help="print joblib's progress")
+    cv.add_argument("--no-progress", dest="progress", action="store_false",
+                    help="no progress bar (default: a tqdm bar over the (ε, fold) jobs)")
     cv.add_argument("--quick", action="store_true",
                     help="a small fast run on synthetic data: 2 folds, k <= 10")
     cv.add_argument("--out", default="results/cv", help="output folder (default results/cv)")

@@ -105,7 +105,8 @@ def grid_table(configurations: Sequence[Mapping], make_algo: Callable[..., objec
 
     Every (configuration, fold) pair is one job for joblib (``n_jobs`` workers,
     any joblib backend, e.g. Dask's); the folds are Surprise's ``KFold`` with
-    ``random_state``, the same for every configuration.
+    ``random_state``, the same for every configuration.  ``progress`` shows a
+    tqdm bar over the jobs as they finish.
 
     Returns
     -------
@@ -117,7 +118,13 @@ def grid_table(configurations: Sequence[Mapping], make_algo: Callable[..., objec
     splits = list(KFold(n_splits=n_folds, random_state=random_state).split(data))
     jobs = [(config, fold) for config in configurations for fold in range(n_folds)]
     tasks = (delayed(fit_and_score)(make_algo(**config), *splits[fold]) for config, fold in jobs)
-    results = Parallel(n_jobs=n_jobs, verbose=10 if progress else 0)(tasks)
+    if progress:   # a tqdm bar over the jobs as they finish
+        from tqdm import tqdm
+
+        done = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
+        results = list(tqdm(done, total=len(jobs), desc="cross-validating", unit="fold"))
+    else:
+        results = Parallel(n_jobs=n_jobs)(tasks)
     rows = [{**config, "fold": fold, **result} for (config, fold), result in zip(jobs, results)]
     return pd.DataFrame(rows)
 
