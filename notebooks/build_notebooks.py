@@ -281,22 +281,40 @@ def compress_images(notebook) -> None:
             data["image/png"] = base64.b64encode(buffer.getvalue()).decode()
 
 
-def execute(path: Path) -> None:
-    """Run the notebook at ``path`` in full mode from its folder and save it with its
-    outputs, long streams cut to :data:`KEEP_LINES` lines."""
-    import nbclient
-
-    notebook = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(notebook, timeout=3600, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}}).execute()
+def tidy(notebook) -> None:
+    """Outputs fit for review: no stderr (progress bars, fitting chatter), each cell's
+    stdout cut to :data:`KEEP_LINES` lines, figures compressed (:func:`compress_images`)."""
     for cell in notebook.cells:
-        for output in cell.get("outputs", []):
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for output in cell.outputs:
+            if output.get("output_type") == "stream":
+                if output["name"] == "stderr":
+                    continue
+                if kept and kept[-1].get("output_type") == "stream":
+                    kept[-1]["text"] += output["text"]
+                    continue
+            kept.append(output)
+        for output in kept:
             if output.get("output_type") == "stream":
                 lines = output["text"].splitlines()
                 if len(lines) > KEEP_LINES:
                     output["text"] = "\n".join(lines[:KEEP_LINES] + [
                         f"... ({len(lines) - KEEP_LINES} more lines)"]) + "\n"
+        cell.outputs = kept
     compress_images(notebook)
+
+
+def execute(path: Path) -> None:
+    """Run the notebook at ``path`` in full mode from its folder and save it with its
+    outputs tidied (:func:`tidy`)."""
+    import nbclient
+
+    notebook = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(notebook, timeout=3600, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}}).execute()
+    tidy(notebook)
     nbformat.write(notebook, path)
 
 
