@@ -166,6 +166,10 @@ def run_cv(args: argparse.Namespace) -> int:
                             neighbourhood=args.neighbourhood, seed=args.seed,
                             backend="dask" if blocks else "threads")
 
+    for configuration in configurations:    # a bad combination of options fails here, at once
+        algo = make(**configuration)
+        if hasattr(algo, "check_params"):
+            algo.check_params()
     if blocks:
         print("Dask: each fold's similarity rows are computed and reduced on the workers, "
               "a block of users per task", flush=True)
