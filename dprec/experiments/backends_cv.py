@@ -83,8 +83,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.quick:
-        data, _ = load_or_synthetic("synthetic", args.seed, quick=True)
-        table = run(data, n_folds=2, seed=args.seed, n_jobs=args.n_jobs)
+        data, label = load_or_synthetic("synthetic", args.seed, quick=True)
+        print(f"quick run on {label}", flush=True)
+        table = run(data, n_folds=2, seed=args.seed, n_jobs=args.n_jobs).assign(dataset=label)
     else:
         data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
         table = run(data, n_folds=args.folds, seed=args.seed,

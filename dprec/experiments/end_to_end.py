@@ -186,9 +186,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.quick:
-        data = synthetic(300, 400, 12_000, random_state=args.seed)
+        data, label = load_or_synthetic("synthetic", args.seed, quick=True)
+        print(f"quick run on {label}", flush=True)
         table = run(data, epsilons=(1.0, 10.0), n_folds=2, seed=args.seed, n_jobs=args.n_jobs,
-                    progress=False)
+                    progress=False).assign(dataset=label)
     elif args.shape == "ml-1m":
         table = run(synthetic(*SHAPES[1], random_state=args.seed), epsilons=args.epsilons,
                     n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from .._plotting import subplots
-from ..datasets import load_or_synthetic, synthetic
+from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
 from ._options import add_common_options
@@ -123,9 +123,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.quick:
-        data = synthetic(300, 400, 12_000, random_state=args.seed)
+        data, label = load_or_synthetic("synthetic", args.seed, quick=True)
+        print(f"quick run on {label}", flush=True)
         table = run(data, epsilons=(1.0, 10.0), ks=(20,), n_folds=2, seed=args.seed,
-                    n_jobs=args.n_jobs, progress=False, rules=args.rules)
+                    n_jobs=args.n_jobs, progress=False, rules=args.rules).assign(dataset=label)
     else:
         data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
         table = run(data, epsilons=args.epsilons, ks=args.ks,
