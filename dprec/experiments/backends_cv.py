@@ -58,7 +58,7 @@ def run(data=None, n_folds: int = 5, seed: int = 0, n_jobs: int = 1,
     if data is None:
         data, label = load_or_synthetic("auto", seed)
     table = grid_table(configurations(backends=backends), make_algo, data, n_folds=n_folds,
-                       random_state=seed, n_jobs=n_jobs)
+                       random_state=seed, n_jobs=n_jobs, progress=True)
     table.insert(0, "dataset", label)
     return table
 

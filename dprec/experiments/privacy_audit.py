@@ -38,6 +38,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -595,23 +596,30 @@ def _composition_row(label: str, accountant, unit) -> dict:
 
 
 # ------------------------------------------------------------------ the table
-def run(data: Dataset, quick: bool = False, seed: int = 0) -> pd.DataFrame:
-    """Every audit, one row each (``quick``: fewer runs)."""
+def run(data: Dataset, quick: bool = False, seed: int = 0,
+        progress: bool = False) -> pd.DataFrame:
+    """Every audit, one row each (``quick``: fewer runs; ``progress``: a tqdm bar)."""
     scale = 10 if quick else 1
-    results = [
-        ppns_partition_boundary(data, n_runs=20_000 // scale, seed=seed),
-        ppns_partition_boundary(data, epsilon=0.1, n_runs=20_000 // scale, seed=seed),
-        pncf_truncation(n_runs=20_000 // scale, seed=seed),
-        pncf_sensitivity_jump(n_runs=1000 // scale * 2, seed=seed),
-        single_rater_item(data, "ppns", n_runs=60 if quick else 100, seed=seed),
-        single_rater_item(data, "pncf", n_runs=60 if quick else 100, seed=seed),
-        diagnostics_alpha(data, n_runs=60 if quick else 100, seed=seed),
+    few = 60 if quick else 100
+    audits = [
+        partial(ppns_partition_boundary, data, n_runs=20_000 // scale, seed=seed),
+        partial(ppns_partition_boundary, data, epsilon=0.1, n_runs=20_000 // scale, seed=seed),
+        partial(pncf_truncation, n_runs=20_000 // scale, seed=seed),
+        partial(pncf_sensitivity_jump, n_runs=1000 // scale * 2, seed=seed),
+        partial(single_rater_item, data, "ppns", n_runs=few, seed=seed),
+        partial(single_rater_item, data, "pncf", n_runs=few, seed=seed),
+        partial(diagnostics_alpha, data, n_runs=few, seed=seed),
+        *(partial(sketch_release, name, n_runs=200_000 // scale, seed=seed)
+          for name in ("rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")),
+        partial(fixed_hash_seed, n_runs=200_000 // scale, seed=seed),
+        partial(mallows_swap, n_runs=200_000 // scale, seed=seed),
+        partial(mallows_ranker, n_runs=60 if quick else 300, seed=seed),
     ]
-    results += [sketch_release(name, n_runs=200_000 // scale, seed=seed)
-                for name in ("rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")]
-    results.append(fixed_hash_seed(n_runs=200_000 // scale, seed=seed))
-    results.append(mallows_swap(n_runs=200_000 // scale, seed=seed))
-    results.append(mallows_ranker(n_runs=60 if quick else 300, seed=seed))
+    if progress:
+        from tqdm import tqdm
+
+        audits = tqdm(audits, desc="audits", unit="audit")
+    results = [audit() for audit in audits]
     table = pd.DataFrame([asdict(r) for r in results])
     table["refuted"] = [r.refuted for r in results]
     return table
@@ -636,7 +644,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     data, label = datasets.load_or_synthetic(name, seed=args.seed, quick=args.quick,
                                              path=args.data_path)
     start = time.perf_counter()
-    table = run(data, quick=args.quick, seed=args.seed)
+    table = run(data, quick=args.quick, seed=args.seed, progress=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "privacy_audit.csv", index=False)
