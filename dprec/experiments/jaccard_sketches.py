@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from tqdm import tqdm
 
 from dprec import datasets
 from dprec._plotting import subplots
@@ -158,7 +159,7 @@ def mae_table(taus: Sequence[int] = TAUS, jaccards: Sequence[float] = JACCARDS,
     """MAE of every mechanism on ``reps`` pairs per (τ, J, B, K, ε); see the module docstring."""
     rows = []
     k_max = max(ks)
-    for ti, tau in enumerate(taus):
+    for ti, tau in enumerate(tqdm(taus, desc="MAE (a)", unit="τ", disable=not verbose)):
         for ji, J in enumerate(jaccards):
             overlap = round(2 * tau * J / (1 + J))
             truth = overlap / (2 * tau - overlap)
@@ -178,7 +179,7 @@ def mae_table(taus: Sequence[int] = TAUS, jaccards: Sequence[float] = JACCARDS,
                             err = _errors(backend, buckets[:, :K], truth, noise_seed)
                             rows.append(_row(tau, J, truth, backend, eps, B, K, err))
             if verbose:
-                print(f"  τ={tau:<5} J={J}: {time.perf_counter() - start:.1f} s", flush=True)
+                tqdm.write(f"  τ={tau:<5} J={J}: {time.perf_counter() - start:.1f} s")
     return pd.DataFrame(rows)
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from surprise import SVD, KNNBasic
 from surprise.model_selection import KFold
+from tqdm import tqdm
 
 from dprec import datasets
 from dprec._plotting import subplots
@@ -111,8 +112,9 @@ def accuracy_table(data, label: str, epsilons: Sequence[float] = EPSILONS,
     ranker_params = dict(ranker_params or {})
     groups = _user_groups([r[0] for r in data.raw_ratings], seed)
     rows = []
-    for fold, (trainset, testset) in enumerate(KFold(folds, random_state=seed,
-                                                     shuffle=True).split(data)):
+    splits = KFold(folds, random_state=seed, shuffle=True).split(data)
+    for fold, (trainset, testset) in enumerate(tqdm(splits, total=folds, desc="folds",
+                                                    disable=not verbose)):
         configs = [(f"MallowsRanker/{mech}", mech, eps) for mech in mechanisms
                    for eps in epsilons]
         configs.append(("MallowsRanker/mallows", "mallows", "hetero"))
@@ -142,9 +144,9 @@ def _evaluate(algo, name, eps, mech, trainset, testset, fold, label, groups, ver
             subset = [p for p in predictions if groups.get(p.uid) == value]
             rows.append({**base, "users": f"group ε={value:g}", **_scores(subset)})
     if verbose:
-        print(f"fold {fold} {name:<24} ε={base['epsilon']:<7} "
-              f"acc={rows[0]['pairwise_accuracy']:.4f} ndcg={rows[0]['ndcg_at_10']:.4f} "
-              f"({fit_time:.1f}s)", flush=True)
+        tqdm.write(f"fold {fold} {name:<24} ε={base['epsilon']:<7} "
+                   f"acc={rows[0]['pairwise_accuracy']:.4f} ndcg={rows[0]['ndcg_at_10']:.4f} "
+                   f"({fit_time:.1f}s)")
     return rows
 
 

@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from tqdm import tqdm
 
 from dprec._plotting import subplots
 from dprec.experiments._options import add_common_options
@@ -126,7 +127,7 @@ def variance_table(epsilons=EPSILONS, deltas=DELTAS, ks=KS, ss=SS, reps: int = 2
     """(a): empirical variance against the formula for every configuration."""
     x, y = pair_vectors(seed)
     rows = []
-    for ki, k in enumerate(ks):
+    for ki, k in enumerate(tqdm(ks, desc="variance (a)", unit="k", disable=not verbose)):
         start = time.perf_counter()
         for ei, eps in enumerate(epsilons):
             for s in ss:
@@ -136,7 +137,7 @@ def variance_table(epsilons=EPSILONS, deltas=DELTAS, ks=KS, ss=SS, reps: int = 2
                 rows.append(jl_row(x, y, k, eps, delta, reps,
                                    seed + 7 + 1000 * ki + 10 * ei + di))
         if verbose:
-            print(f"  k={k}: {time.perf_counter() - start:.1f} s", flush=True)
+            tqdm.write(f"  k={k}: {time.perf_counter() - start:.1f} s")
     return pd.DataFrame(rows)
 
 
