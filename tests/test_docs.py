@@ -45,9 +45,9 @@ def test_site_builds_with_warnings_as_errors(tmp_path):
     assert "PrivateKNN" in reference and "storage" in reference   # rendered from docstrings
     for notebook in (ROOT / "notebooks").glob("*.ipynb"):
         assert (site / "notebooks" / notebook.stem / "index.html").is_file(), notebook.name
-    for page in ("getting_started", "reproductions/ppns", "reproductions/sketches",
-                 "reproductions/sjlt", "reproductions/ranking"):
-        assert (site / page / "index.html").is_file(), page
+    assert (site / "getting_started" / "index.html").is_file()
+    for paper in ("ppns", "sketches", "sjlt", "ranking"):     # each shows its figures
+        assert "<img" in (site / "reproductions" / paper / "index.html").read_text(), paper
 
 
 def _public_objects():
