@@ -170,17 +170,15 @@ def run_cv(args: argparse.Namespace) -> int:
         algo = make(**configuration)
         if hasattr(algo, "check_params"):
             algo.check_params()
+    workers = max(args.n_jobs, 1)
     if blocks:
         print("Dask: each fold's similarity rows are computed and reduced on the workers, "
               "a block of users per task", flush=True)
-        with dask_client(args.scheduler, max(args.n_jobs, 1)):
-            table = grid_table(configurations, make, data, n_folds=args.folds,
-                               random_state=args.seed, n_jobs=1, progress=args.progress)
-    else:
-        with parallel_backend(args.backend, args.scheduler, max(args.n_jobs, 1)):
-            table = grid_table(configurations, make, data, n_folds=args.folds,
-                               random_state=args.seed, n_jobs=args.n_jobs,
-                               progress=args.progress)
+    with (dask_client(args.scheduler, workers) if blocks
+          else parallel_backend(args.backend, args.scheduler, workers)):
+        table = grid_table(configurations, make, data, n_folds=args.folds,
+                           random_state=args.seed, n_jobs=1 if blocks else args.n_jobs,
+                           progress=args.progress)
     extra = [c for c in table.columns if c not in CV_COLUMNS]
     table = table[CV_COLUMNS + extra]
     out = Path(args.out)
@@ -233,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                              "(default 5)")
     data.add_argument("--n-jobs", type=N_JOBS, default=1,
                       help="folds run in parallel (joblib; -1: all cores; default 1)")
+    data.add_argument("--quick", action="store_true",
+                      help="a small fast run on synthetic data: 2 folds, k <= 10")
 
     demo = commands.add_parser(
         "demo", parents=[data], help="cross-validate Surprise's KNNBasic next to dprec's "
@@ -241,8 +241,6 @@ def build_parser() -> argparse.ArgumentParser:
                     "algorithm on MovieLens 100k (synthetic data when it cannot be loaded).")
     demo.add_argument("--k", type=POSITIVE_INT, default=40, help="neighbours (default 40)")
     demo.add_argument("--out", default="results", help="folder for demo.csv (default results)")
-    demo.add_argument("--quick", action="store_true",
-                      help="a small fast run on synthetic data: 2 folds, k <= 10")
     demo.set_defaults(handler=run_demo)
 
     cv = commands.add_parser(
@@ -273,8 +271,6 @@ def build_parser() -> argparse.ArgumentParser:
                          "--n-jobs workers)")
     cv.add_argument("--no-progress", dest="progress", action="store_false",
                     help="no progress bar (default: a tqdm bar over the (ε, fold) jobs)")
-    cv.add_argument("--quick", action="store_true",
-                    help="a small fast run on synthetic data: 2 folds, k <= 10")
     cv.add_argument("--out", default="results/cv", help="output folder (default results/cv)")
     cv.set_defaults(handler=run_cv)
 

@@ -158,11 +158,6 @@ def parallel_backend(backend: str = "loky", scheduler: str | None = None,
 
     if backend not in ("loky", "dask"):
         raise ValueError(f"backend must be 'loky' or 'dask', got {backend!r}")
-    # checked before any cluster starts: a LocalCluster without workers never runs a job
-    n_workers = check_int(n_workers, "n_workers", minimum=1)
-    if scheduler is not None and not isinstance(scheduler, str):
-        raise TypeError(f"scheduler must be an address string or None, "
-                        f"got {type(scheduler).__name__}")
     if backend == "loky":
         yield
         return
@@ -175,7 +170,9 @@ def dask_client(scheduler: str | None = None, n_workers: int = 2) -> Iterator[ob
     """A ``dask.distributed`` client in scope for the block (yielded): connected to
     ``scheduler``, or to a ``LocalCluster`` of ``n_workers`` single-threaded worker
     processes started for the block; closed after it (the cluster too).  Models
-    with ``backend="dask"`` (:class:`dprec.PrivateKNN`) send their blocks to it."""
+    with ``backend="dask"`` (:class:`dprec.PrivateKNN`) send their blocks to it.
+    ``n_workers`` and ``scheduler`` are checked before any cluster starts (a
+    ``LocalCluster`` without workers never runs a job)."""
     n_workers = check_int(n_workers, "n_workers", minimum=1)
     if scheduler is not None and not isinstance(scheduler, str):
         raise TypeError(f"scheduler must be an address string or None, "

@@ -191,7 +191,7 @@ class PrivateKNN(AlgoBase):
     after construction takes effect at the next ``fit``) and validated by
     ``fit``, or by :meth:`check_params`, which also resolves them into the
     fitted attributes ``selector_``, ``sim_options_``, ``bsl_options_``,
-    ``neighbourhood_`` and ``prediction_``; everything after
+    ``neighbourhood_``, ``prediction_`` and ``backend_``; everything after
     ``sim_options`` is keyword-only.
 
     Parameters
@@ -338,8 +338,8 @@ class PrivateKNN(AlgoBase):
     def check_params(self) -> PrivateKNN:
         """Validate the parameters (as ``fit`` does first) and set what they resolve to:
         ``sim_options_``, ``bsl_options_`` (validated copies), ``selector_`` (the
-        :class:`~dprec.selectors.Selector` object), ``neighbourhood_`` and
-        ``prediction_`` (lower-cased).  Returns ``self``.
+        :class:`~dprec.selectors.Selector` object), ``neighbourhood_``, ``prediction_``
+        and ``backend_`` (lower-cased).  Returns ``self``.
 
         Raises
         ------
@@ -365,7 +365,7 @@ class PrivateKNN(AlgoBase):
         if self.budget is not None:
             check_budget(self.budget)
         storage = check_choice(self.storage, "storage", STORAGES)
-        backend = check_choice(self.backend, "backend", BACKENDS)
+        backend = self.backend_ = check_choice(self.backend, "backend", BACKENDS)
         blocked = "storage='blocked'" if storage == "blocked" else (
             "backend='dask' (which distributes blocked similarities)" if backend == "dask"
             else None)
@@ -387,7 +387,7 @@ class PrivateKNN(AlgoBase):
         if self._blocked(ratings.n_users):
             rows, sensitivity = similarity_rows(self.sim_options_, ratings,
                                                 self.selector_.needs_sensitivity,
-                                                self.backend.lower())
+                                                self.backend_)
             return self._fit_precomputed(trainset, ratings, rows, sensitivity, entropy)
         sim, sensitivity, release = self._similarities(ratings, entropy)
         return self._fit_precomputed(trainset, ratings, sim, sensitivity, entropy, release)
@@ -395,7 +395,7 @@ class PrivateKNN(AlgoBase):
     def _blocked(self, n: int) -> bool:
         """Whether ``storage`` resolves to blocked similarities for ``n`` rows."""
         storage = self.storage.lower()
-        return storage == "blocked" or self.backend.lower() == "dask" or (
+        return storage == "blocked" or self.backend_ == "dask" or (
             storage == "auto" and 8 * n * n > DENSE_SIMILARITY_BYTES
             and self.sim_options_["name"] in SUM_SIMILARITIES)
 
@@ -404,7 +404,7 @@ class PrivateKNN(AlgoBase):
         when ``function`` runs its own), or as tasks on Dask (blocked storage with
         ``backend="dask"``), sent a copy of the model without what stays here: the
         trainset and the accounting, which the caller does with the results."""
-        if self._sim is None and self.backend.lower() == "dask":
+        if self._sim is None and self.backend_ == "dask":
             shipped = object.__new__(type(self))
             shipped.__dict__.update({name: value for name, value in self.__dict__.items()
                                      if name not in _LOCAL_STATE})

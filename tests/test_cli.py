@@ -90,7 +90,7 @@ def test_attack_takes_the_common_option_names():
         with pytest.MonkeyPatch.context() as patch, pytest.raises(SystemExit):
             patch.setattr(argparse.ArgumentParser, "parse_args", stop)
             attack_resistance.main([option, "synthetic", "--data-path", "x"])
-        assert captured["args"].data == "synthetic" and captured["args"].data_path == "x"
+        assert captured["args"].dataset == "synthetic" and captured["args"].data_path == "x"
     for command in ("demo", "cv"):
         args = build_parser().parse_args([command, "--data-path", "u.data", "--quick"])
         assert args.data_path == "u.data" and args.quick

@@ -195,7 +195,7 @@ def test_dask_backend_needs_a_client_and_blocked_similarities(data):
     algo = PrivateKNN(k=5, backend="dask", verbose=False).fit(trainset)
     assert algo.storage_ == "blocked"
     if importlib.util.find_spec("distributed") is not None:
-        with pytest.raises(ValueError, match="backend='dask'.*no(ne)?.*client|Client"):
+        with pytest.raises(ValueError, match="backend='dask'.*there is none"):
             algo.test([(trainset.to_raw_uid(0), trainset.to_raw_iid(0), 3.0)])
     for bad in ({"storage": "dense"}, {"sim_options": {"name": "pearson_baseline"}},
                 {"sim_options": {"name": "minhash"}}):

@@ -349,14 +349,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results under ``--out`` (``--help`` for the options)."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     add_common_options(parser, "results/attack_resistance", folds=3, n_jobs=2,
-                       jobs="targets attacked")
-    parser.add_argument("--dataset", "--data", dest="data", default="auto",
-                        choices=("auto", "ml-100k", "synthetic"),
-                        help="auto (default): MovieLens 100k when a local copy is found, else "
-                             "synthetic data of its shape (--data is the former name)")
-    parser.add_argument("--data-path", default=None, metavar="PATH",
-                        help="MovieLens 100k's u.data or its folder (default: "
-                             "SURPRISE_DATA_FOLDER)")
+                       jobs="targets attacked", data=True)
+    parser.add_argument("--data", dest="dataset", choices=("auto", "ml-100k", "synthetic"),
+                        help=argparse.SUPPRESS)                 # --dataset's former name
     parser.add_argument("--targets", type=int, default=50,
                         help="users attacked per configuration (default 50)")
     parser.add_argument("--k", type=int, default=20, help="neighbours (default 20)")
@@ -378,7 +373,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         data, label = synthetic(300, 400, 15_000, random_state=args.seed), "synthetic (quick)"
         k, targets, betas, epsilons, folds, min_ratings = 10, 5, (1, 3), (1.0,), 2, 40
     else:
-        data, label = load_or_synthetic(args.data, args.seed, path=args.data_path)
+        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
         k, targets, betas, epsilons, folds, min_ratings = (args.k, args.targets, BETAS,
                                                            EPSILONS, args.folds, 50)
     backends = [] if args.no_backends else available_backends(BACKENDS, args.n_known)

@@ -281,6 +281,7 @@ def _reusing_similarities(factory: Callable[[int], PrivateKNN]) -> Callable:
     bit: only the seeded noise differs between runs, and the runs skip
     recomputing the rest.
     """
+    # by id(trainset), the trainset kept beside its arrays so that no id is reused meanwhile
     computed: dict[int, tuple] = {}
 
     class Reusing:
