@@ -22,6 +22,8 @@ from .ranking import MallowsRanker
 
 #: ``dprec <command> [options]`` runs ``dprec.experiments.<module>.main(options)``
 EXPERIMENTS = {
+    "frontier": ("frontier", "accuracy against the β-kNN attack and vulnerable users, the "
+                             "whole grid (the main comparison)"),
     "selectors": ("selectors_cv", "neighbour selectors × ε × k × neighbourhood (accuracy, α, β)"),
     "backends": ("backends_cv", "top-k and PPNS on every similarity backend"),
     "sketches": ("jaccard_sketches", "Jaccard sketches: MAE against K, recall@10 on real data"),

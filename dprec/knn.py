@@ -67,6 +67,8 @@ PREDICTIONS = ("basic", "means", "zscore", "baseline")
 _BASELINE_OPTIONS = {"method", "n_epochs", "reg", "reg_u", "reg_i", "learning_rate"}
 #: how the fitted model holds its similarities: the whole matrix, or rows computed on demand
 STORAGES = ("auto", "dense", "blocked")
+#: what the basic rule predicts with fewer than ``min_k`` contributing neighbours
+FALLBACKS = ("global_mean", "user_mean")
 #: where the blocks of a blocked model run: this machine's threads, or a Dask cluster
 BACKENDS = ("threads", "dask")
 #: what a model sent to Dask workers leaves behind (answers are charged by the caller)
@@ -191,7 +193,7 @@ class PrivateKNN(AlgoBase):
     after construction takes effect at the next ``fit``) and validated by
     ``fit``, or by :meth:`check_params`, which also resolves them into the
     fitted attributes ``selector_``, ``sim_options_``, ``bsl_options_``,
-    ``neighbourhood_``, ``prediction_`` and ``backend_``; everything after
+    ``neighbourhood_``, ``prediction_``, ``fallback_`` and ``backend_``; everything after
     ``sim_options`` is keyword-only.
 
     Parameters
@@ -201,6 +203,14 @@ class PrivateKNN(AlgoBase):
     min_k : int, default 1
         Fewer contributing neighbours than this makes the prediction impossible
         (Surprise then falls back to the global mean, ``was_impossible=True``).
+    fallback : {"global_mean", "user_mean"}, default "global_mean"
+        The basic rule's answer with fewer than ``min_k`` contributing
+        neighbours: impossible, hence Surprise's global mean
+        (``"global_mean"``), or the user's own mean :math:`\mu_u`
+        (``"user_mean"``, ``was_impossible=False``; the item's mean
+        item-based), as ``KNNWithMeans`` falls back.  It reads only the asking
+        user's own ratings, shown to them alone: nothing to charge.  The other
+        rules always fall back to :math:`\mu_u` or :math:`b_{ui}`.
     sim_options : dict, optional
         Surprise-style similarity options: ``name`` (``"msd"`` (default),
         ``"cosine"``, ``"pearson"``, ``"pearson_baseline"`` with ``shrinkage``,
@@ -324,7 +334,7 @@ class PrivateKNN(AlgoBase):
                  verbose: bool = True, diagnostics: bool = False,
                  budget: tuple[float, float] | None = None, prediction: str = "basic",
                  bsl_options: Mapping | None = None, storage: str = "auto",
-                 backend: str = "threads") -> None:
+                 backend: str = "threads", fallback: str = "global_mean") -> None:
         AlgoBase.__init__(self)  # with no options: Surprise's would add keys to the caller's
         self.sim_options = {} if sim_options is None else sim_options
         self.bsl_options = {} if bsl_options is None else bsl_options
@@ -334,12 +344,13 @@ class PrivateKNN(AlgoBase):
         self.neighbourhood, self.centered, self.prediction = neighbourhood, centered, prediction
         self.random_state, self.verbose, self.diagnostics = random_state, verbose, diagnostics
         self.budget, self.storage, self.backend = budget, storage, backend
+        self.fallback = fallback
 
     def check_params(self) -> PrivateKNN:
         """Validate the parameters (as ``fit`` does first) and set what they resolve to:
         ``sim_options_``, ``bsl_options_`` (validated copies), ``selector_`` (the
-        :class:`~dprec.selectors.Selector` object), ``neighbourhood_``, ``prediction_``
-        and ``backend_`` (lower-cased).  Returns ``self``.
+        :class:`~dprec.selectors.Selector` object), ``neighbourhood_``, ``prediction_``,
+        ``fallback_`` and ``backend_`` (lower-cased).  Returns ``self``.
 
         Raises
         ------
@@ -356,6 +367,7 @@ class PrivateKNN(AlgoBase):
         self.neighbourhood_ = check_choice(self.neighbourhood, "neighbourhood", NEIGHBOURHOODS)
         check_bool(self.centered, "centered")
         self.prediction_ = check_choice(self.prediction, "prediction", PREDICTIONS)
+        self.fallback_ = check_choice(self.fallback, "fallback", FALLBACKS)
         if self.centered and self.prediction_ != "basic":
             raise ValueError("centered=True (the papers' rule) needs prediction='basic'; "
                              "Surprise's mean-centred rule is prediction='means'")
@@ -791,8 +803,9 @@ class PrivateKNN(AlgoBase):
 
     def _possible(self, actual_k: np.ndarray) -> np.ndarray:
         """Which known queries have an estimate: ``basic`` needs ``min_k`` (at least 1)
-        contributing neighbours, the other rules fall back to a mean or baseline."""
-        if self.prediction_ == "basic":
+        contributing neighbours unless it falls back to the user's mean, the other rules
+        fall back to a mean or baseline."""
+        if self.prediction_ == "basic" and self.fallback_ == "global_mean":
             return actual_k >= max(self.min_k, 1)
         return np.ones(len(actual_k), dtype=bool)
 
@@ -831,10 +844,15 @@ class PrivateKNN(AlgoBase):
                 actual_k: np.ndarray) -> np.ndarray:
         """The rule's estimates from the weighted mean ``shift`` of the deviations
         (:meth:`_rule_deviations`): the mean itself (basic), or an offset plus it,
-        dropped where fewer than ``min_k`` neighbours contribute (Surprise's fallback)."""
+        dropped where fewer than ``min_k`` neighbours contribute (Surprise's fallback;
+        the basic rule's is ``fallback``)."""
         if self.prediction_ == "basic" and not self.centered:
+            if self.fallback_ == "user_mean":
+                return np.where(actual_k < max(self.min_k, 1), self.means[xs], shift)
             return shift
         if self.centered:
+            if self.fallback_ == "user_mean":
+                shift = np.where(actual_k < max(self.min_k, 1), 0.0, shift)
             return self.means[xs] + shift
         shift = np.where(actual_k < self.min_k, 0.0, shift)
         if self.prediction_ == "baseline":

@@ -192,15 +192,19 @@ def test_incremental_similarity_rejects_bad_updates():
         base.sensitivity()
 
 
-@pytest.mark.parametrize("selector, neighbourhood, centered, min_k", [
-    ("topk", "user", False, 1), ("ppns", "user", False, 2), ("pncf", "user", True, 1),
-    ("probabilistic", "user", False, 1), ("ppns", "item", False, 1), ("pncf", "item", False, 2)])
+@pytest.mark.parametrize("selector, neighbourhood, centered, min_k, prediction", [
+    ("topk", "user", False, 1, "basic"), ("ppns", "user", False, 2, "basic"),
+    ("pncf", "user", True, 1, "basic"), ("probabilistic", "user", False, 1, "basic"),
+    ("ppns", "item", False, 1, "basic"), ("pncf", "item", False, 2, "basic"),
+    ("topk", "user", False, 2, "means"), ("ppns", "item", False, 1, "baseline"),
+    ("topk", "user", False, 1, "basic+user_mean")])
 def test_scenario_equals_a_full_fit_of_the_poisoned_copy(data, selector, neighbourhood,
-                                                         centered, min_k):
+                                                         centered, min_k, prediction):
     """Similarities, RS, neighbours and every prediction of the fast path are those of
-    ``PrivateKNN.fit`` on the poisoned dataset (and of its public API)."""
+    ``PrivateKNN.fit`` on the poisoned dataset (and of its public API), for every rule."""
+    rule, _, fallback = prediction.partition("+")
     algo = knn(selector, min_support=3, neighbourhood=neighbourhood, centered=centered,
-               min_k=min_k)
+               min_k=min_k, prediction=rule, fallback=fallback or "global_mean")
     simulation = attack(algo, data, n_targets=1)
     target = simulation.targets()[0]
     base, runner, real = prepared(simulation, algo)
@@ -471,7 +475,7 @@ def test_selector_names_are_case_insensitive_and_other_rules_are_attacked(data):
     upper = attack(knn("PPNS", verbose=False), data, n_targets=2).run()
     lower = attack(knn("ppns", verbose=False), data, n_targets=2).run()
     pd.testing.assert_frame_equal(upper.drop(columns="seconds"), lower.drop(columns="seconds"))
-    # the other rules and item-based kNN are asked query by query
+    # the other rules take the fast path; item-based kNN is asked query by query
     means = attack(knn(prediction="means", verbose=False), data, n_targets=2).run()
     assert len(means) == 2 and (means.recovery == 1).all()  # as broken as the basic rule
     item_based = attack(PrivateKNN(k=K, sim_options={"user_based": False}, verbose=False),
@@ -535,3 +539,37 @@ def test_attack_when_only_the_target_rated_an_item(selector):
     assert len(table) == 1
     row = table.iloc[0]
     assert (row["exposure"], row["recovery"], row["baseline_recovery"]) == (1.0, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("neighbourhood", ["user", "item"])
+def test_hidden_items_only_gives_the_same_recovery_and_exposure(data, neighbourhood):
+    """``inference=False`` asks the fake users for the hidden items only: every measure
+    but item inference is unchanged, item inference is NaN."""
+    algo = knn("ppns", neighbourhood=neighbourhood, verbose=False)
+    full = attack(algo, data, n_targets=3, betas=(1, 2)).run()
+    hidden = attack(algo, data, n_targets=3, betas=(1, 2), inference=False).run()
+    inference = ["possible_precision", "possible_recall", "topn_precision", "topn_recall"]
+    assert hidden[inference].isna().all().all() and full[inference].notna().all().all()
+    # item neighbourhood: the selector's mean β is over the queries asked, fewer here
+    other = ["seconds"] + (["selector_beta"] if neighbourhood == "item" else [])
+    same = [c for c in full.columns if c not in inference + other]
+    pd.testing.assert_frame_equal(hidden[same], full[same])
+    with pytest.raises(TypeError, match="inference"):
+        attack(algo, data, inference="no")
+
+
+def test_asking_a_sample_of_the_hidden_items(data):
+    """``n_asked``: the same scenarios scored on a seeded sample of each target's hidden
+    items, which only the scoring sees (the baseline still leaves them all out)."""
+    algo = knn("topk", verbose=False)
+    full = attack(algo, data, n_targets=3, betas=(1,), inference=False).run()
+    sampled = attack(algo, data, n_targets=3, betas=(1,), inference=False, n_asked=5).run()
+    again = attack(algo, data, n_targets=3, betas=(1,), inference=False, n_asked=5).run()
+    pd.testing.assert_frame_equal(sampled.drop(columns="seconds"),
+                                  again.drop(columns="seconds"))
+    assert (sampled.n_hidden == 5).all() and (full.n_hidden > 5).all()
+    assert (sampled.recovery == 1).all() and (full.recovery == 1).all()  # top-k: broken
+    whole = attack(algo, data, n_targets=3, betas=(1,), inference=False, n_asked=10_000).run()
+    pd.testing.assert_frame_equal(whole.drop(columns="seconds"), full.drop(columns="seconds"))
+    with pytest.raises(ValueError, match="n_asked"):
+        attack(algo, data, n_asked=0)

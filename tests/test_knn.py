@@ -191,6 +191,8 @@ def test_privacy_report_of_exact_topk_says_nothing_is_protected(split):
          "shrinkage"),
         ({"sim_options": {"name": "msd", "shrinkage": 1}}, ValueError, "shrinkage"),
         ({"prediction": "median"}, ValueError, "prediction"),
+        ({"fallback": "item_mean"}, ValueError, "fallback"),
+        ({"fallback": None}, TypeError, "fallback"),
         ({"centered": True, "prediction": "means"}, ValueError,
          "centered"),
         ({"bsl_options": {"method": "lbfgs"}}, ValueError, "method"),
@@ -225,6 +227,32 @@ def test_parameters_changed_after_construction_take_effect_at_fit(split):
     options = {"name": "cosine"}
     PrivateKNN(sim_options=options, verbose=False).fit(trainset)
     assert options == {"name": "cosine"}                  # not mutated (Surprise's adds keys)
+
+
+@pytest.mark.parametrize("neighbourhood, centered, min_k", [
+    ("user", False, 1), ("user", True, 3), ("item", False, 2)])
+def test_user_mean_fallback_replaces_only_the_impossible_predictions(split, neighbourhood,
+                                                                     centered, min_k):
+    """``fallback="user_mean"``: where the basic rule is impossible, the user's mean
+    (``KNNWithMeans``'s fallback, possible); everywhere else the same estimate."""
+    trainset, testset = split
+    options = {"k": 5, "min_k": min_k, "sim_options": {"name": "cosine"},
+               "neighbourhood": neighbourhood, "centered": centered, "verbose": False}
+    plain = PrivateKNN(**options).fit(trainset).test(testset)
+    fallback = PrivateKNN(fallback="user_mean", **options).fit(trainset)
+    impossible = 0
+    for p, q in zip(plain, fallback.test(testset)):
+        if not p.details["was_impossible"]:
+            assert q.est == p.est and q.details == p.details
+        elif p.details["reason"] == "Not enough neighbors.":
+            impossible += 1
+            u = trainset.to_inner_uid(p.uid)
+            mean = np.mean([r for _, r in trainset.ur[u]])
+            assert q.est == pytest.approx(mean, abs=1e-12)
+            assert not q.details["was_impossible"] and q.details["actual_k"] < min_k
+        else:                                      # unknown user or item: still impossible
+            assert q.details["was_impossible"] and q.est == p.est
+    assert impossible > 0                          # the case was exercised
 
 
 def test_predict_before_fit_is_an_error():

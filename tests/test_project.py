@@ -92,7 +92,7 @@ def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):
 
 
 @pytest.mark.parametrize("command", ["demo", "cv", "selectors", "backends", "sketches", "sjlt",
-                                     "ranking", "attack"])
+                                     "ranking", "attack", "frontier"])
 def test_every_subcommand_has_help(command, capsys):
     from dprec.cli import main
 

@@ -89,7 +89,7 @@ def _precision_recall(inferred: np.ndarray, truth: np.ndarray,
 
 
 def attack_metrics(outcome: Outcome, target: AttackTarget, n_items: int, grid: np.ndarray,
-                   top_n: int) -> dict[str, float]:
+                   top_n: int | None) -> dict[str, float]:
     """The measures of one poisoned scenario (see :mod:`dprec.attacks.simulator`).
 
     Parameters
@@ -101,8 +101,10 @@ def attack_metrics(outcome: Outcome, target: AttackTarget, n_items: int, grid: n
         Number of items of the dataset.
     grid : ndarray
         The sorted rating values.
-    top_n : int
-        Length of the recommendation lists used for item inference.
+    top_n : int or None
+        Length of the recommendation lists used for item inference; None when
+        the outcome covers the hidden items only (the four item-inference
+        measures are then NaN).
 
     Returns
     -------
@@ -115,14 +117,16 @@ def attack_metrics(outcome: Outcome, target: AttackTarget, n_items: int, grid: n
     rounded = round_to_grid(hidden_est, grid)
     hits = rounded == target.hidden_ratings[None, :]
     pooled = pooled_vote(rounded, hidden_est, grid) == target.hidden_ratings
-    columns, estimates = outcome.columns, outcome.estimates
-    role = np.zeros(n_items, dtype=np.int8)
-    role[target.hidden_items], role[target.known_items] = 1, 2
-    hidden = role[columns] == 1
-    possible = ~np.isnan(estimates) & (role[columns] != 2)[None, :]
-    in_top = _top_n_mask(np.where(possible, estimates, -np.inf), top_n)  # columns are sorted
-    possible_pr = _precision_recall(possible.any(axis=0), hidden, len(target.hidden_items))
-    topn_pr = _precision_recall(in_top.any(axis=0), hidden, len(target.hidden_items))
+    possible_pr = topn_pr = (math.nan, math.nan)
+    if top_n is not None:
+        columns, estimates = outcome.columns, outcome.estimates
+        role = np.zeros(n_items, dtype=np.int8)
+        role[target.hidden_items], role[target.known_items] = 1, 2
+        hidden = role[columns] == 1
+        possible = ~np.isnan(estimates) & (role[columns] != 2)[None, :]
+        in_top = _top_n_mask(np.where(possible, estimates, -np.inf), top_n)  # sorted columns
+        possible_pr = _precision_recall(possible.any(axis=0), hidden, len(target.hidden_items))
+        topn_pr = _precision_recall(in_top.any(axis=0), hidden, len(target.hidden_items))
     exposure = outcome.exposure
     measured = not np.isnan(exposure).all()
     return {

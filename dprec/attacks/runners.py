@@ -10,7 +10,7 @@ the target and the selector's reported β.
   user-based kNN (``heapq`` semantics) or from an
   algorithm's ``neighbours_``.
 * :class:`PrivateKNNRunner` serves user-based :class:`~dprec.PrivateKNN`
-  with the basic rule through its public API only (``fit_precomputed`` with
+  (every prediction rule) through its public API only (``fit_precomputed`` with
   a similarity state shared by the scenarios, ``estimate_arrays``,
   ``kneighbors``, ``selection_summary``).
 
@@ -191,12 +191,11 @@ class PrivateKNNRunner(SurpriseRunner):
 
 def make_runner(name: str, algo: AlgoBase) -> SurpriseRunner:
     """The runner of ``algo``: :class:`PrivateKNNRunner` for user-based ``PrivateKNN``
-    with the basic rule; :class:`SurpriseRunner` (query by query through ``test``) for
-    any other algorithm, the other rules and item-based kNN included."""
-    if isinstance(algo, PrivateKNN):
-        checked = copy.deepcopy(algo).check_params()
-        if checked.prediction_ == "basic" and checked.sim_options_["user_based"]:
-            return PrivateKNNRunner(name, algo)
+    (any prediction rule); :class:`SurpriseRunner` (query by query through ``test``) for
+    any other algorithm, item-based kNN included."""
+    if (isinstance(algo, PrivateKNN)
+            and copy.deepcopy(algo).check_params().sim_options_["user_based"]):
+        return PrivateKNNRunner(name, algo)
     return SurpriseRunner(name, algo)
 
 

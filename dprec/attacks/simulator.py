@@ -85,6 +85,7 @@ import sys
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -140,6 +141,17 @@ class BetaKNNAttack:
         Targets have at least this many ratings (and more than ``n_known``).
     top_n : int, default 10
         Length of the recommendation lists used for item inference.
+    inference : bool, default True
+        Whether the fake users ask for every item, to measure item inference
+        (``possible_*`` and ``topn_*``); ``False`` asks only for the target's
+        hidden items (enough for exposure and recovery, many times faster;
+        the four item-inference columns are then NaN).
+    n_asked : int, optional
+        Measure recovery and exposure on at most this many of each target's
+        hidden items, drawn uniformly (seeded by ``random_state``); all of
+        them by default.  The target's other hidden ratings stay hidden (left
+        out of the baseline model); only fewer items are asked and scored,
+        which makes each scenario cheaper and each target's measures noisier.
     random_state : None, int, RandomState or Generator
         Seeds the choice of targets and known items and every scenario's
         noise.  ``None``: fresh entropy, drawn once per attack object.
@@ -162,8 +174,8 @@ class BetaKNNAttack:
 
     def __init__(self, algo, data: Dataset, n_known: int = 8,
                  betas: Sequence[int] = (1, 2, 3, 4, 6, 8), n_targets: int = 50,
-                 min_target_ratings: int = 50, top_n: int = 10,
-                 random_state: RandomStateLike = None, n_jobs: int = 1,
+                 min_target_ratings: int = 50, top_n: int = 10, inference: bool = True,
+                 n_asked: int | None = None, random_state: RandomStateLike = None, n_jobs: int = 1,
                  progress: bool = False) -> None:
         self.algorithms = _check_algorithms(algo)
         self.algo = algo
@@ -178,6 +190,8 @@ class BetaKNNAttack:
         self.n_targets = check_int(n_targets, "n_targets", minimum=1)
         self.min_target_ratings = check_int(min_target_ratings, "min_target_ratings", minimum=1)
         self.top_n = check_int(top_n, "top_n", minimum=1)
+        self.inference = check_bool(inference, "inference")
+        self.n_asked = None if n_asked is None else check_int(n_asked, "n_asked", minimum=1)
         validate_random_state(random_state)
         self.random_state = random_state
         self.n_jobs = check_int(n_jobs, "n_jobs")
@@ -271,7 +285,9 @@ class BetaKNNAttack:
         base = BaseData.from_trainset(self.trainset)
         states = similarity_states(runners, base, self.entropy)
         jobs = (delayed(_attack_target)(base, states, runners, target, self.betas,
-                                        self.entropy, self.top_n) for target in targets)
+                                        self.entropy, self.top_n if self.inference else None,
+                                        self.n_asked)
+                for target in targets)
         results = Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)
         rows = []
         for result in _progress(results, len(targets), self.progress):
@@ -324,15 +340,19 @@ def _progress(results: Iterable[list[dict]], total: int, show: bool) -> Iterator
 
 def _attack_target(base: BaseData, states: Mapping[tuple, SimilarityState],
                    runners: Sequence[SurpriseRunner], target: AttackTarget,
-                   betas: Sequence[int], entropy: int, top_n: int) -> list[dict]:
+                   betas: Sequence[int], entropy: int, top_n: int | None,
+                   n_asked: int | None = None) -> list[dict]:
     """Every (runner, β) scenario of one target, with its baseline: the target's rows
-    of the table, ordered by β then runner.
+    of the table, ordered by β then runner (``top_n`` None: the fake users ask for the
+    hidden items only, no item inference; ``n_asked``: a sample of them).
 
     Grouped by similarity state (``states``: the real users' state of each
     runner's ``sim_key``), so that one state's matrices are updated scenario
     by scenario and shared by every runner that uses it.
     """
     n_items = base.trainset.n_items
+    measured = _measured(target, n_asked, entropy)
+    asked = np.arange(n_items) if top_n is not None else measured.hidden_items
     rows, baseline = [], {}
     for k in sorted({runner.k for runner in runners}):
         group = [runner for runner in runners if runner.k == k]
@@ -345,22 +365,35 @@ def _attack_target(base: BaseData, states: Mapping[tuple, SimilarityState],
                 for runner in users:
                     start = time.perf_counter()
                     if scenario.beta == 0:
-                        outcome = runner.outcome(scenario.data, updated, scenario.seed, target,
-                                                 target.hidden_items, exposure=False)
-                        baseline[runner.name] = recovery(outcome, target, n_items, base.grid)
+                        outcome = runner.outcome(scenario.data, updated, scenario.seed,
+                                                 measured, measured.hidden_items,
+                                                 exposure=False)
+                        baseline[runner.name] = recovery(outcome, measured, n_items, base.grid)
                         continue
-                    outcome = runner.outcome(scenario.data, updated, scenario.seed, target,
-                                             np.arange(n_items))
+                    outcome = runner.outcome(scenario.data, updated, scenario.seed, measured,
+                                             asked)
                     rows.append({
                         "algo": runner.name, "target": target.raw_id, "beta": scenario.beta,
                         "n_fake": scenario.beta * k, "n_known": len(target.known_items),
-                        "n_hidden": len(target.hidden_items),
-                        **attack_metrics(outcome, target, n_items, base.grid, top_n),
+                        "n_hidden": len(measured.hidden_items),
+                        **attack_metrics(outcome, measured, n_items, base.grid, top_n),
                         "seconds": shared + time.perf_counter() - start})
     order = {runner.name: j for j, runner in enumerate(runners)}
-    crowd = item_mean_recovery(base, target)
+    crowd = item_mean_recovery(base, measured)
     for row in rows:
         row["baseline_recovery"] = baseline[row["algo"]]
         row["baseline_item_mean"] = crowd
     rows.sort(key=lambda row: (list(betas).index(row["beta"]), order[row["algo"]]))
     return rows
+
+
+def _measured(target: AttackTarget, n_asked: int | None, entropy: int) -> AttackTarget:
+    """``target`` with at most ``n_asked`` of its hidden items (a uniform sample, seeded
+    by ``entropy`` and the target), those the scenarios ask and score."""
+    if n_asked is None or n_asked >= len(target.hidden_items):
+        return target
+    rng = np.random.default_rng(np.random.SeedSequence(entropy,
+                                                       spawn_key=(1, target.inner_id)))
+    keep = np.sort(rng.choice(len(target.hidden_items), size=n_asked, replace=False))
+    return replace(target, hidden_items=target.hidden_items[keep],
+                   hidden_ratings=target.hidden_ratings[keep])

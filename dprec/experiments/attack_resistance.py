@@ -40,11 +40,9 @@ the same grid with Surprise's ``KNNBasic`` semantics (much slower).
 from __future__ import annotations
 
 import argparse
-import copy
 import math
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -54,15 +52,11 @@ from joblib import Parallel, delayed
 from surprise.model_selection import KFold
 
 from .._plotting import subplots
-from .._ratings import RatingArrays
-from .._surprise import inner_ids
 from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
 from ..knn import PrivateKNN
-from ..similarity import sketch_backend, with_public_bounds
-from ..similarity.exact import SUM_SIMILARITIES
-from ..similarity.incremental import IncrementalSimilarity
 from ._options import add_common_options
+from ._shared_fits import SharedFits, batch_estimates
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 BETAS = (1, 2, 3, 4, 6, 8)
@@ -169,14 +163,9 @@ def run(data, configs: Sequence[dict], k: int = 20, n_known: int = 8,
 def _scores(algo: PrivateKNN, trainset, testset) -> dict:
     """RMSE and MAE of ``algo.test(testset)`` (Surprise's ``accuracy.rmse``/``mae``: clipped
     estimates, the global mean where impossible), from the batch arrays behind
-    ``test()`` without building ``Prediction`` objects; also over the possible
-    predictions only, and the share of impossible ones."""
-    _, _, r_uis, users, items = inner_ids(trainset, testset)
-    truth = np.asarray(r_uis, dtype=np.float64)
-    known = np.flatnonzero((users >= 0) & (items >= 0))
-    possible = np.zeros(len(testset), dtype=bool)
-    est = np.full(len(testset), algo.default_prediction())
-    est[known], possible[known] = algo.estimate_arrays(users[known], items[known])
+    ``test()``; also over the possible predictions only, and the share of impossible
+    ones."""
+    truth, est, possible = batch_estimates(algo, trainset, testset)
     error = est - truth
     return {"rmse": float(np.sqrt(np.mean(error**2))), "mae": float(np.mean(np.abs(error))),
             "rmse_possible": float(np.sqrt(np.mean(error[possible]**2))),
@@ -184,39 +173,13 @@ def _scores(algo: PrivateKNN, trainset, testset) -> dict:
 
 
 def _fold_accuracy(configs, trainset, testset, fold, k, n_known, seed) -> list[dict]:
-    """Scores of every configuration on one fold.
-
-    Each similarity is computed once per fold and shared by the selectors:
-    exact ones with their ``RS``; a sketch backend by the first full ``fit``
-    (the backend draws from ``random_state`` only, so every selector with
-    the same seed would draw the same sketches).
-    """
-    ratings = RatingArrays.from_trainset(trainset)
-    shared: dict = {}
+    """Scores of every configuration on one fold (each similarity computed once per fold
+    and shared by the selectors: :class:`~dprec.experiments._shared_fits.SharedFits`)."""
+    shared = SharedFits(trainset)
     rows = []
     for config in configs:
-        algo = make_algo(config, k, n_known, seed)
-        options = copy.deepcopy(algo).check_params().sim_options_
-        key = repr(sorted(options.items()))
         start = time.perf_counter()
-        if options["name"] in SUM_SIMILARITIES:
-            if key not in shared:
-                shared[key] = IncrementalSimilarity.fit(options["name"], ratings.matrix,
-                                                        options.get("min_support", 1), True)
-            state = shared[key]
-            ratings.remember(trainset)  # registered: fit_precomputed does not rebuild them
-            algo.fit_precomputed(trainset, state.sim, state.sensitivity())
-        elif key not in shared:
-            with warnings.catch_warnings():  # users below τ = n_known: documented above
-                warnings.filterwarnings("ignore", message=".*no sketch released.*")
-                algo.fit(trainset)
-            backend = sketch_backend(with_public_bounds(options, trainset.rating_scale))
-            shared[key] = (algo.sim, np.full(trainset.n_users, float(backend.score_range)),
-                           algo.sketch_release_)
-        else:
-            sim, sensitivity, release = shared[key]
-            ratings.remember(trainset)
-            algo.fit_precomputed(trainset, sim, sensitivity, release)
+        algo = shared.fit(make_algo(config, k, n_known, seed))
         rows.append({"config": config["config"], "fold": fold,
                      **_scores(algo, trainset, testset),
                      "seconds": time.perf_counter() - start})

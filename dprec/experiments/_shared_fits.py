@@ -1,0 +1,86 @@
+"""Fit many :class:`~dprec.PrivateKNN` configurations on one trainset, each similarity once,
+and score them on a testset without building ``Prediction`` objects."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+
+from .._ratings import RatingArrays
+from .._surprise import inner_ids
+from ..knn import PrivateKNN
+from ..similarity import SKETCH_BACKENDS, sketch_backend, with_public_bounds
+from ..similarity.exact import SUM_SIMILARITIES
+from ..similarity.incremental import IncrementalSimilarity
+
+
+class SharedFits:
+    """Fits of many configurations on one ``trainset`` sharing their similarities.
+
+    Exact sum similarities (cosine, msd, pearson) are computed once per
+    ``name`` and ``min_support``, with each user's ``RS``, and every model is
+    fitted through :meth:`~dprec.PrivateKNN.fit_precomputed`.  A sketch
+    backend is released by the first full ``fit`` of its options and
+    ``random_state`` (every selector with that seed would draw the same
+    sketches) and shared with its release, the sensitivity of its scores
+    being the backend's score range.  Other similarities are fitted in full.
+    The models equal full fits (``tests/test_attacks.py``).
+    """
+
+    def __init__(self, trainset) -> None:
+        self.trainset = trainset
+        self.ratings = RatingArrays.from_trainset(trainset)
+        self._states: dict[str, tuple] = {}
+
+    def fit(self, algo: PrivateKNN) -> PrivateKNN:
+        """Fit ``algo`` (in place, as ``fit`` does) and return it."""
+        checked = copy.deepcopy(algo).check_params()
+        options = checked.sim_options_
+        name = options["name"]
+        if not options["user_based"] or name not in (*SUM_SIMILARITIES, *SKETCH_BACKENDS):
+            return algo.fit(self.trainset)
+        needs_sensitivity = checked.selector_.needs_sensitivity
+        if name in SUM_SIMILARITIES:
+            key = repr(sorted(options.items()))
+            if key not in self._states:
+                state = IncrementalSimilarity.fit(name, self.ratings.matrix,
+                                                  options.get("min_support", 1), True)
+                self._states[key] = (state.sim, state.sensitivity(), None)
+        else:
+            key = repr((sorted(options.items()), algo.random_state))
+            if key not in self._states:
+                with warnings.catch_warnings():  # users below τ release no sketch: documented
+                    warnings.filterwarnings("ignore", message=".*no sketch released.*")
+                    algo.fit(self.trainset)
+                backend = sketch_backend(with_public_bounds(options, self.trainset.rating_scale))
+                self._states[key] = (algo.sim, np.full(self.trainset.n_users,
+                                                       float(backend.score_range)),
+                                     algo.sketch_release_)
+                return algo
+        sim, sensitivity, release = self._states[key]
+        self.ratings.remember(self.trainset)  # registered: fit_precomputed does not rebuild
+        return algo.fit_precomputed(self.trainset, sim,
+                                    sensitivity if needs_sensitivity else None, release)
+
+
+def batch_estimates(algo, trainset, testset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(truth, est, possible)`` of ``algo.test(testset)``: the true ratings, the
+    estimates as Surprise's accuracy functions read them (clipped; the global mean where
+    impossible) and whether each was possible.
+
+    :class:`~dprec.PrivateKNN` answers from its batch arrays
+    (``estimate_arrays``); any other fitted Surprise algorithm through ``test``.
+    """
+    if not isinstance(algo, PrivateKNN):
+        predictions = algo.test(testset)
+        return (np.array([p.r_ui for p in predictions], dtype=np.float64),
+                np.array([p.est for p in predictions], dtype=np.float64),
+                np.array([not p.details.get("was_impossible", False) for p in predictions]))
+    _, _, r_uis, users, items = inner_ids(trainset, testset)
+    known = np.flatnonzero((users >= 0) & (items >= 0))
+    possible = np.zeros(len(testset), dtype=bool)
+    est = np.full(len(testset), algo.default_prediction())
+    est[known], possible[known] = algo.estimate_arrays(users[known], items[known])
+    return np.asarray(r_uis, dtype=np.float64), est, possible

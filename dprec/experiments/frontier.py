@@ -1,0 +1,590 @@
+r"""The accuracy-against-security frontier, on recommenders worth attacking.
+
+Every neighbour selector × similarity × prediction rule × neighbourhood, each
+private configuration at every ε, next to the end-to-end DP models and the
+references, on the same folds and against the same attack:
+
+* **configurations** — the selectors top-k, probabilistic, PNCF and PPNS (as
+  published) and PNCF corrected; the exact co-rated cosine and the private
+  sketch backends RR-MinHash, Noisy-MinHash, SJLT and Gaussian-JL (the
+  backend's ε equal to the selector's; the MinHash family with the public
+  ``τ = n_known``); Surprise's ``basic``, ``means`` and ``baseline`` rules;
+  the item neighbourhood (Surprise's semantics) and the user neighbourhood
+  (the papers'), whose basic rule falls back to the user's mean where no
+  neighbour rated the item (``fallback="user_mean"``: never worse than
+  predicting the user's mean there); the end-to-end DP models
+  ``DPItemKNN``, ``LocalKNN`` (k-RR and Laplace ratings) and ``DPBaseline``;
+  references: the global mean, ``BaselineOnly`` and ``KNNBaseline``
+  (pearson-baseline, computed by dprec's top-k, equal to Surprise's).  The
+  non-private top-k of each rule and neighbourhood is in the grid.
+* **k by cross-validation on the training folds only** — for each outer
+  fold, each configuration's ``k`` (from ``--k-grid``, default 10, 20, 40)
+  is the one with the lowest RMSE in an inner cross-validation of that
+  fold's training part; the test fold is used once, to score.  The attack
+  uses the ``k`` chosen most often over the folds (ties: the smaller).
+* **accuracy** — RMSE, MAE and precision@10 (Surprise's FAQ: a user's ten
+  best-estimated test items with estimate ≥ 3.5, relevant when rated ≥ 3.5),
+  means over the outer folds.
+* **security (a): the β-kNN attack** (:class:`~dprec.BetaKNNAttack`), on the
+  whole dataset, ``n_targets`` targets (≥ 50 ratings, 8 known), β ∈ {1, 2, 4,
+  8}: the pooled recovery of the β·k fake users (majority vote per hidden
+  item) and its **gain** over the crowd yardstick (the other users' mean
+  rating, rounded).  In the item neighbourhood a fake user's neighbours are
+  chosen among the raters of each hidden item it asks about: the fakes are
+  the target's closest raters only where the known items are all they
+  share, so exposure there is per item.  The fake users ask for the hidden
+  items only (``inference=False``).  Models without neighbours (global
+  mean, ``BaselineOnly``, ``DPBaseline``) are not attacked.
+* **security (b): vulnerable users without any attacker** — ReuseKNN's
+  measure (Müllner et al., ACM TIST 2023; :mod:`dprec.data_usage`): per
+  outer fold, how many test predictions each user's ratings contribute to,
+  and the share of users at or above ReuseKNN's threshold τ, computed as
+  their code does from plain UserKNN (top-k, item neighbourhood, basic rule,
+  cosine) at the configuration's ``k`` on the same fold.  User-based kNN
+  configurations only (``DPItemKNN`` is item-based: its neighbours are
+  items).  ``--anchor`` repeats it on synthetic data of MovieLens 1M's shape
+  at ``k = 10``, next to the paper's 80.4% (UserKNN) and 24.1% (its best
+  variant).
+* **guarantee label** — from the privacy accountant of the configuration
+  fitted on the whole data: *holds* (an end-to-end guarantee for everything
+  released), *in part* (guarantees that hold for some outputs, e.g. the
+  neighbour lists, not the predictions), *as published* (a paper's claim
+  dprec reproduces but does not guarantee), *none*.
+* **the frontier** — per configuration the largest gain over β (the attacker
+  picks β); Pareto-optimal configurations for (RMSE, gain) and for
+  (precision@10, gain) are marked, and for each accuracy level the most
+  resistant configuration is listed.
+
+Writes under ``--out`` (default ``results/frontier``): ``accuracy.csv`` (one
+row per configuration and outer fold, with the inner RMSE of every ``k``),
+``attack.csv`` (one row per configuration × target × β), ``frontier.csv``
+(one row per configuration), ``by_accuracy.csv``, ``anchor.csv`` (with
+``--anchor``) and ``frontier.png``::
+
+    python experiments/frontier.py --quick
+    SURPRISE_DATA_FOLDER=/path/to/surprise_data python experiments/frontier.py --anchor
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+from surprise import BaselineOnly, Dataset, Reader
+from surprise.model_selection import KFold
+from tqdm.auto import tqdm
+
+from .._plotting import subplots
+from .._surprise import inner_ids
+from ..attacks import BetaKNNAttack
+from ..data_usage import data_usage, reuseknn_threshold, vulnerable_share
+from ..datasets import load_or_synthetic, synthetic
+from ..dp_baseline import DPBaseline
+from ..dp_item_knn import DPItemKNN
+from ..knn import PrivateKNN
+from ..ledger import Status
+from ..local_knn import LocalKNN
+from ..metrics import precision_at_k
+from ..selectors import CorrectedPNCF
+from ..similarity import sketch_backend, with_public_bounds
+from ..similarity.exact import change_bound
+from ._options import add_common_options
+from ._shared_fits import SharedFits, batch_estimates
+from .attack_resistance import backend_options
+
+EPSILONS = (0.5, 1.0, 2.0, 5.0)
+BETAS = (1, 2, 4, 8)
+K_GRID = (10, 20, 40)
+SELECTORS = ("topk", "probabilistic", "pncf", "ppns", "pncf_corrected")
+PRIVATE_SELECTORS = ("pncf", "ppns", "pncf_corrected")
+SIMILARITIES = ("cosine", "rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")
+RULES = ("basic", "means", "baseline")
+NEIGHBOURHOODS = ("item", "user")
+END_TO_END = ("DPItemKNN", "LocalKNN (krr)", "LocalKNN (laplace)", "DPBaseline (user)")
+REFERENCES = ("global mean", "BaselineOnly", "KNNBaseline")
+#: PPNS's geometric parameter (the papers' p = 0.5)
+PPNS_P = 0.5
+#: ratings of the target the attacker knows, and the public τ of the MinHash family
+N_KNOWN = 8
+#: hidden items asked and scored per target (a seeded sample; all when fewer)
+N_ASKED = 20
+#: what ReuseKNN reports on MovieLens 1M at k = 10 (Müllner et al., TIST 2023)
+REUSEKNN_ANCHOR = {"UserKNN": 0.804, "ReuseKNN (best variant)": 0.241}
+LABELS = ("holds", "in part", "as published", "none")
+
+
+# ---------------------------------------------------------- configurations
+def configurations(epsilons: Sequence[float] = EPSILONS,
+                   similarities: Sequence[str] = SIMILARITIES,
+                   selectors: Sequence[str] = SELECTORS, rules: Sequence[str] = RULES,
+                   neighbourhoods: Sequence[str] = NEIGHBOURHOODS,
+                   end_to_end: Sequence[str] = END_TO_END,
+                   references: Sequence[str] = REFERENCES) -> list[dict]:
+    """The grid: references, then kNN configurations (similarity × selector × rule ×
+    neighbourhood × ε where something is private), then the end-to-end DP models × ε.
+
+    Each configuration is a dict with ``config`` (its label), ``family``
+    (``"reference"``, ``"knn"``, ``"end-to-end"``), ``similarity``,
+    ``selector``, ``rule``, ``neighbourhood`` and ``epsilon`` (None when
+    nothing is private).
+    """
+    grid = [{"config": name, "family": "reference", "similarity": None, "selector": None,
+             "rule": None, "neighbourhood": None, "epsilon": None} for name in references]
+    for similarity in similarities:
+        for selector in selectors:
+            private = similarity != "cosine" or selector in PRIVATE_SELECTORS
+            for rule in rules:
+                for neighbourhood in neighbourhoods:
+                    for epsilon in (epsilons if private else (None,)):
+                        label = f"{similarity}/{selector}/{rule}/{neighbourhood}" + (
+                            f"/eps={epsilon:g}" if private else "")
+                        grid.append({"config": label, "family": "knn",
+                                     "similarity": similarity, "selector": selector,
+                                     "rule": rule, "neighbourhood": neighbourhood,
+                                     "epsilon": epsilon})
+    grid += [{"config": f"{model}/eps={epsilon:g}", "family": "end-to-end", "similarity": None,
+              "selector": None, "rule": None, "neighbourhood": None, "epsilon": epsilon,
+              "model": model} for model in end_to_end for epsilon in epsilons]
+    return grid
+
+
+def tunes_k(config: dict) -> bool:
+    """Whether the configuration has a ``k`` to choose (every model with neighbours)."""
+    return config["config"] not in ("global mean", "BaselineOnly") and not \
+        config.get("model", "").startswith("DPBaseline")
+
+
+def make_algo(config: dict, k: int | None, seed: int = 0,
+              rating_scale: tuple[float, float] = (1.0, 5.0)):
+    """The (unfitted) model of ``config`` with ``k`` neighbours (ignored without)."""
+    name = config["config"]
+    if name == "global mean":
+        return BaselineOnly(bsl_options={"method": "als", "n_epochs": 0}, verbose=False)
+    if name == "BaselineOnly":
+        return BaselineOnly(verbose=False)
+    if name == "KNNBaseline":   # dprec's top-k: Surprise's predictions, tested to 1e-9
+        return PrivateKNN(k=k, sim_options={"name": "pearson_baseline"}, prediction="baseline",
+                          verbose=False)
+    epsilon = config["epsilon"]
+    if config["family"] == "end-to-end":
+        model = config["model"]
+        if model == "DPItemKNN":
+            return DPItemKNN(epsilon=epsilon, k=k, random_state=seed)
+        if model.startswith("LocalKNN"):
+            release = "krr" if "krr" in model else "laplace"
+            return LocalKNN(epsilon=epsilon, k=k, rating_release=release, random_state=seed)
+        return DPBaseline(epsilon=epsilon, unit="user", random_state=seed)
+    similarity, selector = config["similarity"], config["selector"]
+    options = ({"name": "cosine"} if similarity == "cosine"
+               else backend_options(similarity, epsilon, N_KNOWN))
+    if selector == "pncf_corrected":   # Δ: the width of the similarity's range
+        width = (change_bound("cosine", np.array(rating_scale, dtype=float))
+                 if similarity == "cosine"
+                 else sketch_backend(with_public_bounds(options, rating_scale)).score_range)
+        selector = CorrectedPNCF(epsilon=epsilon, score_range=float(width))
+        epsilon = None
+    elif selector not in PRIVATE_SELECTORS:
+        epsilon = None
+    rule, neighbourhood = config["rule"], config["neighbourhood"]
+    fallback = "user_mean" if neighbourhood == "user" and rule == "basic" else "global_mean"
+    return PrivateKNN(k=k, sim_options=options, selector=selector, epsilon=epsilon,
+                      p=PPNS_P if selector == "ppns" else None, neighbourhood=neighbourhood,
+                      prediction=rule, fallback=fallback, random_state=seed, verbose=False)
+
+
+def guarantee_label(algo) -> str:
+    """What the fitted model's privacy accountant guarantees: ``"holds"`` (end to end),
+    ``"in part"``, ``"as published"`` or ``"none"`` (see the module docstring)."""
+    if not hasattr(algo, "privacy_report"):
+        return "none"
+    report = algo.privacy_report()
+    statuses = {entry.status for entry in report.entries}
+    if report.guarantee is not None:
+        return "holds"
+    if Status.AS_PUBLISHED in statuses:
+        return "as published"
+    return "in part" if Status.HOLDS in statuses else "none"
+
+
+# ---------------------------------------------------------------- accuracy
+def _fit(algo, shared: SharedFits):
+    """``algo`` fitted on the shared trainset (shared similarities for PrivateKNN)."""
+    return shared.fit(algo) if isinstance(algo, PrivateKNN) else algo.fit(shared.trainset)
+
+
+def _rmse(algo, trainset, testset) -> float:
+    truth, est, _ = batch_estimates(algo, trainset, testset)
+    return float(np.sqrt(np.mean((est - truth) ** 2)))
+
+
+def _dataset(trainset) -> Dataset:
+    """The ratings of ``trainset`` as a Dataset with raw ids (to split it again)."""
+    frame = pd.DataFrame([(trainset.to_raw_uid(u), trainset.to_raw_iid(i), r)
+                          for u, i, r in trainset.all_ratings()],
+                         columns=["user", "item", "rating"])
+    return Dataset.load_from_df(frame, Reader(rating_scale=trainset.rating_scale))
+
+
+def choose_k(configs: Sequence[dict], trainset, k_grid: Sequence[int], inner_folds: int,
+             seed: int) -> pd.DataFrame:
+    """Inner cross-validation on ``trainset`` alone: one row per configuration and ``k``
+    (``inner_rmse``, the mean over the inner folds), the chosen ``k`` flagged
+    (lowest RMSE, ties to the smaller ``k``)."""
+    rows = []
+    splits = KFold(n_splits=inner_folds, random_state=seed).split(_dataset(trainset))
+    for inner, (train, test) in enumerate(splits):
+        shared = SharedFits(train)
+        for config in configs:
+            for k in (k_grid if tunes_k(config) else (None,)):
+                algo = _fit(make_algo(config, k, seed, train.rating_scale), shared)
+                rows.append({"config": config["config"], "k": k, "inner": inner,
+                             "inner_rmse": _rmse(algo, train, test)})
+    table = pd.DataFrame(rows).groupby(["config", "k"], sort=False, dropna=False)
+    table = table["inner_rmse"].mean().reset_index()
+    best = table.sort_values(["inner_rmse", "k"], kind="stable").groupby("config").head(1)
+    table["chosen"] = table.index.isin(best.index)
+    return table
+
+
+def _tau(trainset, k: int, users, items, seed: int) -> float:
+    """ReuseKNN's τ from plain UserKNN (top-k, item neighbourhood, basic, cosine) at ``k``
+    on this fold's test queries."""
+    reference = PrivateKNN(k=k, sim_options={"name": "cosine"}, random_state=seed,
+                           verbose=False).fit(trainset)
+    return reuseknn_threshold(data_usage(reference, users, items))
+
+
+def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
+                k_grid: Sequence[int] = K_GRID, inner_folds: int = 2,
+                seed: int = 0) -> list[dict]:
+    """One outer fold: ``k`` by inner cross-validation, then every configuration scored
+    on the test fold (RMSE, MAE, precision@10, impossible share, vulnerable share)."""
+    inner = choose_k(configs, trainset, k_grid, inner_folds, seed)
+    chosen = inner[inner.chosen].set_index("config")["k"]
+    uids, iids, r_uis, users, items = inner_ids(trainset, testset)
+    known = (users >= 0) & (items >= 0)
+    taus: dict = {}
+    shared = SharedFits(trainset)
+    rows = []
+    for config in configs:
+        start = time.perf_counter()
+        k = chosen[config["config"]]
+        k = None if pd.isna(k) else int(k)
+        algo = _fit(make_algo(config, k, seed, trainset.rating_scale), shared)
+        truth, est, possible = batch_estimates(algo, trainset, testset)
+        predictions = [(u, i, r, e, None) for u, i, r, e in zip(uids, iids, r_uis, est.tolist())]
+        share = np.nan
+        if isinstance(algo, PrivateKNN) and algo.sim_options_["user_based"]:
+            if k not in taus:
+                taus[k] = _tau(trainset, k, users[known], items[known], seed)
+            share = vulnerable_share(data_usage(algo, users[known], items[known]), taus[k])
+        scores = inner[inner.config == config["config"]]
+        rows.append({"config": config["config"], "fold": fold, "k": k,
+                     "rmse": float(np.sqrt(np.mean((est - truth) ** 2))),
+                     "mae": float(np.mean(np.abs(est - truth))),
+                     "precision@10": precision_at_k(predictions, 10),
+                     "impossible": float(1 - possible.mean()),
+                     "vulnerable": share, "tau": taus.get(k, np.nan),
+                     "inner_rmse": dict(zip(scores.k.tolist(), scores.inner_rmse.round(5))),
+                     "seconds": time.perf_counter() - start})
+    return rows
+
+
+def accuracy_table(data, configs: Sequence[dict], n_folds: int = 3,
+                   k_grid: Sequence[int] = K_GRID, inner_folds: int = 2, seed: int = 0,
+                   n_jobs: int = 1, progress: bool = True) -> pd.DataFrame:
+    """Nested cross-validation of every configuration: one row per configuration and outer
+    fold, in the order of ``configs``.
+
+    Runs in parallel over (fold, similarity) pairs: the configurations of one
+    similarity share its computation (and a sketch backend's release) on a fold.
+    """
+    groups: dict = {}
+    for config in configs:
+        groups.setdefault(config["similarity"], []).append(config)
+    folds = list(KFold(n_splits=n_folds, random_state=seed).split(data))
+    jobs = [delayed(fold_scores)(group, trainset, testset, fold, k_grid, inner_folds, seed)
+            for fold, (trainset, testset) in enumerate(folds) for group in groups.values()]
+    parts = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
+    rows = [row for part in tqdm(parts, total=len(jobs), desc="accuracy", unit="task",
+                                 disable=not progress) for row in part]
+    order = {config["config"]: j for j, config in enumerate(configs)}
+    table = pd.DataFrame(rows)
+    return table.sort_values(["fold", "config"], key=lambda column: column.map(order)
+                             if column.name == "config" else column,
+                             kind="stable").reset_index(drop=True)
+
+
+def attack_k(accuracy: pd.DataFrame) -> dict:
+    """Per configuration, the ``k`` chosen most often over the folds (ties: the smaller;
+    None without ``k``)."""
+    out = {}
+    for config, ks in accuracy.groupby("config", sort=False)["k"]:
+        ks = ks.dropna()
+        out[config] = None if ks.empty else int(ks.astype(int).value_counts()
+                                                .sort_index(kind="stable").idxmax())
+    return out
+
+
+# ------------------------------------------------------------------ attack
+def attack_table(data, configs: Sequence[dict], ks: dict, n_targets: int = 50,
+                 betas: Sequence[int] = BETAS, min_target_ratings: int = 50,
+                 n_asked: int | None = N_ASKED, seed: int = 0, n_jobs: int = 1,
+                 progress: bool = True) -> pd.DataFrame:
+    """The β-kNN attack on every configuration with neighbours (same targets, known
+    items and fake users), each with its ``k``, on ``n_asked`` of each target's hidden
+    items: one row per configuration × target × β."""
+    scale = data.build_full_trainset().rating_scale
+    algos = {c["config"]: make_algo(c, ks[c["config"]], seed, scale)
+             for c in configs if tunes_k(c)}
+    attack = BetaKNNAttack(algos, data, n_known=N_KNOWN, betas=betas, n_targets=n_targets,
+                           min_target_ratings=min_target_ratings, inference=False,
+                           n_asked=n_asked,
+                           random_state=seed, n_jobs=n_jobs, progress=progress)
+    return attack.run().rename(columns={"algo": "config"})
+
+
+def labels(data, configs: Sequence[dict], ks: dict, seed: int = 0) -> dict:
+    """Each configuration's guarantee label, from a fit on the whole data."""
+    shared = SharedFits(data.build_full_trainset())
+    return {c["config"]: guarantee_label(_fit(make_algo(c, ks[c["config"]], seed,
+                                                        shared.trainset.rating_scale), shared))
+            for c in configs}
+
+
+# ----------------------------------------------------------------- summary
+def pareto(cost: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    """Pareto-optimal points when both ``cost`` and ``loss`` are to be minimised: no other
+    point is at most as large in both and smaller in one (NaN never optimal)."""
+    cost, loss = np.asarray(cost, dtype=float), np.asarray(loss, dtype=float)
+    valid = ~(np.isnan(cost) | np.isnan(loss))
+    le = (cost[None, :] <= cost[:, None]) & (loss[None, :] <= loss[:, None])
+    lt = (cost[None, :] < cost[:, None]) | (loss[None, :] < loss[:, None])
+    dominated = (le & lt & valid[None, :]).any(axis=1)
+    return valid & ~dominated
+
+
+def summary(configs: Sequence[dict], accuracy: pd.DataFrame, attack: pd.DataFrame | None,
+            guarantee: dict) -> pd.DataFrame:
+    """One row per configuration: accuracy (fold means), the attack's pooled recovery and
+    gain per β, the largest gain, the vulnerable share, the label and Pareto flags."""
+    keys = ["config", "family", "similarity", "selector", "rule", "neighbourhood", "epsilon"]
+    out = pd.DataFrame(configs).reindex(columns=keys)
+    means = accuracy.groupby("config", sort=False)[
+        ["rmse", "mae", "precision@10", "impossible", "vulnerable", "tau"]].mean()
+    out = out.merge(means.reset_index(), on="config", how="left")
+    out["k"] = out.config.map(attack_k(accuracy))
+    out["guarantee"] = out.config.map(guarantee)
+    if attack is not None and len(attack):
+        gain = attack.assign(gain=attack.recovery_pooled - attack.baseline_item_mean)
+        per_beta = gain.groupby(["config", "beta"])[["recovery_pooled", "gain"]].mean()
+        for beta in sorted(gain.beta.unique()):
+            part = per_beta.xs(beta, level="beta")
+            out[f"recovery_b{beta}"] = out.config.map(part.recovery_pooled)
+            out[f"gain_b{beta}"] = out.config.map(part.gain)
+        out["crowd"] = out.config.map(gain.groupby("config").baseline_item_mean.mean())
+        gains = out[[f"gain_b{beta}" for beta in sorted(gain.beta.unique())]]
+        out["max_gain"] = gains.max(axis=1)
+        # its standard error over the targets, at the β that maximises it
+        sem = gain.groupby(["config", "beta"]).gain.sem().unstack()
+        best = gains.to_numpy().argmax(axis=1) if len(out) else []
+        out["max_gain_se"] = [sem.loc[config].iloc[b] if config in sem.index else np.nan
+                              for config, b in zip(out.config, best)]
+        out["targets"] = out.config.map(gain.groupby("config").target.nunique())
+    else:
+        out["max_gain"] = np.nan
+    out["pareto_rmse"] = pareto(out.rmse, out.max_gain)
+    out["pareto_precision"] = pareto(-out["precision@10"], out.max_gain)
+    return out
+
+
+def by_accuracy_level(frontier: pd.DataFrame, width: float = 0.01) -> pd.DataFrame:
+    """For each RMSE level (steps of ``width`` from the best attacked RMSE), the most
+    resistant attacked configuration at least that accurate, and its guarantee."""
+    attacked = frontier.dropna(subset=["max_gain", "rmse"])
+    rows = []
+    for level in np.arange(attacked.rmse.min() + width, attacked.rmse.max() + width, width):
+        within = attacked[attacked.rmse <= level]
+        best = within.loc[within.max_gain.idxmin()]
+        rows.append({"rmse_at_most": round(float(level), 4), "config": best.config,
+                     "rmse": best.rmse, "precision@10": best["precision@10"],
+                     "max_gain": best.max_gain, "guarantee": best.guarantee})
+    table = pd.DataFrame(rows)
+    return table.drop_duplicates(subset=["config"], keep="first").reset_index(drop=True)
+
+
+# ------------------------------------------------------------------- plots
+_COLOURS = {"holds": "tab:green", "in part": "tab:blue", "as published": "tab:orange",
+            "none": "0.35"}
+_MARKERS = {"item": "o", "user": "s", None: "D"}
+
+
+def plot_frontier(frontier: pd.DataFrame, path: Path) -> None:
+    """RMSE and precision@10 against the largest pooled-recovery gain; colour: the
+    guarantee, marker: the neighbourhood (diamond: end-to-end), black edge: Pareto-optimal,
+    the frontier drawn as a step line; dashed: the references without neighbours."""
+    fig, axes = subplots(1, 2, figsize=(13, 5.2), squeeze=False)
+    for ax, (measure, flag, better) in zip(axes[0], [("rmse", "pareto_rmse", "lower"),
+                                                     ("precision@10", "pareto_precision",
+                                                      "higher")]):
+        points = frontier.dropna(subset=["max_gain", measure])
+        for (label, neighbourhood), group in points.groupby(
+                [points.guarantee, points.neighbourhood.fillna("-")], dropna=False):
+            ax.scatter(group.max_gain, group[measure], s=22, alpha=0.75,
+                       color=_COLOURS.get(label, "0.35"),
+                       marker=_MARKERS.get(None if neighbourhood == "-" else neighbourhood),
+                       label=f"{label}, {neighbourhood} nbhd" if neighbourhood != "-"
+                       else f"{label}, end-to-end / reference")
+        front = points[points[flag]].sort_values("max_gain")
+        ax.scatter(front.max_gain, front[measure], s=60, facecolors="none",
+                   edgecolors="black", lw=1.2, label="Pareto-optimal")
+        ax.step(front.max_gain, front[measure], where="post", color="black", lw=0.8)
+        unattacked = frontier[frontier.max_gain.isna() & frontier[measure].notna()]
+        for name, value in zip(unattacked.config, unattacked[measure]):
+            ax.axhline(value, ls="--", lw=0.8, color="tab:red")
+            ax.annotate(name, (ax.get_xlim()[1], value), fontsize=6, ha="right", va="bottom",
+                        color="tab:red")
+        ax.set(xlabel="largest pooled-recovery gain over the crowd (max over β)",
+               ylabel=f"{measure} ({better} is better)")
+        ax.grid(alpha=0.3)
+    axes[0][1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.suptitle("Accuracy against the β-kNN attack: each point a configuration "
+                 "(colour: privacy guarantee)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+
+
+# ------------------------------------------------------------------ anchor
+def reuseknn_anchor(seed: int = 0, k: int = 10, shape=(6040, 3706, 1_000_209)) -> pd.DataFrame:
+    """The vulnerable share on synthetic data of MovieLens 1M's shape at ``k = 10`` (one
+    fold of five, as ReuseKNN's protocol), for plain UserKNN and the user-based
+    selectors at ε = 1, next to the paper's figures."""
+    data = synthetic(*shape, random_state=seed)
+    trainset, testset = next(KFold(n_splits=5, random_state=seed).split(data))
+    _, _, _, users, items = inner_ids(trainset, testset)
+    known = (users >= 0) & (items >= 0)
+    users, items = users[known], items[known]
+    rows = []
+    tau = None
+    for label, options in [("UserKNN (top-k, item nbhd)", {}),
+                           ("top-k, user nbhd", {"neighbourhood": "user"}),
+                           ("PPNS ε=1, item nbhd", {"selector": "ppns", "epsilon": 1.0,
+                                                   "p": PPNS_P}),
+                           ("PPNS ε=1, user nbhd", {"selector": "ppns", "epsilon": 1.0,
+                                                   "p": PPNS_P, "neighbourhood": "user"}),
+                           ("PNCF ε=1, user nbhd", {"selector": "pncf", "epsilon": 1.0,
+                                                   "neighbourhood": "user"})]:
+        algo = PrivateKNN(k=k, sim_options={"name": "cosine"}, random_state=seed,
+                          verbose=False, **options).fit(trainset)
+        usage = data_usage(algo, users, items)
+        tau = reuseknn_threshold(usage) if tau is None else tau
+        rows.append({"model": label, "k": k, "tau": tau,
+                     "vulnerable": vulnerable_share(usage, tau),
+                     "mean_usage": float(usage.mean()), "dataset": "synthetic, ML-1M shape"})
+    rows += [{"model": f"{name} (ReuseKNN paper, real ML-1M)", "k": 10, "vulnerable": share,
+              "dataset": "MovieLens 1M"} for name, share in REUSEKNN_ANCHOR.items()]
+    return pd.DataFrame(rows)
+
+
+# -------------------------------------------------------------------- main
+def _print_report(frontier: pd.DataFrame) -> None:
+    columns = [c for c in ["config", "k", "rmse", "precision@10", "gain_b1", "gain_b8",
+                           "max_gain", "max_gain_se", "vulnerable", "guarantee"]
+               if c in frontier]
+    front = frontier[frontier.pareto_rmse | frontier.pareto_precision]
+    print("Pareto-optimal configurations (RMSE or precision@10 against the largest gain):")
+    print(front.sort_values("rmse")[columns].to_string(
+        index=False, float_format=lambda x: f"{x:.3f}"))
+    refs = frontier[frontier.family == "reference"][["config", "rmse", "precision@10"]]
+    print("\nreferences:\n" + refs.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    """The command line of ``dprec frontier``: run the comparison on ``argv`` and write its
+    results under ``--out`` (``--help`` for the options)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    add_common_options(parser, "results/frontier", folds=3, n_jobs=2,
+                       jobs="folds and targets", data=True)
+    parser.add_argument("--targets", type=int, default=50,
+                        help="users attacked per configuration (default 50)")
+    parser.add_argument("--asked", type=int, default=N_ASKED,
+                        help=f"hidden items asked and scored per target (default {N_ASKED})")
+    parser.add_argument("--inner-folds", type=int, default=2,
+                        help="inner cross-validation folds choosing k (default 2)")
+    parser.add_argument("--k-grid", type=int, nargs="+", default=list(K_GRID),
+                        help="the k each configuration chooses from (default 10 20 40)")
+    parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS),
+                        help="ε of every private part (default 0.5 1 2 5)")
+    parser.add_argument("--similarities", nargs="+", default=list(SIMILARITIES),
+                        choices=SIMILARITIES, help="similarities (default: all)")
+    parser.add_argument("--from-saved", action="store_true",
+                        help="read accuracy.csv and attack.csv from --out (a finished run "
+                             "with the same options) and redo only the labels, the frontier, "
+                             "its tables and figure")
+    parser.add_argument("--anchor", action="store_true",
+                        help="also measure ReuseKNN's vulnerable users on the MovieLens-1M "
+                             "shape (about a minute)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run: synthetic 300 users, top-k and PPNS, cosine and "
+                             "RR-MinHash, ε = 1, k ∈ {5, 10}, 2 folds, 6 targets, β ∈ {1, 8}")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    if args.quick:
+        data, label = synthetic(300, 400, 15_000, random_state=args.seed), "synthetic (quick)"
+        configs = configurations((1.0,), ("cosine", "rr_minhash"), ("topk", "ppns"),
+                                 ("basic", "means"), NEIGHBOURHOODS, ("DPItemKNN",))
+        k_grid, folds, targets, betas, min_ratings = (5, 10), 2, 6, (1, 8), 40
+    else:
+        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
+        configs = configurations(tuple(args.epsilons), tuple(args.similarities))
+        k_grid, folds, targets, betas, min_ratings = (tuple(args.k_grid), args.folds,
+                                                      args.targets, BETAS, 50)
+    print(f"{label}: {len(configs)} configurations, k ∈ {list(k_grid)} by {args.inner_folds}-"
+          f"fold inner CV in each of {folds} folds; attack: {targets} targets × β ∈ "
+          f"{list(betas)}", flush=True)
+    if args.from_saved:
+        saved = [out / name for name in ("accuracy.csv", "attack.csv")]
+        if not all(path.is_file() for path in saved):
+            raise ValueError(f"--from-saved: {out} holds no finished run (accuracy.csv and "
+                             "attack.csv); run without --from-saved first")
+        accuracy, attack = (pd.read_csv(path) for path in saved)
+        missing = {c["config"] for c in configs} - set(accuracy.config)
+        if missing:
+            raise ValueError(f"--from-saved: {out / 'accuracy.csv'} lacks {len(missing)} of the "
+                             f"configurations these options ask for, e.g. {sorted(missing)[0]!r}")
+        ks = attack_k(accuracy)
+    else:
+        accuracy = accuracy_table(data, configs, folds, k_grid, args.inner_folds, args.seed,
+                                  args.n_jobs)
+        accuracy.insert(0, "dataset", label)
+        accuracy.to_csv(out / "accuracy.csv", index=False)
+        scored = time.perf_counter()
+        print(f"accuracy: {scored - start:.0f} s", flush=True)
+        ks = attack_k(accuracy)
+        attack = attack_table(data, configs, ks, targets, betas, min_ratings, args.asked,
+                              args.seed, args.n_jobs)
+        attack.to_csv(out / "attack.csv", index=False)
+        print(f"attack: {time.perf_counter() - scored:.0f} s", flush=True)
+    frontier = summary(configs, accuracy, attack, labels(data, configs, ks, args.seed))
+    frontier.insert(0, "dataset", label)
+    frontier.to_csv(out / "frontier.csv", index=False)
+    by_accuracy_level(frontier).to_csv(out / "by_accuracy.csv", index=False)
+    plot_frontier(frontier, out / "frontier.png")
+    _print_report(frontier)
+    if args.anchor:
+        anchor = reuseknn_anchor(args.seed)
+        anchor.to_csv(out / "anchor.csv", index=False)
+        print("\n" + anchor.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(f"total {time.perf_counter() - start:.0f} s; written to {out}/", flush=True)
+    return frontier
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""The accuracy-against-security frontier (dprec.experiments.frontier)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from surprise.model_selection import KFold
+
+from dprec import PrivateKNN
+from dprec.datasets import synthetic
+from dprec.experiments import frontier
+from dprec.selectors import CorrectedPNCF
+from dprec.similarity import sketch_backend, with_public_bounds
+
+
+def test_the_grid_covers_every_combination():
+    configs = frontier.configurations()
+    knn = [c for c in configs if c["family"] == "knn"]
+    # exact cosine: 2 non-private selectors + 3 private × 4 ε; each private sketch: 5 × 4 ε
+    assert len(knn) == (2 + 3 * 4) * 3 * 2 + 4 * 5 * 4 * 3 * 2
+    assert len(configs) == len(knn) + 4 * 4 + 3
+    assert len({c["config"] for c in configs}) == len(configs)
+    seen = {(c["similarity"], c["selector"], c["rule"], c["neighbourhood"]) for c in knn}
+    assert len(seen) == 5 * 5 * 3 * 2
+    assert {c["epsilon"] for c in knn if c["similarity"] != "cosine"} == set(frontier.EPSILONS)
+
+
+def test_make_algo_follows_the_configuration():
+    configs = {c["config"]: c for c in frontier.configurations()}
+    user = frontier.make_algo(configs["cosine/topk/basic/user"], 10).check_params()
+    assert user.fallback_ == "user_mean" and user.neighbourhood_ == "user" and user.k == 10
+    item = frontier.make_algo(configs["cosine/topk/basic/item"], 20).check_params()
+    assert item.fallback_ == "global_mean" and item.epsilon is None
+    means = frontier.make_algo(configs["cosine/ppns/means/user/eps=2"], 20).check_params()
+    assert means.fallback_ == "global_mean" and means.prediction_ == "means"
+    assert means.selector_.epsilon == 2.0
+    sketch = frontier.make_algo(configs["sjlt/pncf_corrected/baseline/item/eps=0.5"], 40)
+    assert isinstance(sketch.selector, CorrectedPNCF) and sketch.selector.epsilon == 0.5
+    width = sketch_backend(with_public_bounds(sketch.sim_options, (1.0, 5.0))).score_range
+    assert sketch.selector.score_range == width and sketch.sim_options["epsilon"] == 0.5
+
+
+def test_pareto_front():
+    cost = np.array([1.0, 2.0, 3.0, 2.0, 1.0, np.nan, 0.5])
+    loss = np.array([3.0, 2.0, 1.0, 2.5, 3.0, 0.0, np.nan])
+    # 0 and 4 tie (neither dominates the other); 3 is dominated by 1; NaN never optimal
+    np.testing.assert_array_equal(frontier.pareto(cost, loss),
+                                  [True, True, True, False, True, False, False])
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    out = tmp_path_factory.mktemp("frontier")
+    table = frontier.main(["--quick", "--out", str(out)])
+    return out, table
+
+
+def test_quick_run_writes_the_frontier(quick):
+    out, table = quick
+    for name in ("accuracy.csv", "attack.csv", "frontier.csv", "by_accuracy.csv",
+                 "frontier.png"):
+        assert (out / name).is_file(), name
+    pd.testing.assert_frame_equal(pd.read_csv(out / "frontier.csv"), table,
+                                  check_dtype=False)
+    assert set(table.guarantee) <= set(frontier.LABELS)
+    label = table.set_index("config").guarantee
+    assert label["DPItemKNN/eps=1"] == "holds"
+    assert label["cosine/topk/basic/item"] == "none"
+    assert label["cosine/ppns/means/user/eps=1"] == "as published"
+    assert label["rr_minhash/topk/basic/user/eps=1"] == "in part"
+    attacked = table[table.max_gain.notna()]
+    assert set(table.config) - set(attacked.config) == {"global mean", "BaselineOnly"}
+    assert (attacked.targets == 6).all()
+    assert attacked.max_gain.between(-1, 1).all() and table.pareto_rmse.any()
+    assert (attacked.max_gain_se >= 0).all()
+    assert table.max_gain_se[table.max_gain.isna()].isna().all()
+    gains = attacked[["gain_b1", "gain_b8"]].max(axis=1)
+    np.testing.assert_allclose(attacked.max_gain, gains)
+    knn = table[table.family == "knn"]
+    assert knn.vulnerable.between(0, 1).all() and knn.k.isin([5, 10]).all()
+    assert table.set_index("config").vulnerable.isna()[["DPItemKNN/eps=1", "BaselineOnly"]].all()
+    levels = pd.read_csv(out / "by_accuracy.csv")
+    assert levels.max_gain.is_monotonic_decreasing and levels.rmse.is_monotonic_increasing
+
+
+def test_pareto_configurations_are_not_dominated(quick):
+    _, table = quick
+    attacked = table.dropna(subset=["max_gain"])
+    for row in attacked[attacked.pareto_rmse].itertuples():
+        better = attacked[(attacked.rmse <= row.rmse) & (attacked.max_gain <= row.max_gain)
+                          & ((attacked.rmse < row.rmse) | (attacked.max_gain < row.max_gain))]
+        assert better.empty, row.config
+
+
+def test_k_is_chosen_on_the_training_part_only():
+    """No peeking: changing every rating of the test fold changes the test scores, never
+    the inner cross-validation nor the k chosen."""
+    data = synthetic(150, 200, 5000, random_state=1)
+    trainset, testset = next(KFold(n_splits=3, random_state=0).split(data))
+    flipped = [(u, i, 6.0 - r) for u, i, r in testset]
+    configs = [c for c in frontier.configurations((1.0,), ("cosine",), ("topk", "ppns"),
+                                                  ("basic",), ("item", "user"), ())
+               if c["family"] == "knn"]
+    first = pd.DataFrame(frontier.fold_scores(configs, trainset, testset, 0, (3, 8), 2))
+    second = pd.DataFrame(frontier.fold_scores(configs, trainset, flipped, 0, (3, 8), 2))
+    assert first.k.tolist() == second.k.tolist()
+    assert first.inner_rmse.tolist() == second.inner_rmse.tolist()
+    assert not np.allclose(first.rmse, second.rmse)
+    for row in first.itertuples():     # the chosen k has the lowest inner RMSE
+        assert row.inner_rmse[row.k] == min(row.inner_rmse.values())
+
+
+def test_guarantee_label_of_models_without_an_accountant():
+    from surprise import BaselineOnly
+    assert frontier.guarantee_label(BaselineOnly()) == "none"
+    fitted = PrivateKNN(k=3, verbose=False).fit(synthetic(30, 40, 300, random_state=0)
+                                               .build_full_trainset())
+    assert frontier.guarantee_label(fitted) == "none"
+
+
+def test_from_saved_redoes_the_frontier_only(quick, tmp_path):
+    out, table = quick
+    again = frontier.main(["--quick", "--from-saved", "--out", str(out)])
+    pd.testing.assert_frame_equal(again, table)
+    with pytest.raises(ValueError, match="no finished run"):
+        frontier.main(["--quick", "--from-saved", "--out", str(tmp_path)])
