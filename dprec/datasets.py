@@ -218,7 +218,8 @@ def _find_ml100k(path: str | os.PathLike | None = None) -> Path:
         f"MovieLens 100k is not available offline: no file at {tried} ({setting}). "
         "dprec never downloads it. Set SURPRISE_DATA_FOLDER, before surprise is first "
         "imported, to a folder containing ml-100k/ml-100k/u.data (the layout of GroupLens' "
-        "ml-100k.zip extracted into <folder>/ml-100k), or pass path=... to load()."
+        "ml-100k.zip extracted into <folder>/ml-100k), or pass path=... to load() "
+        "(--data-path on the dprec command line)."
     )
 
 

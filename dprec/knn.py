@@ -397,6 +397,9 @@ class PrivateKNN(AlgoBase):
         AlgoBase.fit(self, trainset)
         ratings = RatingArrays.from_trainset(trainset, self.sim_options_["user_based"])
         if self._blocked(ratings.n_users):
+            if self.verbose:
+                print(f"Computing the {self.sim_options_['name']} similarities by blocks of "
+                      "rows as queries need them (storage='blocked', no n × n matrix)...")
             rows, sensitivity = similarity_rows(self.sim_options_, ratings,
                                                 self.selector_.needs_sensitivity,
                                                 self.backend_)

@@ -436,6 +436,10 @@ def test_verbose_follows_surprise(split, capsys):
     assert "Done computing similarity matrix." in printed
     PrivateKNN(verbose=False).fit(trainset)
     assert capsys.readouterr().out == ""
+    PrivateKNN(sim_options={"name": "cosine"}, storage="blocked").fit(trainset)
+    assert "Computing the cosine similarities by blocks" in capsys.readouterr().out
+    PrivateKNN(storage="blocked", verbose=False).fit(trainset)
+    assert capsys.readouterr().out == ""
 
 
 def test_item_based_neighbours_are_items_and_not_charged_to_users(split):

@@ -83,8 +83,9 @@ class PPNS(Selector):
         the selector is attached to a model).  Default 0.5 unless ``alpha``
         is given.
     alpha : float, optional
-        Target accuracy ``α₀ ∈ (0, 1)``; the paper sets ``p = α₀``, which
-        guarantees ``α ≥ α₀``.  Give ``p`` or ``alpha``, not both.
+        Target accuracy ``α₀ ∈ (0, 1]``; the paper sets ``p = α₀``, which
+        guarantees ``α ≥ α₀`` (so, like ``p``, at most ``(k−1)/k``, checked when
+        the selector is attached to a model).  Give ``p`` or ``alpha``, not both.
     """
 
     name = "ppns"
