@@ -62,7 +62,9 @@ def data_usage(algo: PrivateKNN, users, items) -> np.ndarray:
     """
     if not isinstance(algo, PrivateKNN):
         raise TypeError(f"algo must be a fitted PrivateKNN, got {type(algo).__name__}")
-    if not algo.check_params().sim_options_["user_based"]:
+    if not hasattr(algo, "sim_options_"):
+        raise AttributeError("algo is not fitted yet: call fit first")
+    if not algo.sim_options_["user_based"]:
         raise ValueError("data_usage counts user neighbours: algo must be user-based")
     users, items = np.asarray(users), np.asarray(items)
     if users.shape != items.shape or users.ndim != 1:

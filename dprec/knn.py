@@ -207,10 +207,12 @@ class PrivateKNN(AlgoBase):
         The basic rule's answer with fewer than ``min_k`` contributing
         neighbours: impossible, hence Surprise's global mean
         (``"global_mean"``), or the user's own mean :math:`\mu_u`
-        (``"user_mean"``, ``was_impossible=False``; the item's mean
-        item-based), as ``KNNWithMeans`` falls back.  It reads only the asking
-        user's own ratings, shown to them alone: nothing to charge.  The other
-        rules always fall back to :math:`\mu_u` or :math:`b_{ui}`.
+        (``"user_mean"``, ``was_impossible=False``), as ``KNNWithMeans`` falls
+        back.  User-based it reads only the asking user's own ratings, shown
+        to them alone: nothing to charge.  Item-based it is the item's mean
+        over its raters, which, like every prediction, no privacy claim covers
+        (the accountant says so).  The other rules always fall back to
+        :math:`\mu_u` or :math:`b_{ui}`.
     sim_options : dict, optional
         Surprise-style similarity options: ``name`` (``"msd"`` (default),
         ``"cosine"``, ``"pearson"``, ``"pearson_baseline"`` with ``shrinkage``,

@@ -85,6 +85,8 @@ def test_bad_input_is_rejected(call, error, needle):
 def test_usage_rejects_mismatched_queries_and_item_based_models(split):
     trainset, _ = split
     algo = PrivateKNN(k=3, verbose=False).fit(trainset)
+    with pytest.raises(AttributeError, match="not fitted"):
+        data_usage(PrivateKNN(), np.array([0]), np.array([0]))
     with pytest.raises(ValueError, match="same length"):
         data_usage(algo, np.array([0, 1]), np.array([0]))
     item_based = PrivateKNN(k=3, sim_options={"user_based": False}, verbose=False).fit(trainset)

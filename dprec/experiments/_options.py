@@ -24,6 +24,12 @@ def add_common_options(parser: argparse.ArgumentParser, out: str, *, folds: int 
         parser.add_argument("--dataset", default="auto", choices=("auto", "ml-100k", "synthetic"),
                             help="auto (default): MovieLens 100k when a local copy is found, "
                                  "else synthetic data of its shape, saying so")
-        parser.add_argument("--data-path", default=None, metavar="PATH",
-                            help="MovieLens 100k's u.data or its folder (default: "
-                                 "SURPRISE_DATA_FOLDER)")
+        add_data_path(parser)
+
+
+def add_data_path(parser: argparse.ArgumentParser) -> None:
+    """Add ``--data-path``: where MovieLens 100k is read from (for experiments whose
+    ``--dataset`` choices are their own)."""
+    parser.add_argument("--data-path", default=None, metavar="PATH",
+                        help="MovieLens 100k's u.data or its folder (default: "
+                             "SURPRISE_DATA_FOLDER)")

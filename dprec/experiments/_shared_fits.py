@@ -22,11 +22,12 @@ class SharedFits:
     Exact sum similarities (cosine, msd, pearson) are computed once per
     ``name`` and ``min_support``, with each user's ``RS``, and every model is
     fitted through :meth:`~dprec.PrivateKNN.fit_precomputed`.  A sketch
-    backend is released by the first full ``fit`` of its options and
+    backend is released by the first full ``fit`` of its options and integer
     ``random_state`` (every selector with that seed would draw the same
     sketches) and shared with its release, the sensitivity of its scores
-    being the backend's score range.  Other similarities are fitted in full.
-    The models equal full fits (``tests/test_attacks.py``).
+    being the backend's score range.  Anything else (other similarities,
+    unseeded sketches, other Surprise algorithms) is fitted in full.  The
+    models equal full fits (``tests/test_attacks.py``).
     """
 
     def __init__(self, trainset) -> None:
@@ -34,12 +35,16 @@ class SharedFits:
         self.ratings = RatingArrays.from_trainset(trainset)
         self._states: dict[str, tuple] = {}
 
-    def fit(self, algo: PrivateKNN) -> PrivateKNN:
-        """Fit ``algo`` (in place, as ``fit`` does) and return it."""
+    def fit(self, algo):
+        """Fit ``algo`` (any Surprise algorithm; in place, as ``fit`` does) and return it."""
+        if not isinstance(algo, PrivateKNN):
+            return algo.fit(self.trainset)
         checked = copy.deepcopy(algo).check_params()
         options = checked.sim_options_
         name = options["name"]
-        if not options["user_based"] or name not in (*SUM_SIMILARITIES, *SKETCH_BACKENDS):
+        seeded = isinstance(algo.random_state, (int, np.integer))
+        if not options["user_based"] or not (name in SUM_SIMILARITIES
+                                             or (name in SKETCH_BACKENDS and seeded)):
             return algo.fit(self.trainset)
         needs_sensitivity = checked.selector_.needs_sensitivity
         if name in SUM_SIMILARITIES:

@@ -212,11 +212,6 @@ def guarantee_label(algo) -> str:
 
 
 # ---------------------------------------------------------------- accuracy
-def _fit(algo, shared: SharedFits):
-    """``algo`` fitted on the shared trainset (shared similarities for PrivateKNN)."""
-    return shared.fit(algo) if isinstance(algo, PrivateKNN) else algo.fit(shared.trainset)
-
-
 def _rmse(algo, trainset, testset) -> float:
     truth, est, _ = batch_estimates(algo, trainset, testset)
     return float(np.sqrt(np.mean((est - truth) ** 2)))
@@ -241,7 +236,7 @@ def choose_k(configs: Sequence[dict], trainset, k_grid: Sequence[int], inner_fol
         shared = SharedFits(train)
         for config in configs:
             for k in (k_grid if tunes_k(config) else (None,)):
-                algo = _fit(make_algo(config, k, seed, train.rating_scale), shared)
+                algo = shared.fit(make_algo(config, k, seed, train.rating_scale))
                 rows.append({"config": config["config"], "k": k, "inner": inner,
                              "inner_rmse": _rmse(algo, train, test)})
     table = pd.DataFrame(rows).groupby(["config", "k"], sort=False, dropna=False)
@@ -251,11 +246,11 @@ def choose_k(configs: Sequence[dict], trainset, k_grid: Sequence[int], inner_fol
     return table
 
 
-def _tau(trainset, k: int, users, items, seed: int) -> float:
+def _tau(shared: SharedFits, k: int, users, items, seed: int) -> float:
     """ReuseKNN's τ from plain UserKNN (top-k, item neighbourhood, basic, cosine) at ``k``
     on this fold's test queries."""
-    reference = PrivateKNN(k=k, sim_options={"name": "cosine"}, random_state=seed,
-                           verbose=False).fit(trainset)
+    reference = shared.fit(PrivateKNN(k=k, sim_options={"name": "cosine"}, random_state=seed,
+                                      verbose=False))
     return reuseknn_threshold(data_usage(reference, users, items))
 
 
@@ -275,13 +270,13 @@ def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
         start = time.perf_counter()
         k = chosen[config["config"]]
         k = None if pd.isna(k) else int(k)
-        algo = _fit(make_algo(config, k, seed, trainset.rating_scale), shared)
+        algo = shared.fit(make_algo(config, k, seed, trainset.rating_scale))
         truth, est, possible = batch_estimates(algo, trainset, testset)
         predictions = [(u, i, r, e, None) for u, i, r, e in zip(uids, iids, r_uis, est.tolist())]
         share = np.nan
         if isinstance(algo, PrivateKNN) and algo.sim_options_["user_based"]:
             if k not in taus:
-                taus[k] = _tau(trainset, k, users[known], items[known], seed)
+                taus[k] = _tau(shared, k, users[known], items[known], seed)
             share = vulnerable_share(data_usage(algo, users[known], items[known]), taus[k])
         scores = inner[inner.config == config["config"]]
         rows.append({"config": config["config"], "fold": fold, "k": k,
@@ -352,8 +347,8 @@ def attack_table(data, configs: Sequence[dict], ks: dict, n_targets: int = 50,
 def labels(data, configs: Sequence[dict], ks: dict, seed: int = 0) -> dict:
     """Each configuration's guarantee label, from a fit on the whole data."""
     shared = SharedFits(data.build_full_trainset())
-    return {c["config"]: guarantee_label(_fit(make_algo(c, ks[c["config"]], seed,
-                                                        shared.trainset.rating_scale), shared))
+    return {c["config"]: guarantee_label(shared.fit(make_algo(c, ks[c["config"]], seed,
+                                                              shared.trainset.rating_scale)))
             for c in configs}
 
 
@@ -382,19 +377,17 @@ def summary(configs: Sequence[dict], accuracy: pd.DataFrame, attack: pd.DataFram
     out["guarantee"] = out.config.map(guarantee)
     if attack is not None and len(attack):
         gain = attack.assign(gain=attack.recovery_pooled - attack.baseline_item_mean)
-        per_beta = gain.groupby(["config", "beta"])[["recovery_pooled", "gain"]].mean()
-        for beta in sorted(gain.beta.unique()):
-            part = per_beta.xs(beta, level="beta")
-            out[f"recovery_b{beta}"] = out.config.map(part.recovery_pooled)
+        per_beta = gain.groupby(["config", "beta"]).agg(
+            recovery=("recovery_pooled", "mean"), gain=("gain", "mean"), se=("gain", "sem"))
+        for beta, part in per_beta.groupby(level="beta"):
+            part = part.droplevel("beta")
+            out[f"recovery_b{beta}"] = out.config.map(part.recovery)
             out[f"gain_b{beta}"] = out.config.map(part.gain)
         out["crowd"] = out.config.map(gain.groupby("config").baseline_item_mean.mean())
-        gains = out[[f"gain_b{beta}" for beta in sorted(gain.beta.unique())]]
-        out["max_gain"] = gains.max(axis=1)
-        # its standard error over the targets, at the β that maximises it
-        sem = gain.groupby(["config", "beta"]).gain.sem().unstack()
-        best = gains.to_numpy().argmax(axis=1) if len(out) else []
-        out["max_gain_se"] = [sem.loc[config].iloc[b] if config in sem.index else np.nan
-                              for config, b in zip(out.config, best)]
+        # the attacker's best β (ties: the smaller), and the s.e. over the targets there
+        best = per_beta.loc[per_beta.groupby(level="config").gain.idxmax()].droplevel("beta")
+        out["max_gain"] = out.config.map(best.gain)
+        out["max_gain_se"] = out.config.map(best.se)
         out["targets"] = out.config.map(gain.groupby("config").target.nunique())
     else:
         out["max_gain"] = np.nan
@@ -421,7 +414,9 @@ def by_accuracy_level(frontier: pd.DataFrame, width: float = 0.01) -> pd.DataFra
 # ------------------------------------------------------------------- plots
 _COLOURS = {"holds": "tab:green", "in part": "tab:blue", "as published": "tab:orange",
             "none": "0.35"}
-_MARKERS = {"item": "o", "user": "s", None: "D"}
+#: marker and legend text per neighbourhood (the end-to-end models and references have none)
+_GROUPS = {"item": ("o", "item nbhd"), "user": ("s", "user nbhd"),
+           "-": ("D", "end-to-end / reference")}
 
 
 def plot_frontier(frontier: pd.DataFrame, path: Path) -> None:
@@ -435,11 +430,10 @@ def plot_frontier(frontier: pd.DataFrame, path: Path) -> None:
         points = frontier.dropna(subset=["max_gain", measure])
         for (label, neighbourhood), group in points.groupby(
                 [points.guarantee, points.neighbourhood.fillna("-")], dropna=False):
+            marker, text = _GROUPS[neighbourhood]
             ax.scatter(group.max_gain, group[measure], s=22, alpha=0.75,
-                       color=_COLOURS.get(label, "0.35"),
-                       marker=_MARKERS.get(None if neighbourhood == "-" else neighbourhood),
-                       label=f"{label}, {neighbourhood} nbhd" if neighbourhood != "-"
-                       else f"{label}, end-to-end / reference")
+                       color=_COLOURS.get(label, "0.35"), marker=marker,
+                       label=f"{label}, {text}")
         front = points[points[flag]].sort_values("max_gain")
         ax.scatter(front.max_gain, front[measure], s=60, facecolors="none",
                    edgecolors="black", lw=1.2, label="Pareto-optimal")

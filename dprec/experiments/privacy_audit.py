@@ -55,6 +55,8 @@ from ..ledger import Unit, compose
 from ..ranking import MallowsRanker, mallows_privatize
 from ..selectors import PNCF, PPNS, Selector, ppns_schedule
 from ..similarity import GaussianJL, MinHash, NoisyMinHash, PrivateSJLT, RRMinHash
+from ._options import add_data_path
+from ._shared_fits import SharedFits
 
 __all__ = ["AuditResult", "cross_validated_privacy", "diagnostics_alpha", "fixed_hash_seed",
            "main", "mallows_ranker", "mallows_swap", "pncf_sensitivity_jump", "pncf_truncation",
@@ -278,22 +280,20 @@ def _reusing_similarities(factory: Callable[[int], PrivateKNN]) -> Callable:
 
     Both are deterministic functions of the trainset (the exact similarities),
     so every run releases what ``factory(seed).fit(trainset)`` would, bit for
-    bit: only the seeded noise differs between runs, and the runs skip
-    recomputing the rest.
+    bit (:class:`~dprec.experiments._shared_fits.SharedFits`): only the seeded
+    noise differs between runs, and the runs skip recomputing the rest.
     """
-    # by id(trainset), the trainset kept beside its arrays so that no id is reused meanwhile
-    computed: dict[int, tuple] = {}
+    # by id(trainset), the trainset kept (in its SharedFits) so that no id is reused meanwhile
+    shared: dict[int, SharedFits] = {}
 
     class Reusing:
         def __init__(self, seed: int) -> None:
             self.model = factory(seed)
 
         def fit(self, trainset) -> PrivateKNN:
-            if id(trainset) not in computed:
-                first = factory(0).fit(trainset)
-                computed[id(trainset)] = (trainset, first.sim, first.sensitivity_)
-            _, sim, sensitivity = computed[id(trainset)]
-            return self.model.fit_precomputed(trainset, sim, sensitivity)
+            if id(trainset) not in shared:
+                shared[id(trainset)] = SharedFits(trainset)
+            return shared[id(trainset)].fit(self.model)
 
     return Reusing
 
@@ -660,9 +660,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help="ml-100k, synthetic, or auto (MovieLens 100k when available)")
     parser.add_argument("--quick", action="store_true",
                         help="synthetic data and a tenth of the runs (about a minute)")
-    parser.add_argument("--data-path", default=None, metavar="PATH",
-                        help="MovieLens 100k's u.data or its folder (default: "
-                             "SURPRISE_DATA_FOLDER)")
+    add_data_path(parser)
     parser.add_argument("--seed", type=int, default=0, help="the auditor's seed")
     parser.add_argument("--out", default="results/privacy_audit",
                         help="folder for privacy_audit.csv")

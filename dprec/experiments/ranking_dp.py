@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from dprec import datasets
 from dprec._plotting import subplots
-from dprec.experiments._options import add_common_options
+from dprec.experiments._options import add_common_options, add_data_path
 from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
     concordant_pairs,
@@ -249,9 +249,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "synthetic"],
                         help="ml-100k (default; synthetic of its shape when absent) or "
                              "synthetic")
-    parser.add_argument("--data-path", default=None, metavar="PATH",
-                        help="MovieLens 100k's u.data or its folder (default: "
-                             "SURPRISE_DATA_FOLDER)")
+    add_data_path(parser)
     args = parser.parse_args(argv)
     accuracy = run(args.out, quick=args.quick, folds=args.folds, seed=args.seed,
                    dataset="synthetic" if args.quick else args.dataset,
