@@ -7,7 +7,10 @@ Each Surprise class (``KNNBasic``, ``KNNWithMeans``, ``KNNWithZScore``,
 ``u1.base``/``u1.test`` split (when the files are available); the script
 prints both times and the speed-up measured in this run, and checks that
 every prediction agrees: the largest ``|Δest|`` and the number of rows whose
-``details`` (``actual_k``, ``was_impossible``) differ.
+``details`` (``actual_k``, ``was_impossible``) differ.  The ``arrays`` column
+times dprec's fit and ``estimate_arrays`` on the same splits (the same numbers
+without ``Prediction`` objects or the test set's raw ids: the arithmetic's
+own speed) and its speed-up over Surprise.
 Run: ``python benchmarks/bench_knn.py`` (``--help`` for the options).
 """
 
@@ -16,7 +19,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from _common import folds, time_cv, u1_split
+from _common import folds, time_arrays, time_cv, u1_split
 from surprise import KNNBaseline, KNNBasic, KNNWithMeans, KNNWithZScore, accuracy
 
 from dprec import PrivateKNN
@@ -58,7 +61,8 @@ def _compare(args, make_splits) -> None:
     """One row per (neighbourhood, similarity, rule): both times, the speed-up, parity."""
     splits = make_splits()
     print(f"{'Surprise class':<14} {'based':<5} {'similarity':<16} {'Surprise s':>10} "
-          f"{'dprec s':>8} {'speed-up':>9} {'RMSE':>7} {'max |Δest|':>11} {'Δdetails':>9}")
+          f"{'dprec s':>8} {'speed-up':>9} {'arrays s':>9} {'speed-up':>9} {'RMSE':>7} "
+          f"{'max |Δest|':>11} {'Δdetails':>9}")
     for based in args.based:
         for name in args.sims:
             options = {"name": name, "user_based": based == "user"}
@@ -74,13 +78,17 @@ def _compare(args, make_splits) -> None:
                     k=args.k, sim_options=options, prediction=rule, verbose=False),
                     make_splits()) for _ in range(args.repeat)]
                 dprec_s, ours = min(runs, key=lambda run: run[0])
+                arrays_s = min(time_arrays(lambda options=options, rule=rule: PrivateKNN(
+                    k=args.k, sim_options=options, prediction=rule, verbose=False),
+                    make_splits()) for _ in range(args.repeat))
                 pairs = [(a, b) for fold_a, fold_b in zip(reference, ours)
                          for a, b in zip(fold_a, fold_b)]
                 gap = max(abs(a.est - b.est) for a, b in pairs)
                 details = sum(a.details != b.details for a, b in pairs)
                 rmse = np.mean([accuracy.rmse(p, verbose=False) for p in ours])
                 print(f"{reference_class.__name__:<14} {based:<5} {name:<16} {surprise_s:>10.2f} "
-                      f"{dprec_s:>8.3f} {surprise_s / dprec_s:>8.1f}x {rmse:>7.4f} "
+                      f"{dprec_s:>8.3f} {surprise_s / dprec_s:>8.1f}x {arrays_s:>9.3f} "
+                      f"{surprise_s / arrays_s:>8.1f}x {rmse:>7.4f} "
                       f"{gap:>11.1e} {details:>9d}", flush=True)
 
 

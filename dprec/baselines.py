@@ -11,13 +11,19 @@ is one ``bincount`` over all the ratings, the same expressions summed in
 another order (equal to Surprise's to about 1e-15).  Surprise's SGD visits
 the ratings one after another, each step using the previous one: it is left
 to Surprise (:meth:`surprise.AlgoBase.compute_baselines`).
+
+:func:`trainset_baselines` fits them once per trainset and options: the
+models of an experiment fitted on one trainset share them.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["als_baselines"]
+__all__ = ["als_baselines", "trainset_baselines"]
 
 
 def als_baselines(users: np.ndarray, items: np.ndarray, ratings: np.ndarray, n_users: int,
@@ -48,3 +54,22 @@ def als_baselines(users: np.ndarray, items: np.ndarray, ratings: np.ndarray, n_u
         bi = np.bincount(items, centred - bu[users], n_items) / per_item
         bu = np.bincount(users, centred - bi[items], n_users) / per_user
     return bu, bi
+
+
+def trainset_baselines(trainset, options: tuple, fit: Callable[[], tuple[np.ndarray, np.ndarray]]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``fit()``, the baselines of ``trainset`` under ``options`` (any hashable key of what
+    they depend on), computed once per live trainset and key; copies are returned.
+
+    Surprise's trainsets are not modified after they are built (the assumption
+    of :class:`dprec._ratings.RatingArrays` too), so the baselines of one
+    trainset and options are fixed.
+    """
+    fitted = _FITTED.setdefault(trainset, {})
+    if options not in fitted:
+        fitted[options] = fit()
+    return tuple(b.copy() for b in fitted[options])
+
+
+#: the baselines fitted on each live trainset, by options
+_FITTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -16,7 +16,8 @@ MovieLens 1M at :math:`k = 10`.
   UserKNN and Surprise's ``KNNBasic``; :math:`\ne 0` with ``centered=True``)
   who rated the item (user neighbourhood: one neighbour set per user, so
   only its members who rated :math:`i` answer).  The asking user is never
-  counted.
+  counted, nor anyone with ``neighbour_shrinkage=inf`` (no neighbour's
+  rating enters a prediction then).
 * :func:`reuseknn_threshold` is :math:`\tau` as ReuseKNN's published code
   computes it from plain UserKNN's data usage (``get_privacy_threshold``):
   a 25-bin histogram of the usage, a Gaussian kernel density of bandwidth
@@ -42,19 +43,24 @@ from .knn import PrivateKNN
 __all__ = ["data_usage", "reuseknn_threshold", "vulnerable_share"]
 
 
-def data_usage(algo: PrivateKNN, users, items) -> np.ndarray:
+def data_usage(algo: PrivateKNN, users, items,
+               neighbours: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Per user of ``algo``'s trainset, the number of queries ``(users[j], items[j])``
     their ratings contribute to.
 
     Reads the neighbours through :meth:`~dprec.PrivateKNN.kneighbors`: the
     same draws as the predictions (queries already answered are not
-    charged again).
+    charged again), unless given.
 
     Parameters
     ----------
     algo : PrivateKNN
         Fitted, user-based.
     users, items : 1-D arrays of inner ids, of the same length
+    neighbours : (ndarray, ndarray), optional
+        Each query's neighbours and weights, as already read for these
+        queries (``estimate_rules(..., with_neighbours=True)``), instead of
+        drawing them again.
 
     Returns
     -------
@@ -71,7 +77,15 @@ def data_usage(algo: PrivateKNN, users, items) -> np.ndarray:
         raise ValueError(f"users and items must be 1-D arrays of the same length, got shapes "
                          f"{users.shape} and {items.shape}")
     n_users = algo.trainset.n_users
-    if algo.neighbourhood_ == "item":
+    if np.isinf(algo.neighbour_shrinkage_):
+        return np.zeros(n_users, dtype=np.int64)
+    if neighbours is not None:
+        neighbours, weights = neighbours
+        if neighbours.shape != weights.shape or len(neighbours) != len(users):
+            raise ValueError(f"neighbours must be two arrays of one row per query "
+                             f"({len(users)}), got shapes {neighbours.shape} and "
+                             f"{weights.shape}")
+    elif algo.neighbourhood_ == "item":
         neighbours, weights = algo.kneighbors(users, items)
     else:
         unique, row = np.unique(users, return_inverse=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from functools import partial
 
@@ -44,7 +44,7 @@ from ._validation import (
     check_int,
     check_real,
 )
-from .baselines import als_baselines
+from .baselines import als_baselines, trainset_baselines
 from .ledger import LedgerEntry, PrivacyAccountant, Status
 from .selectors import SELECTORS, Selector, TopK
 from .similarity import (
@@ -69,6 +69,9 @@ _BASELINE_OPTIONS = {"method", "n_epochs", "reg", "reg_u", "reg_i", "learning_ra
 STORAGES = ("auto", "dense", "blocked")
 #: what the basic rule predicts with fewer than ``min_k`` contributing neighbours
 FALLBACKS = ("global_mean", "user_mean")
+#: the parameters that only turn the chosen neighbours into an estimate: models that differ
+#: in them alone make the same selections (:meth:`PrivateKNN.estimate_rules`)
+RULE_PARAMETERS = ("prediction", "fallback", "neighbour_shrinkage")
 #: where the blocks of a blocked model run: this machine's threads, or a Dask cluster
 BACKENDS = ("threads", "dask")
 #: what a model sent to Dask workers leaves behind (answers are charged by the caller)
@@ -106,18 +109,30 @@ class _Batch:
     per user in the user neighbourhood (many queries share it).
     """
 
-    est: np.ndarray
+    est: np.ndarray          # (n_rules, n_queries): one row per prediction rule asked
     actual_k: np.ndarray
     row: np.ndarray          # each query's row of `chosen` and `neighbours`
     chosen: _Chosen
     neighbours: np.ndarray   # inner ids of the chosen neighbours, -1 if empty
 
     @classmethod
-    def empty(cls, k: int) -> _Batch:
+    def empty(cls, k: int, n_rules: int = 1) -> _Batch:
         nothing = np.zeros(0, dtype=np.int64)
         chosen = _Chosen(np.full((0, k), -1), np.zeros((0, k)), np.ones(0), np.ones(0, np.int64),
                          np.zeros((0, k), dtype=np.int64))
-        return cls(np.zeros(0), nothing, nothing, chosen, np.full((0, k), -1))
+        return cls(np.zeros((n_rules, 0)), nothing, nothing, chosen, np.full((0, k), -1))
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """A prediction rule of a fitted model: what each stored rating contributes to the
+    weighted sum over the chosen neighbours, and how that sum becomes an estimate."""
+
+    prediction: str
+    fallback: str
+    shrinkage: float
+    by_column: np.ndarray    # the deviations in the item-major order (``item_users``)
+    matrix: sp.csc_matrix    # the deviations as a rows × columns matrix
 
 
 class _SelectionLog:
@@ -193,7 +208,8 @@ class PrivateKNN(AlgoBase):
     after construction takes effect at the next ``fit``) and validated by
     ``fit``, or by :meth:`check_params`, which also resolves them into the
     fitted attributes ``selector_``, ``sim_options_``, ``bsl_options_``,
-    ``neighbourhood_``, ``prediction_``, ``fallback_`` and ``backend_``; everything after
+    ``neighbourhood_``, ``prediction_``, ``fallback_``, ``neighbour_shrinkage_`` and
+    ``backend_``; everything after
     ``sim_options`` is keyword-only.
 
     Parameters
@@ -213,6 +229,17 @@ class PrivateKNN(AlgoBase):
         over its raters, which, like every prediction, no privacy claim covers
         (the accountant says so).  The other rules always fall back to
         :math:`\mu_u` or :math:`b_{ui}`.
+    neighbour_shrinkage : float, default 0
+        :math:`\lambda \ge 0` (``inf`` allowed): the neighbours' term of the
+        rule is weighted by :math:`n / (n + \lambda)`, ``n`` the number of
+        contributing neighbours (``actual_k``), shrinking each estimate
+        towards the rule's fallback, :math:`\mu_u` (basic, means, zscore,
+        centred) or :math:`b_{ui}` (baseline), where few neighbours speak
+        (the support shrinkage of Koren, TKDD 2010, applied to the
+        prediction).  ``0`` is Surprise's rule; ``inf`` predicts the fallback
+        itself, so a ``λ`` chosen by cross-validation over a grid holding
+        ``inf`` is never worse than the fallback on the validation folds.
+        Reads nothing the rule does not (``n`` is in ``details``).
     sim_options : dict, optional
         Surprise-style similarity options: ``name`` (``"msd"`` (default),
         ``"cosine"``, ``"pearson"``, ``"pearson_baseline"`` with ``shrinkage``,
@@ -336,7 +363,8 @@ class PrivateKNN(AlgoBase):
                  verbose: bool = True, diagnostics: bool = False,
                  budget: tuple[float, float] | None = None, prediction: str = "basic",
                  bsl_options: Mapping | None = None, storage: str = "auto",
-                 backend: str = "threads", fallback: str = "global_mean") -> None:
+                 backend: str = "threads", fallback: str = "global_mean",
+                 neighbour_shrinkage: float = 0.0) -> None:
         AlgoBase.__init__(self)  # with no options: Surprise's would add keys to the caller's
         self.sim_options = {} if sim_options is None else sim_options
         self.bsl_options = {} if bsl_options is None else bsl_options
@@ -346,13 +374,14 @@ class PrivateKNN(AlgoBase):
         self.neighbourhood, self.centered, self.prediction = neighbourhood, centered, prediction
         self.random_state, self.verbose, self.diagnostics = random_state, verbose, diagnostics
         self.budget, self.storage, self.backend = budget, storage, backend
-        self.fallback = fallback
+        self.fallback, self.neighbour_shrinkage = fallback, neighbour_shrinkage
 
     def check_params(self) -> PrivateKNN:
         """Validate the parameters (as ``fit`` does first) and set what they resolve to:
         ``sim_options_``, ``bsl_options_`` (validated copies), ``selector_`` (the
         :class:`~dprec.selectors.Selector` object), ``neighbourhood_``, ``prediction_``,
-        ``fallback_`` and ``backend_`` (lower-cased).  Returns ``self``.
+        ``fallback_``, ``backend_`` (lower-cased) and ``neighbour_shrinkage_`` (a float).
+        Returns ``self``.
 
         Raises
         ------
@@ -370,6 +399,8 @@ class PrivateKNN(AlgoBase):
         check_bool(self.centered, "centered")
         self.prediction_ = check_choice(self.prediction, "prediction", PREDICTIONS)
         self.fallback_ = check_choice(self.fallback, "fallback", FALLBACKS)
+        self.neighbour_shrinkage_ = check_real(self.neighbour_shrinkage, "neighbour_shrinkage",
+                                               low=0.0, allow_inf=True)
         if self.centered and self.prediction_ != "basic":
             raise ValueError("centered=True (the papers' rule) needs prediction='basic'; "
                              "Surprise's mean-centred rule is prediction='means'")
@@ -486,7 +517,9 @@ class PrivateKNN(AlgoBase):
 
     def _baselines(self, ratings: RatingArrays) -> tuple[np.ndarray, np.ndarray]:
         """``(b_x, b_y)``: the baselines ``bu``, ``bi`` as Surprise's ``compute_baselines``
-        fits them (cached per fit; ALS vectorised by :func:`dprec.baselines.als_baselines`,
+        fits them (cached per fit, ALS once per trainset and options:
+        :func:`dprec.baselines.trainset_baselines`; vectorised by
+        :func:`dprec.baselines.als_baselines`,
         SGD by Surprise), in the roles of the rows and columns of ``ratings`` (users and
         items, or swapped)."""
         user_based = self.sim_options_["user_based"]
@@ -495,13 +528,19 @@ class PrivateKNN(AlgoBase):
             if self.verbose:
                 print(f"Estimating biases using {method}...")
             if method == "als":
-                matrix = ratings.matrix
-                rows = np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr))
-                users, items = (rows, matrix.indices) if user_based else (matrix.indices, rows)
-                self.bu, self.bi = als_baselines(
-                    users, items, matrix.data, self.trainset.n_users, self.trainset.n_items,
-                    ratings.global_mean, self.bsl_options_.get("n_epochs", 10),
-                    self.bsl_options_.get("reg_u", 15), self.bsl_options_.get("reg_i", 10))
+                options = (user_based, self.bsl_options_.get("n_epochs", 10),
+                           self.bsl_options_.get("reg_u", 15), self.bsl_options_.get("reg_i", 10))
+
+                def fit() -> tuple[np.ndarray, np.ndarray]:
+                    matrix = ratings.matrix
+                    rows = np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr))
+                    users, items = ((rows, matrix.indices) if user_based
+                                    else (matrix.indices, rows))
+                    return als_baselines(users, items, matrix.data, self.trainset.n_users,
+                                         self.trainset.n_items, ratings.global_mean,
+                                         *options[1:])
+
+                self.bu, self.bi = trainset_baselines(self.trainset, options, fit)
             else:   # Surprise's own SGD (it reads the options, validated, from bsl_options)
                 self.bu, self.bi = baseline_sgd(self)
         return (self.bu, self.bi) if user_based else (self.bi, self.bu)
@@ -556,11 +595,8 @@ class PrivateKNN(AlgoBase):
         self._sim, self._rows = (None, sim) if blocked else (sim, None)
         self._ratings, self.sensitivity_ = ratings, sensitivity
         self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
-        if self.prediction_ == "baseline":
-            self.bx, self.by = self._baselines(ratings)
-        by_row, self._item_major_deviations = self._rule_deviations(ratings)
-        self._deviation_matrix = sp.csc_matrix(sp.csr_matrix(
-            (by_row, ratings.matrix.indices, ratings.matrix.indptr), shape=ratings.matrix.shape))
+        self._rules: dict[tuple, _Rule] = {}
+        self._rule_ = self._rule((self.prediction_, self.fallback_, self.neighbour_shrinkage_))
         self._selections = _SelectionLog()
         self._answered: set[int] = set()
         self.sketch_release_ = release
@@ -720,17 +756,60 @@ class PrivateKNN(AlgoBase):
         neighbours : ndarray of int64, shape (len(users), k), with ``with_neighbours``
         """
         self._check_fitted()
+        [(est, possible)], (neighbours, _) = self._estimate_rules(users, items, [self._rule_])
+        return (est, possible, neighbours) if with_neighbours else (est, possible)
+
+    def estimate_rules(self, users, items, rules: Sequence[Mapping],
+                       with_neighbours: bool = False) -> list[tuple] | tuple[list, tuple]:
+        """The estimates of :meth:`estimate_arrays` under several prediction rules, from
+        one selection of neighbours.
+
+        The neighbours a model chooses do not depend on :data:`RULE_PARAMETERS`
+        (``prediction``, ``fallback``, ``neighbour_shrinkage``): models that differ
+        only in them, fitted on the same data with the same ``random_state``, make
+        the same selections.  Each rule's estimates equal those of such a model
+        (``tests/test_knn.py``), for the cost of one selection.  Charged to the
+        accountant once, as one :meth:`estimate_arrays` call (the neighbour
+        lists released are the same; predictions are covered by no claim).
+
+        Parameters
+        ----------
+        users, items : 1-D arrays of inner ids, of the same length
+        rules : list of dict
+            Each sets some of :data:`RULE_PARAMETERS` (the model's value for the
+            others), e.g. ``[{"prediction": "basic"}, {"prediction": "baseline",
+            "neighbour_shrinkage": 10}]``.
+        with_neighbours : bool, default False
+            Also return each query's neighbours and their weights, as
+            :meth:`kneighbors` returns them (the same draws).
+
+        Returns
+        -------
+        list of (est, possible)
+            One pair per rule, as :meth:`estimate_arrays` returns them.
+        (neighbours, weights) : ndarrays of shape (len(users), k), with ``with_neighbours``
+        """
+        self._check_fitted()
+        answers, neighbours = self._estimate_rules(
+            users, items, [self._rule(key) for key in self._rule_keys(rules)])
+        return (answers, neighbours) if with_neighbours else answers
+
+    def _estimate_rules(self, users, items, rules: list[_Rule]) -> tuple[list, tuple]:
+        """``[(est, possible) per rule]`` and the queries' ``(neighbours, weights)``, for
+        arrays of inner ids."""
+        self._check_fitted()
         users = _check_ids(users, "users", self.trainset.n_users)
         items = _check_ids(items, "items", self.trainset.n_items)
         if len(items) != len(users):
             raise ValueError(f"items must have one id per user ({len(users)}), got {len(items)}")
-        batch = self._estimate_batch(*self._switch(users, items))
-        possible = self._possible(batch.actual_k)
+        batch = self._estimate_batch(*self._switch(users, items), rules)
         low, high = self.trainset.rating_scale
-        est = np.where(possible, np.clip(batch.est, low, high), self.default_prediction())
-        if with_neighbours:
-            return est, possible, batch.neighbours[batch.row]
-        return est, possible
+        out = []
+        for rule, est in zip(rules, batch.est):
+            possible = self._possible(rule, batch.actual_k)
+            out.append((np.where(possible, np.clip(est, low, high), self.default_prediction()),
+                        possible))
+        return out, (batch.neighbours[batch.row], batch.chosen.weights[batch.row])
 
     def privacy_report(self) -> PrivacyAccountant:
         """The privacy accountant of the fitted model: what each mechanism claims, per
@@ -764,9 +843,9 @@ class PrivateKNN(AlgoBase):
                                                     np.array([i if known_i else -1]))[0])
             raise PredictionImpossible(UNKNOWN)
         batch = self._estimate_batch(*self._switch(np.array([u]), np.array([i])))
-        if not self._possible(batch.actual_k)[0]:
+        if not self._possible(self._rule_, batch.actual_k)[0]:
             raise PredictionImpossible(_TOO_FEW)
-        return float(batch.est[0]), next(self._details(batch))
+        return float(batch.est[0, 0]), next(self._details(batch))
 
     def test(self, testset, verbose: bool = False) -> list[Prediction]:
         """Predict a whole testset at once; equal to ``predict`` one by one."""
@@ -779,9 +858,9 @@ class PrivateKNN(AlgoBase):
         position = np.full(len(testset), -1)
         position[known] = np.arange(len(known))
         possible = np.zeros(len(testset), dtype=bool)
-        possible[known] = self._possible(batch.actual_k)
+        possible[known] = self._possible(self._rule_, batch.actual_k)
         est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
-        est[possible] = batch.est[position[possible]]
+        est[possible] = batch.est[0, position[possible]]
         baseline = self.prediction_ == "baseline"
         if baseline:  # KNNBaseline answers unknown users and items with their baseline
             unknown = position < 0
@@ -806,33 +885,28 @@ class PrivateKNN(AlgoBase):
         """``(x, y)`` in Surprise's roles: ``(users, items)``, swapped item-based."""
         return (users, items) if self.sim_options_["user_based"] else (items, users)
 
-    def _possible(self, actual_k: np.ndarray) -> np.ndarray:
-        """Which known queries have an estimate: ``basic`` needs ``min_k`` (at least 1)
-        contributing neighbours unless it falls back to the user's mean, the other rules
-        fall back to a mean or baseline."""
-        if self.prediction_ == "basic" and self.fallback_ == "global_mean":
-            return actual_k >= max(self.min_k, 1)
-        return np.ones(len(actual_k), dtype=bool)
-
-    def _unknown_baseline(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        """KNNBaseline's estimate where the user or item is unknown (inner id ``-1``):
-        ``μ + b_u + b_i`` over the known ones."""
-        est = np.full(len(users), self._ratings.global_mean)
-        est += np.where(users >= 0, self.bu[np.maximum(users, 0)], 0.0)
-        return est + np.where(items >= 0, self.bi[np.maximum(items, 0)], 0.0)
-
-    def _rule_deviations(self, ratings: RatingArrays) -> tuple[np.ndarray, np.ndarray]:
-        """What each stored rating ``r_xy`` contributes to the weighted sum of the rule,
-        in ``ratings.matrix.data`` order and in the item-major order: ``r`` (basic),
-        ``r − μ_x`` (means, centred), ``(r − μ_x) / σ_x`` (zscore), ``r − (μ + b_x + b_y)``
-        (baseline)."""
+    def _rule(self, key: tuple[str, str, float]) -> _Rule:
+        """The rule ``(prediction, fallback, shrinkage)`` on the fitted ratings (built once
+        per fit, the baselines fitted if it needs them): what each stored rating ``r_xy``
+        contributes to the weighted sum, ``r`` (basic), ``r − μ_x`` (means, centred),
+        ``(r − μ_x) / σ_x`` (zscore), ``r − (μ + b_x + b_y)`` (baseline)."""
+        if key in self._rules:
+            return self._rules[key]
+        shared = next((other for other in self._rules.values() if other.prediction == key[0]),
+                      None)
+        if shared is not None:   # the deviations depend on the prediction alone
+            self._rules[key] = replace(shared, fallback=key[1], shrinkage=key[2])
+            return self._rules[key]
+        ratings = self._ratings
+        if key[0] == "baseline":
+            self.bx, self.by = self._baselines(ratings)
         matrix = ratings.matrix
         by_row = (np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr)), matrix.indices,
                   matrix.data)
         by_column = (ratings.item_users, np.repeat(np.arange(ratings.n_items),
                                                    np.diff(ratings.item_ptr)),
                      ratings.item_ratings)
-        rule = "means" if self.centered else self.prediction_
+        rule = "means" if self.centered else key[0]
         out = []
         for x, y, r in (by_row, by_column):
             if rule == "basic":
@@ -843,26 +917,80 @@ class PrivateKNN(AlgoBase):
                 out.append((r - self.means[x]) / self.sigmas[x])
             else:
                 out.append(r - self.means[x])
-        return out[0], out[1]
+        deviations = sp.csc_matrix(sp.csr_matrix((out[0], matrix.indices, matrix.indptr),
+                                                 shape=matrix.shape))
+        self._rules[key] = _Rule(*key, by_column=out[1], matrix=deviations)
+        return self._rules[key]
 
-    def _finish(self, xs: np.ndarray, ys: np.ndarray, shift: np.ndarray,
+    def _rule_keys(self, rules: Sequence[Mapping]) -> list[tuple[str, str, float]]:
+        """``rules`` (dicts of :data:`RULE_PARAMETERS`, the model's own values where
+        absent) as validated ``(prediction, fallback, shrinkage)`` keys."""
+        if isinstance(rules, (Mapping, str)) or not isinstance(rules, Sequence) or not rules:
+            raise TypeError("rules must be a non-empty list of dicts of "
+                            f"{RULE_PARAMETERS}, got {type(rules).__name__}")
+        keys = []
+        for rule in rules:
+            if not isinstance(rule, Mapping):
+                raise TypeError(f"rules must hold dicts, got {type(rule).__name__}")
+            unknown = set(rule) - set(RULE_PARAMETERS)
+            if unknown:
+                raise ValueError(f"rules: unknown parameter(s) {sorted(unknown)}; a rule sets "
+                                 f"{RULE_PARAMETERS} (the selection is the model's)")
+            prediction = check_choice(rule.get("prediction", self.prediction_),
+                                      "rules[]['prediction']", PREDICTIONS)
+            if self.centered and prediction != "basic":
+                raise ValueError("rules: a centered=True model has the basic rule only")
+            keys.append((prediction,
+                         check_choice(rule.get("fallback", self.fallback_),
+                                      "rules[]['fallback']", FALLBACKS),
+                         check_real(rule.get("neighbour_shrinkage", self.neighbour_shrinkage_),
+                                    "rules[]['neighbour_shrinkage']", low=0.0,
+                                    allow_inf=True)))
+        return keys
+
+    def _possible(self, rule: _Rule, actual_k: np.ndarray) -> np.ndarray:
+        """Which known queries have an estimate: ``basic`` needs ``min_k`` (at least 1)
+        contributing neighbours unless it falls back to the user's mean, the other rules
+        fall back to a mean or baseline."""
+        if rule.prediction == "basic" and rule.fallback == "global_mean":
+            return actual_k >= max(self.min_k, 1)
+        return np.ones(len(actual_k), dtype=bool)
+
+    def _unknown_baseline(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """KNNBaseline's estimate where the user or item is unknown (inner id ``-1``):
+        ``μ + b_u + b_i`` over the known ones."""
+        est = np.full(len(users), self._ratings.global_mean)
+        est += np.where(users >= 0, self.bu[np.maximum(users, 0)], 0.0)
+        return est + np.where(items >= 0, self.bi[np.maximum(items, 0)], 0.0)
+
+    def _finish(self, rule: _Rule, xs: np.ndarray, ys: np.ndarray, shift: np.ndarray,
                 actual_k: np.ndarray) -> np.ndarray:
-        """The rule's estimates from the weighted mean ``shift`` of the deviations
-        (:meth:`_rule_deviations`): the mean itself (basic), or an offset plus it,
-        dropped where fewer than ``min_k`` neighbours contribute (Surprise's fallback;
-        the basic rule's is ``fallback``)."""
-        if self.prediction_ == "basic" and not self.centered:
-            if self.fallback_ == "user_mean":
-                return np.where(actual_k < max(self.min_k, 1), self.means[xs], shift)
+        """The rule's estimates from the weighted mean ``shift`` of its deviations
+        (:meth:`_rule`): the mean itself (basic), or an offset plus it, dropped where
+        fewer than ``min_k`` neighbours contribute (Surprise's fallback; the basic rule's
+        is ``fallback``); the neighbours' term weighted ``n / (n + λ)``, ``λ`` the rule's
+        shrinkage."""
+        few = actual_k < max(self.min_k, 1)
+        weight = None
+        if rule.shrinkage > 0:
+            weight = (np.zeros(len(actual_k)) if np.isinf(rule.shrinkage)
+                      else actual_k / (actual_k + rule.shrinkage))
+        if rule.prediction == "basic" and not self.centered:
+            if weight is not None:   # towards the user's mean
+                shift = self.means[xs] + weight * (shift - self.means[xs])
+            if rule.fallback == "user_mean":
+                return np.where(few, self.means[xs], shift)
             return shift
+        if weight is not None:
+            shift = weight * shift
         if self.centered:
-            if self.fallback_ == "user_mean":
-                shift = np.where(actual_k < max(self.min_k, 1), 0.0, shift)
+            if rule.fallback == "user_mean":
+                shift = np.where(few, 0.0, shift)
             return self.means[xs] + shift
         shift = np.where(actual_k < self.min_k, 0.0, shift)
-        if self.prediction_ == "baseline":
+        if rule.prediction == "baseline":
             return self._ratings.global_mean + self.bx[xs] + self.by[ys] + shift
-        if self.prediction_ == "zscore":
+        if rule.prediction == "zscore":
             shift = shift * self.sigmas[xs]
         return self.means[xs] + shift
 
@@ -887,35 +1015,41 @@ class PrivateKNN(AlgoBase):
                 for n, a, b, row in zip(batch.actual_k.tolist(), chosen.alpha.tolist(),
                                         chosen.beta.tolist(), chosen.partitions.tolist()))
 
-    def _estimate_batch(self, users: np.ndarray, items: np.ndarray) -> _Batch:
-        """Estimates (and their selections) for known inner ids in the ``(x, y)`` roles
-        (:meth:`_switch`)."""
+    def _estimate_batch(self, users: np.ndarray, items: np.ndarray,
+                        rules: list[_Rule] | None = None) -> _Batch:
+        """Estimates under ``rules`` (default: the model's own), and the selections behind
+        them, for known inner ids in the ``(x, y)`` roles (:meth:`_switch`)."""
+        rules = [self._rule_] if rules is None else rules
         if not len(users):
-            return _Batch.empty(self.k)
+            return _Batch.empty(self.k, len(rules))
         if self.neighbourhood_ == "item":
-            return self._estimate_item_neighbourhood(users, items)
-        return self._estimate_user_neighbourhood(users, items)
+            return self._estimate_item_neighbourhood(users, items, rules)
+        return self._estimate_user_neighbourhood(users, items, rules)
 
-    def _estimate_item_neighbourhood(self, users, items) -> _Batch:
+    def _estimate_item_neighbourhood(self, users, items,
+                                     rules: list[_Rule] | None = None) -> _Batch:
         """KNNBasic: neighbours of ``u`` among the raters of ``i``, answered by groups of
         queries (:meth:`_answer_queries`), here or on Dask, and charged here."""
         ratings = self._ratings
+        keys = tuple((rule.prediction, rule.fallback, rule.shrinkage)
+                     for rule in ([self._rule_] if rules is None else rules))
         groups = self._query_groups(users)
-        parts = self._map(PrivateKNN._answer_queries, [(users[g], items[g]) for g in groups],
-                          threads=False)
+        parts = self._map(PrivateKNN._answer_queries,
+                          [(users[g], items[g], keys) for g in groups], threads=False)
         in_blocks = np.concatenate([group[order] for group, (order, _) in zip(groups, parts)])
         answers = [answer for _, group_answers in parts for answer in group_answers]
         # the selections stay in block order (``row`` maps each query to its own)
         row = np.empty(len(users), dtype=np.int64)
         row[in_blocks] = np.arange(len(users))
-        est, actual_k, neighbours = (np.concatenate([answer[j] for answer in answers])
-                                     for j in (1, 2, 3))
+        est = np.concatenate([answer[1] for answer in answers], axis=1)
+        actual_k, neighbours = (np.concatenate([answer[j] for answer in answers])
+                                for j in (2, 3))
         chosen = _Chosen.concatenate([answer[0] for answer in answers])
         users, items = users[in_blocks], items[in_blocks]
         self._charge(users * ratings.n_items + items, users, items, neighbours)
         for answer in answers:
             self._selections.add(answer[0])
-        return _Batch(est[row], actual_k[row], row, chosen, neighbours)
+        return _Batch(est[:, row], actual_k[row], row, chosen, neighbours)
 
     def _query_groups(self, users: np.ndarray) -> list[np.ndarray]:
         """The queries (positions) in groups whose users' similarity rows are computed
@@ -929,9 +1063,10 @@ class PrivateKNN(AlgoBase):
                                                           thread_count()))
         return np.split(by_user, bounds[1:])
 
-    def _answer_queries(self, queries: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, list]:
-        """Item-neighbourhood answers to ``queries = (users, items)``: their order and one
-        ``(chosen, est, actual_k, neighbours)`` per block of that order.
+    def _answer_queries(self, queries: tuple) -> tuple[np.ndarray, list]:
+        """Item-neighbourhood answers to ``queries = (users, items, rule keys)``: their
+        order and one ``(chosen, est, actual_k, neighbours)`` per block of that order
+        (``est`` one row per rule).
 
         Queries are sorted by their item's number of raters and cut into
         blocks of similar length, each padded to a rectangle (padding has
@@ -940,7 +1075,8 @@ class PrivateKNN(AlgoBase):
         randomness keyed by the queries, so the answer does not depend on it.
         With blocked storage the rows of the queries' users are computed first.
         """
-        users, items = queries
+        users, items, keys = queries
+        rules = [self._rules[key] for key in keys]
         ratings = self._ratings
         if self._sim is not None:
             sim, rows = self._sim, users
@@ -962,17 +1098,23 @@ class PrivateKNN(AlgoBase):
                                   (users[block], items[block]))
             slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
             found = chosen.columns >= 0
-            shift, actual_k = _weighted_mean(chosen.weights, self._item_major_deviations[slots],
-                                             found & self._counted(chosen.weights),
-                                             absolute_denominator=self.centered)
-            est = self._finish(users[block], items[block], shift, actual_k)
+            use = found & self._counted(chosen.weights)
+            est = np.empty((len(rules), len(block)))
+            means = {}   # per deviations (rules with one prediction share them)
+            for j, rule in enumerate(rules):
+                if id(rule.by_column) not in means:
+                    means[id(rule.by_column)] = _weighted_mean(
+                        chosen.weights, rule.by_column[slots], use,
+                        absolute_denominator=self.centered)
+                shift, actual_k = means[id(rule.by_column)]
+                est[j] = self._finish(rule, users[block], items[block], shift, actual_k)
             return chosen, est, actual_k, np.where(found, ratings.item_users[slots], -1)
 
         order = np.argsort(lengths, kind="stable")
         blocks = list(_length_blocks(order, lengths[order]))
         return np.concatenate(blocks), map_blocks(answer, blocks)
 
-    def _estimate_user_neighbourhood(self, users, items) -> _Batch:
+    def _estimate_user_neighbourhood(self, users, items, rules: list[_Rule]) -> _Batch:
         """One neighbour set per user; its members who rated ``i`` predict.
 
         The weighted sums of every (user, item) pair asked are sparse products
@@ -983,10 +1125,12 @@ class PrivateKNN(AlgoBase):
         unique_users, row = np.unique(users, return_inverse=True)
         chosen = self._user_neighbours(unique_users)
         unique_items, column = np.unique(items, return_inverse=True)
-        deviations = self._deviation_matrix[:, unique_items]
-        pattern = pattern_matrix(deviations)
+        # one deviation matrix per prediction (the rules of one prediction share it)
+        slot = {id(rule.matrix): j for j, rule in reversed(list(enumerate(rules)))}
+        deviations = {j: rules[j].matrix[:, unique_items] for j in set(slot.values())}
+        pattern = pattern_matrix(next(iter(deviations.values())))
         counted = (chosen.columns >= 0) & self._counted(chosen.weights)
-        shift = np.zeros(len(users))
+        shift = np.zeros((len(rules), len(users)))
         actual_k = np.zeros(len(users), dtype=np.int64)
         by_row = np.argsort(row, kind="stable")
         bounds = np.searchsorted(row[by_row], np.arange(len(unique_users) + 1))
@@ -996,7 +1140,7 @@ class PrivateKNN(AlgoBase):
             weights = sp.csr_matrix(
                 (w, chosen.columns[block][use], np.concatenate([[0], np.cumsum(use.sum(axis=1))])),
                 shape=(len(block), self._ratings.n_users))
-            numerator = (weights @ deviations).toarray()
+            numerators = {j: (weights @ matrix).toarray() for j, matrix in deviations.items()}
             weights.data = np.abs(w) if self.centered else w
             denominator = (weights @ pattern).toarray()
             weights.data = np.ones(len(w))
@@ -1004,9 +1148,12 @@ class PrivateKNN(AlgoBase):
             asked = by_row[bounds[block[0]]:bounds[block[-1] + 1]]
             cells = (row[asked] - block[0], column[asked])
             denominator = denominator[cells]
-            shift[asked] = safe_divide(numerator[cells], denominator)
+            for j, rule in enumerate(rules):
+                shift[j, asked] = safe_divide(numerators[slot[id(rule.matrix)]][cells],
+                                              denominator)
             actual_k[asked] = count[cells]
-        est = self._finish(users, items, shift, actual_k)
+        est = np.array([self._finish(rule, users, items, shift[j], actual_k)
+                        for j, rule in enumerate(rules)])
         return _Batch(est, actual_k, row, chosen, chosen.columns)
 
     def _user_neighbours(self, users: np.ndarray) -> _Chosen:

@@ -27,7 +27,7 @@ from dprec._ratings import RatingArrays
 from dprec.attacks import COLUMNS, BetaKNNAttack, fit_prepared, round_to_grid, scenario_seed
 from dprec.attacks.metrics import pooled_vote
 from dprec.attacks.poisoning import BaseData, baseline_data, poisoned_data, scenarios
-from dprec.attacks.runners import make_runner
+from dprec.attacks.runners import make_runner, make_runners
 from dprec.attacks.shared_similarities import scenario_states, similarity_states
 from dprec.datasets import synthetic
 from dprec.experiments import attack_resistance
@@ -573,3 +573,29 @@ def test_asking_a_sample_of_the_hidden_items(data):
     pd.testing.assert_frame_equal(whole.drop(columns="seconds"), full.drop(columns="seconds"))
     with pytest.raises(ValueError, match="n_asked"):
         attack(algo, data, n_asked=0)
+
+
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+def test_models_differing_in_their_rule_share_a_runner_and_equal_separate_runs(
+        data, neighbourhood):
+    """The basic, means and baseline rules of one selector share one fit and one selection
+    per scenario; every row equals that of the model attacked alone."""
+    options = {"k": K, "sim_options": {"name": "cosine"}, "selector": "ppns", "epsilon": 1.0,
+               "neighbourhood": neighbourhood, "random_state": 0, "verbose": False}
+    algos = {"basic": PrivateKNN(**options, fallback="user_mean", neighbour_shrinkage=2.0),
+             "topk": PrivateKNN(**{**options, "selector": "topk", "epsilon": None}),
+             "means": PrivateKNN(**options, prediction="means"),
+             "baseline": PrivateKNN(**options, prediction="baseline")}
+    runners = make_runners(algos)
+    assert [runner.names for runner in runners] == [("basic", "means", "baseline"), ("topk",)]
+    unseeded = {name: copy.deepcopy(algo) for name, algo in algos.items()}
+    for algo in unseeded.values():      # fresh noise at each fit: nothing to share
+        algo.random_state = None
+    assert len(make_runners(unseeded)) == len(algos)
+    together = attack(algos, data, n_targets=3, betas=(1, 2), inference=False).run()
+    assert together.algo.tolist()[:4] == list(algos)
+    for name, algo in algos.items():
+        alone = attack({name: algo}, data, n_targets=3, betas=(1, 2), inference=False).run()
+        pd.testing.assert_frame_equal(
+            together[together.algo == name].drop(columns="seconds").reset_index(drop=True),
+            alone.drop(columns="seconds"))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from surprise import BaselineOnly
 
-from dprec import PrivateKNNBaseline
+from dprec import PrivateKNN, PrivateKNNBaseline, baselines, datasets, knn
 from dprec._ratings import RatingArrays
 from dprec.baselines import als_baselines
 
@@ -34,3 +34,29 @@ def test_fitted_baselines_are_surprises(small_data, user_based, method):
                               bsl_options={"method": method}, verbose=False).fit(trainset)
     np.testing.assert_allclose(algo.bu, reference.bu, rtol=0, atol=1e-13)
     np.testing.assert_allclose(algo.bi, reference.bi, rtol=0, atol=1e-13)
+
+
+def test_models_on_one_trainset_fit_the_baselines_once(monkeypatch):
+    """``trainset_baselines``: the ALS runs once per trainset and options; every model gets
+    its own copy of the same numbers, and other options or trainsets fit anew."""
+    calls = []
+    original = baselines.als_baselines
+
+    def counted(*args):
+        calls.append(args[-3:])
+        return original(*args)
+
+    monkeypatch.setattr(knn, "als_baselines", counted)
+    data = datasets.synthetic(60, 50, 900, random_state=4)
+    trainset = data.build_full_trainset()
+    first, second = (PrivateKNN(k=5, prediction="baseline", verbose=False).fit(trainset)
+                     for _ in range(2))
+    assert len(calls) == 1
+    np.testing.assert_array_equal(first.bu, second.bu)
+    assert first.bu is not second.bu
+    first.bu[:] = 0.0                                   # a model's copy is its own
+    third = PrivateKNN(k=5, prediction="baseline", verbose=False).fit(trainset)
+    np.testing.assert_array_equal(third.bu, second.bu)
+    PrivateKNN(k=5, prediction="baseline", bsl_options={"reg_u": 3}, verbose=False).fit(trainset)
+    PrivateKNN(k=5, prediction="baseline", verbose=False).fit(data.build_full_trainset())
+    assert len(calls) == 3

@@ -32,6 +32,11 @@ def test_usage_adds_up_to_the_contributing_neighbours_of_every_prediction(
     usage = data_usage(algo, users, items)
     assert usage.shape == (trainset.n_users,) and usage.dtype == np.int64
     assert usage.sum() == sum(p.details.get("actual_k", 0) for p in predictions) > 0
+    # the neighbours read with the estimates are the same draws
+    _, neighbours = algo.estimate_rules(users, items, [{}], with_neighbours=True)
+    np.testing.assert_array_equal(data_usage(algo, users, items, neighbours), usage)
+    assert not data_usage(PrivateKNN(k=7, neighbour_shrinkage=np.inf, verbose=False)
+                          .fit(trainset), users, items).any()   # no neighbour's rating used
 
 
 def test_usage_counts_each_neighbour_who_answers(split):

@@ -105,8 +105,14 @@ def test_k_is_chosen_on_the_training_part_only():
     assert first.k.tolist() == second.k.tolist()
     assert first.inner_rmse.tolist() == second.inner_rmse.tolist()
     assert not np.allclose(first.rmse, second.rmse)
-    for row in first.itertuples():     # the chosen k has the lowest inner RMSE
-        assert row.inner_rmse[row.k] == min(row.inner_rmse.values())
+    for row in first.itertuples():     # the chosen (k, λ) has the lowest inner RMSE
+        label = f"k={row.k}" + (f" λ={row.shrinkage:g}" if row.shrinkage else "")
+        assert row.inner_rmse[label] == min(row.inner_rmse.values())
+        user = "/user" in row.config
+        assert (f"k={row.k} λ=inf" in row.inner_rmse) == user   # λ is the user nbhd's
+        if user:   # never worse than λ = ∞, the fallback itself, on the inner folds
+            assert row.inner_rmse[label] <= row.inner_rmse[f"k={row.k} λ=inf"]
+    assert (first.shrinkage[~first.config.str.contains("/user")] == 0).all()
 
 
 def test_guarantee_label_of_models_without_an_accountant():

@@ -7,6 +7,7 @@ import math
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from strategies import (
@@ -24,6 +25,7 @@ from surprise import KNNBasic, dump
 from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN, datasets
+from dprec._surprise import inner_ids
 from dprec.ledger import Status, Unit
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK
 from dprec.similarity import SKETCH_BACKENDS, with_public_bounds
@@ -193,6 +195,9 @@ def test_privacy_report_of_exact_topk_says_nothing_is_protected(split):
         ({"prediction": "median"}, ValueError, "prediction"),
         ({"fallback": "item_mean"}, ValueError, "fallback"),
         ({"fallback": None}, TypeError, "fallback"),
+        ({"neighbour_shrinkage": -1}, ValueError, "neighbour_shrinkage"),
+        ({"neighbour_shrinkage": math.nan}, ValueError, "neighbour_shrinkage"),
+        ({"neighbour_shrinkage": "10"}, TypeError, "neighbour_shrinkage"),
         ({"centered": True, "prediction": "means"}, ValueError,
          "centered"),
         ({"bsl_options": {"method": "lbfgs"}}, ValueError, "method"),
@@ -253,6 +258,82 @@ def test_user_mean_fallback_replaces_only_the_impossible_predictions(split, neig
         else:                                      # unknown user or item: still impossible
             assert q.details["was_impossible"] and q.est == p.est
     assert impossible > 0                          # the case was exercised
+
+
+RULES = [{"prediction": "basic"}, {"prediction": "means"},
+         {"prediction": "baseline", "neighbour_shrinkage": 5.0},
+         {"prediction": "basic", "fallback": "user_mean", "neighbour_shrinkage": 2.5},
+         {"prediction": "zscore", "neighbour_shrinkage": math.inf}]
+
+
+@pytest.mark.parametrize("selector, neighbourhood, user_based, storage", [
+    ("topk", "item", True, "dense"), ("ppns", "item", True, "blocked"),
+    ("pncf", "user", True, "dense"), ("probabilistic", "user", False, "dense"),
+    ("topk", "item", False, "dense")])
+def test_estimate_rules_equal_models_fitted_with_each_rule(split, selector, neighbourhood,
+                                                            user_based, storage):
+    """One selection, every rule: bit for bit the estimates of a model fitted with that
+    rule (same seed, so the same noise), and the neighbours charged once."""
+    trainset, testset = split
+    options = {"k": 6, "sim_options": {"name": "cosine", "user_based": user_based},
+               "selector": selector, "neighbourhood": neighbourhood, "random_state": 3,
+               "verbose": False, "storage": storage,
+               **({"epsilon": 1.0} if selector in ("ppns", "pncf") else {})}
+    _, _, _, users, items = inner_ids(trainset, testset)
+    known = (users >= 0) & (items >= 0)
+    users, items = users[known], items[known]
+    shared = PrivateKNN(**options).fit(trainset)
+    answers = shared.estimate_rules(users, items, RULES)
+    assert len(answers) == len(RULES)
+    for rule, (est, possible) in zip(RULES, answers):
+        alone = PrivateKNN(**options, **rule).fit(trainset)
+        expected_est, expected_possible = alone.estimate_arrays(users, items)
+        np.testing.assert_array_equal(est, expected_est)
+        np.testing.assert_array_equal(possible, expected_possible)
+        pd.testing.assert_frame_equal(shared.privacy_report().per_user(),
+                                      alone.privacy_report().per_user())
+
+
+def test_neighbour_shrinkage_weighs_the_neighbours_by_their_number(split):
+    """``λ``: the neighbours' term weighted ``n / (n + λ)`` towards the fallback (``μ_u``,
+    or ``b_ui`` with the baseline rule); ``inf`` predicts the fallback itself."""
+    trainset, testset = split
+    _, _, _, users, items = inner_ids(trainset, testset)
+    known = (users >= 0) & (items >= 0)
+    users, items = users[known], items[known]
+    for prediction in ("basic", "means", "baseline"):
+        model = PrivateKNN(k=5, sim_options={"name": "cosine"}, neighbourhood="user",
+                           prediction=prediction, fallback="user_mean", verbose=False,
+                           ).fit(trainset)
+        batch = model.estimate_rules(users, items, [{}, {"neighbour_shrinkage": 3.0},
+                                                    {"neighbour_shrinkage": math.inf}])
+        (plain, _), (shrunk, _), (fallback, possible) = batch
+        actual_k = np.array([model.estimate(u, i)[1]["actual_k"] for u, i in
+                             zip(users[:200].tolist(), items[:200].tolist())])
+        offset = (model.means[users] if prediction != "baseline" else
+                  trainset.global_mean + model.bu[users] + model.bi[items])
+        np.testing.assert_allclose(fallback, np.clip(offset, 1, 5), atol=1e-12)
+        assert possible.all()
+        inside = (plain[:200] > 1) & (plain[:200] < 5)   # no clipping either way
+        weight = actual_k / (actual_k + 3.0)
+        expected = offset[:200] + weight * (plain[:200] - offset[:200])
+        np.testing.assert_allclose(shrunk[:200][inside], np.clip(expected, 1, 5)[inside],
+                                   atol=1e-12)
+        assert (actual_k > 0).any() and (actual_k == 0).any()
+
+
+@pytest.mark.parametrize("rules, error, needle", [
+    ({"prediction": "means"}, TypeError, "rules"),
+    ([], TypeError, "rules"),
+    (["means"], TypeError, "dicts"),
+    ([{"k": 3}], ValueError, "k"),
+    ([{"prediction": "median"}], ValueError, "prediction"),
+    ([{"neighbour_shrinkage": -2}], ValueError, "neighbour_shrinkage"),
+    ([{"fallback": "none"}], ValueError, "fallback")])
+def test_estimate_rules_rejects_bad_rules(split, rules, error, needle):
+    algo = PrivateKNN(k=3, verbose=False).fit(split[0])
+    with pytest.raises(error, match=needle):
+        algo.estimate_rules(np.array([0]), np.array([0]), rules)
 
 
 def test_predict_before_fit_is_an_error():

@@ -11,16 +11,21 @@ the target and the selector's reported β.
   algorithm's ``neighbours_``.
 * :class:`PrivateKNNRunner` serves user-based :class:`~dprec.PrivateKNN`
   (every prediction rule) through its public API only (``fit_precomputed`` with
-  a similarity state shared by the scenarios, ``estimate_arrays``,
-  ``kneighbors``, ``selection_summary``).
+  a similarity state shared by the scenarios, ``estimate_rules``,
+  ``kneighbors``, ``selection_summary``); models that differ only in their
+  prediction rule (:data:`~dprec.knn.RULE_PARAMETERS`, same integer seed) share
+  one runner, one fit and one selection per scenario.
 
-:func:`make_runner` picks the runner of an algorithm.
+:func:`make_runner` picks the runner of an algorithm, :func:`make_runners` those of
+several, grouped.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,13 +33,13 @@ from surprise import AlgoBase, Trainset
 from surprise.prediction_algorithms.knns import SymmetricAlgo
 
 from .._ratings import RatingArrays
-from ..knn import PrivateKNN
+from ..knn import RULE_PARAMETERS, PrivateKNN
 from ..similarity import SKETCH_BACKENDS, sketch_backend, with_public_bounds
 from ..similarity.exact import SUM_SIMILARITIES
 from ..similarity.incremental import IncrementalSimilarity, IncrementalSketchSimilarity
 from .poisoning import AttackTarget, ScenarioData
 
-__all__ = ["Outcome", "PrivateKNNRunner", "SurpriseRunner", "make_runner"]
+__all__ = ["Outcome", "PrivateKNNRunner", "SurpriseRunner", "make_runner", "make_runners"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,18 @@ class SurpriseRunner:
         self.name, self.algo = name, algo
         self.k = int(algo.k)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names of the algorithms this runner answers for (one row each)."""
+        return (self.name,)
+
+    def outcomes(self, data: ScenarioData,
+                 state: IncrementalSimilarity | IncrementalSketchSimilarity | None, seed: int,
+                 target: AttackTarget, items: np.ndarray,
+                 exposure: bool = True) -> dict[str, Outcome]:
+        """:meth:`outcome` of every algorithm of the runner, by name."""
+        return {self.name: self.outcome(data, state, seed, target, items, exposure)}
+
     def outcome(self, data: ScenarioData,
                 state: IncrementalSimilarity | IncrementalSketchSimilarity | None, seed: int,
                 target: AttackTarget, items: np.ndarray, exposure: bool = True) -> Outcome:
@@ -145,10 +162,17 @@ class PrivateKNNRunner(SurpriseRunner):
     simulator already has registered for each changed copy, so that one
     scenario costs milliseconds; equality with a full ``fit`` is tested in
     ``tests/test_attacks.py``.
+
+    ``rules`` adds models that differ from ``algo`` only in
+    :data:`~dprec.knn.RULE_PARAMETERS`, by name: each scenario fits once and
+    reads every rule from the same selections (``estimate_rules``), which a
+    fit of each model with the scenario's seed would make too.
     """
 
-    def __init__(self, name: str, algo: PrivateKNN) -> None:
+    def __init__(self, name: str, algo: PrivateKNN,
+                 rules: Mapping[str, Mapping] | None = None) -> None:
         super().__init__(name, algo)
+        self.rules = {name: {}, **(rules or {})}
         checked = copy.deepcopy(algo).check_params()
         self.needs_sensitivity = bool(checked.selector_.needs_sensitivity)
         #: the validated similarity options (``sim_options_`` of the checked copy)
@@ -160,12 +184,24 @@ class PrivateKNNRunner(SurpriseRunner):
             if getattr(backend, "tau", 0) is not None:  # τ fixed: incremental is exact
                 self.sim_key = ("sketch", repr(sorted(options.items())))
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names of the models this runner answers for: ``name``, then ``rules``'."""
+        return tuple(self.rules)
+
     def outcome(self, data: ScenarioData,
                 state: IncrementalSimilarity | IncrementalSketchSimilarity | None, seed: int,
                 target: AttackTarget, items: np.ndarray, exposure: bool = True) -> Outcome:
         """Fit a copy on ``data`` with the similarities of ``state`` (a full ``fit``
         when None) and read what it shows ``data.users`` (see
         :meth:`SurpriseRunner.outcome`)."""
+        return self.outcomes(data, state, seed, target, items, exposure)[self.name]
+
+    def outcomes(self, data: ScenarioData,
+                 state: IncrementalSimilarity | IncrementalSketchSimilarity | None, seed: int,
+                 target: AttackTarget, items: np.ndarray,
+                 exposure: bool = True) -> dict[str, Outcome]:
+        """:meth:`outcome` of every rule, from one fit and one selection."""
         algo = copy.deepcopy(self.algo)
         algo.random_state = seed
         if state is None:
@@ -175,18 +211,20 @@ class PrivateKNNRunner(SurpriseRunner):
             data.ratings.remember(data.trainset)  # registered: fit_precomputed does not rebuild
             algo.fit_precomputed(data.trainset, state.sim,
                                  state.sensitivity() if self.needs_sensitivity else None, release)
-        users = data.users
+        users, rules = data.users, list(self.rules.values())
         if algo.neighbourhood_ == "user":
-            est, possible = algo.estimate_arrays(np.repeat(users, len(items)),
-                                                 np.tile(items, len(users)))
-            estimates = np.where(possible, est, np.nan).reshape(len(users), -1)
+            answers = algo.estimate_rules(np.repeat(users, len(items)),
+                                          np.tile(items, len(users)), rules)
             neighbours = algo.kneighbors(users)[0]
             exposed = (neighbours == target.inner_id).any(axis=1).astype(np.float64)
         else:
-            estimates, exposed = _item_neighbourhood_estimates(algo, users, items, target)
+            answers, exposed = _item_neighbourhood_estimates(algo, users, items, target, rules)
         if not exposure:
             exposed = np.full(len(users), np.nan)
-        return Outcome(estimates, items, exposed, float(algo.selection_summary()["beta"]))
+        beta = float(algo.selection_summary()["beta"])
+        return {name: Outcome(np.where(possible, est, np.nan).reshape(len(users), -1), items,
+                              exposed, beta)
+                for name, (est, possible) in zip(self.rules, answers)}
 
 
 def make_runner(name: str, algo: AlgoBase) -> SurpriseRunner:
@@ -199,17 +237,54 @@ def make_runner(name: str, algo: AlgoBase) -> SurpriseRunner:
     return SurpriseRunner(name, algo)
 
 
+def make_runners(algorithms: Mapping[str, AlgoBase]) -> list[SurpriseRunner]:
+    """The runners of ``algorithms`` (:func:`make_runner`), one :class:`PrivateKNNRunner`
+    for the user-based ``PrivateKNN`` models that differ only in their prediction rule
+    (:func:`selection_key`), in the order of their first model."""
+    runners: list[SurpriseRunner] = []
+    grouped: dict[str, PrivateKNNRunner] = {}
+    for name, algo in algorithms.items():
+        runner = make_runner(name, algo)
+        key = selection_key(algo) if isinstance(runner, PrivateKNNRunner) else None
+        if key is not None and key in grouped:
+            grouped[key].rules[name] = {parameter: getattr(algo, parameter)
+                                        for parameter in RULE_PARAMETERS}
+            continue
+        if key is not None:
+            grouped[key] = runner
+        runners.append(runner)
+    return runners
+
+
+def selection_key(algo: PrivateKNN) -> str | None:
+    """What decides a ``PrivateKNN``'s neighbour selections: every parameter but
+    :data:`~dprec.knn.RULE_PARAMETERS`, the selector by its type and attributes; ``None``
+    unless ``random_state`` is an int (other models draw fresh noise at each fit)."""
+    if isinstance(algo.random_state, bool) or not isinstance(algo.random_state,
+                                                             (int, np.integer)):
+        return None
+    parameters = [name for name in inspect.signature(PrivateKNN).parameters
+                  if name not in RULE_PARAMETERS]
+    values = {name: getattr(algo, name) for name in parameters}
+    selector = values["selector"]
+    if not isinstance(selector, str):
+        values["selector"] = (type(selector).__name__, sorted(vars(selector).items()))
+    return repr(sorted(values.items(), key=lambda item: item[0]))
+
+
 def _item_neighbourhood_estimates(algo: PrivateKNN, users: np.ndarray, items: np.ndarray,
-                                  target: AttackTarget) -> tuple[np.ndarray, np.ndarray]:
-    """Estimates for ``users`` × ``items`` and, for the fake users, the fraction of the
-    hidden items for which the target is among the chosen raters."""
+                                  target: AttackTarget,
+                                  rules: list[Mapping]) -> tuple[list, np.ndarray]:
+    """The answers of every rule (:meth:`~dprec.PrivateKNN.estimate_rules`) for ``users``
+    × ``items`` and, for the fake users, the fraction of the hidden items for which the
+    target is among the chosen raters."""
     q_users, q_items = np.repeat(users, len(items)), np.tile(items, len(users))
-    est, possible, neighbours = algo.estimate_arrays(q_users, q_items, with_neighbours=True)
-    estimates = np.where(possible, est, np.nan).reshape(len(users), -1)
+    answers, (neighbours, _) = algo.estimate_rules(q_users, q_items, rules,
+                                                   with_neighbours=True)
     hidden = np.isin(items, target.hidden_items)
     chosen = (neighbours == target.inner_id).any(axis=1).reshape(len(users), -1)
     exposure = chosen[:, hidden].mean(axis=1) if hidden.any() else np.full(len(users), np.nan)
-    return estimates, exposure
+    return answers, exposure
 
 
 def _test_estimates(algo: AlgoBase, trainset: Trainset, users: np.ndarray,

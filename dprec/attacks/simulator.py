@@ -96,7 +96,7 @@ from .._rng import RandomStateLike, check_random_state, validate_random_state
 from .._validation import check_bool, check_int
 from .metrics import attack_metrics, item_mean_recovery, recovery
 from .poisoning import AttackTarget, BaseData, fake_prefix, scenarios
-from .runners import SurpriseRunner, make_runner
+from .runners import SurpriseRunner, make_runners
 from .shared_similarities import SimilarityState, scenario_states, similarity_states
 
 __all__ = ["COLUMNS", "BetaKNNAttack"]
@@ -277,16 +277,19 @@ class BetaKNNAttack:
             ``baseline_recovery``, ``baseline_item_mean``, ``selector_beta`` (the β the selector
             reports for the fake users' selections, NaN for Surprise's
             algorithms) and ``seconds`` (this scenario's fit and reads,
-            including the shared poisoning).  ``exposure`` is NaN for
+            including the shared poisoning, split equally among the models that
+            differ only in their prediction rule, which share one fit and one
+            selection: :func:`~dprec.attacks.runners.make_runners`).  ``exposure`` is NaN for
             algorithms without user neighbours (e.g. SVD, item-based kNN).
         """
         targets = self.targets()
-        runners = [make_runner(name, algo) for name, algo in self.algorithms.items()]
+        runners = make_runners(self.algorithms)
         base = BaseData.from_trainset(self.trainset)
         states = similarity_states(runners, base, self.entropy)
+        order = {name: j for j, name in enumerate(self.algorithms)}
         jobs = (delayed(_attack_target)(base, states, runners, target, self.betas,
                                         self.entropy, self.top_n if self.inference else None,
-                                        self.n_asked)
+                                        self.n_asked, order)
                 for target in targets)
         results = Parallel(n_jobs=self.n_jobs, return_as="generator")(jobs)
         rows = []
@@ -341,10 +344,12 @@ def _progress(results: Iterable[list[dict]], total: int, show: bool) -> Iterator
 def _attack_target(base: BaseData, states: Mapping[tuple, SimilarityState],
                    runners: Sequence[SurpriseRunner], target: AttackTarget,
                    betas: Sequence[int], entropy: int, top_n: int | None,
-                   n_asked: int | None = None) -> list[dict]:
-    """Every (runner, β) scenario of one target, with its baseline: the target's rows
-    of the table, ordered by β then runner (``top_n`` None: the fake users ask for the
-    hidden items only, no item inference; ``n_asked``: a sample of them).
+                   n_asked: int | None = None,
+                   order: Mapping[str, int] | None = None) -> list[dict]:
+    """Every (algorithm, β) scenario of one target, with its baseline: the target's rows
+    of the table, ordered by β then ``order`` of the algorithms (default: the runners'
+    order) (``top_n`` None: the fake users ask for the hidden items only, no item
+    inference; ``n_asked``: a sample of them).
 
     Grouped by similarity state (``states``: the real users' state of each
     runner's ``sim_key``), so that one state's matrices are updated scenario
@@ -365,20 +370,24 @@ def _attack_target(base: BaseData, states: Mapping[tuple, SimilarityState],
                 for runner in users:
                     start = time.perf_counter()
                     if scenario.beta == 0:
-                        outcome = runner.outcome(scenario.data, updated, scenario.seed,
-                                                 measured, measured.hidden_items,
-                                                 exposure=False)
-                        baseline[runner.name] = recovery(outcome, measured, n_items, base.grid)
+                        outcomes = runner.outcomes(scenario.data, updated, scenario.seed,
+                                                   measured, measured.hidden_items,
+                                                   exposure=False)
+                        for name, outcome in outcomes.items():
+                            baseline[name] = recovery(outcome, measured, n_items, base.grid)
                         continue
-                    outcome = runner.outcome(scenario.data, updated, scenario.seed, measured,
-                                             asked)
-                    rows.append({
-                        "algo": runner.name, "target": target.raw_id, "beta": scenario.beta,
-                        "n_fake": scenario.beta * k, "n_known": len(target.known_items),
-                        "n_hidden": len(measured.hidden_items),
-                        **attack_metrics(outcome, measured, n_items, base.grid, top_n),
-                        "seconds": shared + time.perf_counter() - start})
-    order = {runner.name: j for j, runner in enumerate(runners)}
+                    outcomes = runner.outcomes(scenario.data, updated, scenario.seed,
+                                               measured, asked)
+                    seconds = (shared + time.perf_counter() - start) / len(outcomes)
+                    rows += [{"algo": name, "target": target.raw_id, "beta": scenario.beta,
+                              "n_fake": scenario.beta * k, "n_known": len(target.known_items),
+                              "n_hidden": len(measured.hidden_items),
+                              **attack_metrics(outcome, measured, n_items, base.grid, top_n),
+                              "seconds": seconds}
+                             for name, outcome in outcomes.items()]
+    if order is None:
+        order = {name: j for j, name in enumerate(name for runner in runners
+                                                  for name in runner.names)}
     crowd = item_mean_recovery(base, measured)
     for row in rows:
         row["baseline_recovery"] = baseline[row["algo"]]

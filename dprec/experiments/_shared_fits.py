@@ -83,9 +83,23 @@ def batch_estimates(algo, trainset, testset) -> tuple[np.ndarray, np.ndarray, np
         return (np.array([p.r_ui for p in predictions], dtype=np.float64),
                 np.array([p.est for p in predictions], dtype=np.float64),
                 np.array([not p.details.get("was_impossible", False) for p in predictions]))
+    return rule_estimates(algo, trainset, testset, [{}])[0][0]
+
+
+def rule_estimates(algo: PrivateKNN, trainset, testset, rules) -> tuple[list[tuple], tuple]:
+    """:func:`batch_estimates` of a fitted ``PrivateKNN`` under each of ``rules``, from one
+    selection of neighbours (:meth:`~dprec.PrivateKNN.estimate_rules`), and the
+    ``(neighbours, weights)`` of the known queries (the testset's with a known user and
+    item, in order)."""
     _, _, r_uis, users, items = inner_ids(trainset, testset)
+    truth = np.asarray(r_uis, dtype=np.float64)
     known = np.flatnonzero((users >= 0) & (items >= 0))
-    possible = np.zeros(len(testset), dtype=bool)
-    est = np.full(len(testset), algo.default_prediction())
-    est[known], possible[known] = algo.estimate_arrays(users[known], items[known])
-    return np.asarray(r_uis, dtype=np.float64), est, possible
+    answers, neighbours = algo.estimate_rules(users[known], items[known], rules,
+                                              with_neighbours=True)
+    out = []
+    for known_est, known_possible in answers:
+        possible = np.zeros(len(testset), dtype=bool)
+        est = np.full(len(testset), algo.default_prediction())
+        est[known], possible[known] = known_est, known_possible
+        out.append((truth, est, possible))
+    return out, neighbours

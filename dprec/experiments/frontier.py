@@ -11,17 +11,24 @@ references, on the same folds and against the same attack:
   ``τ = n_known``); Surprise's ``basic``, ``means`` and ``baseline`` rules;
   the item neighbourhood (Surprise's semantics) and the user neighbourhood
   (the papers'), whose basic rule falls back to the user's mean where no
-  neighbour rated the item (``fallback="user_mean"``: never worse than
-  predicting the user's mean there); the end-to-end DP models
+  neighbour rated the item (``fallback="user_mean"``) and whose rules shrink
+  towards their fallback by the number of contributing neighbours
+  (``neighbour_shrinkage`` λ, from ``SHRINKAGE_GRID`` by the inner
+  cross-validation: λ = ∞ *is* the user's mean, or ``b_ui`` for the
+  baseline rule, so the user semantics are never worse than it on the
+  validation folds); the end-to-end DP models
   ``DPItemKNN``, ``LocalKNN`` (k-RR and Laplace ratings) and ``DPBaseline``;
   references: the global mean, ``BaselineOnly`` and ``KNNBaseline``
   (pearson-baseline, computed by dprec's top-k, equal to Surprise's).  The
   non-private top-k of each rule and neighbourhood is in the grid.
-* **k by cross-validation on the training folds only** — for each outer
-  fold, each configuration's ``k`` (from ``--k-grid``, default 10, 20, 40)
-  is the one with the lowest RMSE in an inner cross-validation of that
-  fold's training part; the test fold is used once, to score.  The attack
-  uses the ``k`` chosen most often over the folds (ties: the smaller).
+* **k (and λ) by cross-validation on the training folds only** — for each
+  outer fold, each configuration's ``k`` (from ``--k-grid``, default 10, 20,
+  40), and λ for the user neighbourhood, are those with the lowest RMSE in
+  an inner cross-validation of that fold's training part; the test fold is
+  used once, to score.  The attack uses the ``(k, λ)`` chosen most often
+  over the folds (ties: the smaller).  Configurations that differ only in
+  their rule (and λ) share one fit and one selection of neighbours
+  (:meth:`~dprec.PrivateKNN.estimate_rules`), here and in the attack.
 * **accuracy** — RMSE, MAE and precision@10 (Surprise's FAQ: a user's ten
   best-estimated test items with estimate ≥ 3.5, relevant when rated ≥ 3.5),
   means over the outer folds.
@@ -56,7 +63,8 @@ references, on the same folds and against the same attack:
   resistant configuration is listed.
 
 Writes under ``--out`` (default ``results/frontier``): ``accuracy.csv`` (one
-row per configuration and outer fold, with the inner RMSE of every ``k``),
+row per configuration and outer fold: the chosen ``k`` and λ, the inner RMSE of
+every candidate),
 ``attack.csv`` (one row per configuration × target × β), ``frontier.csv``
 (one row per configuration), ``by_accuracy.csv``, ``anchor.csv`` (with
 ``--anchor``) and ``frontier.png``::
@@ -68,6 +76,7 @@ row per configuration and outer fold, with the inner RMSE of every ``k``),
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,12 +103,15 @@ from ..selectors import CorrectedPNCF
 from ..similarity import sketch_backend, with_public_bounds
 from ..similarity.exact import change_bound
 from ._options import add_common_options
-from ._shared_fits import SharedFits, batch_estimates
+from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 BETAS = (1, 2, 4, 8)
 K_GRID = (10, 20, 40)
+#: the neighbour shrinkage λ of the user neighbourhood, chosen by the inner CV with k
+#: (∞: the rule's fallback itself, μ_u or b_ui)
+SHRINKAGE_GRID = (0.0, 1.0, 4.0, 16.0, math.inf)
 SELECTORS = ("topk", "probabilistic", "pncf", "ppns", "pncf_corrected")
 PRIVATE_SELECTORS = ("pncf", "ppns", "pncf_corrected")
 SIMILARITIES = ("cosine", "rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")
@@ -159,9 +171,24 @@ def tunes_k(config: dict) -> bool:
         config.get("model", "").startswith("DPBaseline")
 
 
-def make_algo(config: dict, k: int | None, seed: int = 0,
+def tunes_shrinkage(config: dict) -> bool:
+    """Whether the configuration chooses a neighbour shrinkage λ (the user neighbourhood)."""
+    return config["family"] == "knn" and config["neighbourhood"] == "user"
+
+
+def rule_of(config: dict, shrinkage: float = 0.0) -> dict:
+    """The prediction rule of a kNN configuration (:data:`dprec.knn.RULE_PARAMETERS`): the
+    basic rule of the user neighbourhood falls back to the user's mean."""
+    rule, neighbourhood = config["rule"], config["neighbourhood"]
+    return {"prediction": rule,
+            "fallback": "user_mean" if neighbourhood == "user" and rule == "basic"
+            else "global_mean", "neighbour_shrinkage": float(shrinkage)}
+
+
+def make_algo(config: dict, k: int | None, shrinkage: float = 0.0, *, seed: int = 0,
               rating_scale: tuple[float, float] = (1.0, 5.0)):
-    """The (unfitted) model of ``config`` with ``k`` neighbours (ignored without)."""
+    """The (unfitted) model of ``config`` with ``k`` neighbours (ignored without) and
+    neighbour shrinkage ``shrinkage`` (kNN configurations)."""
     name = config["config"]
     if name == "global mean":
         return BaselineOnly(bsl_options={"method": "als", "n_epochs": 0}, verbose=False)
@@ -190,11 +217,10 @@ def make_algo(config: dict, k: int | None, seed: int = 0,
         epsilon = None
     elif selector not in PRIVATE_SELECTORS:
         epsilon = None
-    rule, neighbourhood = config["rule"], config["neighbourhood"]
-    fallback = "user_mean" if neighbourhood == "user" and rule == "basic" else "global_mean"
     return PrivateKNN(k=k, sim_options=options, selector=selector, epsilon=epsilon,
-                      p=PPNS_P if selector == "ppns" else None, neighbourhood=neighbourhood,
-                      prediction=rule, fallback=fallback, random_state=seed, verbose=False)
+                      p=PPNS_P if selector == "ppns" else None,
+                      neighbourhood=config["neighbourhood"], random_state=seed, verbose=False,
+                      **rule_of(config, shrinkage))
 
 
 def guarantee_label(algo) -> str:
@@ -212,8 +238,7 @@ def guarantee_label(algo) -> str:
 
 
 # ---------------------------------------------------------------- accuracy
-def _rmse(algo, trainset, testset) -> float:
-    truth, est, _ = batch_estimates(algo, trainset, testset)
+def _rmse(truth: np.ndarray, est: np.ndarray) -> float:
     return float(np.sqrt(np.mean((est - truth) ** 2)))
 
 
@@ -225,23 +250,60 @@ def _dataset(trainset) -> Dataset:
     return Dataset.load_from_df(frame, Reader(rating_scale=trainset.rating_scale))
 
 
-def choose_k(configs: Sequence[dict], trainset, k_grid: Sequence[int], inner_folds: int,
-             seed: int) -> pd.DataFrame:
-    """Inner cross-validation on ``trainset`` alone: one row per configuration and ``k``
-    (``inner_rmse``, the mean over the inner folds), the chosen ``k`` flagged
-    (lowest RMSE, ties to the smaller ``k``)."""
+def _scored(candidates: Sequence[tuple[dict, int | None, float]], shared: SharedFits,
+            testset, seed: int):
+    """Each candidate ``(config, k, λ)`` fitted on ``shared.trainset`` and scored on
+    ``testset``: yields ``(config, k, λ, fitted model, (truth, est, possible),
+    neighbours)``, ``neighbours`` the known queries' ``(neighbours, weights)`` of a kNN
+    model (else None).
+
+    The kNN candidates that differ only in their rule and λ share one fit and one
+    selection (:func:`rule_estimates`); the others are fitted one by one.
+    """
+    trainset = shared.trainset
+    groups: dict = {}
+    for config, k, shrinkage in candidates:
+        key = ((config["similarity"], config["selector"], config["neighbourhood"],
+                config["epsilon"], k) if config["family"] == "knn" else (config["config"], k))
+        groups.setdefault(key, []).append((config, k, shrinkage))
+    for members in groups.values():
+        config, k, _ = members[0]   # fitted with λ = 0: each member's λ is in its rule
+        algo = shared.fit(make_algo(config, k, seed=seed, rating_scale=trainset.rating_scale))
+        if config["family"] == "knn":
+            answers, neighbours = rule_estimates(algo, trainset, testset,
+                                                 [rule_of(c, lam) for c, _, lam in members])
+        else:
+            answers, neighbours = [batch_estimates(algo, trainset, testset)], None
+        for (config, k, shrinkage), answer in zip(members, answers):
+            yield config, k, shrinkage, algo, answer, neighbours
+
+
+def _candidates(configs: Sequence[dict], k_grid: Sequence[int],
+                shrinkage_grid: Sequence[float]) -> list[tuple[dict, int | None, float]]:
+    """Every ``(config, k, λ)`` the inner cross-validation scores."""
+    return [(config, k, shrinkage) for config in configs
+            for k in (k_grid if tunes_k(config) else (None,))
+            for shrinkage in (shrinkage_grid if tunes_shrinkage(config) else (0.0,))]
+
+
+def choose_parameters(configs: Sequence[dict], trainset, k_grid: Sequence[int],
+                      inner_folds: int, seed: int,
+                      shrinkage_grid: Sequence[float] = SHRINKAGE_GRID) -> pd.DataFrame:
+    """Inner cross-validation on ``trainset`` alone: one row per configuration, ``k`` and
+    λ (``inner_rmse``, the mean over the inner folds), the chosen pair flagged (lowest
+    RMSE, ties to the smaller ``k``, then the smaller λ)."""
     rows = []
     splits = KFold(n_splits=inner_folds, random_state=seed).split(_dataset(trainset))
+    candidates = _candidates(configs, k_grid, shrinkage_grid)
     for inner, (train, test) in enumerate(splits):
-        shared = SharedFits(train)
-        for config in configs:
-            for k in (k_grid if tunes_k(config) else (None,)):
-                algo = shared.fit(make_algo(config, k, seed, train.rating_scale))
-                rows.append({"config": config["config"], "k": k, "inner": inner,
-                             "inner_rmse": _rmse(algo, train, test)})
-    table = pd.DataFrame(rows).groupby(["config", "k"], sort=False, dropna=False)
+        for config, k, shrinkage, _, (truth, est, _), _ in _scored(
+                candidates, SharedFits(train), test, seed):
+            rows.append({"config": config["config"], "k": k, "shrinkage": shrinkage,
+                         "inner": inner, "inner_rmse": _rmse(truth, est)})
+    table = pd.DataFrame(rows).groupby(["config", "k", "shrinkage"], sort=False, dropna=False)
     table = table["inner_rmse"].mean().reset_index()
-    best = table.sort_values(["inner_rmse", "k"], kind="stable").groupby("config").head(1)
+    best = table.sort_values(["inner_rmse", "k", "shrinkage"],
+                             kind="stable").groupby("config").head(1)
     table["chosen"] = table.index.isin(best.index)
     return table
 
@@ -254,45 +316,60 @@ def _tau(shared: SharedFits, k: int, users, items, seed: int) -> float:
     return reuseknn_threshold(data_usage(reference, users, items))
 
 
+def _parameter_label(k: int | None, shrinkage: float) -> str:
+    """How ``inner_rmse`` names a candidate: ``"k=10"``, or ``"k=10 λ=4"``."""
+    return f"k={k}" + (f" λ={shrinkage:g}" if shrinkage else "")
+
+
 def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
                 k_grid: Sequence[int] = K_GRID, inner_folds: int = 2,
-                seed: int = 0) -> list[dict]:
-    """One outer fold: ``k`` by inner cross-validation, then every configuration scored
-    on the test fold (RMSE, MAE, precision@10, impossible share, vulnerable share)."""
-    inner = choose_k(configs, trainset, k_grid, inner_folds, seed)
-    chosen = inner[inner.chosen].set_index("config")["k"]
+                seed: int = 0, shrinkage_grid: Sequence[float] = SHRINKAGE_GRID) -> list[dict]:
+    """One outer fold: ``k`` (and λ) by inner cross-validation, then every configuration
+    scored on the test fold (RMSE, MAE, precision@10, impossible share, vulnerable
+    share)."""
+    inner = choose_parameters(configs, trainset, k_grid, inner_folds, seed, shrinkage_grid)
+    chosen = inner[inner.chosen].set_index("config")
     uids, iids, r_uis, users, items = inner_ids(trainset, testset)
     known = (users >= 0) & (items >= 0)
     taus: dict = {}
     shared = SharedFits(trainset)
-    rows = []
+    candidates = []
     for config in configs:
-        start = time.perf_counter()
-        k = chosen[config["config"]]
-        k = None if pd.isna(k) else int(k)
-        algo = shared.fit(make_algo(config, k, seed, trainset.rating_scale))
-        truth, est, possible = batch_estimates(algo, trainset, testset)
+        k = chosen.k[config["config"]]
+        candidates.append((config, None if pd.isna(k) else int(k),
+                           float(chosen.shrinkage[config["config"]])))
+    rows, usage, last = [], None, None
+    start = time.perf_counter()
+    for config, k, shrinkage, algo, (truth, est, possible), neighbours in _scored(
+            candidates, shared, testset, seed):
         predictions = [(u, i, r, e, None) for u, i, r, e in zip(uids, iids, r_uis, est.tolist())]
         share = np.nan
         if isinstance(algo, PrivateKNN) and algo.sim_options_["user_based"]:
             if k not in taus:
                 taus[k] = _tau(shared, k, users[known], items[known], seed)
-            share = vulnerable_share(data_usage(algo, users[known], items[known]), taus[k])
+            if algo is not last:   # a group's members share its neighbours
+                usage = data_usage(algo, users[known], items[known], neighbours)
+                last = algo
+            # with λ = ∞ no neighbour's rating enters a prediction
+            share = vulnerable_share(usage * (not math.isinf(shrinkage)), taus[k])
         scores = inner[inner.config == config["config"]]
-        rows.append({"config": config["config"], "fold": fold, "k": k,
-                     "rmse": float(np.sqrt(np.mean((est - truth) ** 2))),
-                     "mae": float(np.mean(np.abs(est - truth))),
+        rows.append({"config": config["config"], "fold": fold, "k": k, "shrinkage": shrinkage,
+                     "rmse": _rmse(truth, est), "mae": float(np.mean(np.abs(est - truth))),
                      "precision@10": precision_at_k(predictions, 10),
                      "impossible": float(1 - possible.mean()),
                      "vulnerable": share, "tau": taus.get(k, np.nan),
-                     "inner_rmse": dict(zip(scores.k.tolist(), scores.inner_rmse.round(5))),
+                     "inner_rmse": {_parameter_label(*pair): round(value, 5) for *pair, value
+                                    in zip(scores.k, scores.shrinkage, scores.inner_rmse)},
                      "seconds": time.perf_counter() - start})
-    return rows
+        start = time.perf_counter()
+    order = {config["config"]: j for j, config in enumerate(configs)}
+    return sorted(rows, key=lambda row: order[row["config"]])
 
 
 def accuracy_table(data, configs: Sequence[dict], n_folds: int = 3,
                    k_grid: Sequence[int] = K_GRID, inner_folds: int = 2, seed: int = 0,
-                   n_jobs: int = 1, progress: bool = True) -> pd.DataFrame:
+                   n_jobs: int = 1, progress: bool = True,
+                   shrinkage_grid: Sequence[float] = SHRINKAGE_GRID) -> pd.DataFrame:
     """Nested cross-validation of every configuration: one row per configuration and outer
     fold, in the order of ``configs``.
 
@@ -303,7 +380,8 @@ def accuracy_table(data, configs: Sequence[dict], n_folds: int = 3,
     for config in configs:
         groups.setdefault(config["similarity"], []).append(config)
     folds = list(KFold(n_splits=n_folds, random_state=seed).split(data))
-    jobs = [delayed(fold_scores)(group, trainset, testset, fold, k_grid, inner_folds, seed)
+    jobs = [delayed(fold_scores)(group, trainset, testset, fold, k_grid, inner_folds, seed,
+                                 shrinkage_grid)
             for fold, (trainset, testset) in enumerate(folds) for group in groups.values()]
     parts = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
     rows = [row for part in tqdm(parts, total=len(jobs), desc="accuracy", unit="task",
@@ -315,27 +393,33 @@ def accuracy_table(data, configs: Sequence[dict], n_folds: int = 3,
                              kind="stable").reset_index(drop=True)
 
 
-def attack_k(accuracy: pd.DataFrame) -> dict:
-    """Per configuration, the ``k`` chosen most often over the folds (ties: the smaller;
-    None without ``k``)."""
+def attack_parameters(accuracy: pd.DataFrame) -> dict:
+    """Per configuration, the ``(k, λ)`` chosen most often over the folds (ties: the
+    smaller ``k``, then the smaller λ; ``k`` None without neighbours).  A run saved
+    before λ was chosen reads as λ = 0."""
     out = {}
-    for config, ks in accuracy.groupby("config", sort=False)["k"]:
-        ks = ks.dropna()
-        out[config] = None if ks.empty else int(ks.astype(int).value_counts()
-                                                .sort_index(kind="stable").idxmax())
+    accuracy = accuracy.assign(shrinkage=accuracy.get("shrinkage", 0.0))
+    for config, part in accuracy.groupby("config", sort=False):
+        if part.k.isna().all():
+            out[config] = (None, 0.0)
+            continue
+        counts = part.groupby(["k", "shrinkage"]).size().sort_index(kind="stable")
+        k, shrinkage = counts.idxmax()
+        out[config] = (int(k), float(shrinkage))
     return out
 
 
 # ------------------------------------------------------------------ attack
-def attack_table(data, configs: Sequence[dict], ks: dict, n_targets: int = 50,
+def attack_table(data, configs: Sequence[dict], parameters: dict, n_targets: int = 50,
                  betas: Sequence[int] = BETAS, min_target_ratings: int = 50,
                  n_asked: int | None = N_ASKED, seed: int = 0, n_jobs: int = 1,
                  progress: bool = True) -> pd.DataFrame:
     """The β-kNN attack on every configuration with neighbours (same targets, known
-    items and fake users), each with its ``k``, on ``n_asked`` of each target's hidden
-    items: one row per configuration × target × β."""
+    items and fake users), each with its ``(k, λ)`` of ``parameters``
+    (:func:`attack_parameters`), on ``n_asked`` of each target's hidden items: one row
+    per configuration × target × β."""
     scale = data.build_full_trainset().rating_scale
-    algos = {c["config"]: make_algo(c, ks[c["config"]], seed, scale)
+    algos = {c["config"]: make_algo(c, *parameters[c["config"]], seed=seed, rating_scale=scale)
              for c in configs if tunes_k(c)}
     attack = BetaKNNAttack(algos, data, n_known=N_KNOWN, betas=betas, n_targets=n_targets,
                            min_target_ratings=min_target_ratings, inference=False,
@@ -344,11 +428,13 @@ def attack_table(data, configs: Sequence[dict], ks: dict, n_targets: int = 50,
     return attack.run().rename(columns={"algo": "config"})
 
 
-def labels(data, configs: Sequence[dict], ks: dict, seed: int = 0) -> dict:
-    """Each configuration's guarantee label, from a fit on the whole data."""
+def labels(data, configs: Sequence[dict], parameters: dict, seed: int = 0) -> dict:
+    """Each configuration's guarantee label, from a fit on the whole data with its
+    ``(k, λ)`` of ``parameters``."""
     shared = SharedFits(data.build_full_trainset())
-    return {c["config"]: guarantee_label(shared.fit(make_algo(c, ks[c["config"]], seed,
-                                                              shared.trainset.rating_scale)))
+    scale = shared.trainset.rating_scale
+    return {c["config"]: guarantee_label(shared.fit(make_algo(c, *parameters[c["config"]],
+                                                              seed=seed, rating_scale=scale)))
             for c in configs}
 
 
@@ -373,7 +459,9 @@ def summary(configs: Sequence[dict], accuracy: pd.DataFrame, attack: pd.DataFram
     means = accuracy.groupby("config", sort=False)[
         ["rmse", "mae", "precision@10", "impossible", "vulnerable", "tau"]].mean()
     out = out.merge(means.reset_index(), on="config", how="left")
-    out["k"] = out.config.map(attack_k(accuracy))
+    parameters = attack_parameters(accuracy)
+    out["k"] = out.config.map({config: k for config, (k, _) in parameters.items()})
+    out["shrinkage"] = out.config.map({config: lam for config, (_, lam) in parameters.items()})
     out["guarantee"] = out.config.map(guarantee)
     if attack is not None and len(attack):
         gain = attack.assign(gain=attack.recovery_pooled - attack.baseline_item_mean)
@@ -553,7 +641,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         if missing:
             raise ValueError(f"--from-saved: {out / 'accuracy.csv'} lacks {len(missing)} of the "
                              f"configurations these options ask for, e.g. {sorted(missing)[0]!r}")
-        ks = attack_k(accuracy)
+        parameters = attack_parameters(accuracy)
     else:
         accuracy = accuracy_table(data, configs, folds, k_grid, args.inner_folds, args.seed,
                                   args.n_jobs)
@@ -561,12 +649,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         accuracy.to_csv(out / "accuracy.csv", index=False)
         scored = time.perf_counter()
         print(f"accuracy: {scored - start:.0f} s", flush=True)
-        ks = attack_k(accuracy)
-        attack = attack_table(data, configs, ks, targets, betas, min_ratings, args.asked,
+        parameters = attack_parameters(accuracy)
+        attack = attack_table(data, configs, parameters, targets, betas, min_ratings, args.asked,
                               args.seed, args.n_jobs)
         attack.to_csv(out / "attack.csv", index=False)
         print(f"attack: {time.perf_counter() - scored:.0f} s", flush=True)
-    frontier = summary(configs, accuracy, attack, labels(data, configs, ks, args.seed))
+    frontier = summary(configs, accuracy, attack, labels(data, configs, parameters, args.seed))
     frontier.insert(0, "dataset", label)
     frontier.to_csv(out / "frontier.csv", index=False)
     by_accuracy_level(frontier).to_csv(out / "by_accuracy.csv", index=False)
