@@ -16,8 +16,11 @@ MovieLens 1M at :math:`k = 10`.
   UserKNN and Surprise's ``KNNBasic``; :math:`\ne 0` with ``centered=True``)
   who rated the item (user neighbourhood: one neighbour set per user, so
   only its members who rated :math:`i` answer).  The asking user is never
-  counted, nor anyone with ``neighbour_shrinkage=inf`` (no neighbour's
-  rating enters a prediction then).
+  counted, nor anyone when the model's rule reads no neighbour: with
+  ``neighbour_shrinkage=inf`` and a rule that is never impossible (not the
+  basic rule with ``fallback="global_mean"``, whose neighbours still decide
+  whether it answers).  The rule is the model's own: neighbours read for
+  another rule of ``estimate_rules`` are counted by this model's.
 * :func:`reuseknn_threshold` is :math:`\tau` as ReuseKNN's published code
   computes it from plain UserKNN's data usage (``get_privacy_threshold``):
   a 25-bin histogram of the usage, a Gaussian kernel density of bandwidth
@@ -77,7 +80,8 @@ def data_usage(algo: PrivateKNN, users, items,
         raise ValueError(f"users and items must be 1-D arrays of the same length, got shapes "
                          f"{users.shape} and {items.shape}")
     n_users = algo.trainset.n_users
-    if np.isinf(algo.neighbour_shrinkage_):
+    if np.isinf(algo.neighbour_shrinkage_) and not (algo.prediction_ == "basic"
+                                                   and algo.fallback_ == "global_mean"):
         return np.zeros(n_users, dtype=np.int64)
     if neighbours is not None:
         neighbours, weights = neighbours

@@ -236,10 +236,13 @@ class PrivateKNN(AlgoBase):
         towards the rule's fallback, :math:`\mu_u` (basic, means, zscore,
         centred) or :math:`b_{ui}` (baseline), where few neighbours speak
         (the support shrinkage of Koren, TKDD 2010, applied to the
-        prediction).  ``0`` is Surprise's rule; ``inf`` predicts the fallback
-        itself, so a ``λ`` chosen by cross-validation over a grid holding
-        ``inf`` is never worse than the fallback on the validation folds.
-        Reads nothing the rule does not (``n`` is in ``details``).
+        prediction).  ``0`` is Surprise's rule; ``inf`` predicts
+        :math:`\mu_u` or :math:`b_{ui}` itself, so a ``λ`` chosen by
+        cross-validation over a grid holding ``inf`` is never worse than it on
+        the validation folds (the basic rule with ``fallback="global_mean"``
+        stays impossible below ``min_k`` neighbours: use ``"user_mean"`` to
+        predict :math:`\mu_u` everywhere).  Reads nothing the rule does not
+        (``n`` is in ``details``).
     sim_options : dict, optional
         Surprise-style similarity options: ``name`` (``"msd"`` (default),
         ``"cosine"``, ``"pearson"``, ``"pearson_baseline"`` with ``shrinkage``,

@@ -35,8 +35,11 @@ def test_usage_adds_up_to_the_contributing_neighbours_of_every_prediction(
     # the neighbours read with the estimates are the same draws
     _, neighbours = algo.estimate_rules(users, items, [{}], with_neighbours=True)
     np.testing.assert_array_equal(data_usage(algo, users, items, neighbours), usage)
-    assert not data_usage(PrivateKNN(k=7, neighbour_shrinkage=np.inf, verbose=False)
-                          .fit(trainset), users, items).any()   # no neighbour's rating used
+    # λ = ∞ reads no neighbour's rating, unless the neighbours decide whether basic answers
+    alone = PrivateKNN(k=7, neighbour_shrinkage=np.inf, fallback="user_mean", verbose=False)
+    assert not data_usage(alone.fit(trainset), users, items).any()
+    alone.fallback = "global_mean"
+    assert data_usage(alone.fit(trainset), users, items).any()
 
 
 def test_usage_counts_each_neighbour_who_answers(split):

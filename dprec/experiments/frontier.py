@@ -350,7 +350,8 @@ def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
             if algo is not last:   # a group's members share its neighbours
                 usage = data_usage(algo, users[known], items[known], neighbours)
                 last = algo
-            # with λ = ∞ no neighbour's rating enters a prediction
+            # with λ = ∞ no neighbour's rating enters a prediction (the user-nbhd basic
+            # rule, the one rule with λ here, falls back to the user's mean)
             share = vulnerable_share(usage * (not math.isinf(shrinkage)), taus[k])
         scores = inner[inner.config == config["config"]]
         rows.append({"config": config["config"], "fold": fold, "k": k, "shrinkage": shrinkage,
