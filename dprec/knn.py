@@ -134,6 +134,11 @@ class _Rule:
     by_column: np.ndarray    # the deviations in the item-major order (``item_users``)
     matrix: sp.csc_matrix    # the deviations as a rows × columns matrix
 
+    @property
+    def key(self) -> tuple[str, str, float]:
+        """``(prediction, fallback, shrinkage)``: the rule's key in the model's rules."""
+        return self.prediction, self.fallback, self.shrinkage
+
 
 class _SelectionLog:
     """Running totals of the selections a fitted model has made."""
@@ -703,7 +708,8 @@ class PrivateKNN(AlgoBase):
         if len(given["items"]) != len(given["users"]):
             raise ValueError(f"items must have one id per user ({len(given['users'])}), got "
                              f"{len(given['items'])}")
-        batch = self._estimate_item_neighbourhood(*self._switch(given["users"], given["items"]))
+        batch = self._estimate_item_neighbourhood(*self._switch(given["users"], given["items"]),
+                                                  [self._rule_])
         return batch.neighbours[batch.row], batch.chosen.weights[batch.row]
 
     def get_neighbors(self, iid: int, k: int) -> list[int]:
@@ -1029,13 +1035,11 @@ class PrivateKNN(AlgoBase):
             return self._estimate_item_neighbourhood(users, items, rules)
         return self._estimate_user_neighbourhood(users, items, rules)
 
-    def _estimate_item_neighbourhood(self, users, items,
-                                     rules: list[_Rule] | None = None) -> _Batch:
+    def _estimate_item_neighbourhood(self, users, items, rules: list[_Rule]) -> _Batch:
         """KNNBasic: neighbours of ``u`` among the raters of ``i``, answered by groups of
         queries (:meth:`_answer_queries`), here or on Dask, and charged here."""
         ratings = self._ratings
-        keys = tuple((rule.prediction, rule.fallback, rule.shrinkage)
-                     for rule in ([self._rule_] if rules is None else rules))
+        keys = tuple(rule.key for rule in rules)   # what a task is sent: the model has them
         groups = self._query_groups(users)
         parts = self._map(PrivateKNN._answer_queries,
                           [(users[g], items[g], keys) for g in groups], threads=False)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..datasets import load_or_synthetic, synthetic
+
 
 def add_common_options(parser: argparse.ArgumentParser, out: str, *, folds: int | None = None,
                        n_jobs: int | None = None, jobs: str = "jobs",
@@ -33,3 +35,12 @@ def add_data_path(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-path", default=None, metavar="PATH",
                         help="MovieLens 100k's u.data or its folder (default: "
                              "SURPRISE_DATA_FOLDER)")
+
+
+def experiment_data(args: argparse.Namespace):
+    """``(data, label)`` of an experiment's options: with ``--quick`` the quick runs'
+    synthetic data (300 users, 400 items, 15,000 ratings, ``--seed``), else ``--dataset``
+    and ``--data-path`` (:func:`dprec.datasets.load_or_synthetic`, which says which)."""
+    if args.quick:
+        return synthetic(300, 400, 15_000, random_state=args.seed), "synthetic (quick)"
+    return load_or_synthetic(args.dataset, args.seed, path=args.data_path)

@@ -53,9 +53,8 @@ from surprise.model_selection import KFold
 
 from .._plotting import subplots
 from ..attacks import BetaKNNAttack
-from ..datasets import load_or_synthetic, synthetic
 from ..knn import PrivateKNN
-from ._options import add_common_options
+from ._options import add_common_options, experiment_data
 from ._shared_fits import SharedFits, batch_estimates
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -332,11 +331,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    data, label = experiment_data(args)
     if args.quick:
-        data, label = synthetic(300, 400, 15_000, random_state=args.seed), "synthetic (quick)"
         k, targets, betas, epsilons, folds, min_ratings = 10, 5, (1, 3), (1.0,), 2, 40
     else:
-        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
         k, targets, betas, epsilons, folds, min_ratings = (args.k, args.targets, BETAS,
                                                            EPSILONS, args.folds, 50)
     backends = [] if args.no_backends else available_backends(BACKENDS, args.n_known)

@@ -92,7 +92,7 @@ from .._plotting import subplots
 from .._surprise import inner_ids
 from ..attacks import BetaKNNAttack
 from ..data_usage import data_usage, reuseknn_threshold, vulnerable_share
-from ..datasets import load_or_synthetic, synthetic
+from ..datasets import synthetic
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..knn import PrivateKNN
@@ -102,7 +102,7 @@ from ..metrics import precision_at_k
 from ..selectors import CorrectedPNCF
 from ..similarity import sketch_backend, with_public_bounds
 from ..similarity.exact import change_bound
-from ._options import add_common_options
+from ._options import add_common_options, experiment_data
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
 
@@ -619,13 +619,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    data, label = experiment_data(args)
     if args.quick:
-        data, label = synthetic(300, 400, 15_000, random_state=args.seed), "synthetic (quick)"
         configs = configurations((1.0,), ("cosine", "rr_minhash"), ("topk", "ppns"),
                                  ("basic", "means"), NEIGHBOURHOODS, ("DPItemKNN",))
         k_grid, folds, targets, betas, min_ratings = (5, 10), 2, 6, (1, 8), 40
     else:
-        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
         configs = configurations(tuple(args.epsilons), tuple(args.similarities))
         k_grid, folds, targets, betas, min_ratings = (tuple(args.k_grid), args.folds,
                                                       args.targets, BETAS, 50)
