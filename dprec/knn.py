@@ -16,7 +16,7 @@ import inspect
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from functools import partial
+from functools import cached_property, partial
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,6 +24,7 @@ from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.optimize_baselines import baseline_sgd
 from surprise.prediction_algorithms.predictions import Prediction
 
+from . import _kernels as kernels
 from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._ratings import RatingArrays
 from ._rng import (
@@ -112,15 +113,19 @@ class _Batch:
     est: np.ndarray          # (n_rules, n_queries): one row per prediction rule asked
     actual_k: np.ndarray
     row: np.ndarray          # each query's row of `chosen` and `neighbours`
-    chosen: _Chosen
+    parts: list[_Chosen]     # `chosen` in blocks, joined when first read
     neighbours: np.ndarray   # inner ids of the chosen neighbours, -1 if empty
+
+    @cached_property
+    def chosen(self) -> _Chosen:
+        return _Chosen.concatenate(self.parts) if len(self.parts) > 1 else self.parts[0]
 
     @classmethod
     def empty(cls, k: int, n_rules: int = 1) -> _Batch:
         nothing = np.zeros(0, dtype=np.int64)
         chosen = _Chosen(np.full((0, k), -1), np.zeros((0, k)), np.ones(0), np.ones(0, np.int64),
                          np.zeros((0, k), dtype=np.int64))
-        return cls(np.zeros((n_rules, 0)), nothing, nothing, chosen, np.full((0, k), -1))
+        return cls(np.zeros((n_rules, 0)), nothing, nothing, [chosen], np.full((0, k), -1))
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,8 @@ _OWN_QUERIES = ("per-user figures count what other users see: a user's own answe
                 "to them only and are not charged to them")
 #: largest number of (query × candidate) cells handled in one block
 _BLOCK_CELLS = 1 << 17
+#: candidate cells per block of queries answered by the compiled kernel (nothing padded)
+_KERNEL_CELLS = 1 << 21
 
 
 class PrivateKNN(AlgoBase):
@@ -1051,12 +1058,12 @@ class PrivateKNN(AlgoBase):
         est = np.concatenate([answer[1] for answer in answers], axis=1)
         actual_k, neighbours = (np.concatenate([answer[j] for answer in answers])
                                 for j in (2, 3))
-        chosen = _Chosen.concatenate([answer[0] for answer in answers])
         users, items = users[in_blocks], items[in_blocks]
         self._charge(users * ratings.n_items + items, users, items, neighbours)
         for answer in answers:
             self._selections.add(answer[0])
-        return _Batch(est[:, row], actual_k[row], row, chosen, neighbours)
+        return _Batch(est[:, row], actual_k[row], row, [answer[0] for answer in answers],
+                      neighbours)
 
     def _query_groups(self, users: np.ndarray) -> list[np.ndarray]:
         """The queries (positions) in groups whose users' similarity rows are computed
@@ -1094,17 +1101,29 @@ class PrivateKNN(AlgoBase):
         starts = ratings.item_ptr[items]
         lengths = ratings.item_ptr[items + 1] - starts
 
+        prefix = self.selector_.sorted_prefix(self.k)
+        compiled = (kernels.enabled() and prefix is not None
+                    and not self.selector_.reads_tail)
+
         def answer(block):
-            width = max(int(lengths[block].max()), 1)  # a padding column if nobody rated i
-            offsets = np.arange(width)
-            valid = offsets[None, :] < lengths[block][:, None]
-            cells = np.where(valid, starts[block][:, None] + offsets[None, :], 0)
-            flat = rows[block][:, None] * ratings.n_users + ratings.item_users[cells]
-            sims = np.where(valid, sim.ravel().take(flat), -np.inf)
-            chosen = self._select(sims, lengths[block], users[block],
-                                  (users[block], items[block]))
-            slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
-            found = chosen.columns >= 0
+            if compiled:   # the prefix straight from the raters' similarities
+                sorted_ = kernels.stable_top(sim, rows[block], starts[block], lengths[block],
+                                             ratings.item_users, prefix)
+                chosen = self._select(None, lengths[block], users[block],
+                                      (users[block], items[block]), sorted_)
+                found = chosen.columns >= 0
+                slots = np.where(found, starts[block][:, None] + chosen.columns, 0)
+            else:
+                width = max(int(lengths[block].max()), 1)  # a padding column if no raters
+                offsets = np.arange(width)
+                valid = offsets[None, :] < lengths[block][:, None]
+                cells = np.where(valid, starts[block][:, None] + offsets[None, :], 0)
+                flat = rows[block][:, None] * ratings.n_users + ratings.item_users[cells]
+                sims = np.where(valid, sim.ravel().take(flat), -np.inf)
+                chosen = self._select(sims, lengths[block], users[block],
+                                      (users[block], items[block]))
+                slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
+                found = chosen.columns >= 0
             use = found & self._counted(chosen.weights)
             est = np.empty((len(rules), len(block)))
             means = {}   # per deviations (rules with one prediction share them)
@@ -1117,8 +1136,15 @@ class PrivateKNN(AlgoBase):
                 est[j] = self._finish(rule, users[block], items[block], shift, actual_k)
             return chosen, est, actual_k, np.where(found, ratings.item_users[slots], -1)
 
-        order = np.argsort(lengths, kind="stable")
-        blocks = list(_length_blocks(order, lengths[order]))
+        if compiled:   # no padding: by similarity row (cache reuse), about equal cells
+            order = np.argsort(rows, kind="stable")
+            cells = np.cumsum(lengths[order])
+            bounds = np.searchsorted(cells, np.arange(1, -(-int(cells[-1]) // _KERNEL_CELLS))
+                                     * _KERNEL_CELLS)
+            blocks = np.split(order, bounds)
+        else:
+            order = np.argsort(lengths, kind="stable")
+            blocks = list(_length_blocks(order, lengths[order]))
         return np.concatenate(blocks), map_blocks(answer, blocks)
 
     def _estimate_user_neighbourhood(self, users, items, rules: list[_Rule]) -> _Batch:
@@ -1161,7 +1187,7 @@ class PrivateKNN(AlgoBase):
             actual_k[asked] = count[cells]
         est = np.array([self._finish(rule, users, items, shift[j], actual_k)
                         for j, rule in enumerate(rules)])
-        return _Batch(est, actual_k, row, chosen, chosen.columns)
+        return _Batch(est, actual_k, row, [chosen], chosen.columns)
 
     def _user_neighbours(self, users: np.ndarray) -> _Chosen:
         """Each user's neighbour set (user ids in ``columns``, ``-1`` for none)."""
@@ -1227,17 +1253,21 @@ class PrivateKNN(AlgoBase):
                                  for index, applies_to in self._selector_entries})
         self._answered.update(keys[first].tolist())
 
-    def _select(self, sims: np.ndarray, n_valid: np.ndarray, querying_users: np.ndarray,
-                keys: tuple[np.ndarray, ...]) -> _Chosen:
+    def _select(self, sims: np.ndarray | None, n_valid: np.ndarray,
+                querying_users: np.ndarray, keys: tuple[np.ndarray, ...],
+                sorted_: tuple[np.ndarray, np.ndarray] | None = None) -> _Chosen:
         """Sort candidates (stable, descending) and let the selector choose (no side
         effects: blocks of queries run in threads; the caller logs the selections).
 
-        ``sims`` holds ``n_valid`` finite candidates per row, padding is ``-inf``.
+        ``sims`` holds ``n_valid`` finite candidates per row, padding is ``-inf``;
+        or ``sorted_`` gives their sorted prefix already (``(order, sorted_sims)``,
+        :func:`dprec._kernels.stable_top`, for a selector that reads no tail).
         """
         k = self.k
         prefix = self.selector_.sorted_prefix(k)
-        order, sorted_sims = stable_descending_order(sims, prefix,
+        order, sorted_sims = (stable_descending_order(sims, prefix,
                                                       keep_tail=self.selector_.reads_tail)
+                              if sorted_ is None else sorted_)
         sensitivity = (self.sensitivity_[querying_users]
                        if self.sensitivity_ is not None else None)
         selection = self.selector_.select(sorted_sims, n_valid, k, QueryNoise(self._seed, keys),
@@ -1249,14 +1279,16 @@ class PrivateKNN(AlgoBase):
         true_sims = np.where(taken, np.take_along_axis(sorted_sims, safe, axis=1), 0.0)
         weights = true_sims if selection.weights is None else selection.weights
         if isinstance(self.selector_, TopK):
-            alpha = np.ones(len(sims))
+            alpha = np.ones(len(n_valid))
         else:
             top = np.where(np.arange(min(k, sorted_sims.shape[1]))[None, :] < n_valid[:, None],
                            sorted_sims[:, :k], 0.0)
             chosen_sims = -np.sort(-np.maximum(true_sims, 0), axis=1)
             alpha = np.minimum(_ratio(_sequential_sum(chosen_sims),
                                       _sequential_sum(np.maximum(top, 0))), 1.0)
-        ranks = safe if prefix is None else _ranks(sims, columns, true_sims, safe, prefix)
+        # a position past the sorted prefix (in the tail) is ranked among all candidates
+        tail = self.selector_.reads_tail and prefix is not None
+        ranks = _ranks(sims, columns, true_sims, safe, prefix) if tail else safe
         return _Chosen(columns=columns, weights=np.where(taken, weights, 0.0), alpha=alpha,
                        beta=selection.beta, partitions=np.where(taken, ranks // k + 1, 0))
 

@@ -48,3 +48,16 @@ def small_data():
     from dprec.datasets import synthetic
 
     return synthetic(n_users=120, n_items=200, n_ratings=4000, random_state=0)
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def kernel_path(request):
+    """Runs a test on both of dprec's paths for the hot loops: the compiled kernels
+    (``dprec._kernels``, skipped without Numba) and the numpy code."""
+    from dprec import _kernels
+
+    if request.param == "compiled" and not _kernels.AVAILABLE:
+        pytest.skip("numba is not installed (pip install 'dprec[fast]')")
+    previous = _kernels.set_enabled(request.param == "compiled")
+    yield request.param
+    _kernels.set_enabled(previous)

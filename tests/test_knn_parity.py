@@ -44,12 +44,12 @@ def compare_on_folds(data, name, min_support=1, k=40):
 
 
 @pytest.mark.parametrize("name", SIMILARITIES)
-def test_parity_on_synthetic_data(small_data, name):
+def test_parity_on_synthetic_data(small_data, name, kernel_path):
     compare_on_folds(small_data, name)
 
 
 @pytest.mark.parametrize("name", SIMILARITIES)
-def test_parity_with_min_support_makes_impossible_predictions(small_data, name):
+def test_parity_with_min_support_makes_impossible_predictions(small_data, name, kernel_path):
     # a large min_support zeroes most similarities: KNNBasic then has
     # impossible predictions, which must be the same ones
     assert compare_on_folds(small_data, name, min_support=8, k=5) > 0

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .. import _kernels as kernels
 from .._arrays import safe_divide
 from .._linalg import gram
 from .._threads import map_blocks
@@ -66,6 +67,10 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     per stored entry, e.g. baseline residuals) on the same pattern.  Above
     :data:`DENSE_BLOCK_BYTES` per dense operand the products run over blocks
     of columns and are summed, so memory grows with the n² sums, not n × m.
+    With the compiled kernels (:mod:`dprec._kernels`, Numba installed) the
+    sums come instead from one loop over the pairs of rows that share a
+    column, in threads: the same numbers (exact for integers; to rounding
+    otherwise), in ``Σ_i |U_i|²`` steps instead of ``n² m``.
     """
     data = ratings.data if values is None else values
     max_sum = ratings.shape[1] * float(np.max(data**2, initial=0.0))
@@ -74,6 +79,8 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
 
     counts_dtype = np.float32 if ratings.shape[1] < 2**24 else np.float64
     n_rows, n_cols = ratings.shape
+    if kernels.enabled():
+        return _co_rated_sums_by_pairs(ratings, data, dtype, counts_dtype, with_sums)
     columns = max(1, DENSE_BLOCK_BYTES // (8 * max(n_rows, 1)))
     if columns >= n_cols:
         return _co_rated_block_sums(ratings, data, dtype, counts_dtype, with_sums)
@@ -90,6 +97,28 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
             None if total is None else np.add(total, add, out=total)
             for total, add in zip(sums, part))
     return sums
+
+
+def _co_rated_sums_by_pairs(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,
+                            with_sums: bool) -> tuple[np.ndarray, ...]:
+    """:func:`co_rated_sums` by the compiled pair loop
+    (:func:`dprec._kernels.add_co_rated_sums`), row blocks in threads: work
+    ``Σ_i |U_i|²`` (the pairs sharing a column) instead of dense products."""
+    n = ratings.shape[0]
+    by_row, by_column = kernels.rating_triples(
+        sp.csr_matrix((data, ratings.indices, ratings.indptr), shape=ratings.shape))
+    freq = np.zeros((n, n), dtype=counts_dtype)
+    sq_i, prods = np.zeros((n, n), dtype=dtype), np.zeros((n, n), dtype=dtype)
+    s_i = np.zeros((n, n), dtype=dtype) if with_sums else None
+
+    def fill(rows: slice) -> None:
+        kernels.add_co_rated_sums(np.arange(rows.start, rows.stop), by_row, by_column,
+                                  (freq[rows], sq_i[rows], None, prods[rows],
+                                   None if s_i is None else s_i[rows], None))
+
+    step = max(1, _BLOCK_CELLS // max(n, 1))
+    map_blocks(fill, [slice(start, min(start + step, n)) for start in range(0, n, step)])
+    return freq, sq_i, prods, s_i
 
 
 def _co_rated_block_sums(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,

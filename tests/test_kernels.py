@@ -1,0 +1,141 @@
+"""The compiled kernels (dprec._kernels) give the numpy code's numbers, and a model
+fitted on either path is the same model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from surprise.model_selection import KFold
+
+from dprec import PrivateKNN, _kernels
+from dprec._arrays import pattern_matrix, stable_descending_order
+
+pytestmark = pytest.mark.skipif(not _kernels.AVAILABLE,
+                                reason="numba is not installed (pip install 'dprec[fast]')")
+
+
+def _padded(sim, rows, starts, lengths, candidates):
+    """The candidates' similarities as the numpy path lays them out: one row per query,
+    ``-inf`` padding."""
+    width = max(int(lengths.max(initial=0)), 1)
+    offsets = np.arange(width)
+    valid = offsets < lengths[:, None]
+    cells = np.where(valid, starts[:, None] + offsets, 0)
+    return np.where(valid, sim[rows[:, None], candidates[cells]], -np.inf)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_stable_top_is_the_stable_descending_prefix(seed):
+    """Descending similarity, ties in candidate order (heapq.nlargest's), padding ``-1`` /
+    ``-inf``: equal to stable_descending_order on the padded rows, with many ties (values
+    rounded to 0–2 decimals), empty queries and prefixes wider than the candidates."""
+    rng = np.random.default_rng(seed)
+    n_rows = int(rng.integers(1, 60))
+    sim = np.round(rng.random((30, n_rows)), int(rng.integers(0, 3)))
+    n_queries = 150
+    lengths = rng.integers(0, 120, n_queries)
+    lengths[:5] = 0
+    candidates = rng.integers(0, n_rows, 2000)
+    starts = rng.integers(0, len(candidates) - lengths)
+    rows = rng.integers(0, len(sim), n_queries)
+    prefix = int(rng.integers(1, 50))
+    order, values = _kernels.stable_top(sim, rows, starts, lengths, candidates, prefix)
+    expected_order, expected = stable_descending_order(
+        _padded(sim, rows, starts, lengths, candidates), prefix)
+    width = expected.shape[1]
+    assert order.shape == values.shape == (n_queries, prefix)
+    np.testing.assert_array_equal(values[:, :width], expected)
+    np.testing.assert_array_equal(order[:, :width],
+                                  np.where(np.isfinite(expected), expected_order, -1))
+    assert (order[:, width:] == -1).all() and np.isneginf(values[:, width:]).all()
+
+
+def test_stable_top_rejects_out_of_bounds_queries():
+    sim = np.zeros((3, 4))
+    with pytest.raises(ValueError, match="out of bounds"):
+        _kernels.stable_top(sim, np.array([3]), np.array([0]), np.array([2]),
+                            np.array([0, 1]), 2)
+    with pytest.raises(ValueError, match="out of bounds"):
+        _kernels.stable_top(sim, np.array([0]), np.array([1]), np.array([2]),
+                            np.array([0, 1]), 2)
+
+
+@pytest.mark.parametrize("integer", [True, False])
+def test_co_rated_sums_equal_the_sparse_products(integer):
+    """Every sum over co-rated columns equals its sparse product (bit for bit with integer
+    ratings, to rounding otherwise); stored zero ratings count; rows in any order, and
+    an output left out (None) is not written."""
+    ratings = sp.random(70, 90, density=0.15, format="csr", random_state=3)
+    ratings.data = np.ceil(ratings.data * 5) if integer else ratings.data * 5
+    ratings.data[::9] = 0.0
+    pattern, squares = pattern_matrix(ratings), ratings.multiply(ratings).tocsr()
+    expected = {"freq": pattern @ pattern.T, "sq_i": squares @ pattern.T,
+                "sq_j": pattern @ squares.T, "prods": ratings @ ratings.T,
+                "s_i": ratings @ pattern.T, "s_j": pattern @ ratings.T}
+    rows = np.array([5, 0, 69, 5, 33])
+    sums = tuple(np.zeros((len(rows), 70)) for _ in expected)
+    _kernels.add_co_rated_sums(rows, *_kernels.rating_triples(ratings), sums)
+    for (name, product), got in zip(expected.items(), sums):
+        want = product.toarray()[rows]
+        if integer:
+            np.testing.assert_array_equal(got, want, err_msg=name)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
+    partial = (None, np.zeros((len(rows), 70)), None, np.zeros((len(rows), 70)), None, None)
+    _kernels.add_co_rated_sums(rows, *_kernels.rating_triples(ratings), partial)
+    np.testing.assert_array_equal(partial[3], sums[3])
+
+
+def test_co_rated_sums_reject_mismatched_outputs():
+    ratings = sp.random(10, 8, density=0.3, format="csr", random_state=0)
+    triples = _kernels.rating_triples(ratings)
+    good = np.zeros((2, 10))
+    for bad in (np.zeros((2, 9)), np.zeros((2, 10), dtype=np.float32),
+                np.zeros((10, 2)).T):
+        with pytest.raises(ValueError, match="C-contiguous"):
+            _kernels.add_co_rated_sums(np.array([0, 1]), *triples,
+                                       (None, good, None, bad, None, None))
+
+
+@pytest.fixture(scope="module")
+def split(small_data):
+    return next(KFold(n_splits=4, random_state=0).split(small_data))
+
+
+@pytest.mark.parametrize("storage", ["dense", "blocked"])
+@pytest.mark.parametrize("user_based", [True, False])
+@pytest.mark.parametrize("name", ["msd", "cosine", "pearson"])
+def test_both_paths_fit_the_same_model(split, storage, user_based, name):
+    """A model fitted and tested on the compiled path and on the numpy path: the same
+    similarities, predictions, details and neighbours, bit for bit (integer ratings)."""
+    trainset, testset = split
+    results = []
+    for compiled in (True, False):
+        previous = _kernels.set_enabled(compiled)
+        try:
+            algo = PrivateKNN(k=7, sim_options={"name": name, "user_based": user_based},
+                              storage=storage, verbose=False).fit(trainset)
+            predictions = [(p.est, p.details) for p in algo.test(testset)]
+            n = trainset.n_users if user_based else trainset.n_items
+            neighbours = algo.kneighbors(np.arange(n) % 9, np.arange(n) % 11)
+            sim = algo.compute_similarities() if storage == "blocked" else algo.sim
+            results.append((sim, predictions, neighbours))
+        finally:
+            _kernels.set_enabled(previous)
+    (sim_a, predictions_a, neighbours_a), (sim_b, predictions_b, neighbours_b) = results
+    np.testing.assert_array_equal(sim_a, sim_b)
+    assert predictions_a == predictions_b
+    for a, b in zip(neighbours_a, neighbours_b):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_kernels_can_be_turned_off():
+    """``set_enabled(False)`` routes everything to numpy and returns the old setting."""
+    previous = _kernels.set_enabled(False)
+    try:
+        assert not _kernels.enabled()
+        assert _kernels.set_enabled(True) is False
+        assert _kernels.enabled()
+    finally:
+        _kernels.set_enabled(previous)
