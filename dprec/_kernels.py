@@ -61,11 +61,12 @@ def set_enabled(value: bool) -> bool:
 _STATE = {"enabled": True}
 
 
-def _co_rated_rows_py(rows, indptr, indices, data, column_ptr, column_rows, column_data,
-                      freq, sq_i, sq_j, prods, s_i, s_j):  # pragma: no cover - compiled
-    """For ``a, u = enumerate(rows)`` and every ``v``: the sums over ``I_u ∩ I_v`` of
-    ``1``, ``r_ui²``, ``r_vi²``, ``r_ui r_vi``, ``r_ui``, ``r_vi`` added into row ``a``
-    of the outputs (zeroed by the caller; an output with no rows is not computed)."""
+def _co_rated_rows_py(rows, upper, indptr, indices, data, column_ptr, column_rows,
+                      column_data, freq, sq_i, sq_j, prods, s_i, s_j):  # pragma: no cover
+    """For ``a, u = enumerate(rows)`` and every ``v`` (``v >= u`` if ``upper``; each
+    column's rows sorted): the sums over ``I_u ∩ I_v`` of ``1``, ``r_ui²``, ``r_vi²``,
+    ``r_ui r_vi``, ``r_ui``, ``r_vi`` added into row ``a`` of the outputs (zeroed by
+    the caller; an output with no rows is not computed)."""
     with_freq, with_sq_j = freq.shape[0] > 0, sq_j.shape[0] > 0
     with_s_i, with_s_j = s_i.shape[0] > 0, s_j.shape[0] > 0
     for a in range(len(rows)):
@@ -73,7 +74,10 @@ def _co_rated_rows_py(rows, indptr, indices, data, column_ptr, column_rows, colu
         for p in range(indptr[u], indptr[u + 1]):
             column, r = indices[p], data[p]
             r2 = r * r
-            for q in range(column_ptr[column], column_ptr[column + 1]):
+            first, last = column_ptr[column], column_ptr[column + 1]
+            if upper:
+                first += np.searchsorted(column_rows[first:last], u)
+            for q in range(first, last):
                 v, s = column_rows[q], column_data[q]
                 sq_i[a, v] += r2
                 prods[a, v] += r * s
@@ -163,18 +167,19 @@ def rating_triples(ratings: sp.csr_matrix) -> tuple[tuple, tuple]:
     int64, float64), CSR by row and by column, as :func:`add_co_rated_sums` reads them
     (stored zeros are ratings and stay)."""
     def triple(matrix) -> tuple:
+        matrix.sort_indices()
         return (matrix.indptr.astype(np.int64), matrix.indices.astype(np.int64),
                 matrix.data.astype(np.float64))
 
-    return triple(ratings), triple(ratings.tocsc())
+    return triple(ratings.copy()), triple(ratings.tocsc())
 
 
 def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
-                      sums: tuple) -> None:
+                      sums: tuple, upper: bool = False) -> None:
     """Add into row ``a`` of ``sums = (freq, sq_i, sq_j, prods, s_i, s_j)`` the sums over
-    ``I_u ∩ I_v`` (``u = rows[a]``, every ``v``) of ``1``, ``r_ui²``, ``r_vi²``,
-    ``r_ui r_vi``, ``r_ui`` and ``r_vi``; an entry ``None`` is not computed (``sq_i`` and
-    ``prods`` always are).
+    ``I_u ∩ I_v`` (``u = rows[a]``, every ``v``, or only ``v >= u`` with ``upper``) of
+    ``1``, ``r_ui²``, ``r_vi²``, ``r_ui r_vi``, ``r_ui`` and ``r_vi``; an entry ``None`` is
+    not computed (``sq_i`` and ``prods`` always are).
 
     ``sums`` are ``(len(rows), n_rows)`` arrays, zeroed or partial sums
     (C-contiguous rows), of one dtype but for ``freq``; ``by_row`` and
@@ -190,7 +195,7 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
                          "dtype")
     empty = np.zeros((0, 0), dtype=sums[1].dtype)
     freq = np.zeros((0, 0), dtype=np.float32) if sums[0] is None else sums[0]
-    _co_rated_rows(np.asarray(rows, dtype=np.int64), *by_row, *by_column, freq,
+    _co_rated_rows(np.asarray(rows, dtype=np.int64), upper, *by_row, *by_column, freq,
                    *(empty if m is None else m for m in sums[1:]))
 
 

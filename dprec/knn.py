@@ -49,16 +49,17 @@ from .baselines import als_baselines, trainset_baselines
 from .ledger import LedgerEntry, PrivacyAccountant, Status
 from .selectors import SELECTORS, Selector, TopK
 from .similarity import (
+    BLOCKED_SIMILARITIES,
     EXACT_SIMILARITIES,
     SKETCH_BACKENDS,
     SimilarityRows,
     SketchRelease,
+    SketchRows,
     change_bound,
     check_sim_options,
     similarity_matrix,
     similarity_rows,
 )
-from .similarity.exact import SUM_SIMILARITIES
 from .similarity.rows import ROW_BLOCK_CELLS
 from .topn import recommend_batch
 
@@ -76,7 +77,8 @@ RULE_PARAMETERS = ("prediction", "fallback", "neighbour_shrinkage")
 #: where the blocks of a blocked model run: this machine's threads, or a Dask cluster
 BACKENDS = ("threads", "dask")
 #: what a model sent to Dask workers leaves behind (answers are charged by the caller)
-_LOCAL_STATE = ("trainset", "_accountant", "_selections", "_answered")
+_LOCAL_STATE = ("trainset", "_accountant", "_selections", "_answered", "_neighbour_sets",
+                "_has_neighbour_set")
 #: ``storage="auto"`` keeps the whole matrix while one float64 n × n matrix stays below this
 #: (256 MiB, about 5,800 rows: at the MovieLens-1M shape the rows are already faster)
 DENSE_SIMILARITY_BYTES = 1 << 28
@@ -190,7 +192,8 @@ _OWN_QUERIES = ("per-user figures count what other users see: a user's own answe
                 "to them only and are not charged to them")
 #: largest number of (query × candidate) cells handled in one block
 _BLOCK_CELLS = 1 << 17
-#: candidate cells per block of queries answered by the compiled kernel (nothing padded)
+#: most candidate cells per block of queries answered by the compiled kernel (nothing
+#: padded; at least four blocks per thread)
 _KERNEL_CELLS = 1 << 21
 
 
@@ -314,13 +317,15 @@ class PrivateKNN(AlgoBase):
         and never covered by a privacy claim.
     storage : {"auto", "dense", "blocked"}, default "auto"
         How the fitted model holds the similarities.  ``"dense"``: the whole
-        ``n × n`` matrix ``sim`` (Surprise's way).  ``"blocked"`` (cosine, msd
-        and pearson): no ``n × n`` matrix at all; the rows a batch of queries
-        needs are computed for it, a block of users at a time
-        (:class:`~dprec.similarity.rows.SimilarityRows`), and so is ``RS``:
-        memory ``O(block)`` instead of ``O(n²)``, the same predictions,
-        neighbours and privacy accounting bit for bit (integer ratings; else
-        up to float64 rounding).  ``"auto"`` is ``"dense"`` while one float64
+        ``n × n`` matrix ``sim`` (Surprise's way).  ``"blocked"`` (cosine, msd,
+        pearson and the sketch backends): no ``n × n`` matrix at all; the rows
+        a batch of queries needs are computed for it, a block of users at a
+        time (:class:`~dprec.similarity.rows.SimilarityRows`), and so is
+        ``RS``, or estimated from the users' one sketch release
+        (:class:`~dprec.similarity.rows.SketchRows`): memory ``O(block)``
+        instead of ``O(n²)``, the same predictions, neighbours and privacy
+        accounting bit for bit (integer ratings, code sketches; else up to
+        float64 rounding).  ``"auto"`` is ``"dense"`` while one float64
         ``n × n`` matrix stays below :data:`DENSE_SIMILARITY_BYTES` (256 MiB,
         about 5,800 users), else ``"blocked"`` where it applies (on
         MovieLens-shaped data the rows are as fast from a few thousand users
@@ -429,8 +434,8 @@ class PrivateKNN(AlgoBase):
         blocked = "storage='blocked'" if storage == "blocked" else (
             "backend='dask' (which distributes blocked similarities)" if backend == "dask"
             else None)
-        if blocked and self.sim_options_["name"] not in SUM_SIMILARITIES:
-            raise ValueError(f"{blocked} is for the similarities {SUM_SIMILARITIES}, "
+        if blocked and self.sim_options_["name"] not in BLOCKED_SIMILARITIES:
+            raise ValueError(f"{blocked} is for the similarities {BLOCKED_SIMILARITIES}, "
                              f"not {self.sim_options_['name']!r}")
         if backend == "dask" and storage == "dense":
             raise ValueError("backend='dask' distributes blocked similarities; "
@@ -448,10 +453,12 @@ class PrivateKNN(AlgoBase):
             if self.verbose:
                 print(f"Computing the {self.sim_options_['name']} similarities by blocks of "
                       "rows as queries need them (storage='blocked', no n × n matrix)...")
-            rows, sensitivity = similarity_rows(self.sim_options_, ratings,
-                                                self.selector_.needs_sensitivity,
-                                                self.backend_)
-            return self._fit_precomputed(trainset, ratings, rows, sensitivity, entropy)
+            rows, sensitivity, release = similarity_rows(
+                self.sim_options_, ratings, self.selector_.needs_sensitivity, self.backend_,
+                rating_scale=trainset.rating_scale,
+                random_state=derive_generator(entropy, "similarity"))
+            return self._fit_precomputed(trainset, ratings, rows, sensitivity, entropy,
+                                         release)
         sim, sensitivity, release = self._similarities(ratings, entropy)
         return self._fit_precomputed(trainset, ratings, sim, sensitivity, entropy, release)
 
@@ -460,7 +467,7 @@ class PrivateKNN(AlgoBase):
         storage = self.storage.lower()
         return storage == "blocked" or self.backend_ == "dask" or (
             storage == "auto" and 8 * n * n > DENSE_SIMILARITY_BYTES
-            and self.sim_options_["name"] in SUM_SIMILARITIES)
+            and self.sim_options_["name"] in BLOCKED_SIMILARITIES)
 
     def _map(self, function, blocks: list, threads: bool = True) -> list:
         """``[function(self, block) for block in blocks]``: here (in threads, or in turn
@@ -495,13 +502,15 @@ class PrivateKNN(AlgoBase):
 
         For an exact similarity it is computed afresh.  A sketch backend's
         similarities come from the users' one release made by :meth:`fit`
-        (a new release would spend their budget again): a copy of ``sim``.
+        (a new release would spend their budget again): a copy of ``sim``, or
+        every row estimated from that release with blocked storage.
         """
         if not hasattr(self, "trainset"):
             raise AttributeError("compute_similarities needs a trainset: call fit first")
         if self.sim_options_["name"] not in EXACT_SIMILARITIES:
             self._check_fitted()
-            return self.sim.copy()
+            return (self.sim.copy() if self._sim is not None
+                    else self._rows(np.arange(self._rows.n_rows)))
         ratings = RatingArrays.from_trainset(self.trainset, self.sim_options_["user_based"])
         return self._similarities(ratings, fit_entropy(self.random_state))[0]
 
@@ -596,7 +605,8 @@ class PrivateKNN(AlgoBase):
         return self._fit_precomputed(trainset, ratings, sim, sensitivity,
                                      fit_entropy(self.random_state), release)
 
-    def _fit_precomputed(self, trainset, ratings, sim: np.ndarray | SimilarityRows,
+    def _fit_precomputed(self, trainset, ratings,
+                         sim: np.ndarray | SimilarityRows | SketchRows,
                          sensitivity, entropy: bytes,
                          release: SketchRelease | None = None) -> PrivateKNN:
         """The fit once the similarities are known (the matrix, or its rows on demand);
@@ -605,7 +615,7 @@ class PrivateKNN(AlgoBase):
         if getattr(self, "trainset", None) is not trainset:
             AlgoBase.fit(self, trainset)
         self._seed = derive_seed(entropy, "queries")
-        blocked = isinstance(sim, SimilarityRows)
+        blocked = isinstance(sim, SimilarityRows | SketchRows)
         self.storage_ = "blocked" if blocked else "dense"
         self._sim, self._rows = (None, sim) if blocked else (sim, None)
         self._ratings, self.sensitivity_ = ratings, sensitivity
@@ -614,6 +624,8 @@ class PrivateKNN(AlgoBase):
         self._rule_ = self._rule((self.prediction_, self.fallback_, self.neighbour_shrinkage_))
         self._selections = _SelectionLog()
         self._answered: set[int] = set()
+        self._neighbour_sets: _Chosen | None = None     # chosen once per user, then kept
+        self._has_neighbour_set = np.zeros(ratings.n_users, dtype=bool)
         self.sketch_release_ = release
         self._accountant = self._new_accountant(trainset, release)
         return self
@@ -1082,10 +1094,14 @@ class PrivateKNN(AlgoBase):
         order and one ``(chosen, est, actual_k, neighbours)`` per block of that order
         (``est`` one row per rule).
 
-        Queries are sorted by their item's number of raters and cut into
-        blocks of similar length, each padded to a rectangle (padding has
-        similarity ``-inf``), so a whole block is one set of array operations;
-        blocks run in threads (:func:`dprec._threads.map_blocks`), their
+        With the compiled kernels and a selector that reads only a sorted
+        prefix (top-k), :func:`dprec._kernels.stable_top` finds each query's
+        prefix from its raters' similarities directly, the queries in blocks
+        of about :data:`_KERNEL_CELLS` candidates ordered by similarity row.
+        Otherwise queries are sorted by their item's number of raters and cut
+        into blocks of similar length, each padded to a rectangle (padding has
+        similarity ``-inf``), so a whole block is one set of array operations.
+        Blocks run in threads (:func:`dprec._threads.map_blocks`), their
         randomness keyed by the queries, so the answer does not depend on it.
         With blocked storage the rows of the queries' users are computed first.
         """
@@ -1139,9 +1155,9 @@ class PrivateKNN(AlgoBase):
         if compiled:   # no padding: by similarity row (cache reuse), about equal cells
             order = np.argsort(rows, kind="stable")
             cells = np.cumsum(lengths[order])
-            bounds = np.searchsorted(cells, np.arange(1, -(-int(cells[-1]) // _KERNEL_CELLS))
-                                     * _KERNEL_CELLS)
-            blocks = np.split(order, bounds)
+            n_blocks = max(-(-int(cells[-1]) // _KERNEL_CELLS), 4 * thread_count())
+            blocks = np.split(order, np.searchsorted(
+                cells, np.arange(1, n_blocks) * (int(cells[-1]) / n_blocks)))
         else:
             order = np.argsort(lengths, kind="stable")
             blocks = list(_length_blocks(order, lengths[order]))
@@ -1190,17 +1206,30 @@ class PrivateKNN(AlgoBase):
         return _Batch(est, actual_k, row, [chosen], chosen.columns)
 
     def _user_neighbours(self, users: np.ndarray) -> _Chosen:
-        """Each user's neighbour set (user ids in ``columns``, ``-1`` for none)."""
-        cells = _BLOCK_CELLS if self._sim is not None else ROW_BLOCK_CELLS
-        parts = self._map(PrivateKNN._choose, [users[block] for block in
-                                               _blocks(np.arange(len(users)),
-                                                       self._ratings.n_users, cells)])
-        chosen = _Chosen.concatenate(parts)
+        """Each user's neighbour set (user ids in ``columns``, ``-1`` for none).
+
+        A set is chosen once per fit, from the user's similarity row, and kept
+        (``n · k`` numbers, never the rows): its noise is keyed by the user, so
+        choosing it again would give the same set; later calls read it back.
+        """
+        new = np.unique(users[~self._has_neighbour_set[users]])
+        if len(new):
+            cells = _BLOCK_CELLS if self._sim is not None else ROW_BLOCK_CELLS
+            found = _Chosen.concatenate(self._map(
+                PrivateKNN._choose, [new[block] for block in _blocks(
+                    np.arange(len(new)), self._ratings.n_users, cells)]))
+            if self._neighbour_sets is None:
+                self._neighbour_sets = _Chosen(*(
+                    np.zeros((self._ratings.n_users,) + getattr(found, f.name).shape[1:],
+                             getattr(found, f.name).dtype) for f in fields(_Chosen)))
+            for f in fields(_Chosen):
+                getattr(self._neighbour_sets, f.name)[new] = getattr(found, f.name)
+            self._has_neighbour_set[new] = True
+        chosen = self._neighbour_sets.take(users)
         # keyed by u; in the item neighbourhood (get_neighbors) apart from the (u, i) keys
         self._charge(users if self.neighbourhood_ == "user" else -1 - users, users, None,
                      chosen.columns)
-        for part in parts:
-            self._selections.add(part)
+        self._selections.add(chosen)
         return chosen
 
     def _choose(self, rows: np.ndarray) -> _Chosen:

@@ -87,6 +87,53 @@ def test_co_rated_sums_equal_the_sparse_products(integer):
     np.testing.assert_array_equal(partial[3], sums[3])
 
 
+def test_upper_sums_are_the_upper_triangle():
+    """``upper=True`` adds only the pairs ``v >= u`` (each column's raters are sorted
+    once by rating_triples, whatever the input's order)."""
+    ratings = sp.random(40, 30, density=0.2, format="csr", random_state=4)
+    ratings.data = np.ceil(ratings.data * 5)
+    reversed_ = np.concatenate([np.arange(stop - 1, start - 1, -1) for start, stop
+                                in zip(ratings.indptr[:-1], ratings.indptr[1:])])
+    shuffled = sp.csr_matrix((ratings.data[reversed_], ratings.indices[reversed_],
+                              ratings.indptr), shape=(40, 30))   # columns unsorted in rows
+    assert not shuffled.has_sorted_indices
+    rows = np.arange(40)
+    full, upper = (tuple(np.zeros((40, 40)) for _ in range(6)) for _ in range(2))
+    _kernels.add_co_rated_sums(rows, *_kernels.rating_triples(shuffled), full)
+    _kernels.add_co_rated_sums(rows, *_kernels.rating_triples(shuffled), upper, upper=True)
+    for a, b in zip(full, upper):
+        np.testing.assert_array_equal(np.triu(a), b)
+
+
+@pytest.mark.parametrize("integer", [True, False])
+@pytest.mark.parametrize("with_sums", [True, False])
+def test_whole_matrix_sums_equal_on_both_paths(integer, with_sums):
+    """exact.co_rated_sums, compiled (upper triangle, then mirrored) and by dense
+    products: the same sums, bit for bit with integer ratings, in the same dtypes."""
+    from dprec.similarity import exact
+
+    ratings = sp.random(80, 60, density=0.12, format="csr", random_state=8)
+    ratings.data = np.ceil(ratings.data * 5) if integer else ratings.data * 5
+    ratings.data[::11] = 0.0
+    results = []
+    for compiled in (True, False):
+        previous = _kernels.set_enabled(compiled)
+        try:
+            results.append(exact.co_rated_sums(ratings, with_sums=with_sums))
+        finally:
+            _kernels.set_enabled(previous)
+    for a, b in zip(*results):
+        if a is None:
+            assert b is None
+            continue
+        assert a.dtype == b.dtype
+        if integer:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-6 if a.dtype == np.float32 else 1e-12,
+                                       atol=1e-9)
+
+
 def test_co_rated_sums_reject_mismatched_outputs():
     ratings = sp.random(10, 8, density=0.3, format="csr", random_state=0)
     triples = _kernels.rating_triples(ratings)

@@ -375,6 +375,40 @@ SKETCH_OPTIONS = [
 ]
 
 
+@pytest.mark.parametrize("neighbourhood", ["item", "user"])
+@pytest.mark.parametrize("options", [*SKETCH_OPTIONS, {"name": "minhash", "width": 64, "B": 4}],
+                         ids=lambda o: o["name"])
+def test_blocked_sketch_storage_gives_the_same_model(split, options, neighbourhood):
+    """With storage='blocked' a sketch backend's rows are estimated from the users' one
+    release, never the n × n matrix: the dense model's similarities (the same bits for
+    the code sketches, float64 rounding for the projections), predictions, neighbours
+    and privacy report (one release per user, charged once)."""
+    trainset, testset = split
+    fitted = []
+    for storage in ("dense", "blocked"):
+        algo = PrivateKNN(k=10, sim_options=options, selector="ppns", epsilon=1.0,
+                          neighbourhood=neighbourhood, random_state=3, storage=storage,
+                          verbose=False).fit(trainset)
+        assert algo.storage_ == storage
+        predictions = algo.test(testset)
+        algo.test(testset[:50])                           # asked again: nothing new
+        fitted.append((algo.compute_similarities(), [p.est for p in predictions],
+                       str(algo.privacy_report()),
+                       algo.privacy_report().applications(0).tolist()))
+    (dense_sim, dense_est, dense_report, dense_uses), blocked = fitted
+    exact = options["name"] in ("minhash", "rr_minhash")
+    if exact:
+        np.testing.assert_array_equal(dense_sim, blocked[0])
+        assert dense_est == blocked[1]
+    else:
+        np.testing.assert_allclose(dense_sim, blocked[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(dense_est, blocked[1], rtol=0, atol=1e-9)
+    assert dense_report == blocked[2]
+    assert dense_uses == blocked[3]
+    if options["name"] != "minhash":                # entry 0: the sketch, released once
+        assert dense_uses == [1] * trainset.n_users
+
+
 @pytest.mark.parametrize("options", SKETCH_OPTIONS, ids=lambda o: o["name"])
 def test_private_sketch_backends_in_privateknn(split, options):
     trainset, testset = split
@@ -857,8 +891,9 @@ def test_blocked_storage_gives_the_same_model(split, sim, selector, neighbourhoo
 
 def test_storage_auto_switches_on_the_matrix_size(split, monkeypatch):
     """``storage="auto"`` keeps the matrix while it is small and computes rows past
-    :data:`DENSE_SIMILARITY_BYTES`, for the sum similarities only; ``sim`` then says why
-    it is missing and ``compute_similarities`` builds it whole."""
+    :data:`DENSE_SIMILARITY_BYTES`, for the sum similarities and the sketches (not
+    pearson_baseline); ``sim`` then says why it is missing and ``compute_similarities``
+    builds it whole (a sketch's from its one release)."""
     from dprec import knn
 
     trainset, _ = split
@@ -875,7 +910,11 @@ def test_storage_auto_switches_on_the_matrix_size(split, monkeypatch):
     assert baseline.fit(trainset).storage_ == "dense"           # no rows form: stays dense
     sketch = PrivateKNN(k=5, sim_options={"name": "minhash", "width": 8}, random_state=0,
                         verbose=False)
+    assert sketch.fit(trainset).storage_ == "blocked"
+    sketched = sketch.compute_similarities()
+    monkeypatch.setattr(knn, "DENSE_SIMILARITY_BYTES", 8 * n * n)
     assert sketch.fit(trainset).storage_ == "dense"
+    np.testing.assert_array_equal(sketch.sim, sketched)
     with pytest.raises(AttributeError, match="not fitted"):
         _ = PrivateKNN().sim
 
@@ -885,5 +924,33 @@ def test_storage_is_validated():
     raises_naming(lambda: PrivateKNN(storage=3).check_params(), "storage")
     raises_naming(lambda: PrivateKNN(sim_options={"name": "pearson_baseline"},
                                      storage="blocked").check_params(), "storage")
-    raises_naming(lambda: PrivateKNN(sim_options={"name": "rr_minhash", "epsilon": 1.0},
-                                     storage="blocked").check_params(), "storage")
+    PrivateKNN(sim_options={"name": "rr_minhash", "epsilon": 1.0},
+               storage="blocked").check_params()              # the sketches have rows too
+
+
+@pytest.mark.parametrize("storage", ["dense", "blocked"])
+def test_user_neighbour_sets_are_chosen_once_per_fit(split, monkeypatch, storage):
+    """In the user neighbourhood each user's set is chosen once from their row and kept
+    (n · k numbers): later test calls and kneighbors read it back, the same sets, and a
+    new fit chooses afresh."""
+    trainset, testset = split
+    algo = PrivateKNN(k=5, selector="ppns", epsilon=1.0, neighbourhood="user",
+                      storage=storage, random_state=2, verbose=False).fit(trainset)
+    chosen_rows = []
+    choose = PrivateKNN._choose
+    monkeypatch.setattr(PrivateKNN, "_choose",
+                        lambda self, rows: chosen_rows.append(len(rows)) or choose(self, rows))
+    first = [p.est for p in algo.test(testset)]
+    raw_users = {trainset.to_raw_uid(u) for u in trainset.all_users()}
+    asked = len({u for u, _, _ in testset if u in raw_users})
+    assert sum(chosen_rows) == asked
+    assert [p.est for p in algo.test(testset)] == first
+    columns, _ = algo.kneighbors(users=np.arange(trainset.n_users))
+    assert sum(chosen_rows) == trainset.n_users          # only the users not asked before
+    again, _ = algo.kneighbors(users=np.arange(trainset.n_users))
+    np.testing.assert_array_equal(columns, again)
+    assert sum(chosen_rows) == trainset.n_users
+    algo.fit(trainset)
+    np.testing.assert_array_equal(algo.kneighbors(users=np.arange(trainset.n_users))[0],
+                                  columns)               # same seed: the same sets, chosen anew
+    assert sum(chosen_rows) == 2 * trainset.n_users

@@ -153,15 +153,19 @@ def test_dask_backend_agrees_with_n_jobs_1(data):
 @pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                     reason="dask[distributed] is not installed")
 def test_blocked_similarities_on_a_local_cluster_equal_the_local_run(data):
-    """``backend="dask"``: the similarity rows are computed and reduced on the workers
-    (RS, item-neighbourhood answers, user-neighbourhood sets); the predictions, details,
-    neighbours, RS and privacy report equal the local blocked and dense runs."""
+    """``backend="dask"``: the similarity rows are computed (or estimated from the one
+    sketch release) and reduced on the workers (RS, item-neighbourhood answers,
+    user-neighbourhood sets); the predictions, details, neighbours, RS and privacy report
+    equal the local blocked and dense runs."""
     trainset, testset = train_test_split(data, test_size=0.25, random_state=0)
     configurations = [
         {"selector": "ppns", "epsilon": 1.0},                                  # RS, item
         {"selector": "topk", "neighbourhood": "user"},
         {"selector": "pncf", "epsilon": 2.0, "neighbourhood": "user",
          "sim_options": {"name": "pearson", "user_based": False}},
+        {"selector": "ppns", "epsilon": 1.0,                                   # a sketch
+         "sim_options": {"name": "rr_minhash", "width": 32, "B": 4, "epsilon": 4.0,
+                         "delta": 1e-4, "tau": 3}},
     ]
 
     def run(config, **storage):
@@ -197,10 +201,10 @@ def test_dask_backend_needs_a_client_and_blocked_similarities(data):
     if importlib.util.find_spec("distributed") is not None:
         with pytest.raises(ValueError, match="backend='dask'.*there is none"):
             algo.test([(trainset.to_raw_uid(0), trainset.to_raw_iid(0), 3.0)])
-    for bad in ({"storage": "dense"}, {"sim_options": {"name": "pearson_baseline"}},
-                {"sim_options": {"name": "minhash"}}):
+    for bad in ({"storage": "dense"}, {"sim_options": {"name": "pearson_baseline"}}):
         with pytest.raises(ValueError, match="backend"):
             PrivateKNN(backend="dask", **bad).check_params()
+    PrivateKNN(backend="dask", sim_options={"name": "minhash"}).check_params()  # has rows
     with pytest.raises(ValueError, match="backend"):
         PrivateKNN(backend="spark").check_params()
 

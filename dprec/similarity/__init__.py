@@ -39,7 +39,7 @@ from .exact import (
     recommendation_aware_sensitivity,
 )
 from .minhash import MinHash, NoisyMinHash, RRMinHash, difference_bound
-from .rows import SimilarityRows
+from .rows import SimilarityRows, SketchRows
 from .sjlt import GaussianJL, PrivateSJLT
 from .sketches import Sketch, SketchBackend, SketchRelease
 
@@ -47,6 +47,8 @@ from .sketches import Sketch, SketchBackend, SketchRelease
 SKETCH_BACKENDS: Mapping[str, type[SketchBackend]] = MappingProxyType(
     {backend.name: backend for backend in (MinHash, RRMinHash, NoisyMinHash, PrivateSJLT,
                                            GaussianJL)})
+#: what ``storage="blocked"`` serves: rows from co-rated sums, or from one sketch release
+BLOCKED_SIMILARITIES = (*SUM_SIMILARITIES, *SKETCH_BACKENDS)
 
 _EXACT_KEYS = {"name", "user_based", "min_support"}
 _SHRINKAGE_KEYS = _EXACT_KEYS | {"shrinkage"}
@@ -199,31 +201,45 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
 
 
 def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: bool = False,
-                    backend: str = "threads") -> tuple[SimilarityRows, np.ndarray | None]:
-    """:func:`similarity_matrix` for the sum similarities (cosine, msd, pearson) without
-    the matrix: its rows on demand (:class:`~dprec.similarity.rows.SimilarityRows`) and,
-    with ``with_sensitivity``, every row's ``RS``, computed by blocks of rows on every
-    core (``backend="threads"``) or as tasks on the ``dask.distributed`` client in
-    scope (``"dask"``).  The same numbers as :func:`similarity_matrix` in ``O(block)``
-    memory."""
+                    backend: str = "threads", rating_scale: tuple[float, float] = (1.0, 5.0),
+                    random_state: RandomStateLike = None,
+                    ) -> tuple[SimilarityRows | SketchRows, np.ndarray | None,
+                               SketchRelease | None]:
+    """:func:`similarity_matrix` without the matrix: ``(rows, sensitivity, release)``, its
+    rows on demand.
+
+    For the sum similarities (cosine, msd, pearson)
+    :class:`~dprec.similarity.rows.SimilarityRows` and, with ``with_sensitivity``,
+    every row's ``RS``, computed by blocks of rows on every core
+    (``backend="threads"``) or as tasks on the ``dask.distributed`` client in scope
+    (``"dask"``): the same numbers as :func:`similarity_matrix`.  For a sketch
+    backend the users' one release and :class:`~dprec.similarity.rows.SketchRows`
+    estimating rows from it (the sensitivity is the score range, as for the
+    matrix).  Memory ``O(block)`` (plus the ``n × width`` sketches).
+    """
     name = options["name"]
-    if name not in SUM_SIMILARITIES:
-        raise ValueError(f"blocked similarities are for {SUM_SIMILARITIES}, got {name!r}")
+    if name not in BLOCKED_SIMILARITIES:
+        raise ValueError(f"blocked similarities are for {BLOCKED_SIMILARITIES}, got {name!r}")
+    if name in SKETCH_BACKENDS:
+        sketcher = sketch_backend(with_public_bounds(options, rating_scale), random_state)
+        rows = SketchRows(sketcher, sketcher.release(ratings.matrix, ratings.item_keys))
+        sensitivity = np.full(ratings.n_users, float(sketcher.score_range))
+        return rows, (sensitivity if with_sensitivity else None), sketcher.release_
     rows = SimilarityRows(name, ratings.matrix, options["min_support"])
     if not with_sensitivity:
-        return rows, None
+        return rows, None, None
     n = rows.n_rows
     size = rows.block_size() if backend == "dask" else min(rows.block_size(),
                                                             -(-n // thread_count()))
     blocks = [np.arange(start, min(start + size, n)) for start in range(0, n, size)]
     parts = (map_on_dask(SimilarityRows.sensitivity, rows, blocks) if backend == "dask"
              else map_blocks(rows.sensitivity, blocks))
-    return rows, np.concatenate(parts)
+    return rows, np.concatenate(parts), None
 
 
-__all__ = ["EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL", "MinHash", "NoisyMinHash",
-           "PrivateSJLT", "RRMinHash", "SimilarityRows", "Sketch", "SketchBackend",
-           "SketchRelease",
+__all__ = ["BLOCKED_SIMILARITIES", "EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL",
+           "MinHash", "NoisyMinHash", "PrivateSJLT", "RRMinHash", "SimilarityRows", "Sketch",
+           "SketchBackend", "SketchRelease", "SketchRows",
            "backend_options", "change_bound", "check_sim_options", "difference_bound",
            "exact_similarity", "recommendation_aware_sensitivity", "similarity_matrix",
            "similarity_rows", "sketch_backend", "with_public_bounds"]

@@ -102,22 +102,35 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
 def _co_rated_sums_by_pairs(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,
                             with_sums: bool) -> tuple[np.ndarray, ...]:
     """:func:`co_rated_sums` by the compiled pair loop
-    (:func:`dprec._kernels.add_co_rated_sums`), row blocks in threads: work
-    ``Σ_i |U_i|²`` (the pairs sharing a column) instead of dense products."""
+    (:func:`dprec._kernels.add_co_rated_sums`): the upper triangle ``v >= u``, with
+    the mirrored sums ``Σ r_vi²`` (and ``Σ r_vi``) there, by row blocks in threads,
+    then the lower triangle copied from them (``Σ_{I_uv} r_ui² = Σ_{I_vu} r_vi²``).
+    Work ``Σ_i |U_i|² / 2`` (the pairs sharing a column) instead of dense products."""
     n = ratings.shape[0]
     by_row, by_column = kernels.rating_triples(
         sp.csr_matrix((data, ratings.indices, ratings.indptr), shape=ratings.shape))
     freq = np.zeros((n, n), dtype=counts_dtype)
-    sq_i, prods = np.zeros((n, n), dtype=dtype), np.zeros((n, n), dtype=dtype)
-    s_i = np.zeros((n, n), dtype=dtype) if with_sums else None
+    sq_i, sq_j, prods = (np.zeros((n, n), dtype=dtype) for _ in range(3))
+    s_i, s_j = ((np.zeros((n, n), dtype=dtype), np.zeros((n, n), dtype=dtype)) if with_sums
+                else (None, None))
+    sums = (freq, sq_i, sq_j, prods, s_i, s_j)
+    step = max(1, _BLOCK_CELLS // max(n, 1))
+    blocks = [slice(start, min(start + step, n)) for start in range(0, n, step)]
 
     def fill(rows: slice) -> None:
         kernels.add_co_rated_sums(np.arange(rows.start, rows.stop), by_row, by_column,
-                                  (freq[rows], sq_i[rows], None, prods[rows],
-                                   None if s_i is None else s_i[rows], None))
+                                  tuple(None if m is None else m[rows] for m in sums),
+                                  upper=True)
 
-    step = max(1, _BLOCK_CELLS // max(n, 1))
-    map_blocks(fill, [slice(start, min(start + step, n)) for start in range(0, n, step)])
+    def mirror(rows: slice) -> None:
+        a, b = rows.start, rows.stop
+        for target, source in ((freq, freq), (sq_i, sq_j), (prods, prods), (s_i, s_j)):
+            if target is not None:   # (u, v < u) from (v, u), which no block writes
+                target[a:b, :a] = source[:a, a:b].T
+                target[a:b, a:b] += np.tril(source[a:b, a:b].T, -1)
+
+    map_blocks(fill, blocks)
+    map_blocks(mirror, blocks)
     return freq, sq_i, prods, s_i
 
 

@@ -152,3 +152,44 @@ class SimilarityRows:
         sim, sums, mirrored = self.with_sums(rows)
         return sensitivity_of_rows(self.name, self.ratings, rows, sim, sums, mirrored,
                                    self.min_support, floor)
+
+
+class SketchRows:
+    """Rows of a sketch backend's similarity matrix, estimated on demand from one release.
+
+    The users' privatised sketches (``n × width``, released once at fit and
+    charged then) are kept; the rows ``rows`` are
+    ``backend.estimate(sketches[rows], sketches)`` with the diagonal 1, what
+    :meth:`~dprec.similarity.sketches.SketchBackend.similarity_matrix` gives
+    for those rows: the same numbers for the code sketches (MinHash,
+    RRMinHash: match counts are integers), equal to float64 rounding for the
+    real-valued ones (the whole matrix's products are symmetric rank-k
+    updates, a block's general products).  Estimating more rows releases
+    nothing new: they are post-processing of the one release.
+
+    Parameters
+    ----------
+    backend : SketchBackend
+        The backend that made ``sketches``.
+    sketches : Sketch
+        Every row's released sketch.
+    """
+
+    def __init__(self, backend, sketches) -> None:
+        self.backend, self.sketches = backend, sketches
+
+    @property
+    def n_rows(self) -> int:
+        """The number of rows (and columns) of the whole similarity matrix."""
+        return len(self.sketches)
+
+    def block_size(self, cells: int = ROW_BLOCK_CELLS) -> int:
+        """How many rows make a block of about ``cells`` cells (at least 1)."""
+        return max(1, cells // max(self.n_rows, 1))
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        """The similarity rows ``rows``: ``(len(rows), n_rows)`` float64 (diagonal 1)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        sim = self.backend.estimate(self.sketches[rows], self.sketches)
+        sim[np.arange(len(rows)), rows] = 1.0
+        return sim

@@ -109,6 +109,12 @@ class Sketch:
     def __len__(self) -> int:
         return int(self.values.shape[0])
 
+    def __reduce__(self):
+        """Pickled as its arrays and a plain dict of ``params`` (a mapping proxy is not
+        picklable): sketches travel to Dask workers with a blocked model."""
+        return (Sketch, (np.array(self.values), np.array(self.valid), self.backend,
+                         dict(self.params)))
+
     def __getitem__(self, rows) -> Sketch:
         """The sketches of ``rows`` (an index array, slice or boolean mask)."""
         values = self.values[rows]
@@ -265,12 +271,19 @@ class SketchBackend(abc.ABC):
         numpy.ndarray of shape (n_users, n_users), float64.  What was
         released is kept in ``release_`` (a :class:`SketchRelease`).
         """
+        sims = self.estimate(self.release(ratings, columns))
+        np.fill_diagonal(sims, 1.0)
+        return sims
+
+    def release(self, ratings, columns=None) -> Sketch:
+        """Every user's privatised sketch of their rating row (as
+        :meth:`similarity_matrix` makes them), recorded in ``release_``: what a
+        model keeps to estimate its similarity rows on demand
+        (:class:`~dprec.similarity.rows.SketchRows`)."""
         sketches = self.sketch(self.similarity_input(as_csr(ratings, "ratings")),
                                columns=columns)
         self.release_ = SketchRelease(self.privacy(), np.asarray(sketches.valid).copy())
-        sims = self.estimate(sketches)
-        np.fill_diagonal(sims, 1.0)
-        return sims
+        return sketches
 
     @classmethod
     def from_options(cls, options: Mapping, random_state: RandomStateLike = None):
