@@ -187,7 +187,12 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
     only when every partial sum is an integer below 2^24 (the caller checks,
     as for BLAS products).
     """
+    rows = np.asarray(rows, dtype=np.int64)
     shape = (len(rows), len(by_row[0]) - 1)
+    if len(rows) and (rows.min() < 0 or rows.max() >= shape[1]):
+        raise ValueError(f"rows must be ids in [0, {shape[1]})")
+    if sums[1] is None or sums[3] is None:
+        raise ValueError("sq_i and prods are always computed: give arrays for them")
     if any(m is not None and (m.shape != shape or not m.flags.c_contiguous
                               or (j and m.dtype != sums[1].dtype))
            for j, m in enumerate(sums)):
@@ -195,7 +200,7 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
                          "dtype")
     empty = np.zeros((0, 0), dtype=sums[1].dtype)
     freq = np.zeros((0, 0), dtype=np.float32) if sums[0] is None else sums[0]
-    _co_rated_rows(np.asarray(rows, dtype=np.int64), upper, *by_row, *by_column, freq,
+    _co_rated_rows(rows, upper, *by_row, *by_column, freq,
                    *(empty if m is None else m for m in sums[1:]))
 
 
@@ -204,13 +209,18 @@ def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
                prefix: int) -> tuple[np.ndarray, np.ndarray]:
     """``(order, values)``, both ``(len(starts), prefix)``: the ``prefix`` most similar
     candidates of each query, as positions among its candidates (``-1`` past its
-    last) and their similarities (``-inf`` there); see the module docstring."""
+    last) and their similarities (``-inf`` there); see the module docstring.
+
+    The query rows and candidate ranges are checked; the candidates themselves
+    must be column ids of ``sim`` and its values finite (not checked: an
+    ``O(nnz)`` pass per call; dprec's callers pass the trainset's raters).
+    """
     n = len(starts)
     order = np.empty((n, prefix), dtype=np.int64)
     values = np.empty((n, prefix), dtype=np.float64)
     if n and prefix:
-        if (np.max(sim_rows) >= len(sim) or np.min(sim_rows) < 0
-                or np.max(starts + lengths) > len(candidates)):
+        if (np.max(sim_rows) >= len(sim) or np.min(sim_rows) < 0 or np.min(starts) < 0
+                or np.min(lengths) < 0 or np.max(starts + lengths) > len(candidates)):
             raise ValueError("stable_top: query rows or candidate ranges out of bounds")
         _stable_top(sim, np.asarray(sim_rows, dtype=np.int64),
                     np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64),

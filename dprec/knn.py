@@ -1212,20 +1212,23 @@ class PrivateKNN(AlgoBase):
         (``n · k`` numbers, never the rows): its noise is keyed by the user, so
         choosing it again would give the same set; later calls read it back.
         """
-        new = np.unique(users[~self._has_neighbour_set[users]])
-        if len(new):
-            cells = _BLOCK_CELLS if self._sim is not None else ROW_BLOCK_CELLS
-            found = _Chosen.concatenate(self._map(
-                PrivateKNN._choose, [new[block] for block in _blocks(
-                    np.arange(len(new)), self._ratings.n_users, cells)]))
-            if self._neighbour_sets is None:
-                self._neighbour_sets = _Chosen(*(
-                    np.zeros((self._ratings.n_users,) + getattr(found, f.name).shape[1:],
-                             getattr(found, f.name).dtype) for f in fields(_Chosen)))
-            for f in fields(_Chosen):
-                getattr(self._neighbour_sets, f.name)[new] = getattr(found, f.name)
-            self._has_neighbour_set[new] = True
-        chosen = self._neighbour_sets.take(users)
+        if not len(users):
+            return _Batch.empty(self.k).chosen
+        with self._accountant.lock:   # one caller fills the kept sets at a time
+            new = np.unique(users[~self._has_neighbour_set[users]])
+            if len(new):
+                cells = _BLOCK_CELLS if self._sim is not None else ROW_BLOCK_CELLS
+                found = _Chosen.concatenate(self._map(
+                    PrivateKNN._choose, [new[block] for block in _blocks(
+                        np.arange(len(new)), self._ratings.n_users, cells)]))
+                if self._neighbour_sets is None:
+                    self._neighbour_sets = _Chosen(*(
+                        np.zeros((self._ratings.n_users,) + getattr(found, f.name).shape[1:],
+                                 getattr(found, f.name).dtype) for f in fields(_Chosen)))
+                for f in fields(_Chosen):
+                    getattr(self._neighbour_sets, f.name)[new] = getattr(found, f.name)
+                self._has_neighbour_set[new] = True
+            chosen = self._neighbour_sets.take(users)
         # keyed by u; in the item neighbourhood (get_neighbors) apart from the (u, i) keys
         self._charge(users if self.neighbourhood_ == "user" else -1 - users, users, None,
                      chosen.columns)

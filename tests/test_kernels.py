@@ -138,6 +138,12 @@ def test_co_rated_sums_reject_mismatched_outputs():
     ratings = sp.random(10, 8, density=0.3, format="csr", random_state=0)
     triples = _kernels.rating_triples(ratings)
     good = np.zeros((2, 10))
+    for rows in (np.array([0, 10]), np.array([-1, 2])):          # no id outside [0, n)
+        with pytest.raises(ValueError, match="rows"):
+            _kernels.add_co_rated_sums(rows, *triples, (None, good, None, good, None, None))
+    with pytest.raises(ValueError, match="always computed"):
+        _kernels.add_co_rated_sums(np.array([0, 1]), *triples,
+                                   (None, good, None, None, None, None))
     for bad in (np.zeros((2, 9)), np.zeros((2, 10), dtype=np.float32),
                 np.zeros((10, 2)).T):
         with pytest.raises(ValueError, match="C-contiguous"):

@@ -954,3 +954,26 @@ def test_user_neighbour_sets_are_chosen_once_per_fit(split, monkeypatch, storage
     np.testing.assert_array_equal(algo.kneighbors(users=np.arange(trainset.n_users))[0],
                                   columns)               # same seed: the same sets, chosen anew
     assert sum(chosen_rows) == 2 * trainset.n_users
+
+
+def test_user_neighbour_sets_kept_safely_across_threads(split):
+    """The kept sets are filled under the model's lock: concurrent kneighbors calls, and
+    an empty one right after fit, give what one call in turn gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    trainset, _ = split
+    n = trainset.n_users
+
+    def model():
+        return PrivateKNN(k=5, selector="ppns", epsilon=1.0, neighbourhood="user",
+                          random_state=5, verbose=False).fit(trainset)
+
+    columns, weights = model().kneighbors(users=np.arange(n))
+    algo = model()
+    assert algo.kneighbors(users=np.array([], dtype=int))[0].shape == (0, 5)
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda part: algo.kneighbors(users=part),
+                                np.array_split(np.arange(n), 8)))
+    np.testing.assert_array_equal(np.concatenate([a[0] for a in answers]), columns)
+    np.testing.assert_array_equal(np.concatenate([a[1] for a in answers]), weights)
+
