@@ -14,6 +14,7 @@ from pathlib import Path
 
 from surprise import KNNBasic
 
+from . import _kernels as kernels
 from . import datasets
 from ._plotting import subplots
 from .evaluation import cross_validate_table, dask_client, grid_table, parallel_backend, summarise
@@ -90,6 +91,10 @@ def run_demo(args: argparse.Namespace) -> int:
                                              path=args.data_path)
     print(f"dprec demo: {args.folds}-fold cross-validation on {label}, k={args.k}", flush=True)
     algorithms = demo_algorithms(args.k, args.seed)
+    loaded = kernels.warm_up()
+    if loaded:
+        print(f"compiled kernels loaded in {loaded:.1f} s (once per process; not in the "
+              "timings below)", flush=True)
     table = cross_validate_table(algorithms, data, n_folds=args.folds,
                                  random_state=args.seed, n_jobs=args.n_jobs, progress=True)
     table.insert(0, "dataset", label)

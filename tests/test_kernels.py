@@ -192,3 +192,12 @@ def test_the_kernels_can_be_turned_off():
         assert _kernels.enabled()
     finally:
         _kernels.set_enabled(previous)
+
+
+def test_warm_up_loads_the_kernels_once_and_is_nothing_when_off():
+    assert _kernels.warm_up() > 0.0
+    previous = _kernels.set_enabled(False)
+    try:
+        assert _kernels.warm_up() == 0.0
+    finally:
+        _kernels.set_enabled(previous)
