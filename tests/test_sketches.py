@@ -867,3 +867,36 @@ def test_minhash_sketches_of_empty_sets(name):
         sketch = backend.sketch(X)
     assert not sketch.valid.any()
     np.testing.assert_array_equal(backend.estimate(sketch), np.eye(3))
+
+
+@pytest.mark.parametrize("options", [
+    {"name": "minhash", "width": 32, "B": 4},
+    {"name": "rr_minhash", "width": 32, "B": 4, "epsilon": 4.0, "delta": 1e-4, "tau": 2},
+    {"name": "noisy_minhash", "width": 32, "B": 4, "epsilon": 4.0, "delta": 1e-4, "tau": 2},
+    {"name": "sjlt", "width": 32, "s": 4, "epsilon": 2.0, "rating_bound": 5.0},
+    {"name": "gaussian_jl", "width": 32, "epsilon": 2.0, "delta": 1e-5, "rating_bound": 5.0},
+], ids=lambda o: o["name"])
+def test_estimate_rows_is_the_rows_of_estimate(options):
+    """``estimate_rows(S, rows)`` equals ``estimate(S[rows], S)`` bit for bit, in any
+    block of rows and again after the sketches change (the one-hot encoding MinHash
+    prepares is that of the sketches asked)."""
+    backend = sketch_backend(options, random_state=0)
+    for seed in (1, 2):                       # one backend, two different releases
+        ratings = sp.random(60, 80, density=0.2, format="csr", random_state=seed)
+        ratings.data = np.ceil(ratings.data * 5)
+        S = backend.release(ratings)
+        for rows in (np.arange(60), np.array([7, 3, 59, 3]), np.array([], dtype=int)):
+            np.testing.assert_array_equal(backend.estimate_rows(S, rows),
+                                          backend.estimate(S[rows], S))
+
+
+def test_minhash_pickles_without_its_prepared_encoding():
+    import pickle
+
+    ratings = sp.random(30, 40, density=0.3, format="csr", random_state=0)
+    backend = sketch_backend({"name": "minhash", "width": 16, "B": 4}, random_state=0)
+    S = backend.release(ratings)
+    expected = backend.estimate_rows(S, np.arange(5))
+    copy = pickle.loads(pickle.dumps(backend))
+    assert not hasattr(copy, "_one_hot_of") and hasattr(backend, "_one_hot_of")
+    np.testing.assert_array_equal(copy.estimate_rows(S, np.arange(5)), expected)

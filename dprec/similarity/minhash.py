@@ -437,6 +437,26 @@ class _MinHashFamily(SketchBackend):
         sims = _jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
         return _finish_paired(sims, S, T, 0.0, 1.0, clip)
 
+    def __getstate__(self) -> dict:
+        """Pickled without the prepared one-hot encoding (rebuilt where it is used)."""
+        state = self.__dict__.copy()
+        state.pop("_one_hot_of", None)
+        return state
+
+    def estimate_rows(self, S: Sketch, rows: np.ndarray) -> np.ndarray:
+        """``estimate(S[rows], S)``, the same numbers, with the one-hot encoding of ``S``
+        (``n × KB``) built once for the last ``S`` asked, not once per block."""
+        S, _ = pair_operands(S, None, self.name, self.width)
+        prepared = getattr(self, "_one_hot_of", None)
+        if prepared is None or prepared[0] is not S:
+            prepared = self._one_hot_of = (S, _one_hot(S.values, self.B))
+        block = S[rows]
+        product = _one_hot(block.values, self.B) @ prepared[1].T
+        matches = np.asarray(product.toarray() if sp.issparse(product) else product,
+                             dtype=np.float64)
+        sims = _jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
+        return finish_estimate(sims, block.valid, S.valid, False, 0.0, 1.0, True)
+
     def _check_buckets(self, buckets) -> tuple[np.ndarray, np.ndarray]:
         codes = np.asarray(buckets)
         if codes.dtype.kind not in "iu" or codes.ndim != 2 or codes.shape[1] != self.width:
@@ -730,6 +750,9 @@ class NoisyMinHash(_PrivateMinHash):
                                               uniforms.reshape(-1, self.width, 3))
         return Sketch(out, valid, self.name, {"scale": scale, "tau": self._tau(),
                                               "hash_seed": self._hash_seed_used()})
+
+    #: distances, not match counts: no one-hot encoding to prepare
+    estimate_rows = SketchBackend.estimate_rows
 
     def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
         """``Ĵ = 1 - 6(D/K - 4s²)/(B² - 1)`` for all pairs; clipped to [0, 1] if ``clip``."""

@@ -159,7 +159,8 @@ class SketchRows:
 
     The users' privatised sketches (``n × width``, released once at fit and
     charged then) are kept; the rows ``rows`` are
-    ``backend.estimate(sketches[rows], sketches)`` with the diagonal 1, what
+    ``backend.estimate_rows(sketches, rows)`` (``estimate(sketches[rows],
+    sketches)``) with the diagonal 1, what
     :meth:`~dprec.similarity.sketches.SketchBackend.similarity_matrix` gives
     for those rows: the same numbers for the code sketches (MinHash,
     RRMinHash: match counts are integers), equal to float64 rounding for the
@@ -190,6 +191,6 @@ class SketchRows:
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """The similarity rows ``rows``: ``(len(rows), n_rows)`` float64 (diagonal 1)."""
         rows = np.asarray(rows, dtype=np.int64)
-        sim = self.backend.estimate(self.sketches[rows], self.sketches)
+        sim = self.backend.estimate_rows(self.sketches, rows)
         sim[np.arange(len(rows)), rows] = 1.0
         return sim

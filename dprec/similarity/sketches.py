@@ -193,6 +193,13 @@ class SketchBackend(abc.ABC):
     def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
         """The matrix of estimated similarities between the rows of ``S`` (and ``other``)."""
 
+    def estimate_rows(self, S: Sketch, rows: np.ndarray) -> np.ndarray:
+        """``estimate(S[rows], S)``: the rows ``rows`` of the similarity matrix of ``S``
+        (without its diagonal of 1), for a model that keeps ``S`` and asks for a block
+        of rows at a time (:class:`~dprec.similarity.rows.SketchRows`).  A backend may
+        prepare what depends on ``S`` alone once and reuse it across blocks."""
+        return self.estimate(S[rows], S)
+
     @abc.abstractmethod
     def privacy(self) -> LedgerEntry:
         """The guarantee of one release of a user's sketch (component ``"similarity"``)."""
