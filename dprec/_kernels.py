@@ -16,9 +16,9 @@ the same numbers):
 - :func:`stable_top`: per query, the ``prefix`` most similar of its
   candidates (the raters of its item), in the order of
   :func:`dprec._arrays.stable_descending_order` (descending similarity,
-  ties in candidate order: Surprise's ``heapq.nlargest``), by insertion
-  into a sorted buffer: the candidates' similarities are read once and never
-  stored.
+  ties in candidate order: Surprise's ``heapq.nlargest``), through a
+  min-heap of the ``prefix`` best so far: the candidates' similarities are
+  read once and never laid out as a padded matrix.
 
 The kernels release the GIL (``nogil``), so :func:`dprec._threads.map_blocks`
 runs blocks of them on every core; their machine code is cached on disk
