@@ -45,17 +45,13 @@ def time_cv(make_algo, splits) -> tuple[float, list]:
 def time_arrays(make_algo, splits) -> float:
     """Seconds to fit a fresh ``PrivateKNN`` on every split and answer its test set with
     ``estimate_arrays`` (the known queries; the inner ids are read before the clock)."""
-    import numpy as np
+    from dprec._surprise import inner_ids
 
     queries = []
     for trainset, testset in splits:
-        known = []
-        for uid, iid, _ in testset:
-            try:
-                known.append((trainset.to_inner_uid(uid), trainset.to_inner_iid(iid)))
-            except ValueError:      # an unknown user or item: impossible, not asked
-                continue
-        queries.append(tuple(np.array(ids, dtype=np.int64) for ids in zip(*known)))
+        *_, users, items = inner_ids(trainset, testset)
+        known = (users >= 0) & (items >= 0)   # an unknown user or item: impossible, not asked
+        queries.append((users[known], items[known]))
     start = time.perf_counter()
     for (trainset, _), (users, items) in zip(splits, queries):
         make_algo().fit(trainset).estimate_arrays(users, items)

@@ -168,11 +168,12 @@ def rating_triples(ratings: sp.csr_matrix) -> tuple[tuple, tuple]:
     int64, float64), CSR by row and by column, as :func:`add_co_rated_sums` reads them
     (stored zeros are ratings and stay)."""
     def triple(matrix) -> tuple:
-        matrix.sort_indices()
+        if not matrix.has_sorted_indices:
+            matrix = matrix.sorted_indices()          # a sorted copy: the input is kept
         return (matrix.indptr.astype(np.int64), matrix.indices.astype(np.int64),
                 matrix.data.astype(np.float64))
 
-    return triple(ratings.copy()), triple(ratings.tocsc())
+    return triple(ratings), triple(ratings.tocsc())
 
 
 def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,

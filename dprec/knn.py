@@ -783,9 +783,9 @@ class PrivateKNN(AlgoBase):
             False where the prediction was impossible (``was_impossible``).
         neighbours : ndarray of int64, shape (len(users), k), with ``with_neighbours``
         """
-        self._check_fitted()
-        [(est, possible)], (neighbours, _) = self._estimate_rules(users, items, [self._rule_])
-        return (est, possible, neighbours) if with_neighbours else (est, possible)
+        [(est, possible)], chosen = self._estimate_rules(users, items, [self._rule_],
+                                                         with_neighbours)
+        return (est, possible, chosen[0]) if with_neighbours else (est, possible)
 
     def estimate_rules(self, users, items, rules: Sequence[Mapping],
                        with_neighbours: bool = False) -> list[tuple] | tuple[list, tuple]:
@@ -819,12 +819,13 @@ class PrivateKNN(AlgoBase):
         """
         self._check_fitted()
         answers, neighbours = self._estimate_rules(
-            users, items, [self._rule(key) for key in self._rule_keys(rules)])
+            users, items, [self._rule(key) for key in self._rule_keys(rules)], with_neighbours)
         return (answers, neighbours) if with_neighbours else answers
 
-    def _estimate_rules(self, users, items, rules: list[_Rule]) -> tuple[list, tuple]:
-        """``[(est, possible) per rule]`` and the queries' ``(neighbours, weights)``, for
-        arrays of inner ids."""
+    def _estimate_rules(self, users, items, rules: list[_Rule],
+                        with_neighbours: bool) -> tuple[list, tuple | None]:
+        """``[(est, possible) per rule]`` and, with ``with_neighbours``, the queries'
+        ``(neighbours, weights)`` (else None), for arrays of inner ids."""
         self._check_fitted()
         users = _check_ids(users, "users", self.trainset.n_users)
         items = _check_ids(items, "items", self.trainset.n_items)
@@ -837,7 +838,8 @@ class PrivateKNN(AlgoBase):
             possible = self._possible(rule, batch.actual_k)
             out.append((np.where(possible, np.clip(est, low, high), self.default_prediction()),
                         possible))
-        return out, (batch.neighbours[batch.row], batch.chosen.weights[batch.row])
+        return out, ((batch.neighbours[batch.row], batch.chosen.weights[batch.row])
+                     if with_neighbours else None)
 
     def privacy_report(self) -> PrivacyAccountant:
         """The privacy accountant of the fitted model: what each mechanism claims, per
@@ -1152,12 +1154,8 @@ class PrivateKNN(AlgoBase):
                 est[j] = self._finish(rule, users[block], items[block], shift, actual_k)
             return chosen, est, actual_k, np.where(found, ratings.item_users[slots], -1)
 
-        if compiled:   # no padding: by similarity row (cache reuse), about equal cells
-            order = np.argsort(rows, kind="stable")
-            cells = np.cumsum(lengths[order])
-            n_blocks = max(-(-int(cells[-1]) // _KERNEL_CELLS), 4 * thread_count())
-            blocks = np.split(order, np.searchsorted(
-                cells, np.arange(1, n_blocks) * (int(cells[-1]) / n_blocks)))
+        if compiled:
+            blocks = _row_blocks(rows, lengths)
         else:
             order = np.argsort(lengths, kind="stable")
             blocks = list(_length_blocks(order, lengths[order]))
@@ -1469,6 +1467,17 @@ def _length_blocks(rows: np.ndarray, sorted_lengths: np.ndarray, slack: float = 
         stop = min(stop, start + max(1, _BLOCK_CELLS // int(sorted_lengths[stop - 1] or 1)))
         yield rows[start:stop]
         start = stop
+
+
+def _row_blocks(rows: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
+    """Queries (positions) for the compiled kernel, which pads nothing: by similarity row
+    (its cache reused), cut into blocks of about equal candidate cells, at most
+    :data:`_KERNEL_CELLS` each and at least four per thread."""
+    order = np.argsort(rows, kind="stable")
+    cells = np.cumsum(lengths[order])
+    n_blocks = max(-(-int(cells[-1]) // _KERNEL_CELLS), 4 * thread_count())
+    return np.split(order, np.searchsorted(cells, np.arange(1, n_blocks)
+                                           * (int(cells[-1]) / n_blocks)))
 
 
 def _weighted_mean(weights: np.ndarray, values: np.ndarray, use: np.ndarray,

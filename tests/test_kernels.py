@@ -103,6 +103,7 @@ def test_upper_sums_are_the_upper_triangle():
     _kernels.add_co_rated_sums(rows, *_kernels.rating_triples(shuffled), upper, upper=True)
     for a, b in zip(full, upper):
         np.testing.assert_array_equal(np.triu(a), b)
+    assert not shuffled.has_sorted_indices          # the input is not sorted in place
 
 
 @pytest.mark.parametrize("integer", [True, False])

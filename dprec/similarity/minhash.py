@@ -275,14 +275,17 @@ def _one_hot(codes: np.ndarray, B: int) -> np.ndarray | sp.csr_matrix:
                          shape=(n, K * B))
 
 
-def match_counts(codes_a: np.ndarray, codes_b: np.ndarray, B: int) -> np.ndarray:
+def match_counts(codes_a: np.ndarray, codes_b: np.ndarray, B: int,
+                 right=None) -> np.ndarray:
     """``M[u, v] = #{j : a_uj = b_vj}``, as the product of one-hot encodings.
 
     float32 products of 0/1 entries are exact up to ``2**24`` matches; the
-    result is float64.
+    result is float64.  ``right``, if given, is ``_one_hot(codes_b, B)`` already
+    built (reused across blocks of ``codes_a``).
     """
     left = _one_hot(codes_a, B)
-    right = left if codes_b is codes_a else _one_hot(codes_b, B)
+    if right is None:
+        right = left if codes_b is codes_a else _one_hot(codes_b, B)
     product = left @ right.T
     if sp.issparse(product):
         product = product.toarray()
@@ -426,8 +429,13 @@ class _MinHashFamily(SketchBackend):
         clip = check_clip(clip)
         S, T = pair_operands(S, other, self.name, self.width)
         matches = match_counts(S.values, T.values if other is not None else S.values, self.B)
+        return self._from_matches(matches, S, T, other is None, clip)
+
+    def _from_matches(self, matches: np.ndarray, S: Sketch, T: Sketch, same: bool,
+                      clip: bool) -> np.ndarray:
+        """``Ĵ`` of every pair from its match counts (in place), finished."""
         sims = _jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
-        return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
+        return finish_estimate(sims, S.valid, T.valid, same, 0.0, 1.0, clip)
 
     def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
         """``Ĵ`` between ``S[i]`` and ``other[i]`` for each row ``i`` (1-D, O(nK))."""
@@ -451,11 +459,8 @@ class _MinHashFamily(SketchBackend):
         if prepared is None or prepared[0] is not S:
             prepared = self._one_hot_of = (S, _one_hot(S.values, self.B))
         block = S[rows]
-        product = _one_hot(block.values, self.B) @ prepared[1].T
-        matches = np.asarray(product.toarray() if sp.issparse(product) else product,
-                             dtype=np.float64)
-        sims = _jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
-        return finish_estimate(sims, block.valid, S.valid, False, 0.0, 1.0, True)
+        matches = match_counts(block.values, S.values, self.B, right=prepared[1])
+        return self._from_matches(matches, block, S, False, True)
 
     def _check_buckets(self, buckets) -> tuple[np.ndarray, np.ndarray]:
         codes = np.asarray(buckets)

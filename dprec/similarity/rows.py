@@ -40,7 +40,18 @@ from .exact import SUM_SIMILARITIES, sensitivity_of_rows, similarity_from_sums
 ROW_BLOCK_CELLS = 1 << 21
 
 
-class SimilarityRows:
+class _RowsOnDemand:
+    """What a model with blocked storage asks of its similarity rows: their number and
+    the size of a block; subclasses compute ``self(rows)``."""
+
+    n_rows: int
+
+    def block_size(self, cells: int = ROW_BLOCK_CELLS) -> int:
+        """How many rows make a block of about ``cells`` cells (at least 1)."""
+        return max(1, cells // max(self.n_rows, 1))
+
+
+class SimilarityRows(_RowsOnDemand):
     """Rows of Surprise's exact similarity matrix, computed on demand.
 
     Parameters
@@ -91,10 +102,6 @@ class SimilarityRows:
     def n_rows(self) -> int:
         """The number of rows (and columns) of the whole similarity matrix."""
         return self.ratings.shape[0]
-
-    def block_size(self, cells: int = ROW_BLOCK_CELLS) -> int:
-        """How many rows make a block of about ``cells`` cells (at least 1)."""
-        return max(1, cells // max(self.n_rows, 1))
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """The similarity rows ``rows``: ``(len(rows), n_rows)`` float64 (diagonal 1)."""
@@ -154,7 +161,7 @@ class SimilarityRows:
                                    self.min_support, floor)
 
 
-class SketchRows:
+class SketchRows(_RowsOnDemand):
     """Rows of a sketch backend's similarity matrix, estimated on demand from one release.
 
     The users' privatised sketches (``n × width``, released once at fit and
@@ -183,10 +190,6 @@ class SketchRows:
     def n_rows(self) -> int:
         """The number of rows (and columns) of the whole similarity matrix."""
         return len(self.sketches)
-
-    def block_size(self, cells: int = ROW_BLOCK_CELLS) -> int:
-        """How many rows make a block of about ``cells`` cells (at least 1)."""
-        return max(1, cells // max(self.n_rows, 1))
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """The similarity rows ``rows``: ``(len(rows), n_rows)`` float64 (diagonal 1)."""
