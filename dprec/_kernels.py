@@ -16,9 +16,9 @@ the same numbers):
 - :func:`stable_top`: per query, the ``prefix`` most similar of its
   candidates (the raters of its item), in the order of
   :func:`dprec._arrays.stable_descending_order` (descending similarity,
-  ties in candidate order: Surprise's ``heapq.nlargest``), through a
-  min-heap of the ``prefix`` best so far: the candidates' similarities are
-  read once and never laid out as a padded matrix.
+  ties in candidate order: Surprise's ``heapq.nlargest``): a count of the
+  candidates by value bucket leaves one bucket to resolve, by a min-heap;
+  the candidates' similarities are never laid out as a padded matrix.
 
 The kernels release the GIL (``nogil``), so :func:`dprec._threads.map_blocks`
 runs blocks of them on every core; their machine code is cached on disk
@@ -92,16 +92,76 @@ def _co_rated_rows_py(rows, upper, indptr, indices, data, column_ptr, column_row
                     s_j[a, v] += s
 
 
+def _similarity_of(kind, freq, sq_i, sq_j, prods, s_i, s_j):  # pragma: no cover - compiled
+    """Surprise's similarity ``kind`` (:data:`SIMILARITY_KINDS`) of one pair from its
+    co-rated sums: :func:`dprec.similarity.exact.similarity_from_sums`, operation for
+    operation (0 where a denominator vanishes)."""
+    if kind == 0:                                   # cosine
+        denominator = np.sqrt(sq_i * sq_j)
+        return prods / denominator if denominator != 0.0 else 0.0
+    if kind == 1:                                   # msd
+        if freq == 0.0:
+            return 0.0
+        denominator = (sq_i + sq_j - 2.0 * prods) / freq + 1.0
+        return 1.0 / denominator if denominator != 0.0 else 0.0
+    numerator = freq * prods - s_i * s_j            # pearson
+    var_i = max(freq * sq_i - s_i * s_i, 0.0)
+    var_j = max(freq * sq_j - s_j * s_j, 0.0)
+    denominator = np.sqrt(var_i * var_j)
+    return numerator / denominator if denominator != 0.0 else 0.0
+
+
+def _similarity_rows_py(rows, upper, kind, min_support, indptr, indices, data, column_ptr,
+                        column_rows, column_data, out):  # pragma: no cover - compiled
+    """For ``a, u = enumerate(rows)``: ``out[a, v]`` the similarity ``kind`` of ``u`` and
+    every ``v`` sharing a column with it (``v >= u`` if ``upper``), 0 below
+    ``min_support`` co-rated columns, and ``out[a, u] = 1``; the other cells are
+    not written (the caller zeroes them: no co-rated column, similarity 0).
+
+    The sums of one row are accumulated in a per-call ``n × 6`` buffer (one
+    cache line per other row), only at the rows it touches, and reset there.
+    """
+    acc = np.zeros((out.shape[1], 6))
+    touched = np.empty(out.shape[1], dtype=np.int64)
+    for a in range(len(rows)):
+        u = rows[a]
+        n_touched = 0
+        for p in range(indptr[u], indptr[u + 1]):
+            column, r = indices[p], data[p]
+            r2 = r * r
+            first, last = column_ptr[column], column_ptr[column + 1]
+            if upper:
+                first += np.searchsorted(column_rows[first:last], u)
+            for q in range(first, last):
+                v, s = column_rows[q], column_data[q]
+                if acc[v, 0] == 0.0:
+                    touched[n_touched] = v
+                    n_touched += 1
+                acc[v, 0] += 1.0
+                acc[v, 1] += r2
+                acc[v, 2] += s * s
+                acc[v, 3] += r * s
+                acc[v, 4] += r
+                acc[v, 5] += s
+        for t in range(n_touched):
+            v = touched[t]
+            freq = acc[v, 0]
+            out[a, v] = (0.0 if freq < min_support else
+                         _similarity_of(kind, freq, acc[v, 1], acc[v, 2], acc[v, 3],
+                                        acc[v, 4], acc[v, 5]))
+            acc[v, :] = 0.0
+        out[a, u] = 1.0
+
+
 def _before(v1, p1, v2, p2):  # pragma: no cover - compiled
     """Whether candidate ``(v1, p1)`` comes after ``(v2, p2)`` in the stable descending
     order: a lower similarity, or the same one at a later position."""
     return v1 < v2 or (v1 == v2 and p1 > p2)
 
 
-def _sift_down(values, order, size, value, position):  # pragma: no cover - compiled
-    """Put ``(value, position)`` at the root of the min-heap ``values[:size]`` (the last
-    in the stable order on top) and sift it down."""
-    i = 0
+def _sift_down(values, order, size, i, value, position):  # pragma: no cover - compiled
+    """Put ``(value, position)`` at node ``i`` of the min-heap ``values[:size]`` (the
+    last in the stable order on top) and sift it down."""
     while True:
         child = 2 * i + 1
         if child >= size:
@@ -116,6 +176,79 @@ def _sift_down(values, order, size, value, position):  # pragma: no cover - comp
     values[i], order[i] = value, position
 
 
+def _heap_top(values, positions, m, k, out_values, out_order):  # pragma: no cover
+    """The ``k`` first of ``(values, positions)[:m]`` (positions increasing) in the stable
+    descending order, into ``out_*[:min(m, k)]`` as a min-heap (unsorted); returns
+    how many.
+
+    The heap is built from the first ``k`` at once; a later candidate enters
+    only if strictly more similar than the root (an equal one comes later, so
+    after it), and as the latest position it goes below any child at least as
+    similar (one comparison per level): ``O(m + entries · log k)``.
+    """
+    size = min(m, k)
+    for j in range(size):
+        out_values[j], out_order[j] = values[j], positions[j]
+    if m <= k:
+        return size
+    for i in range(size // 2 - 1, -1, -1):
+        _sift_down(out_values, out_order, size, i, out_values[i], out_order[i])
+    for j in range(size, m):
+        s = values[j]
+        if s <= out_values[0]:
+            continue
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= size:
+                break
+            right = child + 1
+            if right < size:   # the later of the two in the order, without a branch
+                v_right, v_child = out_values[right], out_values[child]
+                child += np.int64((v_right < v_child) | (
+                    (v_right == v_child) & (out_order[right] > out_order[child])))
+            if not out_values[child] < s:
+                break
+            out_values[i], out_order[i] = out_values[child], out_order[child]
+            i = child
+        out_values[i], out_order[i] = s, positions[j]
+    return size
+
+
+#: value buckets of :func:`stable_top`'s first pass
+_BUCKETS = 64
+
+
+def _bucket_top(values, n, lo, scale, k, bucket, counts, edge_values, edge_order,
+                out_values, out_order):  # pragma: no cover - compiled
+    """The ``k < n`` first of ``values[:n]`` (positions ``0..n-1``) in the stable order,
+    into ``out_*[:k]`` (unsorted), by the buckets ``⌊(s − lo) · scale⌋`` (``scale`` =
+    :data:`_BUCKETS` over the values' finite, positive width): the buckets above the
+    one where the count from the top reaches ``k`` are all in, the rest are that
+    bucket's first by :func:`_heap_top`.  ``bucket``, ``counts``, ``edge_*`` are
+    scratch space."""
+    counts[:] = 0
+    for j in range(n):
+        b = min(np.int64((values[j] - lo) * scale), _BUCKETS - 1)
+        bucket[j] = b
+        counts[b] += 1
+    above, edge = 0, _BUCKETS - 1
+    while above + counts[edge] < k:
+        above += counts[edge]
+        edge -= 1
+    n_above, n_edge = 0, 0
+    for j in range(n):
+        b = bucket[j]
+        if b > edge:
+            out_values[n_above], out_order[n_above] = values[j], j
+            n_above += 1
+        elif b == edge:
+            edge_values[n_edge], edge_order[n_edge] = values[j], j
+            n_edge += 1
+    _heap_top(edge_values, edge_order, n_edge, k - n_above, out_values[n_above:],
+              out_order[n_above:])
+
+
 def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
                    order, values):  # pragma: no cover - compiled
     """Per query ``q``: its candidates are ``candidates[starts[q]:starts[q] + lengths[q]]``
@@ -124,42 +257,62 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
     order into ``order[q]``, in that order, and their similarities into ``values[q]``;
     ``-1`` and ``-inf`` pad a query with fewer candidates.
 
-    A min-heap of the ``prefix`` best so far (its root the last of them in the
-    order); a candidate enters only if strictly more similar than the root (an
-    equal one comes later, so after it): ``O(n + entries · log prefix)``, then
-    a heap sort of the kept ``prefix``.
+    With more than ``prefix`` candidates, the values are counted into
+    :data:`_BUCKETS` equal-width buckets between their minimum and maximum
+    (``⌊(s − lo) · B / (hi − lo)⌋`` is non-decreasing in ``s``, so a higher
+    bucket holds only higher values): the buckets above the one where the
+    count from the top reaches ``prefix`` are all in, and the rest come from
+    that one bucket, by :func:`_heap_top`.  Most candidates are thus passed
+    over in a few branch-free sweeps.  The kept ones are then sorted by
+    insertion (at most ``prefix``).
     """
+    longest = 1
     for q in range(len(starts)):
-        row, start, n = sim_rows[q], starts[q], lengths[q]
-        heap_values, heap_order = values[q], order[q]
-        size = 0
-        for j in range(n):
-            s = sim[row, candidates[start + j]]
-            if size < prefix:                     # sift up
-                i = size
-                size += 1
-                while i > 0:
-                    parent = (i - 1) // 2
-                    if not _before(s, j, heap_values[parent], heap_order[parent]):
-                        break
-                    heap_values[i], heap_order[i] = heap_values[parent], heap_order[parent]
-                    i = parent
-                heap_values[i], heap_order[i] = s, j
-            elif s > heap_values[0]:
-                _sift_down(heap_values, heap_order, size, s, j)
-        for end in range(size - 1, 0, -1):        # the root (last) to the end, in turn
-            value, position = heap_values[end], heap_order[end]
-            heap_values[end], heap_order[end] = heap_values[0], heap_order[0]
-            _sift_down(heap_values, heap_order, end, value, position)
+        longest = max(longest, lengths[q])
+    gathered, bucket = np.empty(longest), np.empty(longest, dtype=np.int64)
+    positions = np.arange(longest)
+    edge_values, edge_order = np.empty(longest), np.empty(longest, dtype=np.int64)
+    counts = np.zeros(_BUCKETS, dtype=np.int64)
+    for q in range(len(starts)):
+        start, n = starts[q], lengths[q]
+        row = sim[sim_rows[q]]
+        kept_values, kept_order = values[q], order[q]
+        size = min(n, prefix)
+        if n <= prefix:
+            for j in range(n):
+                kept_values[j], kept_order[j] = row[candidates[start + j]], j
+        else:
+            lo, hi = np.inf, -np.inf
+            for j in range(n):
+                s = row[candidates[start + j]]
+                gathered[j] = s
+                lo, hi = min(lo, s), max(hi, s)
+            width = hi - lo
+            if not 1e-300 < width < np.inf:   # one bucket (all equal, or an extreme spread)
+                _heap_top(gathered, positions, n, prefix, kept_values, kept_order)
+            else:
+                _bucket_top(gathered, n, lo, _BUCKETS / width, prefix, bucket, counts,
+                            edge_values, edge_order, kept_values, kept_order)
+        for a in range(1, size):                   # insertion sort, in the stable order
+            value, position = kept_values[a], kept_order[a]
+            b = a
+            while b > 0 and _before(kept_values[b - 1], kept_order[b - 1], value, position):
+                kept_values[b], kept_order[b] = kept_values[b - 1], kept_order[b - 1]
+                b -= 1
+            kept_values[b], kept_order[b] = value, position
         for slot in range(size, prefix):
-            heap_values[slot] = -np.inf
-            heap_order[slot] = -1
+            kept_values[slot] = -np.inf
+            kept_order[slot] = -1
 
 
 if AVAILABLE:
     _co_rated_rows = njit(nogil=True, cache=True)(_co_rated_rows_py)
+    _similarity_of = njit(inline="always")(_similarity_of)
+    _similarity_rows = njit(nogil=True, cache=True)(_similarity_rows_py)
     _before = njit(inline="always")(_before)
     _sift_down = njit(nogil=True, inline="always")(_sift_down)
+    _heap_top = njit(nogil=True, inline="always")(_heap_top)
+    _bucket_top = njit(nogil=True, inline="always")(_bucket_top)
     _stable_top = njit(nogil=True, cache=True)(_stable_top_py)
 
 
@@ -206,6 +359,35 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
                    *(empty if m is None else m for m in sums[1:]))
 
 
+#: the similarities :func:`similarity_rows` computes, and their codes in the kernel
+SIMILARITY_KINDS = {"cosine": 0, "msd": 1, "pearson": 2}
+
+
+def similarity_rows(name: str, rows: np.ndarray, by_row: tuple, by_column: tuple,
+                    out: np.ndarray, min_support: int = 1, upper: bool = False) -> None:
+    """Write into row ``a`` of ``out`` (``(len(rows), n_rows)`` float64, zeroed,
+    C-contiguous rows) Surprise's similarity ``name`` of ``u = rows[a]`` and every
+    row ``v`` (``v >= u`` only with ``upper``; the rest stays 0), with pairs of
+    fewer than ``min_support`` co-rated columns at 0 and ``out[a, u] = 1``.
+
+    The co-rated sums of one row at a time, in float64, turned into the
+    similarity at once (no ``n × n`` sums): with integer ratings every sum is
+    exact, so each row is bit-identical to
+    :func:`dprec.similarity.exact.exact_similarity`'s.  ``by_row`` and
+    ``by_column`` come from :func:`rating_triples`.
+    """
+    if name not in SIMILARITY_KINDS:
+        raise ValueError(f"name must be one of {tuple(SIMILARITY_KINDS)}, got {name!r}")
+    rows = np.asarray(rows, dtype=np.int64)
+    shape = (len(rows), len(by_row[0]) - 1)
+    if len(rows) and (rows.min() < 0 or rows.max() >= shape[1]):
+        raise ValueError(f"rows must be ids in [0, {shape[1]})")
+    if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
+    _similarity_rows(rows, upper, SIMILARITY_KINDS[name], float(min_support), *by_row,
+                     *by_column, out)
+
+
 def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
                lengths: np.ndarray, candidates: np.ndarray,
                prefix: int) -> tuple[np.ndarray, np.ndarray]:
@@ -244,6 +426,7 @@ def warm_up() -> float:
                           (np.float64, np.float64)):
         sums = (np.zeros((2, 2), counts), *(np.zeros((2, 2), dtype) for _ in range(5)))
         add_co_rated_sums(np.arange(2), by_row, by_column, sums, upper=True)
+    similarity_rows("msd", np.arange(2), by_row, by_column, np.zeros((2, 2)), upper=True)
     stable_top(np.zeros((2, 2)), np.arange(2), np.zeros(2, np.int64), np.ones(2, np.int64),
                np.arange(2), 1)
     return time.perf_counter() - start

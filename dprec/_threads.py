@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 S = TypeVar("S")
@@ -39,14 +40,50 @@ def map_blocks(function: Callable[[T], R], blocks: Iterable[T]) -> list[R]:
     """``[function(block) for block in blocks]``, in threads when there is more than
     one block and more than one thread; results in the order of ``blocks``.
 
-    ``function`` must not write shared state (write results, not attributes).
+    The threads are one pool per process, started at the first call (starting
+    threads for every call cost milliseconds per call, as much as a small
+    fold's arithmetic).  A call from inside a block runs its blocks in that
+    thread (so blocks never wait for a pool they occupy).  Every block has
+    finished when the call returns or raises (the first exception, in block
+    order).  ``function`` must not write shared state (write results, not
+    attributes).
     """
     blocks = list(blocks)
     workers = min(thread_count(), len(blocks))
-    if workers <= 1:
+    if workers <= 1 or getattr(_IN_POOL, "active", False):
         return [function(block) for block in blocks]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dprec") as pool:
-        return list(pool.map(function, blocks))
+    futures = [_pool().submit(function, block) for block in blocks]
+    wait(futures)
+    return [future.result() for future in futures]
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's pool of :func:`thread_count` threads (a new one if that changed;
+    the old one's idle threads exit once it is unreferenced)."""
+    with _POOL_LOCK:
+        size = thread_count()
+        if _POOL.get("size") != size:
+            _POOL.update(size=size, pool=ThreadPoolExecutor(
+                max_workers=size, thread_name_prefix="dprec", initializer=_in_pool))
+        return _POOL["pool"]
+
+
+def _in_pool() -> None:
+    _IN_POOL.active = True
+
+
+def _forget_pool() -> None:
+    """In a forked child: the parent's threads do not exist there."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()
+    _POOL.clear()
+
+
+_POOL: dict = {}
+_POOL_LOCK = threading.Lock()
+_IN_POOL = threading.local()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def map_on_dask(function: Callable[[S, T], R], state: S, blocks: Iterable[T]) -> list[R]:

@@ -51,6 +51,33 @@ def test_stable_top_is_the_stable_descending_prefix(seed):
     assert (order[:, width:] == -1).all() and np.isneginf(values[:, width:]).all()
 
 
+@pytest.mark.parametrize("values", ["equal", "extreme", "long"])
+def test_stable_top_buckets_resolve_any_spread(values):
+    """The value buckets leave the same prefix whatever the spread: all candidates equal
+    (one bucket), values from -1e308 to 1e308 (a width that overflows) and 1e-310 apart
+    (one that underflows), and lists far longer than the prefix (most buckets above it
+    empty)."""
+    rng = np.random.default_rng(7)
+    n_rows, n_queries = 500, 60
+    if values == "equal":
+        sim = np.full((4, n_rows), 0.25)
+    elif values == "extreme":
+        sim = rng.choice([-1e308, 1e308, 0.0, 1e-310, 2e-310, 5e-324], size=(4, n_rows))
+    else:
+        sim = np.round(rng.normal(size=(4, n_rows)) ** 3, 2)
+    lengths = rng.integers(1, 400, n_queries)
+    candidates = rng.integers(0, n_rows, 4000)
+    starts = rng.integers(0, len(candidates) - lengths)
+    rows = rng.integers(0, len(sim), n_queries)
+    for prefix in (1, 7, 40):
+        order, got = _kernels.stable_top(sim, rows, starts, lengths, candidates, prefix)
+        expected_order, expected = stable_descending_order(
+            _padded(sim, rows, starts, lengths, candidates), prefix)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(order, np.where(np.isfinite(expected), expected_order,
+                                                      -1))
+
+
 def test_stable_top_rejects_out_of_bounds_queries():
     sim = np.zeros((3, 4))
     with pytest.raises(ValueError, match="out of bounds"):
@@ -133,6 +160,50 @@ def test_whole_matrix_sums_equal_on_both_paths(integer, with_sums):
         else:
             np.testing.assert_allclose(a, b, rtol=1e-6 if a.dtype == np.float32 else 1e-12,
                                        atol=1e-9)
+
+
+@pytest.mark.parametrize("integer", [True, False])
+@pytest.mark.parametrize("name", ["msd", "cosine", "pearson"])
+def test_similarity_rows_equal_the_similarity_of_the_sums(integer, name):
+    """Each row straight from its sums: the numpy expression of the sparse products' sums
+    (bit for bit with integer ratings, to rounding otherwise), for rows in any order and
+    repeated, with stored zero ratings, min_support, and ``upper`` writing only
+    ``v >= u``."""
+    from dprec.similarity.exact import similarity_from_sums
+
+    ratings = sp.random(60, 50, density=0.15, format="csr", random_state=5)
+    ratings.data = np.ceil(ratings.data * 5) if integer else ratings.data * 5
+    ratings.data[::7] = 0.0
+    pattern, squares = pattern_matrix(ratings), ratings.multiply(ratings).tocsr()
+    freq, prods = (pattern @ pattern.T).toarray(), (ratings @ ratings.T).toarray()
+    sq_i, s_i = (squares @ pattern.T).toarray(), (ratings @ pattern.T).toarray()
+    rows = np.array([4, 0, 59, 4, 31])
+    triples = _kernels.rating_triples(ratings)
+    for min_support in (1, 3):
+        expected = similarity_from_sums(name, freq, s_i, s_i.T, sq_i, sq_i.T, prods)
+        expected[freq < min_support] = 0.0
+        np.fill_diagonal(expected, 1.0)
+        got = np.zeros((len(rows), 60))
+        _kernels.similarity_rows(name, rows, *triples, got, min_support)
+        upper = np.zeros((len(rows), 60))
+        _kernels.similarity_rows(name, rows, *triples, upper, min_support, upper=True)
+        if integer:
+            np.testing.assert_array_equal(got, expected[rows])
+        else:
+            np.testing.assert_allclose(got, expected[rows], rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(upper, np.where(np.arange(60) >= rows[:, None], got, 0))
+
+
+def test_similarity_rows_reject_bad_arguments():
+    triples = _kernels.rating_triples(sp.random(10, 8, density=0.3, format="csr",
+                                                random_state=0))
+    with pytest.raises(ValueError, match="name"):
+        _kernels.similarity_rows("jaccard", np.array([0]), *triples, np.zeros((1, 10)))
+    with pytest.raises(ValueError, match="rows"):
+        _kernels.similarity_rows("msd", np.array([10]), *triples, np.zeros((1, 10)))
+    for bad in (np.zeros((1, 9)), np.zeros((1, 10), dtype=np.float32), np.zeros((10, 2)).T):
+        with pytest.raises(ValueError, match="C-contiguous"):
+            _kernels.similarity_rows("msd", np.arange(len(bad)), *triples, bad)
 
 
 def test_co_rated_sums_reject_mismatched_outputs():

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from .. import _kernels as kernels
 from .._arrays import safe_divide
 from .._linalg import gram
-from .._threads import map_blocks
+from .._threads import map_blocks, thread_count
 
 #: the similarities that are functions of the co-rated sums alone (updatable incrementally)
 SUM_SIMILARITIES = ("cosine", "msd", "pearson")
@@ -230,7 +230,35 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
     -------
     numpy.ndarray of shape (n_users, n_users), float64, symmetric.
     """
+    if kernels.enabled() and name in kernels.SIMILARITY_KINDS:
+        return _similarity_by_pairs(name, sp.csr_matrix(ratings, dtype=np.float64), min_support)
     return _similarity_and_co_rated_sums(name, ratings, min_support)[0]
+
+
+def _similarity_by_pairs(name: str, ratings: sp.csr_matrix, min_support: int) -> np.ndarray:
+    """:func:`exact_similarity` by the compiled kernel
+    (:func:`dprec._kernels.similarity_rows`): each row's upper triangle from its
+    co-rated sums, by row blocks in threads, then mirrored; no ``n × n`` sums."""
+    n = ratings.shape[0]
+    by_row, by_column = kernels.rating_triples(ratings)
+    sim = np.zeros((n, n))
+    # small blocks: a row's upper triangle shrinks with its index, the pool balances them
+    step = max(1, min(_BLOCK_CELLS // max(n, 1), -(-n // (8 * thread_count()))))
+    blocks = [slice(start, min(start + step, n)) for start in range(0, n, step)]
+
+    def fill(rows: slice) -> None:
+        kernels.similarity_rows(name, np.arange(rows.start, rows.stop), by_row, by_column,
+                                sim[rows], min_support, upper=True)
+
+    def mirror(rows: slice) -> None:   # (u, v < u) from (v, u), which no block writes
+        sim[rows, :rows.start] = sim[:rows.start, rows].T
+        square = sim[rows, rows]
+        lower = np.tril_indices(len(square), -1)
+        square[lower] = square.T[lower]
+
+    map_blocks(fill, blocks)
+    map_blocks(mirror, blocks)
+    return sim
 
 
 def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,

@@ -105,6 +105,11 @@ class SimilarityRows(_RowsOnDemand):
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         """The similarity rows ``rows``: ``(len(rows), n_rows)`` float64 (diagonal 1)."""
+        if kernels.enabled():   # straight from each row's sums, never laid out
+            sim = np.zeros((len(rows), self.n_rows))
+            kernels.similarity_rows(self.name, rows, *self._rating_triples, sim,
+                                    self.min_support)
+            return sim
         return self._rows(rows, with_counts=self.name != "cosine" or self.min_support > 1)[0]
 
     def with_sums(self, rows: np.ndarray) -> tuple[np.ndarray, tuple, tuple]:
