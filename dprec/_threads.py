@@ -12,8 +12,8 @@ tasks on a ``dask.distributed`` cluster instead.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
 import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
