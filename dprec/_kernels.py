@@ -216,17 +216,17 @@ def _heap_top(values, positions, m, k, out_values, out_order):  # pragma: no cov
 
 
 #: value buckets of :func:`stable_top`'s first pass
-_BUCKETS = 64
+_BUCKETS = 128
 
 
 def _bucket_top(values, n, lo, scale, k, bucket, counts, edge_values, edge_order,
                 out_values, out_order):  # pragma: no cover - compiled
     """The ``k < n`` first of ``values[:n]`` (positions ``0..n-1``) in the stable order,
-    into ``out_*[:k]`` (unsorted), by the buckets ``⌊(s − lo) · scale⌋`` (``scale`` =
+    into ``out_*[:k]``, by the buckets ``⌊(s − lo) · scale⌋`` (``scale`` =
     :data:`_BUCKETS` over the values' finite, positive width): the buckets above the
-    one where the count from the top reaches ``k`` are all in, the rest are that
-    bucket's first by :func:`_heap_top`.  ``bucket``, ``counts``, ``edge_*`` are
-    scratch space."""
+    one where the count from the top reaches ``k`` are all in, placed highest bucket
+    first (sorted but within buckets), the rest are that bucket's first by
+    :func:`_heap_top`.  ``bucket``, ``counts``, ``edge_*`` are scratch space."""
     counts[:] = 0
     for j in range(n):
         b = min(np.int64((values[j] - lo) * scale), _BUCKETS - 1)
@@ -236,17 +236,21 @@ def _bucket_top(values, n, lo, scale, k, bucket, counts, edge_values, edge_order
     while above + counts[edge] < k:
         above += counts[edge]
         edge -= 1
-    n_above, n_edge = 0, 0
+    first = 0                   # each bucket above the edge starts where the higher end
+    for b in range(_BUCKETS - 1, edge, -1):
+        first, counts[b] = first + counts[b], first
+    n_edge = 0
     for j in range(n):
         b = bucket[j]
         if b > edge:
-            out_values[n_above], out_order[n_above] = values[j], j
-            n_above += 1
+            slot = counts[b]
+            out_values[slot], out_order[slot] = values[j], j
+            counts[b] = slot + 1
         elif b == edge:
             edge_values[n_edge], edge_order[n_edge] = values[j], j
             n_edge += 1
-    _heap_top(edge_values, edge_order, n_edge, k - n_above, out_values[n_above:],
-              out_order[n_above:])
+    _heap_top(edge_values, edge_order, n_edge, k - above, out_values[above:],
+              out_order[above:])
 
 
 def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,

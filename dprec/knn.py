@@ -896,6 +896,8 @@ class PrivateKNN(AlgoBase):
             unknown = position < 0
             est[unknown] = self._unknown_baseline(users[unknown], items[unknown])
         known_details = self._details(batch, was_impossible=False)  # one per known query
+        if len(known) == len(testset) and possible.all():
+            return predictions(self.trainset, uids, iids, r_uis, est, known_details, verbose)
 
         def details():
             for j, ok in zip(position.tolist(), possible.tolist()):
@@ -1294,6 +1296,13 @@ class PrivateKNN(AlgoBase):
         :func:`dprec._kernels.stable_top`, for a selector that reads no tail).
         """
         k = self.k
+        if sorted_ is not None and isinstance(self.selector_, TopK):
+            # the sorted prefix is the choice (what the general path below gives top-k)
+            columns, taken = sorted_[0], sorted_[0] >= 0
+            ones = np.ones(len(n_valid), dtype=np.int64)
+            return _Chosen(columns=columns, weights=np.where(taken, sorted_[1], 0.0),
+                           alpha=ones.astype(np.float64), beta=ones,
+                           partitions=taken.astype(np.int64))
         prefix = self.selector_.sorted_prefix(k)
         order, sorted_sims = (stable_descending_order(sims, prefix,
                                                       keep_tail=self.selector_.reads_tail)
