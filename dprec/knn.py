@@ -80,7 +80,9 @@ BACKENDS = ("threads", "dask")
 _LOCAL_STATE = ("trainset", "_accountant", "_selections", "_answered", "_neighbour_sets",
                 "_has_neighbour_set")
 #: ``storage="auto"`` keeps the whole matrix while one float64 n × n matrix stays below this
-#: (256 MiB, about 5,800 rows: at the MovieLens-1M shape the rows are already faster)
+#: (256 MiB, about 5,800 rows; at the MovieLens-1M shape, 6,040 users, the whole matrix
+#: would make top-k about 20% faster and PPNS with RS about 25% slower, at 1.1-1.7x the
+#: memory: ``benchmarks/bench_scale.py``)
 DENSE_SIMILARITY_BYTES = 1 << 28
 
 
@@ -328,8 +330,9 @@ class PrivateKNN(AlgoBase):
         float64 rounding).  ``"auto"`` is ``"dense"`` while one float64
         ``n × n`` matrix stays below :data:`DENSE_SIMILARITY_BYTES` (256 MiB,
         about 5,800 users), else ``"blocked"`` where it applies (on
-        MovieLens-shaped data the rows are as fast from a few thousand users
-        on: ``benchmarks/bench_scale.py``).
+        MovieLens-shaped data the rows are within about 25% of the whole
+        matrix's speed, either way, from a few thousand users on:
+        ``benchmarks/bench_scale.py``).
     backend : {"threads", "dask"}, default "threads"
         Where the blocks of similarity rows are computed and reduced.
         ``"threads"``: this machine's cores.  ``"dask"``: as tasks on the

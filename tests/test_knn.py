@@ -499,6 +499,48 @@ def test_thread_count_follows_the_limits(monkeypatch):
     assert map_blocks(lambda x: x * x, range(7)) == [x * x for x in range(7)]
 
 
+def test_map_blocks_reuses_one_pool_runs_nested_calls_inline_and_waits_on_errors(
+        monkeypatch):
+    """The blocks run on one pool of threads per process (the same threads call after
+    call, a new pool when the thread count changes); a call from inside a block runs in
+    that block's thread instead of waiting for the busy pool; and when a block raises,
+    the call raises only once every block has finished."""
+    import threading
+    import time
+
+    from dprec._threads import map_blocks
+
+    monkeypatch.setenv("DPREC_NUM_THREADS", "2")
+
+    def names(_):
+        time.sleep(0.01)
+        return threading.current_thread().name
+
+    first, second = set(map_blocks(names, range(6))), set(map_blocks(names, range(6)))
+    assert first == second and all(name.startswith("dprec") for name in first)
+    monkeypatch.setenv("DPREC_NUM_THREADS", "3")
+    together = threading.Barrier(3, timeout=30)    # three blocks at once: three threads
+    assert len(set(map_blocks(lambda _: (together.wait(), threading.get_ident())[1],
+                              range(3)))) == 3
+
+    def nested(block):
+        inner = map_blocks(lambda _: threading.current_thread().name, range(4))
+        return set(inner) == {threading.current_thread().name}
+
+    assert all(map_blocks(nested, range(6)))
+    finished = []
+
+    def fails_first(block):
+        if block == 0:
+            raise RuntimeError("block 0")
+        time.sleep(0.05)
+        finished.append(block)
+
+    with pytest.raises(RuntimeError, match="block 0"):
+        map_blocks(fails_first, range(4))
+    assert sorted(finished) == [1, 2, 3]
+
+
 # ---------------------------------------------------------------- regressions
 @pytest.mark.parametrize("neighbourhood", ["item", "user"])
 @pytest.mark.parametrize("prediction", ["basic", "means", "baseline"])
