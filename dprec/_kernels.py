@@ -62,6 +62,15 @@ def set_enabled(value: bool) -> bool:
 _STATE = {"enabled": True}
 
 
+def _co_raters(column_ptr, column_rows, column, u, upper):  # pragma: no cover - compiled
+    """``(first, last)``: the range of ``column``'s rows (sorted) that pair with row
+    ``u``: all of them, or only ``v >= u`` with ``upper``."""
+    first, last = column_ptr[column], column_ptr[column + 1]
+    if upper:
+        first += np.searchsorted(column_rows[first:last], u)
+    return first, last
+
+
 def _co_rated_rows_py(rows, upper, indptr, indices, data, column_ptr, column_rows,
                       column_data, freq, sq_i, sq_j, prods, s_i, s_j):  # pragma: no cover
     """For ``a, u = enumerate(rows)`` and every ``v`` (``v >= u`` if ``upper``; each
@@ -73,11 +82,9 @@ def _co_rated_rows_py(rows, upper, indptr, indices, data, column_ptr, column_row
     for a in range(len(rows)):
         u = rows[a]
         for p in range(indptr[u], indptr[u + 1]):
-            column, r = indices[p], data[p]
+            r = data[p]
             r2 = r * r
-            first, last = column_ptr[column], column_ptr[column + 1]
-            if upper:
-                first += np.searchsorted(column_rows[first:last], u)
+            first, last = _co_raters(column_ptr, column_rows, indices[p], u, upper)
             for q in range(first, last):
                 v, s = column_rows[q], column_data[q]
                 sq_i[a, v] += r2
@@ -127,11 +134,9 @@ def _similarity_rows_py(rows, upper, kind, min_support, indptr, indices, data, c
         u = rows[a]
         n_touched = 0
         for p in range(indptr[u], indptr[u + 1]):
-            column, r = indices[p], data[p]
+            r = data[p]
             r2 = r * r
-            first, last = column_ptr[column], column_ptr[column + 1]
-            if upper:
-                first += np.searchsorted(column_rows[first:last], u)
+            first, last = _co_raters(column_ptr, column_rows, indices[p], u, upper)
             for q in range(first, last):
                 v, s = column_rows[q], column_data[q]
                 if acc[v, 0] == 0.0:
@@ -261,14 +266,13 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
     order into ``order[q]``, in that order, and their similarities into ``values[q]``;
     ``-1`` and ``-inf`` pad a query with fewer candidates.
 
-    With more than ``prefix`` candidates, the values are counted into
-    :data:`_BUCKETS` equal-width buckets between their minimum and maximum
-    (``⌊(s − lo) · B / (hi − lo)⌋`` is non-decreasing in ``s``, so a higher
-    bucket holds only higher values): the buckets above the one where the
-    count from the top reaches ``prefix`` are all in, and the rest come from
-    that one bucket, by :func:`_heap_top`.  Most candidates are thus passed
-    over in a few branch-free sweeps.  The kept ones are then sorted by
-    insertion (at most ``prefix``).
+    With more than ``prefix`` candidates, :func:`_bucket_top` over
+    :data:`_BUCKETS` equal-width buckets between their minimum ``lo`` and
+    maximum ``hi`` (``⌊(s − lo) · B / (hi − lo)⌋`` is non-decreasing in ``s``,
+    so a higher bucket holds only higher values; :func:`_heap_top` alone
+    when that width is 0, tiny or overflows): most candidates are passed
+    over in a few branch-free sweeps.  The kept ones (at most ``prefix``,
+    sorted but within buckets) are then sorted by insertion.
     """
     longest = 1
     for q in range(len(starts)):
@@ -310,6 +314,7 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
 
 
 if AVAILABLE:
+    _co_raters = njit(inline="always")(_co_raters)
     _co_rated_rows = njit(nogil=True, cache=True)(_co_rated_rows_py)
     _similarity_of = njit(inline="always")(_similarity_of)
     _similarity_rows = njit(nogil=True, cache=True)(_similarity_rows_py)
