@@ -234,7 +234,7 @@ def _bucket_top(values, n, lo, scale, k, bucket, counts, edge_values, edge_order
     :func:`_heap_top`.  ``bucket``, ``counts``, ``edge_*`` are scratch space."""
     counts[:] = 0
     for j in range(n):
-        b = min(np.int64((values[j] - lo) * scale), _BUCKETS - 1)
+        b = max(0, min(np.int64((values[j] - lo) * scale), _BUCKETS - 1))  # NaN: in bounds
         bucket[j] = b
         counts[b] += 1
     above, edge = 0, _BUCKETS - 1

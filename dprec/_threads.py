@@ -46,7 +46,9 @@ def map_blocks(function: Callable[[T], R], blocks: Iterable[T]) -> list[R]:
     thread (so blocks never wait for a pool they occupy).  Every block has
     finished when the call returns or raises (the first exception, in block
     order).  ``function`` must not write shared state (write results, not
-    attributes).
+    attributes), nor wait inside a block for another thread that calls this
+    (e.g. an in-process Dask cluster): that thread's blocks would queue
+    behind the busy pool.
     """
     blocks = list(blocks)
     workers = min(thread_count(), len(blocks))

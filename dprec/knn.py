@@ -1299,7 +1299,7 @@ class PrivateKNN(AlgoBase):
         :func:`dprec._kernels.stable_top`, for a selector that reads no tail).
         """
         k = self.k
-        if sorted_ is not None and isinstance(self.selector_, TopK):
+        if sorted_ is not None and type(self.selector_) is TopK:   # not a subclass's select
             # the sorted prefix is the choice (what the general path below gives top-k)
             columns, taken = sorted_[0], sorted_[0] >= 0
             ones = np.ones(len(n_valid), dtype=np.int64)

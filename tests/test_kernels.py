@@ -78,6 +78,16 @@ def test_stable_top_buckets_resolve_any_spread(values):
                                                       -1))
 
 
+def test_stable_top_stays_in_bounds_on_a_nan():
+    """A NaN similarity (outside the contract: similarities are finite) gives some order,
+    but every position written is one of the query's candidates."""
+    sim = np.linspace(0.0, 1.0, 50)[None, :].copy()
+    sim[0, 7] = np.nan
+    order, _ = _kernels.stable_top(sim, np.zeros(3, np.int64), np.zeros(3, np.int64),
+                                   np.array([50, 30, 10]), np.arange(50), 5)
+    assert ((order >= 0) & (order < np.array([50, 30, 10])[:, None])).all()
+
+
 def test_stable_top_rejects_out_of_bounds_queries():
     sim = np.zeros((3, 4))
     with pytest.raises(ValueError, match="out of bounds"):
