@@ -183,41 +183,20 @@ def _sift_down(values, order, size, i, value, position):  # pragma: no cover - c
 
 def _heap_top(values, positions, m, k, out_values, out_order):  # pragma: no cover
     """The ``k`` first of ``(values, positions)[:m]`` (positions increasing) in the stable
-    descending order, into ``out_*[:min(m, k)]`` as a min-heap (unsorted); returns
-    how many.
+    descending order, into ``out_*[:min(m, k)]`` as a min-heap (unsorted).
 
     The heap is built from the first ``k`` at once; a later candidate enters
     only if strictly more similar than the root (an equal one comes later, so
-    after it), and as the latest position it goes below any child at least as
-    similar (one comparison per level): ``O(m + entries · log k)``.
+    after it): ``O(m + entries · log k)``.
     """
     size = min(m, k)
     for j in range(size):
         out_values[j], out_order[j] = values[j], positions[j]
-    if m <= k:
-        return size
     for i in range(size // 2 - 1, -1, -1):
         _sift_down(out_values, out_order, size, i, out_values[i], out_order[i])
     for j in range(size, m):
-        s = values[j]
-        if s <= out_values[0]:
-            continue
-        i = 0
-        while True:
-            child = 2 * i + 1
-            if child >= size:
-                break
-            right = child + 1
-            if right < size:   # the later of the two in the order, without a branch
-                v_right, v_child = out_values[right], out_values[child]
-                child += np.int64((v_right < v_child) | (
-                    (v_right == v_child) & (out_order[right] > out_order[child])))
-            if not out_values[child] < s:
-                break
-            out_values[i], out_order[i] = out_values[child], out_order[child]
-            i = child
-        out_values[i], out_order[i] = s, positions[j]
-    return size
+        if values[j] > out_values[0]:
+            _sift_down(out_values, out_order, size, 0, values[j], positions[j])
 
 
 #: value buckets of :func:`stable_top`'s first pass

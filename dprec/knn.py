@@ -1134,8 +1134,8 @@ class PrivateKNN(AlgoBase):
                                              ratings.item_users, prefix)
                 chosen = self._select(None, lengths[block], users[block],
                                       (users[block], items[block]), sorted_)
-                found = chosen.columns >= 0
-                slots = np.where(found, starts[block][:, None] + chosen.columns, 0)
+                slots = np.where(chosen.columns >= 0,
+                                 starts[block][:, None] + chosen.columns, 0)
             else:
                 width = max(int(lengths[block].max()), 1)  # a padding column if no raters
                 offsets = np.arange(width)
@@ -1146,7 +1146,7 @@ class PrivateKNN(AlgoBase):
                 chosen = self._select(sims, lengths[block], users[block],
                                       (users[block], items[block]))
                 slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
-                found = chosen.columns >= 0
+            found = chosen.columns >= 0
             use = found & self._counted(chosen.weights)
             est = np.empty((len(rules), len(block)))
             means = {}   # per deviations (rules with one prediction share them)

@@ -114,8 +114,7 @@ def _co_rated_sums_by_pairs(ratings: sp.csr_matrix, data: np.ndarray, dtype, cou
     s_i, s_j = ((np.zeros((n, n), dtype=dtype), np.zeros((n, n), dtype=dtype)) if with_sums
                 else (None, None))
     sums = (freq, sq_i, sq_j, prods, s_i, s_j)
-    step = max(1, _BLOCK_CELLS // max(n, 1))
-    blocks = [slice(start, min(start + step, n)) for start in range(0, n, step)]
+    blocks = _upper_triangle_blocks(n)
 
     def fill(rows: slice) -> None:
         kernels.add_co_rated_sums(np.arange(rows.start, rows.stop), by_row, by_column,
@@ -123,15 +122,29 @@ def _co_rated_sums_by_pairs(ratings: sp.csr_matrix, data: np.ndarray, dtype, cou
                                   upper=True)
 
     def mirror(rows: slice) -> None:
-        a, b = rows.start, rows.stop
         for target, source in ((freq, freq), (sq_i, sq_j), (prods, prods), (s_i, s_j)):
-            if target is not None:   # (u, v < u) from (v, u), which no block writes
-                target[a:b, :a] = source[:a, a:b].T
-                target[a:b, a:b] += np.tril(source[a:b, a:b].T, -1)
+            if target is not None:
+                _mirror_lower(target, source, rows)
 
     map_blocks(fill, blocks)
     map_blocks(mirror, blocks)
     return freq, sq_i, prods, s_i
+
+
+def _upper_triangle_blocks(n: int) -> list[slice]:
+    """Row blocks for filling an ``n × n`` upper triangle in threads: small (at most
+    :data:`_BLOCK_CELLS` cells, eight per thread), since a row's share shrinks with its
+    index and the pool balances many blocks better than few."""
+    step = max(1, min(_BLOCK_CELLS // max(n, 1), -(-n // (8 * thread_count()))))
+    return [slice(start, min(start + step, n)) for start in range(0, n, step)]
+
+
+def _mirror_lower(target: np.ndarray, source: np.ndarray, rows: slice) -> None:
+    """Fill ``target[u, v < u]`` for ``u`` in ``rows`` from ``source[v, u]`` (an upper
+    triangle no block of the mirror writes; ``target``'s lower triangle is 0)."""
+    a, b = rows.start, rows.stop
+    target[a:b, :a] = source[:a, a:b].T
+    target[a:b, a:b] += np.tril(source[a:b, a:b].T, -1)
 
 
 def _co_rated_block_sums(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,
@@ -242,22 +255,14 @@ def _similarity_by_pairs(name: str, ratings: sp.csr_matrix, min_support: int) ->
     n = ratings.shape[0]
     by_row, by_column = kernels.rating_triples(ratings)
     sim = np.zeros((n, n))
-    # small blocks: a row's upper triangle shrinks with its index, the pool balances them
-    step = max(1, min(_BLOCK_CELLS // max(n, 1), -(-n // (8 * thread_count()))))
-    blocks = [slice(start, min(start + step, n)) for start in range(0, n, step)]
+    blocks = _upper_triangle_blocks(n)
 
     def fill(rows: slice) -> None:
         kernels.similarity_rows(name, np.arange(rows.start, rows.stop), by_row, by_column,
                                 sim[rows], min_support, upper=True)
 
-    def mirror(rows: slice) -> None:   # (u, v < u) from (v, u), which no block writes
-        sim[rows, :rows.start] = sim[:rows.start, rows].T
-        square = sim[rows, rows]
-        lower = np.tril_indices(len(square), -1)
-        square[lower] = square.T[lower]
-
     map_blocks(fill, blocks)
-    map_blocks(mirror, blocks)
+    map_blocks(lambda rows: _mirror_lower(sim, sim, rows), blocks)
     return sim
 
 
