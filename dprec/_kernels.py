@@ -1,9 +1,9 @@
-"""Compiled loops for the two hot paths of exact kNN, when Numba is installed.
+"""Compiled loops for the hot paths of exact kNN, when Numba is installed.
 
-Two kernels, each replacing a chain of whole-array numpy passes by one
-pass over the data (installed with ``pip install 'dprec[fast]'``; without
-Numba, :data:`AVAILABLE` is False and dprec runs its numpy code, which gives
-the same numbers):
+Each kernel replaces a chain of whole-array numpy passes by one pass over
+the data (installed with ``pip install 'dprec[fast]'``; without Numba,
+:data:`AVAILABLE` is False and dprec runs its numpy code, which gives the
+same numbers):
 
 - :func:`add_co_rated_sums`: the co-rated sums of a block of rows against every
   row, by the rows' ratings and each rated column's raters: work
@@ -13,12 +13,16 @@ the same numbers):
   datasets) are exact in float64 whatever the order, so the sums equal the
   numpy products' bit for bit; other ratings agree up to the rounding of
   a float64 sum.
+- :func:`similarity_rows`: the same pairs, each row's sums turned into its
+  similarities at once (no ``n × n`` sums).
 - :func:`stable_top`: per query, the ``prefix`` most similar of its
   candidates (the raters of its item), in the order of
   :func:`dprec._arrays.stable_descending_order` (descending similarity,
   ties in candidate order: Surprise's ``heapq.nlargest``): a count of the
   candidates by value bucket leaves one bucket to resolve, by a min-heap;
   the candidates' similarities are never laid out as a padded matrix.
+- :func:`weighted_means`: each query's weighted mean of its chosen
+  neighbours' ratings, added one neighbour at a time as Surprise adds them.
 
 The kernels release the GIL (``nogil``), so :func:`dprec._threads.map_blocks`
 runs blocks of them on every core; their machine code is cached on disk
@@ -102,14 +106,15 @@ def _co_rated_rows_py(rows, upper, indptr, indices, data, column_ptr, column_row
 def _similarity_of(kind, freq, sq_i, sq_j, prods, s_i, s_j):  # pragma: no cover - compiled
     """Surprise's similarity ``kind`` (:data:`SIMILARITY_KINDS`) of one pair from its
     co-rated sums: :func:`dprec.similarity.exact.similarity_from_sums`, operation for
-    operation (0 where a denominator vanishes)."""
+    operation (0 where a denominator vanishes), but for msd ``sq_i`` is the sum of
+    squared differences ``Σ (r_ui − r_vi)²`` itself."""
     if kind == 0:                                   # cosine
         denominator = np.sqrt(sq_i * sq_j)
         return prods / denominator if denominator != 0.0 else 0.0
-    if kind == 1:                                   # msd
+    if kind == 1:                                   # msd, from Σ (r_ui − r_vi)² in sq_i
         if freq == 0.0:
             return 0.0
-        denominator = (sq_i + sq_j - 2.0 * prods) / freq + 1.0
+        denominator = sq_i / freq + 1.0
         return 1.0 / denominator if denominator != 0.0 else 0.0
     numerator = freq * prods - s_i * s_j            # pearson
     var_i = max(freq * sq_i - s_i * s_i, 0.0)
@@ -127,6 +132,9 @@ def _similarity_rows_py(rows, upper, kind, min_support, indptr, indices, data, c
 
     The sums of one row are accumulated in a per-call ``n × 6`` buffer (one
     cache line per other row), only at the rows it touches, and reset there.
+    msd accumulates ``|I_uv|`` and ``Σ (r_ui − r_vi)²`` only, as Surprise does
+    (the same number as ``Σ r_ui² + Σ r_vi² − 2 Σ r_ui r_vi`` for integer
+    ratings, and closer to Surprise's otherwise).
     """
     acc = np.zeros((out.shape[1], 6))
     touched = np.empty(out.shape[1], dtype=np.int64)
@@ -143,6 +151,9 @@ def _similarity_rows_py(rows, upper, kind, min_support, indptr, indices, data, c
                     touched[n_touched] = v
                     n_touched += 1
                 acc[v, 0] += 1.0
+                if kind == 1:
+                    acc[v, 1] += (r - s) * (r - s)
+                    continue
                 acc[v, 1] += r2
                 acc[v, 2] += s * s
                 acc[v, 3] += r * s
@@ -203,14 +214,20 @@ def _heap_top(values, positions, m, k, out_values, out_order):  # pragma: no cov
 _BUCKETS = 128
 
 
-def _bucket_top(values, n, lo, scale, k, bucket, counts, edge_values, edge_order,
+def _bucket_top(values, n, lo, scale, k, bucket, counts, placed_values, placed_order,
                 out_values, out_order):  # pragma: no cover - compiled
     """The ``k < n`` first of ``values[:n]`` (positions ``0..n-1``) in the stable order,
     into ``out_*[:k]``, by the buckets ``⌊(s − lo) · scale⌋`` (``scale`` =
     :data:`_BUCKETS` over the values' finite, positive width): the buckets above the
     one where the count from the top reaches ``k`` are all in, placed highest bucket
-    first (sorted but within buckets), the rest are that bucket's first by
-    :func:`_heap_top`.  ``bucket``, ``counts``, ``edge_*`` are scratch space."""
+    first (sorted but within buckets), the rest are that edge bucket's first by
+    :func:`_heap_top`.  ``bucket``, ``counts`` and ``placed_*`` (``n + 1`` long) are
+    scratch space.
+
+    The placement has no branch: each bucket's next slot is kept in
+    ``counts``, the edge bucket's values go after those above it, and every
+    bucket below the edge writes one slot past them, which is overwritten.
+    """
     counts[:] = 0
     for j in range(n):
         b = max(0, min(np.int64((values[j] - lo) * scale), _BUCKETS - 1))  # NaN: in bounds
@@ -220,21 +237,20 @@ def _bucket_top(values, n, lo, scale, k, bucket, counts, edge_values, edge_order
     while above + counts[edge] < k:
         above += counts[edge]
         edge -= 1
+    n_edge = counts[edge]
     first = 0                   # each bucket above the edge starts where the higher end
     for b in range(_BUCKETS - 1, edge, -1):
         first, counts[b] = first + counts[b], first
-    n_edge = 0
+    counts[edge] = above
+    counts[:edge] = above + n_edge
     for j in range(n):
         b = bucket[j]
-        if b > edge:
-            slot = counts[b]
-            out_values[slot], out_order[slot] = values[j], j
-            counts[b] = slot + 1
-        elif b == edge:
-            edge_values[n_edge], edge_order[n_edge] = values[j], j
-            n_edge += 1
-    _heap_top(edge_values, edge_order, n_edge, k - above, out_values[above:],
-              out_order[above:])
+        slot = counts[b]
+        placed_values[slot], placed_order[slot] = values[j], j
+        counts[b] = slot + (b >= edge)
+    out_values[:above], out_order[:above] = placed_values[:above], placed_order[:above]
+    _heap_top(placed_values[above:], placed_order[above:], n_edge, k - above,
+              out_values[above:], out_order[above:])
 
 
 def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
@@ -250,7 +266,7 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
     maximum ``hi`` (``⌊(s − lo) · B / (hi − lo)⌋`` is non-decreasing in ``s``,
     so a higher bucket holds only higher values; :func:`_heap_top` alone
     when that width is 0, tiny or overflows): most candidates are passed
-    over in a few branch-free sweeps.  The kept ones (at most ``prefix``,
+    over in a few sweeps without branches.  The kept ones (at most ``prefix``,
     sorted but within buckets) are then sorted by insertion.
     """
     longest = 1
@@ -258,7 +274,7 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
         longest = max(longest, lengths[q])
     gathered, bucket = np.empty(longest), np.empty(longest, dtype=np.int64)
     positions = np.arange(longest)
-    edge_values, edge_order = np.empty(longest), np.empty(longest, dtype=np.int64)
+    placed_values, placed_order = np.empty(longest + 1), np.empty(longest + 1, dtype=np.int64)
     counts = np.zeros(_BUCKETS, dtype=np.int64)
     for q in range(len(starts)):
         start, n = starts[q], lengths[q]
@@ -279,7 +295,7 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
                 _heap_top(gathered, positions, n, prefix, kept_values, kept_order)
             else:
                 _bucket_top(gathered, n, lo, _BUCKETS / width, prefix, bucket, counts,
-                            edge_values, edge_order, kept_values, kept_order)
+                            placed_values, placed_order, kept_values, kept_order)
         for a in range(1, size):                   # insertion sort, in the stable order
             value, position = kept_values[a], kept_order[a]
             b = a
@@ -292,6 +308,31 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
             kept_order[slot] = -1
 
 
+def _weighted_means_py(positions, weights, starts, values, centered, shift,
+                       count):  # pragma: no cover - compiled
+    """Per query ``q``: ``shift[q] = Σ w · values[starts[q] + p] / Σ w`` over its
+    neighbours ``(p, w)`` in ``(positions[q], weights[q])`` with ``p >= 0`` and
+    ``w > 0`` (with ``centered``: ``w != 0``, and ``Σ |w|`` below), added in row
+    order (0 where the denominator is 0); ``count[q]`` how many were added.
+    Returns whether every slot ``starts[q] + p`` was within ``values`` (else
+    the outputs are not all written)."""
+    for q in range(positions.shape[0]):
+        numerator = denominator = 0.0
+        n = 0
+        for j in range(positions.shape[1]):
+            p, w = positions[q, j], weights[q, j]
+            if p >= 0 and (w != 0.0 if centered else w > 0.0):
+                slot = starts[q] + p
+                if slot >= len(values) or slot < 0:
+                    return False
+                numerator += w * values[slot]
+                denominator += abs(w) if centered else w
+                n += 1
+        shift[q] = numerator / denominator if denominator != 0.0 else 0.0
+        count[q] = n
+    return True
+
+
 if AVAILABLE:
     _co_raters = njit(inline="always")(_co_raters)
     _co_rated_rows = njit(nogil=True, cache=True)(_co_rated_rows_py)
@@ -302,6 +343,7 @@ if AVAILABLE:
     _heap_top = njit(nogil=True, inline="always")(_heap_top)
     _bucket_top = njit(nogil=True, inline="always")(_bucket_top)
     _stable_top = njit(nogil=True, cache=True)(_stable_top_py)
+    _weighted_means = njit(nogil=True, cache=True)(_weighted_means_py)
 
 
 def rating_triples(ratings: sp.csr_matrix) -> tuple[tuple, tuple]:
@@ -377,19 +419,26 @@ def similarity_rows(name: str, rows: np.ndarray, by_row: tuple, by_column: tuple
 
 
 def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
-               lengths: np.ndarray, candidates: np.ndarray,
-               prefix: int) -> tuple[np.ndarray, np.ndarray]:
+               lengths: np.ndarray, candidates: np.ndarray, prefix: int,
+               out: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(order, values)``, both ``(len(starts), prefix)``: the ``prefix`` most similar
     candidates of each query, as positions among its candidates (``-1`` past its
     last) and their similarities (``-inf`` there); see the module docstring.
+    ``out``, if given, is where to write them (int64 and float64, C-contiguous).
 
     The query rows and candidate ranges are checked; the candidates themselves
     must be column ids of ``sim`` and its values finite (not checked: an
     ``O(nnz)`` pass per call; dprec's callers pass the trainset's raters).
     """
     n = len(starts)
-    order = np.empty((n, prefix), dtype=np.int64)
-    values = np.empty((n, prefix), dtype=np.float64)
+    if out is None:
+        out = np.empty((n, prefix), dtype=np.int64), np.empty((n, prefix), dtype=np.float64)
+    order, values = out
+    if (order.shape != (n, prefix) or values.shape != (n, prefix) or order.dtype != np.int64
+            or values.dtype != np.float64 or not order.flags.c_contiguous
+            or not values.flags.c_contiguous):
+        raise ValueError(f"stable_top: out must be C-contiguous ({n}, {prefix}) int64 and "
+                         "float64 arrays")
     if n and prefix:
         if (np.max(sim_rows) >= len(sim) or np.min(sim_rows) < 0 or np.min(starts) < 0
                 or np.min(lengths) < 0 or np.max(starts + lengths) > len(candidates)):
@@ -398,6 +447,29 @@ def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
                     np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64),
                     candidates, prefix, order, values)
     return order, values
+
+
+def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarray,
+                   values: np.ndarray, centered: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(shift, count)``: per query (row), the weighted mean of its neighbours' values
+    and how many count, as Surprise's kNN adds them (``Σ w · v / Σ w``, one neighbour
+    at a time in row order, only those with ``w > 0``; with ``centered``, ``w ≠ 0``
+    over ``Σ |w|``); 0 where nothing counts.
+
+    ``positions`` (``-1`` pads) and ``weights`` are ``(n, k)``; a neighbour's
+    value is ``values[starts[q] + position]`` (checked in the loop).
+    """
+    positions = np.ascontiguousarray(positions, dtype=np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    if positions.shape != weights.shape or positions.ndim != 2 or starts.shape != (
+            len(positions),):
+        raise ValueError("weighted_means: positions and weights must be (n, k), starts (n,)")
+    shift, count = np.empty(len(positions)), np.empty(len(positions), dtype=np.int64)
+    if not _weighted_means(positions, weights, starts, np.asarray(values, dtype=np.float64),
+                           bool(centered), shift, count):
+        raise ValueError("weighted_means: a neighbour's slot is outside the values")
+    return shift, count
 
 
 def warm_up() -> float:
@@ -417,4 +489,6 @@ def warm_up() -> float:
     similarity_rows("msd", np.arange(2), by_row, by_column, np.zeros((2, 2)), upper=True)
     stable_top(np.zeros((2, 2)), np.arange(2), np.zeros(2, np.int64), np.ones(2, np.int64),
                np.arange(2), 1)
+    weighted_means(np.zeros((1, 1), np.int64), np.ones((1, 1)), np.zeros(1, np.int64),
+                   np.ones(1), False)
     return time.perf_counter() - start

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from surprise import Trainset
 
 from ._rng import stable_keys
+from ._surprise import raw_ids
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,8 @@ class RatingArrays:
         Sorted ``u * n_items + i`` of every rating, for :meth:`lookup`.
     key_ratings : ndarray of float64
         The ratings in ``keys`` order.
-    item_keys : ndarray of int64
-        A public key per item, a function of its raw id alone
-        (:func:`dprec._rng.stable_keys`): public hash functions are keyed by
-        it, never by inner ids, which follow the order of the data.
+    item_ids : tuple
+        The raw id of each item (by inner id).
     """
 
     n_users: int
@@ -60,7 +59,15 @@ class RatingArrays:
     matrix: sp.csr_matrix
     keys: np.ndarray
     key_ratings: np.ndarray
-    item_keys: np.ndarray
+    item_ids: tuple
+
+    @cached_property
+    def item_keys(self) -> np.ndarray:
+        """A public key per item, a function of its raw id alone
+        (:func:`dprec._rng.stable_keys`): public hash functions are keyed by it,
+        never by inner ids, which follow the order of the data (computed when a
+        sketch first needs it)."""
+        return stable_keys(self.item_ids)
 
     @classmethod
     def from_trainset(cls, trainset: Trainset, user_based: bool = True) -> RatingArrays:
@@ -86,10 +93,8 @@ class RatingArrays:
         n_ratings = trainset.n_ratings
         if user_based:
             n_users, n_items, by_column = trainset.n_users, trainset.n_items, trainset.ir
-            raw_column = trainset.to_raw_iid
         else:
             n_users, n_items, by_column = trainset.n_items, trainset.n_users, trainset.ur
-            raw_column = trainset.to_raw_uid
         counts = np.fromiter((len(by_column[i]) for i in range(n_items)), np.int64, n_items)
         pairs = np.fromiter(
             itertools.chain.from_iterable(by_column[i] for i in range(n_items)),
@@ -103,9 +108,8 @@ class RatingArrays:
         # the CSR layout is already sorted by (user, item)
         rows = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(matrix.indptr))
         keys = rows * n_items + matrix.indices
-        item_keys = stable_keys(raw_column(i) for i in range(n_items))
         return cls(n_users, n_items, item_ptr, users, ratings, matrix, keys, matrix.data,
-                   item_keys)
+                   tuple(raw_ids(trainset, users=not user_based)))
 
     def lookup(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Ratings ``r_ui`` for arrays of inner ids (any shape).

@@ -29,7 +29,22 @@ def inner_ids(trainset, testset) -> tuple[tuple, tuple, tuple, np.ndarray, np.nd
 def raw_to_inner(trainset, users: bool = True) -> dict:
     """A new dict ``raw id -> inner id`` of the trainset's users (items if not ``users``):
     Surprise keeps it private (``Trainset._raw2inner_id_*``); dprec reads it here only."""
-    return dict(trainset._raw2inner_id_users if users else trainset._raw2inner_id_items)
+    return dict(_raw2inner(trainset, users))
+
+
+def raw_ids(trainset, users: bool = True) -> list:
+    """The raw ids of the trainset's users (items if not ``users``) by inner id:
+    ``[trainset.to_raw_uid(u) for u in range(trainset.n_users)]``, read from the
+    id dict at once when its order is the inner ids' (as Surprise builds it)."""
+    mapping = _raw2inner(trainset, users)
+    inner = np.fromiter(mapping.values(), np.int64, len(mapping))
+    if np.array_equal(inner, np.arange(len(mapping))):
+        return list(mapping)
+    return [raw for _, raw in sorted(zip(inner.tolist(), mapping))]
+
+
+def _raw2inner(trainset, users: bool) -> dict:
+    return trainset._raw2inner_id_users if users else trainset._raw2inner_id_items
 
 
 @contextmanager

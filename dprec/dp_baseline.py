@@ -44,6 +44,7 @@ from surprise import AlgoBase, PredictionImpossible
 from ._arrays import safe_divide
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
+from ._surprise import raw_ids
 from ._validation import check_choice, check_epsilon, check_open_unit, check_real
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import laplace, laplace_epsilon, laplace_scale
@@ -161,7 +162,7 @@ class DPBaseline(AlgoBase):
     def _ledger(trainset, unit: str, releases: dict) -> PrivacyAccountant:
         """The accountant: one entry per release (``component -> (scale, max_changed)``),
         each charged once to every user; every output covered by both."""
-        accountant = PrivacyAccountant([trainset.to_raw_uid(u) for u in range(trainset.n_users)],
+        accountant = PrivacyAccountant(raw_ids(trainset),
                                        model=f"DPBaseline(unit={unit!r})")
         note = ("Laplace (lattice sampler) on (centred sums / B, counts), l1 sensitivity 2 "
                 f"per {UNITS[unit]}" + (" (weights 1/|I_u|)" if unit == "user" else "")

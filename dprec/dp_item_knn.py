@@ -51,7 +51,7 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
-from ._surprise import inner_ids, predictions
+from ._surprise import inner_ids, predictions, raw_ids
 from ._validation import check_epsilon, check_int, check_open_unit, check_real
 from .dp_baseline import DPBaseline
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
@@ -170,7 +170,7 @@ class DPItemKNN(AlgoBase):
         return out + np.triu(out, 1).T
 
     def _ledger(self, trainset, epsilons: dict) -> PrivacyAccountant:
-        accountant = PrivacyAccountant([trainset.to_raw_uid(u) for u in range(trainset.n_users)],
+        accountant = PrivacyAccountant(raw_ids(trainset),
                                        model=f"DPItemKNN(k={self.k_})")
         base = self.baseline_.privacy_report()
         indices = [accountant.register(entry) for entry in base.entries]

@@ -35,7 +35,7 @@ from ._rng import (
     fit_entropy,
     validate_random_state,
 )
-from ._surprise import UNKNOWN, inner_ids, predictions
+from ._surprise import UNKNOWN, inner_ids, predictions, raw_ids
 from ._threads import map_blocks, map_on_dask, thread_count
 from ._validation import (
     check_bool,
@@ -111,25 +111,39 @@ class _Batch:
 
     ``chosen`` and ``neighbours`` hold one row per selection and ``row`` maps
     each query to its selection: one per query in the item neighbourhood, one
-    per user in the user neighbourhood (many queries share it).
+    per user in the user neighbourhood (many queries share it).  In the item
+    neighbourhood the chosen columns are positions among the raters of the
+    item asked, ``candidates[starts[row] + position]``; in the user
+    neighbourhood they are user ids (``starts`` is None).
     """
 
     est: np.ndarray          # (n_rules, n_queries): one row per prediction rule asked
     actual_k: np.ndarray
     row: np.ndarray          # each query's row of `chosen` and `neighbours`
     parts: list[_Chosen]     # `chosen` in blocks, joined when first read
-    neighbours: np.ndarray   # inner ids of the chosen neighbours, -1 if empty
+    starts: np.ndarray | None = None      # per selection: where its candidates start
+    candidates: np.ndarray | None = None  # the raters, item by item
 
     @cached_property
     def chosen(self) -> _Chosen:
         return _Chosen.concatenate(self.parts) if len(self.parts) > 1 else self.parts[0]
+
+    @cached_property
+    def neighbours(self) -> np.ndarray:
+        """Inner ids of the chosen neighbours, ``-1`` if empty (built when first read)."""
+        columns = self.chosen.columns
+        if self.starts is None:
+            return columns
+        found = columns >= 0
+        return np.where(found, self.candidates[np.where(found, self.starts[:, None] + columns,
+                                                        0)], -1)
 
     @classmethod
     def empty(cls, k: int, n_rules: int = 1) -> _Batch:
         nothing = np.zeros(0, dtype=np.int64)
         chosen = _Chosen(np.full((0, k), -1), np.zeros((0, k)), np.ones(0), np.ones(0, np.int64),
                          np.zeros((0, k), dtype=np.int64))
-        return cls(np.zeros((n_rules, 0)), nothing, nothing, [chosen], np.full((0, k), -1))
+        return cls(np.zeros((n_rules, 0)), nothing, nothing, [chosen])
 
 
 @dataclass(frozen=True)
@@ -638,7 +652,7 @@ class PrivateKNN(AlgoBase):
         name = self.sim_options_["name"]
         model = (f"PrivateKNN(selector={self.selector_.name!r}, similarity {name!r}, "
                  f"{self.neighbourhood_} neighbourhood, k={self.k})")
-        accountant = PrivacyAccountant([trainset.to_raw_uid(u) for u in range(trainset.n_users)],
+        accountant = PrivacyAccountant(raw_ids(trainset),
                                        budget=self.budget, model=model)
         similarity = None
         if release is not None and release.entry.epsilon < np.inf:
@@ -902,16 +916,15 @@ class PrivateKNN(AlgoBase):
         if len(known) == len(testset) and possible.all():
             return predictions(self.trainset, uids, iids, r_uis, est, known_details, verbose)
 
-        def details():
-            for j, ok in zip(position.tolist(), possible.tolist()):
-                detail = next(known_details) if j >= 0 else None
-                if ok:
-                    yield detail
-                elif baseline:
-                    yield {"was_impossible": False}
-                else:
-                    yield {"was_impossible": True,
-                           "reason": UNKNOWN if detail is None else _TOO_FEW}
+        def details():   # built in predictions' pause of the collector, placed in C loops
+            placed = np.empty(len(testset), dtype=object)
+            placed[known] = list(known_details)
+            impossible = np.flatnonzero(~possible)
+            placed[impossible] = [
+                {"was_impossible": False} if baseline else
+                {"was_impossible": True, "reason": UNKNOWN if j < 0 else _TOO_FEW}
+                for j in position[impossible].tolist()]
+            yield from placed.tolist()
 
         return predictions(self.trainset, uids, iids, r_uis, est, details(), verbose)
 
@@ -1075,14 +1088,15 @@ class PrivateKNN(AlgoBase):
         row = np.empty(len(users), dtype=np.int64)
         row[in_blocks] = np.arange(len(users))
         est = np.concatenate([answer[1] for answer in answers], axis=1)
-        actual_k, neighbours = (np.concatenate([answer[j] for answer in answers])
-                                for j in (2, 3))
+        actual_k = np.concatenate([answer[2] for answer in answers])
         users, items = users[in_blocks], items[in_blocks]
-        self._charge(users * ratings.n_items + items, users, items, neighbours)
+        batch = _Batch(est[:, row], actual_k[row], row, [answer[0] for answer in answers],
+                       ratings.item_ptr[items], ratings.item_users)
+        if self._selector_entries:   # else the neighbours' ids are built only if read
+            self._charge(users * ratings.n_items + items, users, items, batch.neighbours)
         for answer in answers:
             self._selections.add(answer[0])
-        return _Batch(est[:, row], actual_k[row], row, [answer[0] for answer in answers],
-                      neighbours)
+        return batch
 
     def _query_groups(self, users: np.ndarray) -> list[np.ndarray]:
         """The queries (positions) in groups whose users' similarity rows are computed
@@ -1098,8 +1112,8 @@ class PrivateKNN(AlgoBase):
 
     def _answer_queries(self, queries: tuple) -> tuple[np.ndarray, list]:
         """Item-neighbourhood answers to ``queries = (users, items, rule keys)``: their
-        order and one ``(chosen, est, actual_k, neighbours)`` per block of that order
-        (``est`` one row per rule).
+        order and one ``(chosen, est, actual_k)`` per block of that order (``est`` one
+        row per rule; the chosen columns are positions among the item's raters).
 
         With the compiled kernels and a selector that reads only a sorted
         prefix (top-k), :func:`dprec._kernels.stable_top` finds each query's
@@ -1128,14 +1142,14 @@ class PrivateKNN(AlgoBase):
         compiled = (kernels.enabled() and prefix is not None
                     and not self.selector_.reads_tail)
 
-        def answer(block):
+        def answer(slot):
+            block, placed = slot
             if compiled:   # the prefix straight from the raters' similarities
                 sorted_ = kernels.stable_top(sim, rows[block], starts[block], lengths[block],
-                                             ratings.item_users, prefix)
+                                             ratings.item_users, prefix,
+                                             (order[placed], values[placed]))
                 chosen = self._select(None, lengths[block], users[block],
                                       (users[block], items[block]), sorted_)
-                slots = np.where(chosen.columns >= 0,
-                                 starts[block][:, None] + chosen.columns, 0)
             else:
                 width = max(int(lengths[block].max()), 1)  # a padding column if no raters
                 offsets = np.arange(width)
@@ -1145,26 +1159,28 @@ class PrivateKNN(AlgoBase):
                 sims = np.where(valid, sim.ravel().take(flat), -np.inf)
                 chosen = self._select(sims, lengths[block], users[block],
                                       (users[block], items[block]))
-                slots = np.take_along_axis(cells, np.maximum(chosen.columns, 0), axis=1)
-            found = chosen.columns >= 0
-            use = found & self._counted(chosen.weights)
             est = np.empty((len(rules), len(block)))
             means = {}   # per deviations (rules with one prediction share them)
             for j, rule in enumerate(rules):
                 if id(rule.by_column) not in means:
                     means[id(rule.by_column)] = _weighted_mean(
-                        chosen.weights, rule.by_column[slots], use,
-                        absolute_denominator=self.centered)
+                        chosen.columns, chosen.weights, starts[block], rule.by_column,
+                        self.centered)
                 shift, actual_k = means[id(rule.by_column)]
                 est[j] = self._finish(rule, users[block], items[block], shift, actual_k)
-            return chosen, est, actual_k, np.where(found, ratings.item_users[slots], -1)
+            return chosen, est, actual_k
 
         if compiled:
             blocks = _row_blocks(rows, lengths)
+            # one allocation for every block's prefix (made here, not in each thread)
+            order = np.empty((len(users), prefix), dtype=np.int64)
+            values = np.empty((len(users), prefix))
         else:
-            order = np.argsort(lengths, kind="stable")
-            blocks = list(_length_blocks(order, lengths[order]))
-        return np.concatenate(blocks), map_blocks(answer, blocks)
+            by_length = np.argsort(lengths, kind="stable")
+            blocks = list(_length_blocks(by_length, lengths[by_length]))
+        ends = np.cumsum([len(block) for block in blocks])
+        return np.concatenate(blocks), map_blocks(answer, [
+            (block, slice(end - len(block), end)) for block, end in zip(blocks, ends)])
 
     def _estimate_user_neighbourhood(self, users, items, rules: list[_Rule]) -> _Batch:
         """One neighbour set per user; its members who rated ``i`` predict.
@@ -1206,7 +1222,7 @@ class PrivateKNN(AlgoBase):
             actual_k[asked] = count[cells]
         est = np.array([self._finish(rule, users, items, shift[j], actual_k)
                         for j, rule in enumerate(rules)])
-        return _Batch(est, actual_k, row, [chosen], chosen.columns)
+        return _Batch(est, actual_k, row, [chosen])
 
     def _user_neighbours(self, users: np.ndarray) -> _Chosen:
         """Each user's neighbour set (user ids in ``columns``, ``-1`` for none).
@@ -1301,11 +1317,12 @@ class PrivateKNN(AlgoBase):
         k = self.k
         if sorted_ is not None and type(self.selector_) is TopK:   # not a subclass's select
             # the sorted prefix is the choice (what the general path below gives top-k)
-            columns, taken = sorted_[0], sorted_[0] >= 0
-            ones = np.ones(len(n_valid), dtype=np.int64)
-            return _Chosen(columns=columns, weights=np.where(taken, sorted_[1], 0.0),
-                           alpha=ones.astype(np.float64), beta=ones,
-                           partitions=taken.astype(np.int64))
+            # (in place, and the partitions a view: no new n × k arrays)
+            (columns, weights), taken = sorted_, sorted_[0] >= 0
+            weights[~taken] = 0.0
+            return _Chosen(columns=columns, weights=weights, alpha=np.ones(len(n_valid)),
+                           beta=np.ones(len(n_valid), dtype=np.int64),
+                           partitions=taken.view(np.uint8))
         prefix = self.selector_.sorted_prefix(k)
         order, sorted_sims = (stable_descending_order(sims, prefix,
                                                       keep_tail=self.selector_.reads_tail)
@@ -1492,10 +1509,17 @@ def _row_blocks(rows: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
                                            * (int(cells[-1]) / n_blocks)))
 
 
-def _weighted_mean(weights: np.ndarray, values: np.ndarray, use: np.ndarray,
-                   absolute_denominator: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise ``Σ w·x / Σ w`` over the cells in ``use`` (0 where none), and their count."""
+def _weighted_mean(positions: np.ndarray, weights: np.ndarray, starts: np.ndarray,
+                   values: np.ndarray, centered: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise ``Σ w·x / Σ w`` over the neighbours that count (0 where none), and their
+    count: :func:`dprec._kernels.weighted_means` (``x = values[starts + positions]``),
+    compiled or in numpy.  Both add one neighbour at a time in row order, as
+    Surprise's kNN does (the same numbers bit for bit)."""
+    if kernels.enabled():
+        return kernels.weighted_means(positions, weights, starts, values, centered)
+    found = positions >= 0
+    use = found & (weights != 0 if centered else weights > 0)
     w = np.where(use, weights, 0.0)
-    numerator = (w * np.where(use, values, 0.0)).sum(axis=1)
-    denominator = np.abs(w).sum(axis=1) if absolute_denominator else w.sum(axis=1)
-    return safe_divide(numerator, denominator), use.sum(axis=1)
+    x = np.where(use, values[np.where(found, starts[:, None] + positions, 0)], 0.0)
+    denominator = _sequential_sum(np.abs(w) if centered else w)
+    return safe_divide(_sequential_sum(w * x), denominator), use.sum(axis=1)

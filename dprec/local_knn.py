@@ -69,7 +69,7 @@ from surprise import AlgoBase, PredictionImpossible
 from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._ratings import RatingArrays
 from ._rng import derive_generator, fit_entropy, validate_random_state
-from ._surprise import inner_ids, predictions
+from ._surprise import inner_ids, predictions, raw_ids
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from .dp_baseline import own_effects, stabilised_effects
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
@@ -242,7 +242,7 @@ class LocalKNN(AlgoBase):
 
     def _ledger(self, trainset, sketch: SketchRelease, ratings: LedgerEntry,
                 release: str) -> PrivacyAccountant:
-        accountant = PrivacyAccountant([trainset.to_raw_uid(u) for u in range(trainset.n_users)],
+        accountant = PrivacyAccountant(raw_ids(trainset),
                                        model=f"LocalKNN(rating_release={release!r})")
         entry = sketch.entry
         if entry.unit is Unit.SET_ITEM:   # a rating added or removed is an item of the set

@@ -98,6 +98,86 @@ def test_stable_top_rejects_out_of_bounds_queries():
                             np.array([0, 1]), 2)
 
 
+def test_stable_top_writes_into_the_given_arrays():
+    """``out``: the same answer, written into slices of larger arrays; wrong shapes,
+    dtypes or layouts are refused."""
+    rng = np.random.default_rng(3)
+    sim, candidates = rng.random((5, 40)), rng.integers(0, 40, 300)
+    rows, starts, lengths = np.arange(5), np.array([0, 50, 90, 200, 250]), np.array(
+        [50, 3, 60, 0, 45])
+    expected = _kernels.stable_top(sim, rows, starts, lengths, candidates, 8)
+    order, values = np.full((9, 8), 7), np.zeros((9, 8))
+    got = _kernels.stable_top(sim, rows, starts, lengths, candidates, 8,
+                              (order[2:7], values[2:7]))
+    assert got[0].base is order and got[1].base is values
+    for a, b in zip(expected, (order[2:7], values[2:7])):
+        np.testing.assert_array_equal(a, b)
+    assert (order[:2] == 7).all() and (order[7:] == 7).all()
+    for bad in ((np.zeros((5, 8), np.int32), np.zeros((5, 8))),
+                (np.zeros((5, 8), np.int64), np.zeros((5, 9))),
+                (np.zeros((8, 5), np.int64).T, np.zeros((5, 8)))):
+        with pytest.raises(ValueError, match="out must be"):
+            _kernels.stable_top(sim, rows, starts, lengths, candidates, 8, bad)
+
+
+def _surprise_weighted_mean(positions, weights, starts, values, centered):
+    """Surprise's loop (``KNNBasic.estimate``) over each query's neighbours, in Python."""
+    shift, count = [], []
+    for q in range(len(positions)):
+        sum_sim = sum_ratings = 0.0
+        n = 0
+        for p, w in zip(positions[q], weights[q]):
+            if p >= 0 and (w != 0 if centered else w > 0):
+                sum_sim += abs(w) if centered else w
+                sum_ratings += w * values[starts[q] + p]
+                n += 1
+        shift.append(sum_ratings / sum_sim if sum_sim != 0 else 0.0)
+        count.append(n)
+    return np.array(shift), np.array(count)
+
+
+@pytest.mark.parametrize("centered", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_weighted_means_add_as_surprise_on_both_paths(seed, centered):
+    """Σ w·x / Σ w (|w| centred) over the neighbours that count, padding ``-1`` and
+    weights ≤ 0 (≠ 0 centred) skipped, 0 where nothing counts: Surprise's loop bit for
+    bit, compiled and in numpy (knn's twin, which adds left to right too)."""
+    from dprec.knn import _weighted_mean
+
+    rng = np.random.default_rng(seed)
+    n, k = 200, 9
+    values = np.round(rng.normal(3.0, 1.5, 500), 1)
+    lengths = rng.integers(0, 30, n)
+    starts = rng.integers(0, len(values) - lengths)
+    positions = np.where(np.arange(k) < np.minimum(lengths, k)[:, None],
+                         rng.integers(0, 30, (n, k)) % np.maximum(lengths, 1)[:, None], -1)
+    weights = np.where(positions >= 0, rng.normal(0.2, 0.5, (n, k)), 0.0)
+    weights[::7] = 0.0                                   # nothing counts on these rows
+    expected = _surprise_weighted_mean(positions, weights, starts, values, centered)
+    for compiled in (True, False):
+        previous = _kernels.set_enabled(compiled)
+        try:
+            shift, count = _weighted_mean(positions, weights, starts, values, centered)
+        finally:
+            _kernels.set_enabled(previous)
+        np.testing.assert_array_equal(shift, expected[0])
+        np.testing.assert_array_equal(count, expected[1])
+    assert (expected[1][::7] == 0).all() and (expected[0][::7] == 0).all()
+
+
+def test_weighted_means_reject_bad_arguments():
+    positions, weights = np.array([[0, 2, -1]]), np.array([[0.5, 0.25, 0.0]])
+    with pytest.raises(ValueError, match="outside the values"):
+        _kernels.weighted_means(positions, weights, np.array([1]), np.ones(3), False)
+    with pytest.raises(ValueError, match=r"\(n, k\)"):
+        _kernels.weighted_means(positions, weights[:, :2], np.array([0]), np.ones(3), False)
+    with pytest.raises(ValueError, match=r"\(n, k\)"):
+        _kernels.weighted_means(positions, weights, np.array([0, 0]), np.ones(3), False)
+    shift, count = _kernels.weighted_means(positions, weights, np.array([0]),
+                                           np.array([2.0, 9.0, 4.0]), False)
+    assert shift[0] == (0.5 * 2.0 + 0.25 * 4.0) / 0.75 and count[0] == 2
+
+
 @pytest.mark.parametrize("integer", [True, False])
 def test_co_rated_sums_equal_the_sparse_products(integer):
     """Every sum over co-rated columns equals its sparse product (bit for bit with integer

@@ -144,7 +144,7 @@ def _rating_arrays(base: RatingArrays, keep: np.ndarray, users: np.ndarray,
     keys = all_users * n_items + all_items
     by_key = np.argsort(keys, kind="stable")
     return RatingArrays(n_users, n_items, item_ptr, all_users, all_ratings, matrix,
-                        keys[by_key], all_ratings[by_key], base.item_keys)
+                        keys[by_key], all_ratings[by_key], base.item_ids)
 
 
 def _copy_trainset(trainset: Trainset, ur: dict, ir: dict, n_users: int, n_ratings: int,

@@ -43,7 +43,7 @@ from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
 from .._rng import RandomStateLike, check_random_state, validate_random_state
-from .._surprise import UNKNOWN, inner_ids, predictions
+from .._surprise import UNKNOWN, inner_ids, predictions, raw_ids
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mallows import CALIBRATIONS, LAPLACE_MAX_EPSILON, laplace_privatize, mallows_privatize
@@ -237,7 +237,7 @@ class MallowsRanker(AlgoBase):
         n = trainset.n_users
         if spec is None or isinstance(spec, numbers.Real):
             return np.full(n, _check_user_epsilon(spec, "epsilon"))
-        raw = [trainset.to_raw_uid(u) for u in range(n)]
+        raw = raw_ids(trainset)
         if isinstance(spec, Mapping):
             missing = [r for r in raw if r not in spec]
             if missing:
@@ -340,7 +340,7 @@ class MallowsRanker(AlgoBase):
         ``u``'s items does not change.  Users with ``ε = inf`` are not protected.
         """
         self._check_fitted()
-        users = [self.trainset.to_raw_uid(u) for u in range(self.trainset.n_users)]
+        users = raw_ids(self.trainset)
         accountant = PrivacyAccountant(users, model=f"MallowsRanker(mechanism="
                                                     f"{self.mechanism.lower()!r})")
         entries = []
