@@ -106,15 +106,14 @@ def _co_rated_rows_py(rows, upper, indptr, indices, data, column_ptr, column_row
 def _similarity_of(kind, freq, sq_i, sq_j, prods, s_i, s_j):  # pragma: no cover - compiled
     """Surprise's similarity ``kind`` (:data:`SIMILARITY_KINDS`) of one pair from its
     co-rated sums: :func:`dprec.similarity.exact.similarity_from_sums`, operation for
-    operation (0 where a denominator vanishes), but for msd ``sq_i`` is the sum of
-    squared differences ``Σ (r_ui − r_vi)²`` itself."""
+    operation (0 where a denominator vanishes)."""
     if kind == 0:                                   # cosine
         denominator = np.sqrt(sq_i * sq_j)
         return prods / denominator if denominator != 0.0 else 0.0
-    if kind == 1:                                   # msd, from Σ (r_ui − r_vi)² in sq_i
+    if kind == 1:                                   # msd
         if freq == 0.0:
             return 0.0
-        denominator = sq_i / freq + 1.0
+        denominator = (sq_i + sq_j - 2.0 * prods) / freq + 1.0
         return 1.0 / denominator if denominator != 0.0 else 0.0
     numerator = freq * prods - s_i * s_j            # pearson
     var_i = max(freq * sq_i - s_i * s_i, 0.0)
@@ -131,10 +130,9 @@ def _similarity_rows_py(rows, upper, kind, min_support, indptr, indices, data, c
     not written (the caller zeroes them: no co-rated column, similarity 0).
 
     The sums of one row are accumulated in a per-call ``n × 6`` buffer (one
-    cache line per other row), only at the rows it touches, and reset there.
-    msd accumulates ``|I_uv|`` and ``Σ (r_ui − r_vi)²`` only, as Surprise does
-    (the same number as ``Σ r_ui² + Σ r_vi² − 2 Σ r_ui r_vi`` for integer
-    ratings, and closer to Surprise's otherwise).
+    cache line per other row), only at the rows it touches, and reset there;
+    ``Σ r_ui`` and ``Σ r_vi`` only for pearson, the one similarity that
+    reads them.
     """
     acc = np.zeros((out.shape[1], 6))
     touched = np.empty(out.shape[1], dtype=np.int64)
@@ -151,14 +149,12 @@ def _similarity_rows_py(rows, upper, kind, min_support, indptr, indices, data, c
                     touched[n_touched] = v
                     n_touched += 1
                 acc[v, 0] += 1.0
-                if kind == 1:
-                    acc[v, 1] += (r - s) * (r - s)
-                    continue
                 acc[v, 1] += r2
                 acc[v, 2] += s * s
                 acc[v, 3] += r * s
-                acc[v, 4] += r
-                acc[v, 5] += s
+                if kind == 2:
+                    acc[v, 4] += r
+                    acc[v, 5] += s
         for t in range(n_touched):
             v = touched[t]
             freq = acc[v, 0]
@@ -221,8 +217,8 @@ def _bucket_top(values, n, lo, scale, k, bucket, counts, placed_values, placed_o
     :data:`_BUCKETS` over the values' finite, positive width): the buckets above the
     one where the count from the top reaches ``k`` are all in, placed highest bucket
     first (sorted but within buckets), the rest are that edge bucket's first by
-    :func:`_heap_top`.  ``bucket``, ``counts`` and ``placed_*`` (``n + 1`` long) are
-    scratch space.
+    :func:`_heap_top`.  ``bucket`` and ``placed_*`` (``n`` and ``n + 1`` long) and
+    ``counts`` (:data:`_BUCKETS`) are scratch space.
 
     The placement has no branch: each bucket's next slot is kept in
     ``counts``, the edge bucket's values go after those above it, and every
@@ -266,7 +262,7 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
     maximum ``hi`` (``⌊(s − lo) · B / (hi − lo)⌋`` is non-decreasing in ``s``,
     so a higher bucket holds only higher values; :func:`_heap_top` alone
     when that width is 0, tiny or overflows): most candidates are passed
-    over in a few sweeps without branches.  The kept ones (at most ``prefix``,
+    over in a few branch-free sweeps.  The kept ones (at most ``prefix``,
     sorted but within buckets) are then sorted by insertion.
     """
     longest = 1

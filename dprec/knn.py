@@ -1042,9 +1042,6 @@ class PrivateKNN(AlgoBase):
             shift = shift * self.sigmas[xs]
         return self.means[xs] + shift
 
-    def _counted(self, weights: np.ndarray) -> np.ndarray:
-        """Which neighbours count: similarity ``> 0`` (Surprise), ``≠ 0`` (papers' rule)."""
-        return weights != 0 if self.centered else weights > 0
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "_sim"):
@@ -1197,7 +1194,7 @@ class PrivateKNN(AlgoBase):
         slot = {id(rule.matrix): j for j, rule in reversed(list(enumerate(rules)))}
         deviations = {j: rules[j].matrix[:, unique_items] for j in set(slot.values())}
         pattern = pattern_matrix(next(iter(deviations.values())))
-        counted = (chosen.columns >= 0) & self._counted(chosen.weights)
+        counted = (chosen.columns >= 0) & _counts(chosen.weights, self.centered)
         shift = np.zeros((len(rules), len(users)))
         actual_k = np.zeros(len(users), dtype=np.int64)
         by_row = np.argsort(row, kind="stable")
@@ -1308,7 +1305,8 @@ class PrivateKNN(AlgoBase):
                 querying_users: np.ndarray, keys: tuple[np.ndarray, ...],
                 sorted_: tuple[np.ndarray, np.ndarray] | None = None) -> _Chosen:
         """Sort candidates (stable, descending) and let the selector choose (no side
-        effects: blocks of queries run in threads; the caller logs the selections).
+        effects but on ``sorted_``, which top-k's choice reuses: blocks of queries run in
+        threads; the caller logs the selections).
 
         ``sims`` holds ``n_valid`` finite candidates per row, padding is ``-inf``;
         or ``sorted_`` gives their sorted prefix already (``(order, sorted_sims)``,
@@ -1446,11 +1444,12 @@ def _make_selector(selector: str | Selector, **params) -> Selector:
 
 
 def _sequential_sum(values: np.ndarray) -> np.ndarray:
-    """Row sums added left to right, so that trailing zeros (the padding of a wider
-    block) leave them bit-identical, unlike numpy's pairwise ``sum``."""
+    """Row sums added left to right from 0 (as a loop adds them: a sum of ``-0.0`` is
+    ``0.0``), so that trailing zeros (the padding of a wider block) leave them
+    bit-identical, unlike numpy's pairwise ``sum``."""
     if values.shape[1] == 0:
         return np.zeros(len(values))
-    return np.cumsum(values, axis=1)[:, -1]
+    return np.cumsum(values, axis=1)[:, -1] + 0.0
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -1509,6 +1508,12 @@ def _row_blocks(rows: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
                                            * (int(cells[-1]) / n_blocks)))
 
 
+def _counts(weights: np.ndarray, centered: bool) -> np.ndarray:
+    """Which neighbours count: similarity ``> 0`` (Surprise), ``≠ 0`` centred (the
+    papers' rule)."""
+    return weights != 0 if centered else weights > 0
+
+
 def _weighted_mean(positions: np.ndarray, weights: np.ndarray, starts: np.ndarray,
                    values: np.ndarray, centered: bool) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise ``Σ w·x / Σ w`` over the neighbours that count (0 where none), and their
@@ -1518,7 +1523,7 @@ def _weighted_mean(positions: np.ndarray, weights: np.ndarray, starts: np.ndarra
     if kernels.enabled():
         return kernels.weighted_means(positions, weights, starts, values, centered)
     found = positions >= 0
-    use = found & (weights != 0 if centered else weights > 0)
+    use = found & _counts(weights, centered)
     w = np.where(use, weights, 0.0)
     x = np.where(use, values[np.where(found, starts[:, None] + positions, 0)], 0.0)
     denominator = _sequential_sum(np.abs(w) if centered else w)

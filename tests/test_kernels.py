@@ -178,6 +178,20 @@ def test_weighted_means_reject_bad_arguments():
     assert shift[0] == (0.5 * 2.0 + 0.25 * 4.0) / 0.75 and count[0] == 2
 
 
+def test_weighted_means_of_signed_zeros_start_from_zero_on_both_paths():
+    """A loop from 0 adds ``-0.0`` to ``0.0``: the numpy twin's sums give ``+0.0`` too."""
+    from dprec.knn import _weighted_mean
+
+    for compiled in (True, False):
+        previous = _kernels.set_enabled(compiled)
+        try:
+            shift, _ = _weighted_mean(np.array([[0]]), np.array([[-0.5]]), np.array([0]),
+                                      np.array([0.0]), True)
+        finally:
+            _kernels.set_enabled(previous)
+        assert shift[0] == 0.0 and not np.signbit(shift[0])
+
+
 @pytest.mark.parametrize("integer", [True, False])
 def test_co_rated_sums_equal_the_sparse_products(integer):
     """Every sum over co-rated columns equals its sparse product (bit for bit with integer
@@ -282,6 +296,19 @@ def test_similarity_rows_equal_the_similarity_of_the_sums(integer, name):
         else:
             np.testing.assert_allclose(got, expected[rows], rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(upper, np.where(np.arange(60) >= rows[:, None], got, 0))
+
+
+@pytest.mark.parametrize("name", ["msd", "cosine", "pearson"])
+def test_similarity_rows_equal_the_sums_path_on_real_valued_ratings(name):
+    """With the kernels on, the similarity top-k uses (rows straight from each row's
+    sums) and the one the private selectors use with their sums (RS) are one function,
+    bit for bit, also where float64 sums round (ratings to 0.01 on [-10, 10])."""
+    from dprec.similarity.exact import exact_similarity, exact_similarity_and_sums
+
+    ratings = sp.random(70, 40, density=0.3, format="csr", random_state=11)
+    ratings.data = np.round(ratings.data * 20 - 10, 2)
+    np.testing.assert_array_equal(exact_similarity(name, ratings),
+                                  exact_similarity_and_sums(name, ratings)[0])
 
 
 def test_similarity_rows_reject_bad_arguments():
