@@ -130,13 +130,17 @@ class _Batch:
 
     @cached_property
     def neighbours(self) -> np.ndarray:
-        """Inner ids of the chosen neighbours, ``-1`` if empty (built when first read)."""
-        columns = self.chosen.columns
+        """Inner ids of the chosen neighbours, ``-1`` if empty (built when first read,
+        part by part: the parts' other fields are not joined for it)."""
         if self.starts is None:
-            return columns
-        found = columns >= 0
-        return np.where(found, self.candidates[np.where(found, self.starts[:, None] + columns,
-                                                        0)], -1)
+            return self.chosen.columns
+        ends = np.cumsum([len(part.columns) for part in self.parts])
+        ids = []
+        for part, end in zip(self.parts, ends):
+            found = part.columns >= 0
+            slots = self.starts[end - len(found):end, None] + part.columns
+            ids.append(np.where(found, self.candidates[np.where(found, slots, 0)], -1))
+        return np.concatenate(ids)
 
     @classmethod
     def empty(cls, k: int, n_rules: int = 1) -> _Batch:
@@ -1144,7 +1148,8 @@ class PrivateKNN(AlgoBase):
             if compiled:   # the prefix straight from the raters' similarities
                 sorted_ = kernels.stable_top(sim, rows[block], starts[block], lengths[block],
                                              ratings.item_users, prefix,
-                                             (order[placed], values[placed]))
+                                             None if kept is None else
+                                             (kept[0][placed], kept[1][placed]))
                 chosen = self._select(None, lengths[block], users[block],
                                       (users[block], items[block]), sorted_)
             else:
@@ -1167,11 +1172,12 @@ class PrivateKNN(AlgoBase):
                 est[j] = self._finish(rule, users[block], items[block], shift, actual_k)
             return chosen, est, actual_k
 
+        kept = None
         if compiled:
             blocks = _row_blocks(rows, lengths)
-            # one allocation for every block's prefix (made here, not in each thread)
-            order = np.empty((len(users), prefix), dtype=np.int64)
-            values = np.empty((len(users), prefix))
+            if type(self.selector_) is TopK:   # the prefixes are the choice, kept: one
+                kept = (np.empty((len(users), prefix), dtype=np.int64),  # allocation here,
+                        np.empty((len(users), prefix)))                   # not per thread
         else:
             by_length = np.argsort(lengths, kind="stable")
             blocks = list(_length_blocks(by_length, lengths[by_length]))
