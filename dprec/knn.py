@@ -1046,7 +1046,6 @@ class PrivateKNN(AlgoBase):
             shift = shift * self.sigmas[xs]
         return self.means[xs] + shift
 
-
     def _check_fitted(self) -> None:
         if not hasattr(self, "_sim"):
             raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
@@ -1143,8 +1142,8 @@ class PrivateKNN(AlgoBase):
         compiled = (kernels.enabled() and prefix is not None
                     and not self.selector_.reads_tail)
 
-        def answer(slot):
-            block, placed = slot
+        def answer(part):   # a block of queries and its rows in the kept prefixes
+            block, placed = part
             if compiled:   # the prefix straight from the raters' similarities
                 sorted_ = kernels.stable_top(sim, rows[block], starts[block], lengths[block],
                                              ratings.item_users, prefix,
