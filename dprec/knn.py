@@ -135,12 +135,9 @@ class _Batch:
         if self.starts is None:
             return self.chosen.columns
         ends = np.cumsum([len(part.columns) for part in self.parts])
-        ids = []
-        for part, end in zip(self.parts, ends):
-            found = part.columns >= 0
-            slots = self.starts[end - len(found):end, None] + part.columns
-            ids.append(np.where(found, self.candidates[np.where(found, slots, 0)], -1))
-        return np.concatenate(ids)
+        return np.concatenate([
+            _at_positions(self.candidates, self.starts[end - len(part.columns):end],
+                          part.columns, -1) for part, end in zip(self.parts, ends)])
 
     @classmethod
     def empty(cls, k: int, n_rules: int = 1) -> _Batch:
@@ -1513,6 +1510,14 @@ def _row_blocks(rows: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
                                            * (int(cells[-1]) / n_blocks)))
 
 
+def _at_positions(values: np.ndarray, starts: np.ndarray, positions: np.ndarray,
+                  fill) -> np.ndarray:
+    """``values[starts[q] + positions[q, j]]`` (a query's candidates from its start),
+    ``fill`` where the position is ``-1``."""
+    found = positions >= 0
+    return np.where(found, values[np.where(found, starts[:, None] + positions, 0)], fill)
+
+
 def _counts(weights: np.ndarray, centered: bool) -> np.ndarray:
     """Which neighbours count: similarity ``> 0`` (Surprise), ``≠ 0`` centred (the
     papers' rule)."""
@@ -1527,9 +1532,8 @@ def _weighted_mean(positions: np.ndarray, weights: np.ndarray, starts: np.ndarra
     Surprise's kNN does (the same numbers bit for bit)."""
     if kernels.enabled():
         return kernels.weighted_means(positions, weights, starts, values, centered)
-    found = positions >= 0
-    use = found & _counts(weights, centered)
+    use = (positions >= 0) & _counts(weights, centered)
     w = np.where(use, weights, 0.0)
-    x = np.where(use, values[np.where(found, starts[:, None] + positions, 0)], 0.0)
+    x = np.where(use, _at_positions(values, starts, positions, 0.0), 0.0)
     denominator = _sequential_sum(np.abs(w) if centered else w)
     return safe_divide(_sequential_sum(w * x), denominator), use.sum(axis=1)
