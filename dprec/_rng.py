@@ -72,6 +72,16 @@ def validate_random_state(random_state: RandomStateLike, name: str = "random_sta
     check_random_state(random_state, name)
 
 
+def is_seeded(random_state: RandomStateLike) -> bool:
+    """Whether ``random_state`` is an int seed (seeded noise: reproducible by anyone who knows
+    or guesses it, so no privacy guarantee holds; see ``PrivacyAccountant(seeded=)``).
+
+    A ``RandomState`` or ``Generator`` counts as unseeded: its state is the caller's, and the
+    guarantee assumes it is unknown to the adversary.
+    """
+    return isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+
+
 def draw_seed(rng: np.random.Generator) -> int:
     """Draw a 64-bit seed (for :func:`keyed_uniform`) from ``rng``."""
     return int(rng.integers(0, 2**63, dtype=np.int64))

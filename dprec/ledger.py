@@ -45,7 +45,7 @@ import math
 import numbers
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import Enum
 
 import numpy as np
@@ -60,6 +60,7 @@ __all__ = [
     "Output",
     "PrivacyAccountant",
     "PrivacyLeakWarning",
+    "SEEDED",
     "Status",
     "Unit",
     "compose",
@@ -68,6 +69,10 @@ __all__ = [
 #: The δ at which :meth:`PrivacyAccountant.tight_epsilon` reports by default
 #: (plus the entries' own δ).
 TIGHT_DELTA = 1e-6
+#: Why an entry of a model fitted with an int ``random_state`` is void.
+SEEDED = ("seeded noise (random_state is an int): reproducible, for experiments; anyone who "
+          "knows or guesses the seed reproduces the noise, so nothing is guaranteed (fit with "
+          "random_state=None for the guarantee)")
 #: Value discretisation of dp-accounting's privacy-loss distributions; pessimistic,
 #: so the bound stays an upper bound (coarser is faster, never unsafe).
 _PLD_DISCRETISATION = 1e-3
@@ -195,6 +200,13 @@ class PrivacyAccountant:
         (basic composition).
     model : str
         What the report is about, e.g. ``"PrivateKNN(selector='ppns')"``.
+    seeded : bool, default False
+        Whether the model's noise comes from an int ``random_state``
+        ([`is_seeded`][dprec._rng.is_seeded]): anyone who knows or guesses the
+        seed reproduces the noise (a small int is found by brute force, e.g.
+        from a published hash seed), so every entry registered as
+        [`Status.HOLDS`][dprec.ledger.Status] is recorded as
+        [`Status.VOID`][dprec.ledger.Status] with the reason [`SEEDED`][dprec.ledger.SEEDED].
 
     Examples
     --------
@@ -208,7 +220,7 @@ class PrivacyAccountant:
     """
 
     def __init__(self, users: int | Sequence, budget: tuple[float, float] | None = None,
-                 model: str = "model") -> None:
+                 model: str = "model", seeded: bool = False) -> None:
         if isinstance(users, (numbers.Number, str, bytes)):
             users = range(check_int(users, "users"))
         ids = list(users)
@@ -218,7 +230,9 @@ class PrivacyAccountant:
         self.user_ids[:] = ids          # ids as given: 1 and "1" stay apart
         self.budget = None if budget is None else check_budget(budget)
         self.model = str(model)
+        self.seeded = bool(seeded)
         self.notes: list[str] = []
+        self.conditions: list[str] = []
         self._entries: list[LedgerEntry] = []
         self._counts: list[np.ndarray] = []
         self._outputs: list[Output] = []
@@ -255,6 +269,9 @@ class PrivacyAccountant:
         """Add a mechanism the model may apply; returns its index (for :meth:`charge`)."""
         if not isinstance(entry, LedgerEntry):
             raise TypeError(f"entry must be a LedgerEntry, got {type(entry).__name__}")
+        if self.seeded and entry.status is Status.HOLDS:
+            entry = replace(entry, status=Status.VOID,
+                            note=SEEDED + (f"; {entry.note}" if entry.note else ""))
         self._entries.append(entry)
         self._counts.append(np.zeros(self.n_users, dtype=np.int64))
         return len(self._entries) - 1
@@ -277,6 +294,13 @@ class PrivacyAccountant:
             self.declare_output(output, covered_by=indices)
         self.notes.append(str(note))
 
+    def add_condition(self, condition: str) -> None:
+        """State a condition of every guarantee in the report (e.g. "the item catalogue is
+        public", "sets of at least τ = 20 items, τ public"): printed beside the guarantee."""
+        condition = str(condition)
+        if condition not in self.conditions:
+            self.conditions.append(condition)
+
     def out_of_scope(self, unit: Unit, users: np.ndarray, reason: str) -> None:
         """Mark ``users`` (a boolean mask) as outside the scope of ``unit``'s guarantee
         (e.g. sets smaller than τ): their ε is ∞ whatever is charged."""
@@ -285,6 +309,9 @@ class PrivacyAccountant:
             raise ValueError(f"users must be a boolean mask of {self.n_users} users, got "
                              f"{mask.dtype} {mask.shape}")
         if mask.any():
+            if unit in self._out_of_scope:      # several reasons: the union, both said
+                before, said = self._out_of_scope[unit]
+                mask, reason = before | mask, f"{said}; {reason}"
             self._out_of_scope[unit] = (mask.copy(), str(reason))
 
     def charge(self, applications: Mapping[int, np.ndarray]) -> None:
@@ -506,6 +533,7 @@ class PrivacyAccountant:
             parts = [f"ε = {eps:.4g}, δ = {delta:.3g} per {unit} (worst user)"
                      for unit, (eps, delta) in guarantee.items()]
             lines.append("Guarantee for everything the model releases: " + "; ".join(parts))
+        lines.extend(f"  condition: {condition}" for condition in self.conditions)
         for output in self._outputs:
             if output.gap is not None:
                 lines.append(f"  not covered: {output.name}: {output.gap}")
@@ -578,9 +606,14 @@ def compose(accountants: Sequence[PrivacyAccountant]) -> PrivacyAccountant:
         for unit, (mask, reason) in acc._out_of_scope.items():
             combined = np.zeros(out.n_users, dtype=bool)
             combined[rows[mask]] = True
-            if unit in out._out_of_scope:
-                combined |= out._out_of_scope[unit][0]
-            out.out_of_scope(unit, combined, reason)
+            if reason not in out._out_of_scope.get(unit, (None, ""))[1]:
+                out.out_of_scope(unit, combined, reason)
+            else:                                   # the same reason: the union only
+                out._out_of_scope[unit] = (out._out_of_scope[unit][0] | combined,
+                                           out._out_of_scope[unit][1])
         out.notes.extend(note for note in acc.notes if note not in out.notes)
+        for condition in acc.conditions:
+            out.add_condition(condition)
+        out.seeded = out.seeded or acc.seeded
         out.releases += acc.releases
     return out
