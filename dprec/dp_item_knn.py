@@ -4,99 +4,124 @@ McSherry & Mironov's construction ("Differentially Private Recommender
 Systems", KDD 2009, §4), central model, one user (all of their ratings) as
 the unit:
 
-1. **global and item effects** ``μ``, ``b_i``: a :class:`~dprec.DPBaseline`
-   release (``baseline_share`` of ε);
+1. **global and item effects** $\mu$, $b_i$: a [`DPBaseline`][dprec.DPBaseline]
+   release (`baseline_share` of ε);
 2. **item–item covariance** of each user's residuals
-   ``e_ui = clip(r_ui − μ − b_i − b_u, −C, C)`` rounded to the grid ``h``,
-   and the **co-rating weights**, each user weighted ``w_u``::
+   $r_{ui} - \mu - b_i - b_u$, *rounded* to the grid $h = 2^{-b}$ and *then
+   clipped* to $[-C_h, C_h]$, $C_h = \lfloor C/h \rfloor h$ the largest grid
+   point $\le C$ (so every residual $e_{ui}$ is a multiple of $h$ with
+   $|e_{ui}| \le C_h \le C$), and the **co-rating weights**, each user weighted $w_u$:
 
-       Cov = Σ_u w_u e_u e_uᵀ,     W = Σ_u w_u 1_{I_u} 1_{I_u}ᵀ
+   $$\mathrm{Cov} = \sum_u w_u e_u e_u^\top, \qquad W = \sum_u w_u 1_{I_u} 1_{I_u}^\top,$$
 
    released (upper triangles) with the discrete Laplace mechanism, half of
    the remaining ε each;
-3. the similarity ``s_ij = Ĉ_ij / √(Ĉ_ii Ĉ_jj)`` of the stabilised covariance
-   ``Ĉ_ij = Cov_ij / (max(W_ij, 0) + β)``, and Surprise's ``KNNBaseline`` rule
-   on it: ``r̂_ui = b_ui + Σ_j s_ij e_uj / Σ_j s_ij`` over the ``k`` items rated
-   by ``u`` most similar to ``i`` (``s_ij > 0``).
+3. the similarity $s_{ij} = \hat C_{ij} / \sqrt{\hat C_{ii} \hat C_{jj}}$ of the stabilised
+   covariance $\hat C_{ij} = \mathrm{Cov}_{ij} / (\max(W_{ij}, 0) + \beta)$, and Surprise's
+   `KNNBaseline` rule on it: $\hat r_{ui} = b_{ui} + \sum_j s_{ij} e_{uj} / \sum_j s_{ij}$ over
+   the `k` items rated by $u$ most similar to $i$ ($s_{ij} > 0$; ties by the
+   items' sorted rank).
 
-**Exact integer release.** ``w_u = 2^{-a_u}`` with ``a_u = ⌈2 log₂ |I_u|⌉``
-(so ``w_u |I_u|² ≤ 1``), and the residuals are multiples of ``h = 2^{-b}``:
-every term ``w_u e_ui e_uj`` is then an integer multiple of
-``g = h² 2^{-A}`` (``A = ⌈2 log₂ n_items⌉``, public), and the sums — computed
-as one matrix product in float64 — are exact integers (below 2^53).  Adding
-or removing one user changes the upper triangle of ``Cov / g`` by at most
-``Σ_{i≤j ∈ I_u} w_u |e_ui e_uj| / g ≤ w_u C² |I_u|² / g ≤ C²/g`` in ℓ1
-(``(|I_u|² + |I_u|)/2 ≤ |I_u|²``) and that of ``W 2^A`` by at most ``2^A``:
-integer sensitivities, so discrete Laplace noise of scale ``Δ/ε`` makes each
-release ε-DP exactly, with integer outputs (no floating-point attack).  The
-three releases compose (basic composition) to ``epsilon``.
+**Exact integer release.**  $w_u = 2^{-a_u}$ with $a_u = \lceil 2 \log_2 |I_u| \rceil$
+(so $w_u |I_u|^2 \le 1$), and the residuals are $e_{ui} = k_{ui} h$ with integers
+$|k_{ui}| \le m = \lfloor C/h \rfloor$: every term $w_u e_{ui} e_{uj}$ is then an
+integer multiple of $g = h^2 2^{-A}$ ($A = \lceil 2 \log_2 n_{\text{items}} \rceil$,
+public), and the sums — one matrix product in float64 — are exact integers
+(checked: $n_{\text{users}} m^2 2^A < 2^{53}$).  Adding or removing one user changes
+the upper triangle of $\mathrm{Cov}/g$ by at most
+$\sum_{i \le j \in I_u} w_u |k_{ui} k_{uj}| 2^A \le w_u m^2 |I_u|^2 2^A \le m^2 2^A$
+in ℓ1 ($(|I_u|^2 + |I_u|)/2 \le |I_u|^2$) and that of $W 2^A$ by at most $2^A$:
+integer sensitivities, so discrete Laplace noise of scale $\Delta/\varepsilon$ makes
+each release ε-DP exactly, with integer outputs (no floating-point attack).
+(Clipping *before* rounding, as this model once did, lets a rounded residual
+exceed $C$, and $C^2/g$ is then no bound.)  The three releases compose (basic
+composition) to `epsilon`.
 
-A prediction for ``u`` also uses ``u``'s own ratings (``b_u`` and ``e_uj``):
-it is shown to ``u`` alone, and DP protects each user against what the
-others see.  The item catalogue is taken as public.  With few users the
-noise drowns the covariance (each entry is a sum of ``w_u ≈ 1/|I_u|²``
-terms): the stabiliser ``β`` then pulls the similarities to 0 and the
-model falls back to the baseline.
+A prediction for $u$ also uses $u$'s own ratings ($b_u$ and $e_{uj}$): it is
+shown to $u$ alone, and DP protects each user against what the others see.
+Everything is computed in the sorted order of the user and item lists
+([`DPBaseline`][dprec.DPBaseline]'s canonical space: `users=` / `items=`
+catalogues, or the lists read from the data, with the conditions and
+out-of-scope users the report then states), so that nothing released follows
+the data's order.  With few users the noise drowns the covariance (each entry
+is a sum of $w_u \approx 1/|I_u|^2$ terms): the stabiliser $\beta$ then pulls the
+similarities to 0 and the model falls back to the baseline.
 
-See ``docs/end_to_end.md`` for the construction, its accounting and its accuracy.
+See `docs/end_to_end.md` for the construction, its accounting and its accuracy.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
+import pandas as pd
 from surprise import AlgoBase
 
 from ._arrays import pattern_matrix, safe_divide
-from ._ratings import RatingArrays
-from ._rng import derive_generator, fit_entropy, validate_random_state
-from ._surprise import inner_ids, predictions, raw_ids
+from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
 from ._validation import check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import DPBaseline
+from .dp_baseline import DPBaseline, answer_one, predict_one, test_all
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import discrete_laplace, discrete_laplace_epsilon
 
-__all__ = ["DPItemKNN"]
+__all__ = ["DPItemKNN", "grid_levels", "grid_residuals", "integer_sums", "noisy_sums"]
+
+#: the ledger's notes: the integer releases' argument in brief, and the answers'
+NOTES = {
+    "sums": "discrete Laplace on integer sums (residuals rounded, then clipped), l1 "
+            "sensitivity bounded per user by the weights 2^-ceil(2 log2 |I_u|)",
+    "answers": "every answer is post-processing of the releases; a prediction for u also "
+               "uses u's own ratings, shown to u alone",
+}
+#: what the model releases, all post-processing of the releases
+OUTPUTS = ("predictions", "details", "neighbour lists", "similarities", "item effects")
 
 
 class DPItemKNN(AlgoBase):
     r"""Item-based kNN on a user-level ε-DP item–item covariance (McSherry & Mironov 2009).
 
-    See the module docstring for the construction and the privacy argument;
-    ``privacy_report()`` gives the ledger (ε per user, δ = 0, every output
-    covered).
+    See the module docstring for the construction, the privacy argument and
+    its conditions; `privacy_report()` gives the ledger (ε per user, δ = 0,
+    every output covered).
 
     Parameters
     ----------
     epsilon : float, default 1.0
-        The privacy budget of the whole model, per user, ``> 0``.
+        The privacy budget of the whole model, per user, `> 0`.
     k : int, default 40
         Neighbours (items rated by the user) per prediction.
     baseline_share : float, default 0.3
         Share of ε for the global and item effects (in (0, 1)).
     clip : float, default 1.0
-        ``C``: residuals are clipped to ``[−C, C]``.
+        $C$: residuals are rounded to the grid, then clipped to the largest
+        grid point $C_h \le C$ (`> 0`, at least the grid step $2^{-b}$).
     grid_bits : int, default 4
-        Residuals are rounded to multiples of ``h = 2^{-grid_bits}``.
+        $b$: residuals are rounded to multiples of $h = 2^{-b}$ (0 to 12).
     shrinkage : float, optional
-        ``β``, in units of the weights ``W``; default ten times the noise
-        scale of ``W`` (a function of ε alone).
+        $\beta$, in units of the weights $W$; default ten times the noise
+        scale of $W$ (a function of ε alone).
+    users, items : sequence of raw ids, optional
+        Public catalogues, as in [`DPBaseline`][dprec.DPBaseline] (validated
+        at `fit`; ratings outside them raise `ValueError`).
     random_state : None, int, RandomState or Generator
-        ``None`` (default) draws fresh entropy at each fit; an int gives
-        **seeded noise**, for experiments only.
+        `None` (default) draws fresh entropy at each fit; an int gives
+        **seeded noise**, for experiments only (the report's entries are void).
     verbose : bool, default False
 
     Attributes
     ----------
     baseline_ : DPBaseline
-        The fitted global and item effects (and each user's own ``b_u``).
-    sim : ndarray of shape (n_items, n_items)
-        The released similarities (post-processing: public once released).
+        The fitted global and item effects (and each user's own $b_u$).
+    sim : pandas.DataFrame
+        The released similarities, raw item ids (sorted) on both axes.  It was
+        an array in Surprise's inner-id order, which follows the data's order.
     """
 
     def __init__(self, *, epsilon: float = 1.0, k: int = 40, baseline_share: float = 0.3,
                  clip: float = 1.0, grid_bits: int = 4, shrinkage: float | None = None,
+                 users: Iterable | None = None, items: Iterable | None = None,
                  random_state=None, verbose: bool = False) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
@@ -105,138 +130,122 @@ class DPItemKNN(AlgoBase):
         self.clip = clip
         self.grid_bits = grid_bits
         self.shrinkage = shrinkage
+        self.users = users
+        self.items = items
         self.random_state = random_state
         self.verbose = verbose
 
     def fit(self, trainset):
-        """Release the effects and the covariance (spending ``epsilon``), then the similarities."""
+        """Release the effects and the covariance (spending `epsilon`), then the similarities."""
         epsilon = check_epsilon(self.epsilon)
         k = check_int(self.k, "k", minimum=1)
         share = check_open_unit(self.baseline_share, "baseline_share")
         clip = check_real(self.clip, "clip", low=0.0, low_inclusive=False)
         bits = check_int(self.grid_bits, "grid_bits", minimum=0, maximum=12)
+        grid_levels(clip, bits)
         beta = None if self.shrinkage is None else check_real(self.shrinkage, "shrinkage",
                                                                low=0.0)
         validate_random_state(self.random_state)
+        entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
+        # the baseline's noise comes from this model's entropy (its own random_state is unused)
+        baseline = DPBaseline(epsilon=share * epsilon, unit="user", users=self.users,
+                              items=self.items)
+        baseline._fit(trainset, derive_generator(entropy, "effects").bytes(16), seeded)
         AlgoBase.fit(self, trainset)
-        entropy = fit_entropy(self.random_state)
-        self.k_ = k
+        self.k_, self.baseline_ = k, baseline
+        space = self._space = baseline._space
+        matrix = space.matrix
+        raw = (matrix.data - baseline.mu_ - baseline._item_effects[matrix.indices]
+               - baseline._user_effects[space.rows])
+        residuals = grid_residuals(raw, clip, bits)
 
-        self.baseline_ = DPBaseline(epsilon=share * epsilon, unit="user",
-                                    random_state=derive_generator(entropy, "effects"))
-        self.baseline_.fit(trainset)
-        ratings = RatingArrays.from_trainset(trainset)
-        residuals = self._residuals(ratings, clip, 2.0**-bits)
-
-        n_items = ratings.n_items
-        cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(
-            ratings.matrix, residuals, clip, bits)
-        unit_cov, unit_w = clip**2 / sensitivity_cov, 1.0 / sensitivity_w
-        upper = np.triu_indices(n_items)
+        n_items = matrix.shape[1]
+        cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(matrix, residuals,
+                                                                      clip, bits)
         epsilon_each = (1.0 - share) * epsilon / 2.0
-        t_cov, t_w = sensitivity_cov / epsilon_each, sensitivity_w / epsilon_each
-        rng = derive_generator(entropy, "covariance")
-        cov = unit_cov * self._symmetric(discrete_laplace(cov_int[upper], t_cov, rng), upper,
-                                         n_items)
-        co = unit_w * self._symmetric(discrete_laplace(w_int[upper], t_w, rng), upper, n_items)
+        (cov, co), spent = noisy_sums((cov_int, w_int), (sensitivity_cov, sensitivity_w),
+                                      epsilon_each, derive_generator(entropy, "covariance"))
+        cov *= 2.0 ** (-2 * bits) / sensitivity_w         # g = h² 2^-A: back to Cov
+        co /= sensitivity_w                                # 2^-A: back to W
 
         if beta is None:
             beta = 10.0 / epsilon_each            # ten noise scales of W (in W's units)
-        denominator = np.maximum(co, 0.0) + beta
-        stabilised = safe_divide(cov, denominator)    # denominator >= 0
+        stabilised = safe_divide(cov, np.maximum(co, 0.0) + beta)    # denominator >= 0
         variance = np.maximum(np.diag(stabilised), 1e-12)
-        self.sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
-        self._ratings, self._residuals_by_rating = ratings, residuals
-        self._accountant = self._ledger(trainset, {
-            "covariance": discrete_laplace_epsilon(t_cov, sensitivity_cov),
-            "co-rating weights": discrete_laplace_epsilon(t_w, sensitivity_w)})
+        self._sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
+        self._sim.flags.writeable = False
+        labels = space.items.labels()
+        self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
+        self._residuals_by_rating = residuals
+        self._accountant = self._ledger(seeded, dict(zip(("covariance", "co-rating weights"),
+                                                         spent)))
         if self.verbose:
             print(f"DPItemKNN: released the item effects and the {n_items}-item covariance, "
                   f"ε = {epsilon:g} per user")
         return self
 
-    def _residuals(self, ratings: RatingArrays, clip: float, step: float) -> np.ndarray:
-        """``e_ui`` in ``ratings.matrix.data`` order: clipped, rounded to the grid."""
-        base = self.baseline_
-        users = np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))
-        raw = (ratings.matrix.data - base.mu_ - base.item_effects_[ratings.matrix.indices]
-               - base.user_effects_[users])
-        return np.round(np.clip(raw, -clip, clip) / step) * step
-
-    @staticmethod
-    def _symmetric(values: np.ndarray, upper, n: int) -> np.ndarray:
-        out = np.zeros((n, n))
-        out[upper] = values
-        return out + np.triu(out, 1).T
-
-    def _ledger(self, trainset, epsilons: dict) -> PrivacyAccountant:
-        accountant = PrivacyAccountant(raw_ids(trainset),
-                                       model=f"DPItemKNN(k={self.k_})")
-        base = self.baseline_.privacy_report()
-        indices = [accountant.register(entry) for entry in base.entries]
-        note = ("discrete Laplace on integer sums, l1 sensitivity bounded per user by the "
-                "weights 2^-ceil(2 log2 |I_u|); item catalogue public")
+    def _ledger(self, seeded: bool, epsilons: dict) -> PrivacyAccountant:
+        """The accountant: the baseline's entries (void alike when seeded) and the two
+        integer releases, charged once to every listed user; the lists' scope."""
+        accountant = PrivacyAccountant(self._space.users.ids, model=f"DPItemKNN(k={self.k_})",
+                                       seeded=seeded)
+        indices = [accountant.register(entry) for entry in self.baseline_._accountant.entries]
         indices += [accountant.register(LedgerEntry(
-            component, "discrete laplace", eps, 0.0, Unit.USER, Status.HOLDS, "user", note))
-            for component, eps in epsilons.items()]
-        accountant.release_once(indices, ("predictions", "details", "neighbour lists",
-                                          "similarities"),
-                                "every answer is post-processing of the releases; a "
-                                "prediction for u also uses u's own ratings, shown to u alone")
+            component, "discrete laplace", eps, 0.0, Unit.USER, Status.HOLDS, "user",
+            NOTES["sums"])) for component, eps in epsilons.items()]
+        accountant.release_once(indices, OUTPUTS, NOTES["answers"])
+        self._space.declare_scope(accountant, Unit.USER)
         return accountant
 
     def privacy_report(self) -> PrivacyAccountant:
         """The fitted model's privacy accountant."""
+        self._check_fitted()
+        return self._accountant
+
+    def _check_fitted(self) -> None:
         if not hasattr(self, "_accountant"):
             raise AttributeError("this DPItemKNN is not fitted yet: call fit first")
-        return self._accountant
 
     def default_prediction(self) -> float:
         """The released global mean (Surprise's default reads the raw data's)."""
         return self.baseline_.default_prediction()
 
     def estimate(self, u, i):
-        """Estimate one rating from inner ids (Surprise's hook; as ``test`` does)."""
-        if not (self.trainset.knows_item(i) and self.trainset.knows_user(u)):
-            return self.baseline_.estimate(u, i)
-        shift, actual_k = self._shifts(np.array([u]), np.array([i]))
-        return self.baseline_.estimate(u, i) + shift[0], {"actual_k": int(actual_k[0])}
+        """Estimate one rating from inner ids (Surprise's hook; as `test` does)."""
+        return answer_one(self, u, i)
+
+    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False):
+        """Surprise's `predict` by raw ids (listed users and items are known)."""
+        return predict_one(self, uid, iid, r_ui, clip, verbose)
 
     def test(self, testset, verbose: bool = False):
-        """Surprise's ``test``, all known pairs at once (the same numbers as ``predict``)."""
-        uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
-        base = self.baseline_
-        est = np.full(len(users), base.mu_)
-        est += np.where(users >= 0, base.user_effects_[np.maximum(users, 0)], 0.0)
-        est += np.where(items >= 0, base.item_effects_[np.maximum(items, 0)], 0.0)
+        """Surprise's `test`, all pairs at once (the same numbers as `predict`)."""
+        return test_all(self, testset, verbose)
+
+    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
+        """Estimates and `details` for positions in the lists (`-1`: unknown): the
+        baseline's, plus the neighbourhood shift where both are listed."""
+        est, details = self.baseline_._answers(users, items)
         known = np.flatnonzero((users >= 0) & (items >= 0))
-        actual_k = np.full(len(users), -1)
-        shift, actual_k[known] = self._shifts(users[known], items[known])
+        shift, actual_k = self._shifts(users[known], items[known])
         est[known] += shift
-        impossible = (users < 0) & (items < 0)
-        est[impossible] = self.default_prediction()
-
-        def details():
-            for n, lost in zip(actual_k.tolist(), impossible.tolist()):
-                if lost:
-                    yield {"was_impossible": True, "reason": "User and item are unknown."}
-                elif n < 0:
-                    yield {"was_impossible": False}
-                else:
-                    yield {"actual_k": n, "was_impossible": False}
-
-        return predictions(self.trainset, uids, iids, r_uis, est, details(), verbose)
+        for n, count in zip(known.tolist(), actual_k.tolist()):
+            details[n] = {"actual_k": count, "was_impossible": False}
+        return est, details
 
     def _shifts(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``Σ_j s_ij e_uj / Σ_j s_ij`` over the ``k`` items rated by ``u`` most similar to
-        ``i`` (``s_ij > 0``; ties by item order) and how many there are, for known pairs.
+        r"""$\sum_j s_{ij} e_{uj} / \sum_j s_{ij}$ over the `k` items rated by $u$ most similar
+        to $i$ ($s_{ij} > 0$) and how many there are, for listed pairs (positions).
 
-        Queries are cut into blocks of similar numbers of rated items, each padded
-        to a rectangle, so a block is one set of array operations.
+        A user's rated items are stored in the sorted order of the item list, and the
+        stable sort keeps that order among equal similarities: ties go to the lower
+        sorted rank, never to Surprise's inner ids.  Queries are cut into blocks of
+        similar numbers of rated items, each padded to a rectangle, so a block is one
+        set of array operations.
         """
-        indptr = self._ratings.matrix.indptr
+        indptr = self._space.matrix.indptr
         lengths = indptr[users + 1] - indptr[users]
-        order = np.argsort(lengths, kind="stable")
+        order = np.argsort(lengths)          # any order: each query is answered alone
         shift, actual_k = np.zeros(len(users)), np.zeros(len(users), dtype=np.int64)
         for block in np.array_split(order, max(1, len(order) // 2048)):
             if not len(block):
@@ -245,8 +254,8 @@ class DPItemKNN(AlgoBase):
             offsets = np.arange(width)
             valid = offsets[None, :] < lengths[block][:, None]
             cells = np.where(valid, indptr[users[block]][:, None] + offsets[None, :], 0)
-            rated = self._ratings.matrix.indices[cells]
-            sims = np.where(valid, self.sim[items[block][:, None], rated], -np.inf)
+            rated = self._space.matrix.indices[cells]
+            sims = np.where(valid, self._sim[items[block][:, None], rated], -np.inf)
             best = np.argsort(-sims, axis=1, kind="stable")[:, : self.k_]
             chosen = np.take_along_axis(sims, best, axis=1)
             counted = chosen > 0
@@ -258,29 +267,91 @@ class DPItemKNN(AlgoBase):
         return shift, actual_k
 
 
+def noisy_sums(sums, sensitivities, epsilon: float,
+               rng) -> tuple[list[np.ndarray], list[float]]:
+    r"""Each symmetric integer matrix of `sums` released: its upper triangle plus discrete
+    Laplace noise of scale $t = \Delta/\varepsilon$ ($\Delta$ its ℓ1 sensitivity in
+    `sensitivities`), mirrored below the diagonal (post-processing).
+
+    Returns the noisy matrices (integers) and the ε each release spends, from the
+    mechanism's privacy map (`discrete_laplace_epsilon(t, Δ)`, that is ε).
+    """
+    out, spent = [], []
+    for total, sensitivity in zip(sums, sensitivities):
+        n = len(total)
+        upper = np.triu_indices(n)
+        scale = sensitivity / epsilon
+        noisy = np.zeros((n, n))
+        noisy[upper] = discrete_laplace(total[upper], scale, rng)
+        out.append(noisy + np.triu(noisy, 1).T)
+        spent.append(discrete_laplace_epsilon(scale, sensitivity))
+    return out, spent
+
+
+def grid_levels(clip: float, bits: int) -> int:
+    r"""$m = \lfloor C / h \rfloor$, $h = 2^{-b}$: the clipped residuals are the multiples
+    $k h$ with $|k| \le m$ (so $|e| \le m h \le C$).
+
+    Raises
+    ------
+    ValueError
+        If $C < h$ (every residual would round to 0), naming `clip` and `grid_bits`.
+    """
+    levels = math.floor(clip * 2.0**bits)          # exact: a power-of-two scaling
+    if levels < 1:
+        raise ValueError(f"clip = {clip!r} is below the grid step 2^-grid_bits = "
+                         f"{2.0**-bits!r}: every residual would round to 0 (give a clip of "
+                         "at least the step, or more grid_bits)")
+    return levels
+
+
+def grid_residuals(raw: np.ndarray, clip: float, bits: int) -> np.ndarray:
+    r"""Residuals rounded to the grid $h = 2^{-b}$, **then** clipped to $\pm m h$
+    (`grid_levels`): multiples of $h$ no larger than $C$ in magnitude, whatever $C$
+    (rounding after clipping could reach $C + h/2$).  The input is not modified."""
+    levels = grid_levels(clip, bits)
+    return np.clip(np.round(np.asarray(raw) * 2.0**bits),
+                   -levels, levels) * 2.0**-bits
+
+
 def integer_sums(matrix, residuals: np.ndarray, clip: float,
                  bits: int) -> tuple[np.ndarray, np.ndarray, float, float]:
     r"""The covariance and co-rating sums as exact integers, and their ℓ1 sensitivities.
 
-    ``Cov / g`` and ``W · 2^A`` (see the module docstring) for the users ×
-    items ``matrix`` whose stored entries have the residuals ``residuals``
-    (multiples of ``2^-bits`` in ``[−clip, clip]``), with every user weighted
-    ``w_u = 2^{-⌈2 log₂ |I_u|⌉}``.  Returns ``(cov, w, Δ_cov, Δ_w)``: dense
-    ``n_items × n_items`` arrays of integers and the largest change of the
-    upper triangle of each (ℓ1) when one user is added or removed.
+    $\mathrm{Cov}/g$ and $W 2^A$ (see the module docstring) for the users × items
+    `matrix` whose stored entries have the residuals `residuals` (multiples of
+    $2^{-b}$ in $[-m h, m h]$, as [`grid_residuals`][dprec.dp_item_knn.grid_residuals]
+    makes them), with every user weighted $w_u = 2^{-\lceil 2 \log_2 |I_u| \rceil}$.
+    Returns `(cov, w, Δ_cov, Δ_w)`: dense $n_{\text{items}} \times n_{\text{items}}$ arrays of
+    integers and the largest change of the upper triangle of each (ℓ1) when one
+    user is added or removed, $m^2 2^A$ and $2^A$.
+
+    Raises
+    ------
+    ValueError
+        If a residual is off the grid or beyond $m h$ (the sensitivity would not
+        bound it), or if the sums could exceed $2^{53}$ (float64 would round them).
     """
-    n_items = matrix.shape[1]
+    n_users, n_items = matrix.shape
+    levels = grid_levels(clip, bits)
+    scaled = np.asarray(residuals) * 2.0**bits
+    if np.any(np.abs(scaled) > levels) or np.any(scaled != np.round(scaled)):
+        raise ValueError(f"residuals must be multiples of 2^-grid_bits within ±{levels} "
+                         "steps (round, then clip: grid_residuals)")
     top = math.ceil(2 * math.log2(max(n_items, 2)))           # A: public
+    if n_users * levels**2 * 2.0**top >= 2.0**53:
+        raise ValueError(f"clip = {clip!r} and grid_bits = {bits} give integer sums beyond "
+                         f"2^53 for {n_users} users and {n_items} items (float64 would round "
+                         "them): lower clip or grid_bits")
     counts = np.diff(matrix.indptr)
     weights = 2.0 ** -np.ceil(2 * np.log2(np.maximum(counts, 1)))
     values = matrix.copy()
-    values.data = residuals
+    values.data = scaled
     pattern = pattern_matrix(matrix)
 
     def gram(m) -> np.ndarray:        # Σ_u w_u x_u x_uᵀ, exact on the common dyadic grid
         dense = m.toarray()
         return (dense * weights[:, None]).T @ dense
 
-    unit_cov = 2.0 ** (-2 * bits - top)                        # g
-    return (gram(values) / unit_cov, gram(pattern) * 2.0**top, clip**2 / unit_cov,
-            2.0**top)
+    scale = 2.0**top
+    return gram(values) * scale, gram(pattern) * scale, float(levels**2) * scale, scale

@@ -12,6 +12,7 @@ See ``docs/prediction_rules.md`` for the rules and ``docs/selectors.md`` for the
 
 from __future__ import annotations
 
+import copy
 import inspect
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,6 +34,7 @@ from ._rng import (
     derive_generator,
     derive_seed,
     fit_entropy,
+    is_seeded,
     validate_random_state,
 )
 from ._surprise import UNKNOWN, inner_ids, predictions, raw_ids
@@ -202,9 +204,10 @@ _RAW_RATINGS = ("they average the chosen neighbours' raw ratings (and use means 
 _ITEM_BASED = ("item-based: the neighbours are items, whose similarities aggregate all their "
                "raters' ratings; the selectors' guarantees are stated for user-based selection")
 _DIAGNOSTICS = "computed from the exact similarities and ranks"
-_SEEDED = ("seeded noise (random_state is set): reproducible, for experiments; anyone who knows "
-           "the seed can reproduce the noise, and a refit with the same seed on neighbouring "
-           "data cancels it")
+_EXACT_WEIGHTS = ("the chosen neighbours' similarities, computed on the raw data without "
+                  "noise: the selector's entries cover which neighbours are chosen, not these")
+#: the output of the neighbours' weights (what ``kneighbors`` returns beside the ids)
+_WEIGHTS = "neighbour weights (kneighbors, estimate_rules with_neighbours)"
 _OWN_QUERIES = ("per-user figures count what other users see: a user's own answers are shown "
                 "to them only and are not charged to them")
 #: largest number of (query × candidate) cells handled in one block
@@ -323,7 +326,9 @@ class PrivateKNN(AlgoBase):
         of a sketch backend are derived.  ``None`` (default) draws fresh
         entropy at each fit; an int gives **seeded noise**: reproducible, for
         experiments (a refit with the same seed on neighbouring data reuses
-        the same noise, which then cancels).
+        the same noise, which then cancels), so the privacy report records
+        every entry void (:data:`dprec.ledger.SEEDED`): for a guarantee, give
+        ``None`` or a numpy ``Generator``.
     verbose : bool, default True
         Print progress messages during ``fit`` (as Surprise's kNN algorithms).
     diagnostics : bool, default False
@@ -462,7 +467,23 @@ class PrivateKNN(AlgoBase):
 
     # ------------------------------------------------------------------ fit
     def fit(self, trainset):
-        """Compute the similarities (and spend any privacy budget) on ``trainset``."""
+        """Compute the similarities (and spend any privacy budget) on ``trainset``.
+
+        All or nothing: built on a copy of the model, swapped in once its release is
+        charged.  A fit that fails (e.g. refused by the ``budget``) leaves the model as it
+        was, fitted before or not: nothing of a refused release is readable.
+        """
+        return self._swap_in(PrivateKNN._fit, trainset)
+
+    def _swap_in(self, fit, *args) -> PrivateKNN:
+        """``fit(copy, *args)`` on a shallow copy of the model, whose state replaces this
+        one's (in one assignment) only if it returns."""
+        shadow = copy.copy(self)
+        fit(shadow, *args)
+        self.__dict__ = shadow.__dict__
+        return self
+
+    def _fit(self, trainset) -> PrivateKNN:
         self.check_params()
         entropy = fit_entropy(self.random_state)
         AlgoBase.fit(self, trainset)
@@ -524,7 +545,8 @@ class PrivateKNN(AlgoBase):
         every row estimated from that release with blocked storage.
         """
         if not hasattr(self, "trainset"):
-            raise AttributeError("compute_similarities needs a trainset: call fit first")
+            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first "
+                                 "(compute_similarities needs its trainset)")
         if self.sim_options_["name"] not in EXACT_SIMILARITIES:
             self._check_fitted()
             return (self.sim.copy() if self._sim is not None
@@ -598,8 +620,11 @@ class PrivateKNN(AlgoBase):
         would compute.  For a sketch backend, ``release`` is what the users
         released (the sketches behind ``sim``), which the accountant records;
         without it only the exact similarities are accepted (a sketch backend
-        spends its budget inside :meth:`fit`).
+        spends its budget inside :meth:`fit`).  All or nothing, as :meth:`fit`.
         """
+        return self._swap_in(PrivateKNN._fit_given, trainset, sim, sensitivity, release)
+
+    def _fit_given(self, trainset, sim, sensitivity, release) -> PrivateKNN:
         self.check_params()
         if self.sim_options_["name"] not in EXACT_SIMILARITIES and release is None:
             raise ValueError("fit_precomputed is for the exact similarities; "
@@ -653,29 +678,32 @@ class PrivateKNN(AlgoBase):
         name = self.sim_options_["name"]
         model = (f"PrivateKNN(selector={self.selector_.name!r}, similarity {name!r}, "
                  f"{self.neighbourhood_} neighbourhood, k={self.k})")
-        accountant = PrivacyAccountant(raw_ids(trainset),
-                                       budget=self.budget, model=model)
+        accountant = PrivacyAccountant(raw_ids(trainset), budget=self.budget, model=model,
+                                       seeded=is_seeded(self.random_state))
         similarity = None
         if release is not None and release.entry.epsilon < np.inf:
             similarity = release.charge(accountant)
-        self._selector_entries = [] if not self.sim_options_["user_based"] else [
-            (accountant.register(entry), entry.applies_to) for entry in self._selector_privacy()]
+        entries = self._selector_privacy() if self.sim_options_["user_based"] else []
+        self._selector_entries = [(accountant.register(entry), entry.applies_to)
+                                  for entry in entries]
         selector = [index for index, _ in self._selector_entries]
+        weighed = [selector[n] for n in self.selector_.weight_entries(entries)]
         if not self.sim_options_["user_based"]:
-            accountant.declare_output("neighbour lists", gap=_ITEM_BASED)
+            for output in ("neighbour lists", _WEIGHTS):
+                accountant.declare_output(output, gap=_ITEM_BASED)
         elif self.neighbourhood_ == "item":
             accountant.declare_output("neighbour lists", selector, _ITEM_CANDIDATES)
-        elif similarity is not None:
+            accountant.declare_output(_WEIGHTS, weighed, _ITEM_CANDIDATES)
+        elif similarity is not None:   # post-processing of the sketches, weights included
             accountant.declare_output("neighbour lists", [similarity], _INNER_IDS)
-        elif selector:
-            accountant.declare_output("neighbour lists", selector)
+            accountant.declare_output(_WEIGHTS, [similarity])
         else:
-            accountant.declare_output("neighbour lists", gap=_EXACT_NEIGHBOURS)
+            accountant.declare_output("neighbour lists", selector,
+                                      None if selector else _EXACT_NEIGHBOURS)
+            accountant.declare_output(_WEIGHTS, weighed, None if weighed else _EXACT_WEIGHTS)
         accountant.declare_output("predictions and details", gap=_RAW_RATINGS)
         accountant.declare_output("diagnostics (details with diagnostics=True, "
                                   "selection_summary())", gap=_DIAGNOSTICS)
-        if self.random_state is not None:
-            accountant.notes.append(_SEEDED)
         accountant.notes.append(_OWN_QUERIES)
         return accountant
 
@@ -713,6 +741,11 @@ class PrivateKNN(AlgoBase):
         them by (the similarities, or the selector's weights), 0 for empty
         slots.  The same draws as the predictions, charged to the accountant
         as they are.
+
+        A selector's entries cover the ids only: the weights are the report's output
+        ``"neighbour weights"``, covered where a mechanism made them (a sketch release,
+        PNCF's Laplace noise), else declared not covered (the exact similarities, for
+        every other selector).  Publish ``[0]`` alone to stay within the selector's claim.
 
         Parameters
         ----------
@@ -773,15 +806,22 @@ class PrivateKNN(AlgoBase):
         columns = self._user_neighbours(np.array([iid])).columns[0]
         return columns[columns >= 0].tolist()
 
+    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False) -> Prediction:
+        """Surprise's ``predict`` (raw ids), after checking the model is fitted."""
+        self._check_fitted()
+        return AlgoBase.predict(self, uid, iid, r_ui, clip, verbose)
+
     def recommend(self, uid, n: int = 10, exclude_rated: bool = True) -> list[tuple]:
         """The top-``n`` items for raw user id ``uid``: ``[(raw iid, est), ...]``, best
         first (see :func:`dprec.topn.recommend_batch`; charged as ``n_items`` queries)."""
+        self._check_fitted()
         top = recommend_batch(self, [uid], n, exclude_rated)
         return list(zip(top["iid"].tolist(), top["est"].tolist()))
 
     def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True):
         """Top-``n`` lists of many users at once, a DataFrame (``uid``, ``rank``,
         ``iid``, ``est``): :func:`dprec.topn.recommend_batch`."""
+        self._check_fitted()
         return recommend_batch(self, uids, n, exclude_rated)
 
     def estimate_arrays(self, users, items, with_neighbours: bool = False) -> tuple:
@@ -801,6 +841,7 @@ class PrivateKNN(AlgoBase):
             False where the prediction was impossible (``was_impossible``).
         neighbours : ndarray of int64, shape (len(users), k), with ``with_neighbours``
         """
+        self._check_fitted()
         [(est, possible)], chosen = self._estimate_rules(users, items, [self._rule_],
                                                          with_neighbours)
         return (est, possible, chosen[0]) if with_neighbours else (est, possible)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 import numbers
 import threading
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from enum import Enum
@@ -76,6 +77,9 @@ SEEDED = ("seeded noise (random_state is an int): reproducible, for experiments;
 #: Value discretisation of dp-accounting's privacy-loss distributions; pessimistic,
 #: so the bound stays an upper bound (coarser is faster, never unsafe).
 _PLD_DISCRETISATION = 1e-3
+#: Largest ε of one entry handed to dp-accounting (its distributions hold e^ε in floats,
+#: which overflow at ε ≈ 709.8): above it, basic composition is the bound.
+_PLD_MAX_EPSILON = 700.0
 
 
 class Unit(Enum):
@@ -182,6 +186,11 @@ class Output:
     gap: str | None = None
 
 
+def _number(value: float) -> str:
+    """``value`` for the report: 4 significant digits, ``∞`` for infinity."""
+    return "∞" if value == math.inf else f"{value:.4g}"
+
+
 def _worst(statuses: Iterable[Status]) -> Status:
     order = [Status.HOLDS, Status.AS_PUBLISHED, Status.VOID]
     return max(statuses, key=order.index, default=Status.HOLDS)
@@ -201,12 +210,10 @@ class PrivacyAccountant:
     model : str
         What the report is about, e.g. ``"PrivateKNN(selector='ppns')"``.
     seeded : bool, default False
-        Whether the model's noise comes from an int ``random_state``
-        ([`is_seeded`][dprec._rng.is_seeded]): anyone who knows or guesses the
-        seed reproduces the noise (a small int is found by brute force, e.g.
-        from a published hash seed), so every entry registered as
-        [`Status.HOLDS`][dprec.ledger.Status] is recorded as
-        [`Status.VOID`][dprec.ledger.Status] with the reason [`SEEDED`][dprec.ledger.SEEDED].
+        Whether the model's noise comes from an int ``random_state``: anyone who
+        knows or guesses the seed reproduces the noise (a small int is found by
+        brute force, e.g. from a published hash seed), so every entry registered
+        as `Status.HOLDS` is recorded as `Status.VOID` with the reason `SEEDED`.
 
     Examples
     --------
@@ -349,8 +356,8 @@ class PrivacyAccountant:
         budget_eps, budget_delta = self.budget
         for unit in self.units():
             eps, delta = self._per_user(unit, added)
-            over = np.flatnonzero((eps > budget_eps * (1 + 1e-12))
-                                  | (delta > budget_delta + 1e-15))
+            over = np.flatnonzero(((eps > budget_eps * (1 + 1e-12))
+                                   | (delta > budget_delta + 1e-15)) & ~self._outside(unit))
             if len(over):
                 user = over[0]
                 raise BudgetExceededError(
@@ -415,14 +422,37 @@ class PrivacyAccountant:
                             index=pd.Index(self.user_ids, name="user"))
 
     def total(self, unit: Unit | None = None) -> tuple[float, float]:
-        """``(ε, δ)`` of the most exposed user for ``unit`` (basic composition).
+        """``(ε, δ)`` of the most exposed user *in scope* for ``unit`` (basic composition).
 
-        ``(inf, 0.0)`` when no entry protects that unit: nothing is
-        guaranteed (never ``ε = 0``).  Raises ``ValueError`` if the entries
-        protect several units and ``unit`` is not given.
+        Users outside the unit's scope (:meth:`out_of_scope`: e.g. a set at
+        the τ boundary, the sole rater of an item without a public catalogue)
+        have no guarantee (ε = ∞ in :meth:`per_user`); the guarantee is stated
+        for the others, with the rule that puts a user outside it printed in
+        the report.  Which users those are depends on the data, so it is the
+        curator's to read (:meth:`out_of_scope_users`), not part of the
+        report.  ``(inf, 0.0)`` when no entry protects that unit, or no user
+        is in scope: nothing is guaranteed (never ``ε = 0``).  Raises
+        ``ValueError`` if the entries protect several units and ``unit`` is
+        not given.
         """
+        unit, _ = self._of_unit(unit)
         eps, delta = self._per_user(unit)
-        return float(eps.max()), float(delta.max())
+        inside = ~self._outside(unit)
+        if not inside.any():
+            return math.inf, 0.0
+        return float(eps[inside].max()), float(delta[inside].max())
+
+    def _outside(self, unit: Unit | None) -> np.ndarray:
+        """The mask of the users outside ``unit``'s scope (all False when none)."""
+        if unit in self._out_of_scope:
+            return self._out_of_scope[unit][0]
+        return np.zeros(self.n_users, dtype=bool)
+
+    def out_of_scope_users(self, unit: Unit | None = None) -> list:
+        """The ids of the users outside ``unit``'s guarantee, with ε = ∞ (the curator's
+        view: who they are depends on the data, so the printed report gives the rule only)."""
+        unit, _ = self._of_unit(unit)
+        return self.user_ids[self._outside(unit)].tolist()
 
     def status(self, unit: Unit | None = None) -> Status:
         """The weakest status among the entries of ``unit`` that were applied."""
@@ -431,7 +461,7 @@ class PrivacyAccountant:
 
     def tight_epsilon(self, unit: Unit | None = None, delta: float | None = None,
                       user=None) -> float:
-        """A tighter ε for one user, or a bound for every user, from dp-accounting.
+        r"""A tighter ε for one user, or a bound for every user, from dp-accounting.
 
         Composes each entry's ``(ε_e, δ_e)`` privacy-loss distribution
         ``n_e`` times (dp-accounting's ``from_privacy_parameters`` and
@@ -445,33 +475,56 @@ class PrivacyAccountant:
         ``inf`` when ``delta`` is not above the probability that one of the
         composed (ε, δ) guarantees fails, ``1 − Π (1 − δ_e)^{n_e}``.
 
+        dp-accounting's distributions hold $e^{\varepsilon_e}$ in floating point: an
+        entry of $\varepsilon_e > 700$ (or a composition it cannot represent) overflows.
+        Then basic composition is returned, with a ``RuntimeWarning`` saying so (an
+        upper bound still, only not a tighter one); the report says it in its text.
+
         Raises
         ------
         ImportError
             Without the optional dependency ``dp-accounting``.
         """
+        value, fallback = self._tight(unit, delta, user)
+        if fallback:
+            warnings.warn(f"tight_epsilon: {fallback}; basic composition is returned",
+                          RuntimeWarning, stacklevel=2)
+        return value
+
+    def _tight(self, unit: Unit | None, delta: float | None, user) -> tuple[float, str | None]:
+        """:meth:`tight_epsilon`'s bound, and why it fell back to basic composition
+        (``None`` when dp-accounting composed it)."""
         from dp_accounting.pld import common
         from dp_accounting.pld import privacy_loss_distribution as pld
 
         unit, indices = self._of_unit(unit)
         eps, _ = self._per_user(unit)
-        basic_eps = float(eps.max() if user is None else eps[self._user_row(user)])
+        basic_eps = (self.total(unit)[0] if user is None
+                     else float(eps[self._user_row(user)]))   # every user in scope
         counts, basic_delta = self._tight_counts(indices, user)
         target = basic_delta + TIGHT_DELTA if delta is None else check_delta(delta, "delta")
         if not math.isfinite(basic_eps) or basic_eps == 0.0:
-            return basic_eps
+            return basic_eps, None
         # the probability that some (ε, δ) entry fails: no finite ε below it
         failure = -math.expm1(sum(count * math.log1p(-entry.delta) for entry, count in counts))
         if target >= 1.0 or target <= failure:
-            return math.inf
-        composed = None
-        for entry, count in counts:
-            params = common.DifferentialPrivacyParameters(entry.epsilon, entry.delta)
-            one = pld.from_privacy_parameters(
-                params, value_discretization_interval=_PLD_DISCRETISATION).self_compose(count)
-            composed = one if composed is None else composed.compose(one)
-        bound = sum(entry.epsilon * count for entry, count in counts)  # basic, same counts
-        return float(min(bound, composed.get_epsilon_for_delta(target)))
+            return math.inf, None
+        bound = float(sum(entry.epsilon * count for entry, count in counts))  # basic
+        largest = max(entry.epsilon for entry, _ in counts)
+        if largest > _PLD_MAX_EPSILON:
+            return bound, (f"an entry's ε = {largest:.4g} is past what dp-accounting "
+                           f"represents (e^ε overflows above ε ≈ {_PLD_MAX_EPSILON:g})")
+        try:
+            composed = None
+            for entry, count in counts:
+                params = common.DifferentialPrivacyParameters(entry.epsilon, entry.delta)
+                one = pld.from_privacy_parameters(
+                    params, value_discretization_interval=_PLD_DISCRETISATION).self_compose(count)
+                composed = one if composed is None else composed.compose(one)
+            tight = composed.get_epsilon_for_delta(target)
+        except ArithmeticError as error:     # OverflowError, FloatingPointError
+            return bound, f"dp-accounting overflowed composing ε = {bound:.4g} ({error})"
+        return float(min(bound, tight)), None
 
     def _tight_counts(self, indices: list[int], user) -> tuple[list, float]:
         """``[(entry, applications)]`` composed for ``user`` (the largest per entry when
@@ -524,13 +577,18 @@ class PrivacyAccountant:
         return iter(self._entries)
 
     def __str__(self) -> str:
+        """The report.  No ε is printed without what it is: never ``ε = 0`` (a unit
+        nothing was charged for says so), and every composed ε carries its status
+        beside it: the guarantee for everything released, a bound for some entries
+        only (no end-to-end guarantee), or not a guarantee (void, as published)."""
         lines = [f"Privacy report: {self.model}, {self.n_users} user"
                  + "s" * (self.n_users != 1)]
         guarantee = self.guarantee
         if guarantee is None:
             lines.append("Guarantee for everything the model releases: none (ε = ∞).")
         else:
-            parts = [f"ε = {eps:.4g}, δ = {delta:.3g} per {unit} (worst user)"
+            parts = [f"nothing released yet per {unit}" if eps == 0.0 else
+                     f"ε = {eps:.4g}, δ = {delta:.3g} per {unit} (worst user; holds)"
                      for unit, (eps, delta) in guarantee.items()]
             lines.append("Guarantee for everything the model releases: " + "; ".join(parts))
         lines.extend(f"  condition: {condition}" for condition in self.conditions)
@@ -554,31 +612,63 @@ class PrivacyAccountant:
             if entry.note:
                 lines.append(f"    {entry.note}")
         for unit in self.units():
-            eps, delta = self.total(unit)
-            status = self.status(unit)
-            label = "" if status is Status.HOLDS else f" ({status}: not a guarantee)"
-            lines.append(f"Per user, composed ({unit}): worst ε = {eps:.4g}, δ = {delta:.3g}"
-                         f"{label}; median ε = {self.per_user(unit)['epsilon'].median():.4g}")
-            if unit in self._out_of_scope:
-                mask, reason = self._out_of_scope[unit]
-                lines.append(f"    {int(mask.sum())} user(s) outside the guarantee ({reason}): "
-                             "ε = ∞ for them")
-            lines.append("    " + self._tight_text(unit, eps))
+            lines.extend(self._unit_lines(unit, guarantee))
         lines.extend(f"Note: {note}" for note in self.notes)
         return "\n".join(lines)
 
-    def _tight_text(self, unit: Unit, eps: float) -> str:
+    def _unit_lines(self, unit: Unit, guarantee) -> list[str]:
+        """The report's lines for the users' composed (ε, δ) of ``unit``."""
+        head = f"Per user, composed ({unit}): "
+        _, indices = self._of_unit(unit)
+        released = any(self._counts[n].any() for n in indices)
+        eps, delta = self.total(unit)
+        if not released:
+            lines = [head + "nothing released through these entries yet"]
+        else:
+            inside = ~self._outside(unit)
+            median = float(np.median(self._per_user(unit)[0][inside])) if inside.any() \
+                else math.inf
+            typical = ("most users untouched so far" if median == 0.0
+                       else f"median ε = {_number(median)}")
+            lines = [head + f"worst ε = {_number(eps)}, δ = {delta:.3g} "
+                     f"({self._tag(unit, guarantee)}); {typical}"]
+        if unit in self._out_of_scope:
+            lines.append(f"    outside the guarantee, ε = ∞ (who they are depends on the data:"
+                         f" out_of_scope_users() lists them for the curator): "
+                         f"{self._out_of_scope[unit][1]}")
+        if released:
+            lines.append("    " + self._tight_text(unit, eps, guarantee))
+        return lines
+
+    def _tag(self, unit: Unit, guarantee) -> str:
+        """What the composed ε of ``unit`` is: the guarantee for everything released, a
+        bound for its applied entries only (some output is not covered, or covered by
+        entries that do not hold), or not a guarantee (void, as published)."""
+        status = self.status(unit)
+        if status is not Status.HOLDS:
+            return f"{status}: not a guarantee"
+        if guarantee is not None:
+            return "holds: the guarantee for everything released"
+        _, indices = self._of_unit(unit)
+        parts = dict.fromkeys(self._entries[n].component for n in indices
+                              if self._counts[n].any())
+        return f"holds for the {' and '.join(parts)} entries only: no end-to-end guarantee"
+
+    def _tight_text(self, unit: Unit, eps: float, guarantee=None) -> str:
         _, delta = self._tight_counts(self._of_unit(unit)[1], None)
-        if not math.isfinite(eps) or eps == 0.0:
+        if not math.isfinite(eps):
             return "(basic composition is the bound here)"
         if delta >= 1.0:
             return "(the entries' δ add up to 1: no composition bounds it)"
         try:
-            tight = self.tight_epsilon(unit)
+            tight, fallback = self._tight(unit, None, None)
         except ImportError:
             return "(pip install 'dprec[accounting]' for a tighter bound from dp-accounting)"
-        return (f"tighter (dp-accounting PLD): ε ≤ {tight:.4g} for every user at "
-                f"δ = {delta + TIGHT_DELTA:.3g}")
+        if fallback:
+            return f"(basic composition is the bound here: {fallback})"
+        scope = " in scope" if unit in self._out_of_scope else ""
+        return (f"tighter (dp-accounting PLD): ε ≤ {_number(tight)} for every user{scope} at "
+                f"δ = {delta + TIGHT_DELTA:.3g} ({self._tag(unit, guarantee)})")
 
     def __repr__(self) -> str:
         return (f"PrivacyAccountant(model={self.model!r}, users={self.n_users}, "

@@ -1,77 +1,94 @@
 r"""User-based kNN in the local model: the server holds only each user's own randomised releases.
 
-Every user ``u`` runs two randomisers on their own device and sends the outputs:
+Every user $u$ of the user list runs two randomisers on their own device and
+sends the outputs:
 
 1. a **similarity sketch** of their ratings, through a sketch backend of
-   :mod:`dprec.similarity` (default the private SJLT of Stausholm 2021),
-   with ``sketch_share`` of ε;
-2. a **rating release** with the rest, ``ε_r``, for every item ``i`` of
-   the public catalogue, of one of two kinds (``rating_release``):
+   [`dprec.similarity`][dprec.similarity] (default the private SJLT of
+   Stausholm 2021), with `sketch_share` of ε;
+2. a **rating release** with the rest, $\varepsilon_r$, for every item $i$ of the
+   item list, of one of two kinds (`rating_release`):
 
-   * ``"laplace"``: the pair ``(x_ui, n_ui) = ((clip(r_ui) − c)/B, 1)`` if
-     ``u`` rated ``i``, ``(0, 0)`` otherwise (``c`` the middle of the public
-     rating scale, ``B`` its half-width), each coordinate plus Laplace noise
-     of scale ``2/ε_r`` (the lattice sampler of
-     :func:`dprec.mechanisms.laplace`): adding or removing one rating
-     changes one pair by at most 2 in ℓ1;
-   * ``"krr"``: the rating rounded to the scale's integer grid, or ``⊥``
-     when unrated, through k-ary randomised response over the ``L + 1``
-     symbols (Warner 1965; Kairouz, Oh & Viswanath 2014): adding or removing
-     one rating changes one item's symbol.  The server debiases each report:
-     ``1̂[s] = (1[report = s] − q)/(p − q)``.
+   * `"laplace"`: the pair $(x_{ui}, n_{ui}) = ((\mathrm{clip}(r_{ui}) - c)/B, 1)$ if $u$
+     rated $i$, $(0, 0)$ otherwise ($c$ the middle of the public rating scale,
+     $B$ its half-width), each coordinate plus Laplace noise of scale
+     $2/\varepsilon_r$ (the lattice sampler of [`laplace`][dprec.mechanisms.laplace]):
+     adding or removing one rating changes one pair by at most 2 in ℓ1;
+   * `"krr"`: the rating rounded to the scale's integer grid, or $\bot$ when
+     unrated, through k-ary randomised response over the $L + 1$ symbols
+     (Warner 1965; Kairouz, Oh & Viswanath 2014): adding or removing one
+     rating changes one item's symbol.  The server debiases each report:
+     $\hat 1[s] = (1[\text{report} = s] - q)/(p - q)$.
 
-Both give the server an unbiased ``(x̂_vi, n̂_vi)`` per user and item.  From
-the releases alone the server computes
+Both give the server an unbiased $(\hat x_{vi}, \hat n_{vi})$ per user and item.
+From the releases alone the server computes
 
-* ``μ = c + B Σ x̂ / Σ n̂`` and ``b_i = (B Σ_v x̂_vi − Σ_v n̂_vi (μ − c)) / (max(Σ_v n̂_vi, 0) + β)``;
-* each user's ``k`` most similar users by the sketches' similarities, with
-  weights ``w_uv = max(s_uv, 0)``;
+* $\mu = c + B \sum \hat x / \sum \hat n$ and, with $X_i = \sum_v \hat x_{vi}$ and
+  $N_i = \sum_v \hat n_{vi}$, $b_i = (B X_i - N_i (\mu - c)) / (\max(N_i, 0) + \beta)$;
+* each user's `k` most similar users by the sketches' similarities (ties by
+  the users' sorted rank), with weights $w_{uv} = \max(s_{uv}, 0)$;
 * the neighbourhood deviation
-  ``d_ui = Σ_v w_uv ê_vi / (max(Σ_v w_uv n̂_vi, 0) + γ)`` with
-  ``ê_vi = B x̂_vi − n̂_vi (μ + b_i − c)`` (unbiased for ``v``'s residual on
-  ``i``, 0 when unrated);
+  $d_{ui} = \sum_v w_{uv} \hat e_{vi} / (\max(\sum_v w_{uv} \hat n_{vi}, 0) + \gamma)$ with
+  $\hat e_{vi} = B \hat x_{vi} - \hat n_{vi} (\mu + b_i - c)$ (unbiased for $v$'s
+  residual on $i$, 0 when unrated);
 
-where the stabilisers ``β`` and ``γ`` are, by default, the standard
-deviation of the numerator's noise divided by ``noise_tolerance``: the
-noise of ``b_i`` and ``d_ui`` then has a standard deviation of about
-``noise_tolerance`` (in rating units) or less, and what the noise would
-swamp shrinks to 0.  They are public functions of ε, the number of users
-and the weights (post-processing);
+where the stabilisers $\beta$ and $\gamma$ are, by default, the standard deviation
+of the numerator's noise divided by `noise_tolerance`: the noise of $b_i$ and
+$d_{ui}$ then has a standard deviation of about `noise_tolerance` (in rating
+units) or less, and what the noise would swamp shrinks to 0.  They are public
+functions of ε, the number of users and the weights (post-processing);
 
-and ``u``'s prediction ``r̂_ui = μ + b_i + b_u + d_ui`` adds ``u``'s own
-``b_u = Σ_{I_u} (r_uj − μ − b_j)/(|I_u| + λ)``, computed from ``u``'s raw
-ratings: a prediction is shown to ``u`` alone (it would run on ``u``'s
-device), and local DP protects each user against everyone else, the server
-included.
+and $u$'s prediction $\hat r_{ui} = \mu + b_i + b_u + d_{ui}$ adds $u$'s own
+$b_u = \sum_{I_u} (r_{uj} - \mu - b_j)/(|I_u| + \lambda)$, computed from $u$'s raw
+ratings: a prediction is shown to $u$ alone (it would run on $u$'s device),
+and local DP protects each user against everyone else, the server included.
 
-**Guarantee** (``Unit.RATING``, one rating of one user added or removed):
-each user's two releases compose to ``ε_sketch + ε_r = epsilon`` (basic
-composition, from the mechanisms' privacy maps), against anyone who sees
-them; everything else is post-processing.  A whole user is protected only
-by group privacy (``|I_u|`` ratings): local DP on rating vectors is this
+**Guarantee** (`Unit.RATING`, one rating of one user added or removed): each
+user's two releases compose to $\varepsilon_{\text{sketch}} + \varepsilon_r$ = `epsilon`
+(basic composition, from the mechanisms' privacy maps), against anyone who
+sees them; everything else is post-processing.  A whole user is protected
+only by group privacy ($|I_u|$ ratings): local DP on rating vectors is this
 weak, and this noisy: every user reports every item, so each item's
-aggregate carries the noise of all ``n`` users (standard deviation
-``∝ √n / ε_r``) against the signal of its raters alone.  The dense
-``n_users × n_items`` reports are the model's memory.
+aggregate carries the noise of all $n$ users (standard deviation
+$\propto \sqrt n / \varepsilon_r$) against the signal of its raters alone.  The
+dense $n_{\text{users}} \times n_{\text{items}}$ reports are the model's memory.
 
-See ``docs/end_to_end.md`` for the construction, its accounting and its accuracy.
+**Conditions.**  Who reports, and about which items, must not depend on the
+data.  With `users=` and `items=` (public catalogues) every listed user
+releases a report of every listed item (a user without ratings reports
+$\bot$ everywhere), in the sorted order of the lists, so the releases, the
+similarities and the neighbour lists (keyed by raw user id) do not follow
+the data's order.  Without them the lists are read from the data, and the
+report says so: the guarantee is for neighbouring datasets with the same
+lists, and the sole rater of an item (no `items=`) and every user with a
+single rating (no `users=`) are outside it (ε = ∞ for them), as are the
+users the sketch backend puts outside its own scope (no sketch released).
+
+See `docs/end_to_end.md` for the construction, its accounting and its accuracy.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 import numpy as np
-from surprise import AlgoBase, PredictionImpossible
+import pandas as pd
+from surprise import AlgoBase
 
 from ._arrays import pattern_matrix, safe_divide, stable_descending_order
-from ._ratings import RatingArrays
-from ._rng import derive_generator, fit_entropy, validate_random_state
-from ._surprise import inner_ids, predictions, raw_ids
+from ._rng import derive_generator, fit_entropy, is_seeded, stable_keys, validate_random_state
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import own_effects, stabilised_effects
+from .dp_baseline import (
+    RatingSpace,
+    answer_one,
+    own_effects,
+    predict_one,
+    stabilised_effects,
+    surprise_details,
+    test_all,
+)
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     laplace,
@@ -94,18 +111,30 @@ from .similarity import (
 __all__ = ["LocalKNN", "RATING_RELEASES"]
 
 RATING_RELEASES = ("laplace", "krr")
+#: the ledger's notes
+NOTES = {
+    "set item": "; a rating added or removed is one item of the rated set",
+    "answers": "local model: each user's two releases, made on their device; every answer is "
+               "post-processing of them, and a prediction for u also uses u's own ratings, "
+               "shown to u alone",
+    "laplace": "every item's (centred rating / B, rated) pair, l1 sensitivity 2 per rating "
+               "added or removed",
+}
+#: what the model releases, all post-processing of the users' releases
+OUTPUTS = ("predictions", "details", "neighbour lists", "similarities", "recommendations",
+           "item effects")
 
 
 class LocalKNN(AlgoBase):
     r"""User-based kNN whose server sees only local-DP releases (ε per rating, per user).
 
-    See the module docstring for the construction and the privacy argument;
-    ``privacy_report()`` gives the ledger.
+    See the module docstring for the construction, the privacy argument and
+    its conditions; `privacy_report()` gives the ledger.
 
     Parameters
     ----------
     epsilon : float, default 1.0
-        Each user's budget for one rating added or removed, ``> 0``.
+        Each user's budget for one rating added or removed, `> 0`.
     k : int, default 40
         Neighbours per user.
     sketch_share : float, default 0.5
@@ -113,38 +142,52 @@ class LocalKNN(AlgoBase):
     rating_release : {"krr", "laplace"}, default "krr"
         How each user releases their ratings.
     sim_options : dict or SketchBackend, optional
-        A private sketch backend of :mod:`dprec.similarity` and its options,
-        without ``epsilon`` (it is ``sketch_share · epsilon``); default
-        ``{"name": "sjlt"}``.  A backend object must have
-        ``epsilon == sketch_share · epsilon``.
+        A private sketch backend of [`dprec.similarity`][dprec.similarity] and its
+        options, without `epsilon` (it is `sketch_share · epsilon`); default
+        `{"name": "sjlt"}`.  A backend object must have
+        `epsilon == sketch_share · epsilon`.
     noise_tolerance : float, default 0.2
         The standard deviation of noise the default stabilisers allow in
-        ``b_i`` and ``d_ui`` (``> 0``).
+        $b_i$ and $d_{ui}$ (`> 0`).
     item_shrinkage, neighbour_shrinkage : float, optional
-        ``β`` and ``γ`` (``>= 0``), overriding the defaults.
+        $\beta$ and $\gamma$ (`>= 0`), overriding the defaults.
     user_shrinkage : float, default 10.0
-        ``λ`` in the user's own effect (``>= 0``).
+        $\lambda$ in the user's own effect (`>= 0`).
+    users, items : sequence of raw ids, optional
+        Public catalogues: who reports, and about which items (validated at
+        `fit`; ratings outside them raise `ValueError` naming the parameter).
+        Without them the lists are read from the data (see the module docstring).
     random_state : None, int, RandomState or Generator
-        ``None`` (default) draws fresh entropy at each fit; an int gives
-        **seeded noise**, for experiments only.
+        `None` (default) draws fresh entropy at each fit; an int gives
+        **seeded noise**, for experiments only (the report's entries are void).
     verbose : bool, default False
 
     Attributes
     ----------
     mu_ : float
-    item_effects_ : ndarray of shape (n_items,)
-    user_effects_ : ndarray of shape (n_users,)
-        Each user's own ``b_u`` (used only in their own predictions).
-    sim : ndarray of shape (n_users, n_users)
-        The sketches' similarities.
-    neighbours_, weights_ : ndarray of shape (n_users, k)
-        Each user's neighbours (inner ids, ``-1`` for none) and weights.
+    item_effects_ : pandas.Series
+        $b_i$, indexed by raw item id (sorted).
+    sim : pandas.DataFrame
+        The sketches' similarities, raw user ids (sorted) on both axes.
+    neighbours_ : pandas.DataFrame
+        Each user's `k` neighbours as raw user ids (columns: rank 0 to k − 1),
+        indexed by raw user id.
+    weights_ : pandas.DataFrame
+        Their weights $\max(s_{uv}, 0)$, the same shape.
+
+    Notes
+    -----
+    These were arrays in Surprise's inner-id order (neighbours as inner ids),
+    which follows the data's order and leaked it.  Each user's own $b_u$ is
+    kept privately (`_user_effects`): it is computed from their raw ratings and
+    used in their own predictions only (on their device), so it is not a release.
     """
 
     def __init__(self, *, epsilon: float = 1.0, k: int = 40, sketch_share: float = 0.5,
                  rating_release: str = "krr", sim_options: Mapping | None = None,
                  noise_tolerance: float = 0.2, item_shrinkage: float | None = None,
                  neighbour_shrinkage: float | None = None, user_shrinkage: float = 10.0,
+                 users: Iterable | None = None, items: Iterable | None = None,
                  random_state=None, verbose: bool = False) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
@@ -156,12 +199,14 @@ class LocalKNN(AlgoBase):
         self.item_shrinkage = item_shrinkage
         self.neighbour_shrinkage = neighbour_shrinkage
         self.user_shrinkage = user_shrinkage
+        self.users = users
+        self.items = items
         self.random_state = random_state
         self.verbose = verbose
 
     # ------------------------------------------------------------------ fit
     def _sketch_options(self, sketch_epsilon: float) -> dict:
-        """The sketch backend's options, with ``epsilon = sketch_epsilon``."""
+        """The sketch backend's options, with `epsilon = sketch_epsilon`."""
         if isinstance(self.sim_options, SketchBackend):
             options = backend_options(self.sim_options)
             if not math.isclose(options["epsilon"], sketch_epsilon, rel_tol=1e-12):
@@ -181,7 +226,7 @@ class LocalKNN(AlgoBase):
         return options
 
     def fit(self, trainset):
-        """Draw every user's releases (spending ``epsilon`` per rating) and aggregate them."""
+        """Draw every listed user's releases (spending `epsilon` per rating), aggregate them."""
         epsilon = check_epsilon(self.epsilon)
         k = check_int(self.k, "k", minimum=1)
         share = check_open_unit(self.sketch_share, "sketch_share")
@@ -194,28 +239,26 @@ class LocalKNN(AlgoBase):
                         (self.neighbour_shrinkage, "neighbour_shrinkage")))
         lam = check_real(self.user_shrinkage, "user_shrinkage", low=0.0)
         validate_random_state(self.random_state)
+        space = RatingSpace.build(trainset, self.users, self.items)
         AlgoBase.fit(self, trainset)
         entropy = fit_entropy(self.random_state)
-        ratings = RatingArrays.from_trainset(trainset)
+        matrix, n_users = space.matrix, space.matrix.shape[0]
         low, high = trainset.rating_scale
         centre, half = (low + high) / 2.0, (high - low) / 2.0
 
-        # 1. the sketches, and the neighbours they give
+        # 1. the sketches, and the neighbours they give (ties by the users' sorted rank)
         backend = sketch_backend(with_public_bounds(options, (low, high)),
                                  derive_generator(entropy, "sketch"))
-        self.sim = backend.similarity_matrix(ratings.matrix, columns=ratings.item_keys)
-        self.neighbours_, self.weights_ = _top_k_neighbours(self.sim, min(k, ratings.n_users - 1))
+        self._sim = backend.similarity_matrix(matrix, columns=stable_keys(space.items.ids))
+        self._neighbours, self._weights = _top_k_neighbours(self._sim, min(k, n_users - 1))
+        self._publish(space)
 
         # 2. the rating reports, debiased
         epsilon_r = (1.0 - share) * epsilon
         rng = derive_generator(entropy, "ratings")
-        if release == "laplace":
-            (x_hat, n_hat), (sd_x, sd_n), release_entry = laplace_reports(
-                ratings, (low, high), epsilon_r, rng)
-        else:
-            (x_hat, n_hat), (sd_x, sd_n), release_entry = krr_reports(
-                ratings, (low, high), epsilon_r, rng)
-        n_users = ratings.n_users
+        reports = laplace_reports if release == "laplace" else krr_reports
+        (x_hat, n_hat), (sd_x, sd_n), release_entry = reports(matrix, (low, high),
+                                                              epsilon_r, rng)
         # a bound on the noise sd of one residual report ê (|μ + b_i − c| ≤ 3B), over the
         # tolerance: β and γ are this times the root of the sum of the squared weights
         self._stabiliser_unit = half * (sd_x + 3.0 * sd_n) / tolerance
@@ -225,36 +268,49 @@ class LocalKNN(AlgoBase):
         self.mu_ = float(np.clip(centre + half * sums.sum() / max(counts.sum(), 1.0), low, high))
         if beta is None:
             beta = math.sqrt(n_users) * self._stabiliser_unit
-        self.item_effects_ = stabilised_effects(half * sums, counts, self.mu_ - centre, beta,
+        self._item_effects = stabilised_effects(half * sums, counts, self.mu_ - centre, beta,
                                                 high - low)
-        self._residual_reports = half * x_hat - n_hat * (self.mu_ + self.item_effects_ - centre)
+        self.item_effects_ = pd.Series(self._item_effects.copy(), index=space.items.labels(),
+                                       name="item_effect")
+        self._residual_reports = half * x_hat - n_hat * (self.mu_ + self._item_effects - centre)
         self._count_reports = n_hat
         self._gamma = gamma
 
         # 4. each user's own effect (their raw ratings, used in their own predictions only)
-        self.user_effects_ = own_effects(ratings.matrix, self.mu_ + self.item_effects_, lam)
-
-        self._accountant = self._ledger(trainset, backend.release_, release_entry, release)
+        self._user_effects = own_effects(matrix, self.mu_ + self._item_effects, lam)
+        self._accountant = self._ledger(backend.release_, release_entry, release,
+                                        is_seeded(self.random_state))
         if self.verbose:
             print(f"LocalKNN: {n_users} users released a {options['name']} sketch and their "
                   f"ratings ({release}), ε = {epsilon:g} per rating")
         return self
 
-    def _ledger(self, trainset, sketch: SketchRelease, ratings: LedgerEntry,
-                release: str) -> PrivacyAccountant:
-        accountant = PrivacyAccountant(raw_ids(trainset),
-                                       model=f"LocalKNN(rating_release={release!r})")
+    def _publish(self, space: RatingSpace) -> None:
+        """The released similarities and neighbour lists, keyed by raw user id (sorted)."""
+        self._space = space
+        labels, ids = space.users.labels(), np.empty(len(space.users), dtype=object)
+        ids[:] = space.users.ids
+        self._sim.flags.writeable = False
+        self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
+        ranks = pd.RangeIndex(self._neighbours.shape[1], name="rank")
+        self.neighbours_ = pd.DataFrame(ids[self._neighbours], index=labels,
+                                        columns=ranks).infer_objects()
+        self.weights_ = pd.DataFrame(self._weights, index=labels, columns=ranks)
+
+    def _ledger(self, sketch: SketchRelease, ratings: LedgerEntry, release: str,
+                seeded: bool) -> PrivacyAccountant:
+        """Every listed user's two releases, charged once; the lists' scope."""
+        accountant = PrivacyAccountant(self._space.users.ids,
+                                       model=f"LocalKNN(rating_release={release!r})",
+                                       seeded=seeded)
         entry = sketch.entry
         if entry.unit is Unit.SET_ITEM:   # a rating added or removed is an item of the set
-            entry = replace(entry, unit=Unit.RATING, note=entry.note + "; a rating added "
-                            "or removed is one item of the rated set")
+            entry = replace(entry, unit=Unit.RATING, note=entry.note + NOTES["set item"])
         indices = [sketch.charge(accountant, entry), accountant.register(ratings)]
-        accountant.release_once(indices[1:], (), "local model: each user's two releases, made "
-                                "on their device; every answer is post-processing of them, and "
-                                "a prediction for u also uses u's own ratings, shown to u alone")
-        for output in ("predictions", "details", "neighbour lists", "similarities",
-                       "recommendations"):
+        accountant.release_once(indices[1:], (), NOTES["answers"])
+        for output in OUTPUTS:
             accountant.declare_output(output, indices)
+        self._space.declare_scope(accountant, Unit.RATING)
         return accountant
 
     # ------------------------------------------------------------- answers
@@ -273,44 +329,33 @@ class LocalKNN(AlgoBase):
             raise AttributeError("this LocalKNN is not fitted yet: call fit first")
 
     def estimate(self, u, i):
-        """Estimate one rating from inner ids (Surprise's hook; as ``test`` does)."""
-        known_user, known_item = self.trainset.knows_user(u), self.trainset.knows_item(i)
-        if not (known_user or known_item):
-            raise PredictionImpossible("User and item are unknown.")
-        est, details = self._estimates(np.array([u if known_user else -1]),
-                                       np.array([i if known_item else -1]))
-        return float(est[0]), details[0]
+        """Estimate one rating from inner ids (Surprise's hook; as `test` does)."""
+        return answer_one(self, u, i)
+
+    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False):
+        """Surprise's `predict` by raw ids (listed users and items are known)."""
+        return predict_one(self, uid, iid, r_ui, clip, verbose)
 
     def test(self, testset, verbose: bool = False):
-        """Surprise's ``test``, all pairs at once (the same numbers as ``predict``)."""
-        uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
-        est, details = self._estimates(users, items)
-        return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
+        """Surprise's `test`, all pairs at once (the same numbers as `predict`)."""
+        return test_all(self, testset, verbose)
 
-    def _estimates(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
-        """Estimates and ``details`` for inner ids (``-1`` unknown)."""
+    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
+        """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""
         known_user, known_item = users >= 0, items >= 0
         u, i = np.maximum(users, 0), np.maximum(items, 0)
-        est = (self.mu_ + np.where(known_user, self.user_effects_[u], 0.0)
-               + np.where(known_item, self.item_effects_[i], 0.0))
+        est = (self.mu_ + np.where(known_user, self._user_effects[u], 0.0)
+               + np.where(known_item, self._item_effects[i], 0.0))
         both = known_user & known_item
-        shift = self._deviations(u[both], i[both])
-        est[both] += shift
-        lost = ~(known_user | known_item)
-        est[lost] = self.mu_
-        details = [{"was_impossible": True, "reason": "User and item are unknown."} if gone
-                   else {"was_impossible": False} for gone in lost.tolist()]
-        return est, details
+        est[both] += self._deviations(u[both], i[both])
+        return est, surprise_details(known_user, known_item)
 
     def _deviations(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
-        """``d_ui`` for known pairs: the weighted debiased residual reports of ``u``'s
-        neighbours on ``i``, stabilised by ``γ``."""
-        if not len(users):
-            return np.zeros(0)
-        neighbours, weights = self.neighbours_[users], self.weights_[users]
-        safe = np.maximum(neighbours, 0)
-        numerator = (weights * self._residual_reports[safe, items[:, None]]).sum(axis=1)
-        count = (weights * self._count_reports[safe, items[:, None]]).sum(axis=1)
+        r"""$d_{ui}$ for listed pairs: the weighted debiased residual reports of $u$'s
+        neighbours on $i$, stabilised by $\gamma$."""
+        neighbours, weights = self._neighbours[users], self._weights[users]
+        numerator = (weights * self._residual_reports[neighbours, items[:, None]]).sum(axis=1)
+        count = (weights * self._count_reports[neighbours, items[:, None]]).sum(axis=1)
         gamma = self._gamma
         if gamma is None:
             gamma = np.sqrt((weights**2).sum(axis=1)) * self._stabiliser_unit
@@ -319,14 +364,15 @@ class LocalKNN(AlgoBase):
 
 
 def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's ``k`` most similar other rows (ties by index) and ``max(s, 0)`` weights,
-    by blocks of rows (a partition per row, memory of one block)."""
+    """Each row's `k` most similar other rows (ties by row index: the sorted rank of the
+    ids) and `max(s, 0)` weights, by blocks of rows (a partition per row, memory of one
+    block).  `k <= n − 1`, so every row has `k` neighbours."""
     n = len(sim)
-    order = np.full((n, max(k, 0)), -1)
+    order = np.zeros((n, max(k, 0)), dtype=np.int64)
     weights = np.zeros((n, max(k, 0)))
     if k < 1:
         return order, weights
-    step = max(1, _BLOCK_CELLS // max(n, 1))
+    step = max(1, _BLOCK_CELLS // n)
     for start in range(0, n, step):
         rows = np.arange(start, min(start + step, n))
         scores = sim[rows].copy()
@@ -340,38 +386,36 @@ def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 _BLOCK_CELLS = 1 << 22
 
 
-def laplace_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
-                     rng) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float],
-                               LedgerEntry]:
-    """Every user's ``(x, n)`` over all items plus lattice Laplace noise of scale ``2/ε``;
-    returns the reports, the standard deviations of their noise, and the entry."""
+def laplace_reports(matrix, scale_range: tuple[float, float], epsilon: float,
+                    rng) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float],
+                              LedgerEntry]:
+    r"""Every user's $(x, n)$ over all items (the users × items ratings `matrix`, not
+    modified) plus lattice Laplace noise of scale $2/\varepsilon$; returns the reports, the
+    standard deviations of their noise, and the entry."""
     low, high = scale_range
     centre, half = (low + high) / 2.0, (high - low) / 2.0
-    matrix = ratings.matrix
     values = matrix.copy()
     values.data = (np.clip(matrix.data, low, high) - centre) / half
     pattern = pattern_matrix(matrix)
     scale = laplace_scale(epsilon, 2.0, max_changed=2)
     noisy = laplace(np.stack([values.toarray(), pattern.toarray()]), scale, rng)
     entry = LedgerEntry("ratings", "laplace (lattice)", laplace_epsilon(scale, 2.0, max_changed=2),
-                        0.0, Unit.RATING, Status.HOLDS, "user",
-                        "every item's (centred rating / B, rated) pair, l1 sensitivity 2 per "
-                        "rating added or removed; item catalogue public")
+                        0.0, Unit.RATING, Status.HOLDS, "user", NOTES["laplace"])
     return (noisy[0], noisy[1]), (math.sqrt(2.0) * scale,) * 2, entry
 
 
-def krr_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon: float,
-                 rng) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float], LedgerEntry]:
-    """Every user's symbol per item (``0`` unrated, ``1..L`` the integer grid of the
-    scale) through k-ary randomised response, debiased; returns the reports, bounds on
-    the standard deviations of their noise, and the entry."""
+def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
+                rng) -> tuple[tuple[np.ndarray, np.ndarray], tuple[float, float], LedgerEntry]:
+    """Every user's symbol per item of the users × items ratings `matrix` (not modified;
+    `0` unrated, `1..L` the integer grid of the scale) through k-ary randomised response,
+    debiased; returns the reports, bounds on the standard deviations of their noise, and
+    the entry."""
     low, high = scale_range
     centre, half = (low + high) / 2.0, (high - low) / 2.0
-    grid = np.arange(math.ceil(low), math.floor(high) + 1, dtype=np.float64)
+    grid = np.arange(math.ceil(low), math.floor(high) + 1)
     if len(grid) < 1:
         raise ValueError(f"krr needs an integer in the rating scale {scale_range}")
     n_symbols = len(grid) + 1
-    matrix = ratings.matrix
     codes = matrix.copy()
     codes.data = 1.0 + np.abs(np.clip(matrix.data, low, high)[:, None] - grid).argmin(axis=1)
     reported = randomized_response(codes.toarray().astype(np.int64), n_symbols, epsilon, rng)
@@ -385,5 +429,5 @@ def krr_reports(ratings: RatingArrays, scale_range: tuple[float, float], epsilon
     entry = LedgerEntry("ratings", "k-ary randomised response", spent, 0.0, Unit.RATING,
                         Status.HOLDS, "user",
                         f"every item's symbol (unrated or one of {len(grid)} levels); a rating "
-                        "added or removed changes one symbol; item catalogue public")
+                        "added or removed changes one symbol")
     return (x_hat, n_hat), (1.0 / (p - q), 0.5 / (p - q)), entry

@@ -251,3 +251,45 @@ def test_lattice_resolution():
     assert A.lattice_resolution([2.0**60 + 2.0**8]) == 2.0**8
     with pytest.raises(ValueError, match="finite"):
         A.lattice_resolution([math.nan])
+
+
+# ------------------------------------------------------------------ audit_surface
+def test_flatten_release_keys_labels_positions_and_skips_none():
+    import pandas as pd
+
+    from dprec.audit import flatten_release
+
+    flat = flatten_release({"s": pd.Series([1.0, 2.0], index=["b", "a"]),
+                            "a": np.array([[1, 2]]), "t": "x", "n": None, "f": True})
+    assert flat == {"s/['b']": 1.0, "s/['a']": 2.0, "a/[0, 0]": 1.0, "a/[0, 1]": 2.0,
+                    "t": "x", "f": 1.0}
+
+
+def test_audit_surface_finds_an_exact_value_and_a_missing_key_unnamed():
+    from dprec.audit import audit_surface
+
+    def release(data, seed):   # Laplace(1) on the value, but also the exact value, half the time
+        rng = np.random.default_rng(seed)
+        return {"noisy": data + rng.laplace(), "exact": data if rng.random() < 0.5 else None}
+
+    bound = audit_surface(release, 0.0, 1.0, n_runs=300, pilot_runs=100, random_state=0)
+    assert bound.epsilon > 2.5 and "exact" in bound.event
+
+
+def test_audit_surface_does_not_refute_the_laplace_mechanism():
+    from dprec.audit import audit_surface
+
+    def release(data, seed):
+        return {"noisy": data + np.random.default_rng(seed).laplace(0.0, 1.0)}
+
+    bound = audit_surface(release, 0.0, 1.0, n_runs=2000, pilot_runs=500, random_state=0)
+    assert 0.3 < bound.epsilon <= 1.0
+
+
+def test_audit_surface_checks_its_arguments():
+    from dprec.audit import audit_surface
+
+    with pytest.raises(ValueError, match="n_events"):
+        audit_surface(lambda d, s: {"x": d}, 0, 1, n_events=0)
+    with pytest.raises(ValueError, match="published nothing"):
+        audit_surface(lambda d, s: {}, 0, 1, n_runs=2, pilot_runs=2)

@@ -167,3 +167,89 @@ def test_a_padding_column_is_never_chosen_however_high_its_score():
     assert (positions < n_valid[:, None]).all()
     np.testing.assert_array_equal(chosen.sum(axis=1), np.minimum(n_valid, 3))
     np.testing.assert_array_equal(selection.beta, np.maximum(np.ceil(n_valid / 3), 1))
+
+
+# ------------------------------------------------- issue #33, finding 1: the weights
+_SELECTORS = {"topk": {}, "probabilistic": {}, "pncf": {"epsilon": 1.0}, "ppns": {"epsilon": 1.0},
+              "pncf_corrected": {"epsilon": 1.0}}
+
+
+def _weights_output(report):
+    (output,) = [o for o in report.outputs if o.name.startswith("neighbour weights")]
+    return output
+
+
+@pytest.mark.parametrize("neighbourhood", ["user", "item"])
+@pytest.mark.parametrize("selector", sorted(_SELECTORS))
+def test_the_weights_kneighbors_returns_are_covered_or_declared(selector, neighbourhood):
+    """Every selector, both neighbourhoods: the weights beside the ids are the exact
+    similarities (declared not covered) unless a mechanism produced them (PNCF's Laplace
+    perturbation, covered by its entry); never covered silently by the ids' entries."""
+    trainset = datasets.synthetic(40, 25, 500, random_state=4).build_full_trainset()
+    algo = PrivateKNN(k=4, selector=selector, neighbourhood=neighbourhood,
+                      sim_options={"name": "cosine"}, verbose=False,
+                      **_SELECTORS[selector]).fit(trainset)
+    users = np.arange(12)
+    items = np.array([trainset.ur[u][0][0] for u in users])
+    neighbours, weights = (algo.kneighbors(users) if neighbourhood == "user"
+                           else algo.kneighbors(users, items))
+    _, (again, weights_again) = algo.estimate_rules(users, items, [{}], with_neighbours=True)
+    if neighbourhood == "user":   # the same sets: the estimate_rules path releases them too
+        np.testing.assert_array_equal(again, neighbours)
+        np.testing.assert_array_equal(weights_again, weights)
+    taken = neighbours >= 0
+    exact = algo.sim[np.broadcast_to(users[:, None], neighbours.shape)[taken], neighbours[taken]]
+    report = algo.privacy_report()
+    output = _weights_output(report)
+    if selector == "pncf":          # sim + Lap(b): a mechanism of its own, its claim
+        assert not np.allclose(weights[taken], exact)
+        assert [report.entries[c].mechanism for c in output.covered_by] == [
+            "laplace (PNCF perturbed similarities)"]
+    else:
+        np.testing.assert_array_equal(weights[taken], exact)   # what the gap says
+    if selector == "pncf" and neighbourhood == "user":
+        assert output.gap is None
+    else:                           # exact similarities, or raters chosen by one rating
+        assert output.gap is not None
+        assert f"not covered: {output.name}: {output.gap}" in str(report)
+    assert all(isinstance(v, int) for v in algo.get_neighbors(0, 4))   # ids only
+
+
+def test_a_sketch_covers_the_weights_it_estimates():
+    trainset = datasets.synthetic(40, 25, 500, random_state=4).build_full_trainset()
+    algo = PrivateKNN(k=4, selector="pncf_corrected", neighbourhood="user", verbose=False,
+                      sim_options={"name": "sjlt", "width": 16, "epsilon": 1.0}).fit(trainset)
+    report = algo.privacy_report()
+    output = _weights_output(report)
+    assert output.gap is None
+    assert [report.entries[c].component for c in output.covered_by] == ["similarity"]
+
+
+def test_the_weights_reveal_the_exact_similarity_the_ids_do_not():
+    """The audit's event "v in the list with weight sim_D(u, v)" is certain or impossible:
+    it refutes the ids' ε, which the event on the ids alone stays within (above); the
+    report declares the weights not covered."""
+    rows = [("target", f"i{i}", 3.0) for i in range(5)]
+    rows += [("v", "i0", 3.0)] + [("v", f"i{i}", 4.0) for i in range(5, 10)]
+    rows += [(f"o{o}", f"i{i}", 5.0 if (o + i) % 2 else 1.0) for o in range(5)
+             for i in range(1, 10)]
+    data = Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+    a = data.build_full_trainset()
+    b = with_rating(data, "v", "i0", None).build_full_trainset()
+    epsilon = 1.0
+
+    def weight_of_v(model):
+        inner = model.trainset.to_inner_uid
+        neighbours, weights = model.kneighbors(np.array([inner("target")]))
+        chosen = neighbours[0] == inner("v")
+        return float(weights[0][chosen][0]) if chosen.any() else np.nan
+
+    def factory(seed):
+        return PrivateKNN(k=1, selector="pncf_corrected", epsilon=epsilon,
+                          neighbourhood="user", random_state=seed, verbose=False)
+
+    result = audit_model(factory, a, b, weight_of_v,
+                         [lambda w: np.asarray(w) == 1.0], n_runs=400, random_state=0)
+    assert result.violates(epsilon), result            # sim_D(target, v) = 1, else 0
+    gap = _weights_output(factory(None).fit(a).privacy_report()).gap
+    assert gap is not None and "not these" in gap

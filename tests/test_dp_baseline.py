@@ -1,17 +1,20 @@
-"""DPBaseline: the construction, its ledger, and an audit of its guarantee."""
+"""DPBaseline: the construction, its ledger, its lists, and audits of its guarantee."""
 
 from __future__ import annotations
 
 import copy
 
 import numpy as np
+import pandas as pd
 import pytest
+import scipy.sparse as sp
 from surprise import Dataset, Reader
 
 from dprec import DPBaseline, datasets
-from dprec.audit import audit_release, threshold_events
-from dprec.dp_baseline import effect_sums
-from dprec.ledger import Status, Unit
+from dprec._ratings import RatingArrays
+from dprec.audit import audit_release, threshold_events, with_rating
+from dprec.dp_baseline import RatingSpace, effect_sums, sorted_ids
+from dprec.ledger import SEEDED, Status, Unit
 
 
 @pytest.fixture(scope="module")
@@ -19,81 +22,144 @@ def data():
     return datasets.synthetic(120, 60, 2500, random_state=1)
 
 
+def catalogues(data) -> dict:
+    """The users and items of ``data`` as public catalogues (``users=``, ``items=``)."""
+    return {"users": list(dict.fromkeys(r[0] for r in data.raw_ratings)),
+            "items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}
+
+
+def frame(rows) -> Dataset:
+    return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+
+
+def shuffled(data, seed: int = 0):
+    """The same ratings in another order: Surprise numbers users and items anew."""
+    out = copy.copy(data)
+    order = np.random.default_rng(seed).permutation(len(data.raw_ratings))
+    out.raw_ratings = [data.raw_ratings[n] for n in order]
+    return out
+
+
 def test_large_epsilon_gives_the_exact_baseline(data):
     trainset = data.build_full_trainset()
     algo = DPBaseline(epsilon=1e7, unit="rating", item_shrinkage=5.0, user_shrinkage=3.0,
                       random_state=0).fit(trainset)
     assert algo.mu_ == pytest.approx(trainset.global_mean, abs=1e-4)
-    items = np.array([i for i in trainset.all_items()])
-    by_item = [np.array([r for _, r in trainset.ir[i]]) for i in items]
-    expected = [np.sum(r - algo.mu_) / (len(r) + 5.0) for r in by_item]
-    np.testing.assert_allclose(algo.item_effects_, expected, atol=1e-4)
+    expected = pd.Series({trainset.to_raw_iid(i): np.sum([r - algo.mu_ for _, r in ratings])
+                          / (len(ratings) + 5.0) for i, ratings in trainset.ir.items()})
+    effects = algo.item_effects_
+    assert list(effects.index) == sorted_ids(expected.index)      # raw ids, sorted
+    np.testing.assert_allclose(effects[expected.index], expected, atol=1e-4)
     u = 7
-    residual = [r - algo.mu_ - algo.item_effects_[i] for i, r in trainset.ur[u]]
-    assert algo.user_effects_[u] == pytest.approx(sum(residual) / (len(residual) + 3.0))
-    uid, iid = trainset.to_raw_uid(u), trainset.to_raw_iid(3)
-    assert algo.predict(uid, iid).est == pytest.approx(
-        algo.mu_ + algo.user_effects_[u] + algo.item_effects_[3])
+    uid = trainset.to_raw_uid(u)
+    residual = [r - algo.mu_ - effects[trainset.to_raw_iid(i)] for i, r in trainset.ur[u]]
+    own = algo._user_effects[algo._space.users.index[uid]]          # not a release
+    assert own == pytest.approx(sum(residual) / (len(residual) + 3.0))
+    iid = trainset.to_raw_iid(3)
+    assert algo.predict(uid, iid).est == pytest.approx(algo.mu_ + own + effects[iid])
+    assert not hasattr(algo, "user_effects_")
 
 
 @pytest.mark.parametrize("unit", ["user", "rating"])
 def test_the_ledger_states_epsilon_for_the_unit_and_queries_add_nothing(data, unit):
     trainset = data.build_full_trainset()
-    algo = DPBaseline(epsilon=0.7, unit=unit, random_state=0).fit(trainset)
-    report = algo.privacy_report()
+    algo = DPBaseline(epsilon=0.7, unit=unit, random_state=None, **catalogues(data))
+    report = algo.fit(trainset).privacy_report()
     unit_ = Unit.USER if unit == "user" else Unit.RATING
     eps, delta = report.total(unit_)
     assert 0.7 * (1 - 1e-6) <= eps <= 0.7 and delta == 0.0
     assert {e.status for e in report.entries} == {Status.HOLDS}
     assert report.guarantee == {unit_: (eps, 0.0)}
+    assert len(report.conditions) == 2 and all("catalogue" in c for c in report.conditions)
     algo.test(trainset.build_testset()[:500])
     assert report.total(unit_) == (eps, delta)
+
+
+def test_seeded_noise_voids_the_entries(data):
+    trainset = data.build_full_trainset()
+    report = DPBaseline(random_state=5, **catalogues(data)).fit(trainset).privacy_report()
+    assert {e.status for e in report.entries} == {Status.VOID}
+    assert all(e.note.startswith(SEEDED) for e in report.entries) and report.guarantee is None
+    fresh = DPBaseline(random_state=np.random.default_rng(5), **catalogues(data))
+    assert {e.status for e in fresh.fit(trainset).privacy_report().entries} == {Status.HOLDS}
 
 
 def test_seeded_noise_is_reproducible_and_fresh_noise_is_not(data):
     trainset = data.build_full_trainset()
     a = DPBaseline(random_state=3).fit(trainset).item_effects_
-    np.testing.assert_array_equal(a, DPBaseline(random_state=3).fit(trainset).item_effects_)
+    pd.testing.assert_series_equal(a, DPBaseline(random_state=3).fit(trainset).item_effects_)
     b = DPBaseline(random_state=np.random.RandomState(3)).fit(trainset).item_effects_
-    np.testing.assert_array_equal(
+    pd.testing.assert_series_equal(
         b, DPBaseline(random_state=np.random.RandomState(3)).fit(trainset).item_effects_)
     c = DPBaseline(random_state=np.random.default_rng(3)).fit(trainset).item_effects_
     d = DPBaseline(random_state=np.random.default_rng(3)).fit(trainset).item_effects_
-    np.testing.assert_array_equal(c, d)
-    assert not np.array_equal(DPBaseline().fit(trainset).item_effects_,
-                              DPBaseline().fit(trainset).item_effects_)
+    pd.testing.assert_series_equal(c, d)
+    assert not DPBaseline().fit(trainset).item_effects_.equals(
+        DPBaseline().fit(trainset).item_effects_)
 
 
-def test_noise_has_the_stated_laplace_scale(data):
-    # rating level, β = 0 and a large item: b_i ≈ (S_i + B·L₁ − N_i·(μ − c)) / (N_i + L₂)
-    # with L₁, L₂ ~ Laplace(b); the spread of b_i over seeds is about √2·b·B / N_i
-    trainset = data.build_full_trainset()
-    busiest = max(trainset.all_items(), key=lambda i: len(trainset.ir[i]))
-    n = len(trainset.ir[busiest])
-    draws = np.array([DPBaseline(epsilon=2.0, unit="rating", global_share=0.5,
-                                 item_shrinkage=0.0, random_state=s).fit(trainset)
-                      .item_effects_[busiest] for s in range(400)])
-    scale = 2.0 / 1.0          # l1 sensitivity 2, ε for the items 2 · (1 − 0.5) = 1
-    expected = np.sqrt(2.0) * scale * 2.0 / n   # B = 2 on the 1..5 scale
-    assert np.std(draws) == pytest.approx(expected, rel=0.25)
+@pytest.mark.parametrize("unit", ["user", "rating"])
+def test_a_renumbering_of_the_same_data_gives_bit_identical_answers(data, unit):
+    # finding 2 (#33): the same ratings in another order renumber Surprise's inner ids; the
+    # releases (in the sorted order of the lists) and the answers must not move at all
+    a, b = data.build_full_trainset(), shuffled(data).build_full_trainset()
+    assert [a.to_raw_iid(i) for i in range(5)] != [b.to_raw_iid(i) for i in range(5)]
+    fits = [DPBaseline(unit=unit, random_state=11).fit(t) for t in (a, b)]
+    pd.testing.assert_series_equal(fits[0].item_effects_, fits[1].item_effects_, rtol=0,
+                                   atol=0)
+    assert fits[0].mu_ == fits[1].mu_
+    pairs = a.build_testset()[:300] + [("nobody", a.to_raw_iid(0), 3.0)]
+    assert [p.est for p in fits[0].test(pairs)] == [p.est for p in fits[1].test(pairs)]
+    assert str(fits[0].privacy_report()) == str(fits[1].privacy_report())
+
+
+def test_ids_are_sorted_by_type_then_value():
+    assert sorted_ids(["b", 10, "a", 2, 2.5]) == [2.5, 2, 10, "a", "b"]   # float < int < str
+    with pytest.raises(TypeError, match="items"):
+        sorted_ids([(1, "a"), (1, 2)], "items")
+    trainset = frame([(10, "b", 4.0), ("u", 3, 2.0), (2, "b", 1.0)]).build_full_trainset()
+    algo = DPBaseline(random_state=0).fit(trainset)
+    assert list(algo.item_effects_.index) == [3, "b"]
+    assert list(algo.privacy_report().user_ids) == [2, 10, "u"]
+
+
+def test_renumbering_removal_audit_of_the_item_effects():
+    # finding 2 (#33): "lead" rates z first, so Surprise numbers z 0; removing that one
+    # rating numbers a 0 instead.  An event on the first position of item_effects_ then
+    # saw two different items (bound 3.08 against ε = 1 on inner-id arrays); sorted raw
+    # ids make position 0 item a in both datasets
+    rows = ([("lead", "z", 1.0)] + [(f"c{u:02d}", "a", 5.0) for u in range(20)]
+            + [(f"d{u:02d}", "z", 1.0) for u in range(20)] + [("lead", "a", 5.0)])
+    data, epsilon = frame(rows), 1.0
+    a, b = data.build_full_trainset(), with_rating(data, "lead", "z", None).build_full_trainset()
+    assert a.to_raw_iid(0) != b.to_raw_iid(0)                  # the removal renumbers
+
+    def release(trainset, seed):
+        model = DPBaseline(epsilon=epsilon, unit="rating", random_state=seed).fit(trainset)
+        return np.asarray(model.item_effects_)[0]
+
+    bound = audit_release(release, a, b, threshold_events([-1.0, 0.0, 1.0]), n_runs=300,
+                          random_state=0)
+    assert not bound.violates(epsilon), bound
 
 
 def test_user_level_audit_stays_below_the_claim():
     # one user who rated only item "x" (weight 1: their whole contribution lands on
     # one item); neighbouring datasets: with and without that user
-    reader = Reader(rating_scale=(1, 5))
     rows = [(f"u{u}", f"i{i}", float(1 + (u * 7 + i) % 5)) for u in range(12) for i in range(4)]
     rows += [("target", "i0", 5.0)] + [(f"u{u}", "i0", 1.0) for u in range(12, 14)]
-    a = Dataset.load_from_df(__import__("pandas").DataFrame(rows), reader)
+    a = frame(rows)
     b = copy.copy(a)
     b.raw_ratings = [r for r in a.raw_ratings if r[0] != "target"]
     trainset_a, trainset_b = a.build_full_trainset(), b.build_full_trainset()
-    epsilon = 1.0
+    epsilon, listed = 1.0, catalogues(a)
+    claim = DPBaseline(epsilon=epsilon, **listed).fit(trainset_a).privacy_report()
+    assert claim.per_user(Unit.USER).loc["target", "epsilon"] == pytest.approx(epsilon)
 
     def release(trainset, seed):
         algo = DPBaseline(epsilon=epsilon, unit="user", global_share=0.05, item_shrinkage=0.5,
-                          random_state=seed).fit(trainset)
-        return algo.item_effects_[trainset.to_inner_iid("i0")]
+                          random_state=seed, **listed).fit(trainset)
+        return algo.item_effects_["i0"]
 
     events = threshold_events(np.linspace(-1.5, 1.5, 13))
     bound = audit_release(release, trainset_a, trainset_b, events, n_runs=3000,
@@ -102,16 +168,109 @@ def test_user_level_audit_stays_below_the_claim():
     assert bound.epsilon > 0.1, bound      # the events do see the user (the audit has power)
 
 
+def sole_rater_data() -> Dataset:
+    rows = [(f"u{u}", f"i{i}", float(1 + (u + 2 * i) % 5)) for u in range(8) for i in range(3)]
+    rows += [("sole", "i0", 4.0), ("sole", "solo", 5.0), ("single", "i1", 2.0)]
+    return frame(rows)
+
+
+def test_the_sole_rater_and_the_single_rating_user_are_outside_without_catalogues():
+    # finding 5 (#33): without items= the item list is read from the data, so the sole
+    # rater's removal removes an item; without users= one rating removed takes a
+    # single-rating user out of the user list: the report must say ε = ∞ for both, and why
+    data = sole_rater_data()
+    report = DPBaseline(unit="rating").fit(data.build_full_trainset()).privacy_report()
+    eps = report.per_user(Unit.RATING)["epsilon"]
+    assert np.isinf(eps["sole"]) and np.isinf(eps["single"]), eps
+    assert np.isfinite(eps.drop(["sole", "single"])).all()
+    assert any("item list is read from the data" in c for c in report.conditions)
+    assert "sole rater" in str(report) and "single rating" in str(report)
+
+
+def test_the_sole_rater_is_outside_the_user_level_guarantee_without_items():
+    data = sole_rater_data()
+    users = catalogues(data)["users"]
+    report = DPBaseline(unit="user", users=users).fit(data.build_full_trainset())
+    eps = report.privacy_report().per_user(Unit.USER)["epsilon"]
+    assert np.isinf(eps["sole"]) and np.isfinite(eps.drop("sole")).all()
+
+
+UNIT = {"user": Unit.USER, "rating": Unit.RATING}
+
+
+def test_the_single_rating_user_and_every_user_without_users():
+    # finding 5 (#33): without users= the user list is read from the data: one rating
+    # removed takes a single-rating user out of it (unit="rating"), one user removed
+    # always does (unit="user")
+    data = sole_rater_data()
+    items = catalogues(data)["items"]
+    trainset = data.build_full_trainset()
+    rating = DPBaseline(unit="rating", items=items).fit(trainset).privacy_report()
+    eps = rating.per_user(Unit.RATING)["epsilon"]
+    assert np.isinf(eps["single"]) and np.isfinite(eps.drop("single")).all()
+    user = DPBaseline(unit="user", items=items).fit(trainset).privacy_report()
+    assert np.isinf(user.per_user(Unit.USER)["epsilon"]).all()
+    assert any("user list is read from the data" in c for c in user.conditions)
+
+
+@pytest.mark.parametrize("unit", ["user", "rating"])
+def test_a_catalogue_makes_the_lists_public(unit):
+    # with users= and items= the sole rater and the single-rating user are inside the
+    # guarantee: their removal changes no list, no prediction becomes impossible, and
+    # the report's users are the catalogue's
+    data = sole_rater_data()
+    listed = catalogues(data)
+    target, item = ("sole", "solo") if unit == "user" else ("single", "i1")
+    a = data.build_full_trainset()
+    smaller = copy.copy(data)
+    smaller.raw_ratings = [r for r in data.raw_ratings if r[0] != target]
+    b = (smaller if unit == "user" else with_rating(data, target, item, None)).build_full_trainset()
+    fits = [DPBaseline(unit=unit, **listed).fit(t) for t in (a, b)]
+    reports = [f.privacy_report() for f in fits]
+    assert list(reports[0].user_ids) == list(reports[1].user_ids) == sorted_ids(listed["users"])
+    assert all(r.total(UNIT[unit])[0] == pytest.approx(1.0) for r in reports)
+    for model in fits:
+        assert list(model.item_effects_.index) == sorted_ids(listed["items"])
+        for uid in ("stranger", target):
+            assert not model.predict(uid, "solo").details["was_impossible"]
+        assert model.predict("stranger", "nothing").details["was_impossible"]
+
+
+def test_listed_users_and_items_without_ratings_get_the_release():
+    data = sole_rater_data()
+    listed = catalogues(data)
+    users, items = listed["users"] + ["ghost"], listed["items"] + ["new"]
+    trainset = data.build_full_trainset()
+    algo = DPBaseline(user_shrinkage=0.0, users=users, items=items,
+                      random_state=None).fit(trainset)
+    assert np.isfinite(algo.item_effects_["new"])           # noise only, no NaN
+    assert algo._user_effects[algo._space.users.index["ghost"]] == 0.0   # λ = 0, no rating
+    ghost = algo.predict("ghost", "new")
+    assert ghost.details == {"was_impossible": False}
+    assert ghost.est == pytest.approx(np.clip(algo.mu_ + algo.item_effects_["new"], 1, 5))
+    assert users[-1] == "ghost" and items[-1] == "new"        # the catalogues are not sorted
+    assert algo.privacy_report().n_users == len(users)
+
+
 @pytest.mark.parametrize(("kwargs", "name"), [
     ({"epsilon": 0.0}, "epsilon"), ({"epsilon": float("nan")}, "epsilon"),
     ({"unit": "item"}, "unit"), ({"global_share": 1.0}, "global_share"),
     ({"item_shrinkage": -1.0}, "item_shrinkage"), ({"user_shrinkage": -2.0}, "user_shrinkage"),
     ({"random_state": "seed"}, "random_state"),
+    ({"users": "u1"}, "users"), ({"items": 3}, "items"), ({"items": []}, "items"),
+    ({"users": ["u1", "u1"]}, "users"), ({"items": ["nothing"]}, "items"),
+    ({"users": [["unhashable"]]}, "users"), ({"items": {"i0": 1}}, "items"),
 ])
 def test_bad_parameters_are_named_at_fit(data, kwargs, name):
     algo = DPBaseline(**kwargs)          # stored as given (scikit-learn's convention)
-    with pytest.raises((ValueError, TypeError), match=name):
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}\b"):
         algo.fit(data.build_full_trainset())
+
+
+def test_ratings_outside_the_catalogue_are_refused(data):
+    listed = catalogues(data)
+    with pytest.raises(ValueError, match="users: the ratings hold 1 id"):
+        DPBaseline(users=listed["users"][1:]).fit(data.build_full_trainset())
 
 
 def test_unknown_user_and_item(data):
@@ -119,10 +278,20 @@ def test_unknown_user_and_item(data):
     algo = DPBaseline(random_state=0).fit(trainset)
     iid = trainset.to_raw_iid(0)
     assert algo.predict("nobody", iid).est == pytest.approx(
-        np.clip(algo.mu_ + algo.item_effects_[0], 1, 5))
+        np.clip(algo.mu_ + algo.item_effects_[iid], 1, 5))
     lost = algo.predict("nobody", "nothing")
     assert lost.details["was_impossible"]
     assert lost.est == algo.mu_ != trainset.global_mean   # the released mean, not the raw one
+    assert algo.test([]) == []
+    batched = algo.test([("nobody", "nothing", 1.0), ("nobody", iid, 2.0)])
+    assert [p.est for p in batched] == [lost.est, algo.predict("nobody", iid).est]
+    assert algo.estimate(0, 0) == (pytest.approx(algo.predict(trainset.to_raw_uid(0),
+                                                              iid, clip=False).est),
+                                   {"was_impossible": False})
+    with pytest.raises(Exception, match="unknown"):
+        algo.estimate("UKN__nobody", "UKN__nothing")
+    with pytest.raises(AttributeError, match="fit"):
+        DPBaseline().privacy_report()
 
 
 def test_no_stabiliser_and_no_count_gives_a_zero_effect_not_nan(data):
@@ -137,8 +306,6 @@ def test_one_unit_moves_the_released_sums_by_at_most_two(data):
     # their ratings (rating level) and compare the true vectors in l1; extreme ratings
     # make the bound nearly tight
     trainset = data.build_full_trainset()
-    from dprec._ratings import RatingArrays
-
     matrix = RatingArrays.from_trainset(trainset).matrix.copy()
     matrix.data = np.where(matrix.data >= 3, 5.0, 1.0)
     counts = np.diff(matrix.indptr)
@@ -158,13 +325,180 @@ def test_one_unit_moves_the_released_sums_by_at_most_two(data):
         assert np.all(largest >= 1.9) and np.all(largest <= 2.0 + 1e-12), (unit, largest)
 
 
+def test_the_rating_space_follows_the_sorted_lists(data):
+    trainset = data.build_full_trainset()
+    space = RatingSpace.build(trainset)
+    dense = space.matrix.toarray()
+    for u, i, r in list(trainset.all_ratings())[:50]:
+        row = space.users.index[trainset.to_raw_uid(u)]
+        assert dense[row, space.items.index[trainset.to_raw_iid(i)]] == r
+    assert space.matrix.nnz == trainset.n_ratings
+    np.testing.assert_array_equal(space.positions(["nobody"], [space.items.ids[3]]),
+                                  ([-1], [3]))
+
+
 def test_released_values_stay_on_the_rating_scale(data):
     trainset = data.build_full_trainset()
     for seed in range(30):
         algo = DPBaseline(epsilon=0.01, random_state=seed).fit(trainset)
         assert 1 <= algo.mu_ <= 5
         assert np.all(np.abs(algo.item_effects_) <= 4) and np.all(np.isfinite(
-            algo.user_effects_))
+            algo._user_effects))
     wide = [DPBaseline(epsilon=0.01, item_shrinkage=0.0, random_state=s).fit(trainset)
             for s in range(30)]
     assert any(np.abs(a.item_effects_).max() == 4 for a in wide)   # the clip is reached
+
+
+def test_the_report_states_the_models_texts(data):
+    from dprec.dp_baseline import NOTES, OUTPUTS, SCOPE
+
+    trainset = data.build_full_trainset()
+    for unit in ("user", "rating"):
+        report = DPBaseline(unit=unit).fit(trainset).privacy_report()
+        assert report.model == f"DPBaseline(unit={unit!r})"
+        assert [(e.component, e.mechanism, e.applies_to, e.note) for e in report.entries] == [
+            ("global effect", "laplace (lattice)", "user", NOTES[unit]),
+            ("item effects", "laplace (lattice)", "user", NOTES[unit])]
+        assert [o.name for o in report.outputs] == list(OUTPUTS)
+        assert all(o.covered_by == (0, 1) and o.gap is None for o in report.outputs)
+        assert report.notes == [NOTES["answers"]]
+        assert report.conditions == [SCOPE["items from data"], SCOPE["users from data"]]
+        assert report.applications(0).tolist() == report.applications(1).tolist() == \
+            [1] * report.n_users
+    given = DPBaseline(**catalogues(data)).fit(trainset).privacy_report()
+    assert given.conditions == [SCOPE["items given"], SCOPE["users given"]]
+    text = str(DPBaseline(unit="rating").fit(sole_rater_data().build_full_trainset())
+               .privacy_report())
+    assert SCOPE["sole rater"] in text and SCOPE["single rating"] in text
+    text = str(DPBaseline(unit="user").fit(sole_rater_data().build_full_trainset())
+               .privacy_report())
+    assert SCOPE["sole rater"] in text and SCOPE["any user"] in text
+
+
+def test_verbose_fit_and_predict_print_what_they_did(data, capsys):
+    trainset = data.build_full_trainset()
+    algo = DPBaseline(epsilon=0.5, unit="rating", verbose=True).fit(trainset)
+    assert capsys.readouterr().out == ("DPBaseline: released μ and 60 item effects, ε = 0.5 "
+                                       "per one rating\n")
+    uid, iid = trainset.to_raw_uid(0), trainset.to_raw_iid(0)
+    prediction = algo.predict(uid, iid, r_ui=4.0, verbose=True)
+    assert capsys.readouterr().out == f"{prediction}\n"
+    assert prediction.r_ui == 4.0 and (prediction.uid, prediction.iid) == (uid, iid)
+    algo.test([(uid, iid, 4.0)], verbose=True)
+    assert capsys.readouterr().out == f"{prediction}\n"
+    algo.test([(uid, iid, 4.0)])
+    algo.predict(uid, iid)
+    DPBaseline().fit(trainset)
+    assert capsys.readouterr().out == ""
+
+
+def test_predictions_are_clipped_only_when_asked():
+    rows = [(f"u{u}", "i0", 5.0) for u in range(30)] + [(f"u{u}", "i1", 1.0) for u in range(30)]
+    trainset = frame(rows).build_full_trainset()
+    algo = DPBaseline(epsilon=1e6, unit="rating", item_shrinkage=0.0, user_shrinkage=0.0,
+                      random_state=None).fit(trainset)
+    algo._user_effects[:] = 3.0                # a user far above the scale
+    assert algo.predict("u0", "i0").est == 5.0
+    assert algo.predict("u0", "i0", clip=False).est > 5.0
+    algo._user_effects[:] = -9.0
+    assert algo.predict("u0", "i1").est == 1.0 and algo.test([("u0", "i1", 1.0)])[0].est == 1.0
+
+
+def test_catalogues_of_any_id_type():
+    # numpy arrays are read as Python ids; tuples stay ids (not index levels)
+    rows = [((1, "a"), "x", 4.0), ((2, "b"), "y", 2.0), ((1, "a"), "y", 3.0)]
+    trainset = frame(rows).build_full_trainset()
+    algo = DPBaseline(items=np.array(["y", "x", "z"]), random_state=None).fit(trainset)
+    assert list(algo.item_effects_.index) == ["x", "y", "z"]
+    assert {type(i) for i in algo.item_effects_.index} == {str}
+    assert algo.item_effects_.name == "item_effect"
+    assert list(algo.privacy_report().user_ids) == [(1, "a"), (2, "b")]
+    users = pd.Index([(2, "b"), (1, "a"), (3, "c")], tupleize_cols=False)
+    algo = DPBaseline(users=users, random_state=None).fit(trainset)
+    assert algo.privacy_report().user_ids.tolist() == [(1, "a"), (2, "b"), (3, "c")]
+    assert not algo.predict((3, "c"), "x").details["was_impossible"]
+    assert algo.predict((4, "d"), "nothing").details["was_impossible"]
+    given = ["z", "y", "x"]
+    DPBaseline(items=given).fit(trainset)
+    assert given == ["z", "y", "x"]                       # the catalogue is not modified
+
+
+def test_every_answer_is_mu_plus_the_effects_of_what_is_known(data):
+    trainset = data.build_full_trainset()
+    algo = DPBaseline(epsilon=3.0, random_state=None).fit(trainset)
+    space, effects = algo._space, algo.item_effects_
+    users, items = list(space.users.ids), list(space.items.ids)
+    pairs = [(u, i, 0.0) for u in users[:3] + users[-2:] + ["nobody"]
+             for i in items[:3] + items[-2:] + ["nothing"]]
+    own = dict(zip(users, algo._user_effects))
+    for prediction in algo.test(iter(pairs)):            # any iterable of triples
+        uid, iid = prediction.uid, prediction.iid
+        expected = algo.mu_ + own.get(uid, 0.0) + effects.get(iid, 0.0)
+        assert prediction.est == pytest.approx(np.clip(expected, 1, 5), abs=1e-12)
+        assert prediction.details["was_impossible"] is (uid == "nobody" and iid == "nothing")
+    assert algo.test(iter([])) == []
+
+
+def test_defaults():
+    params = vars(DPBaseline())
+    assert {key: params[key] for key in ("epsilon", "unit", "global_share", "item_shrinkage",
+                                         "user_shrinkage", "users", "items", "random_state",
+                                         "verbose")} == {
+        "epsilon": 1.0, "unit": "user", "global_share": 0.1, "item_shrinkage": None,
+        "user_shrinkage": 10.0, "users": None, "items": None, "random_state": None,
+        "verbose": False}
+
+
+@pytest.mark.parametrize("unit", ["user", "rating"])
+def test_the_item_release_is_calibrated_for_every_coordinate_one_unit_changes(data, unit):
+    # one rating changes 2 coordinates, one user up to 2 per item: the lattice sampler's
+    # privacy map counts them (max_changed), and β defaults to ten of its noise scales
+    from dprec.mechanisms import laplace_epsilon, laplace_scale
+
+    trainset = data.build_full_trainset()
+    changed = 2 if unit == "rating" else 2 * trainset.n_items
+    scale = laplace_scale(0.9 * 2.0, 2.0, max_changed=changed)
+    default = DPBaseline(epsilon=2.0, unit=unit, random_state=4).fit(trainset)
+    assert default.privacy_report().entries[1].epsilon == laplace_epsilon(
+        scale, 2.0, max_changed=changed)
+    given = DPBaseline(epsilon=2.0, unit=unit, item_shrinkage=10.0 * scale,
+                       random_state=4).fit(trainset)
+    pd.testing.assert_series_equal(default.item_effects_, given.item_effects_, rtol=0, atol=0)
+    global_scale = laplace_scale(0.1 * 2.0, 2.0, max_changed=2)
+    assert default.privacy_report().entries[0].epsilon == laplace_epsilon(
+        global_scale, 2.0, max_changed=2)
+
+
+def test_one_rating_gives_its_own_mean():
+    # N ≈ 1: μ = c + B S / max(N, 1), not a smaller share of it
+    trainset = frame([("u", "i", 4.5)]).build_full_trainset()
+    algo = DPBaseline(epsilon=1e6, unit="rating", random_state=None).fit(trainset)
+    assert algo.mu_ == pytest.approx(4.5, abs=1e-3)
+
+
+def test_the_sums_clip_every_rating_to_the_public_scale():
+    matrix = sp.csr_matrix(np.array([[0.0, 9.0], [-3.0, 3.0]]))
+    matrix.data = np.array([9.0, -3.0, 3.0])          # stored: 9, −3 (outside), 3
+    matrix.indices = np.array([1, 0, 1])
+    matrix.indptr = np.array([0, 1, 3])
+    global_sums, items = effect_sums(matrix, "rating", (1.0, 5.0))
+    np.testing.assert_allclose(global_sums, [1.0 - 1.0 + 0.0, 3.0])
+    np.testing.assert_allclose(items, [-1.0, 1.0, 1.0, 2.0])
+
+
+def test_catalogue_errors_say_what_is_wrong(data):
+    trainset = data.build_full_trainset()
+    users = catalogues(data)["users"]
+    with pytest.raises(ValueError, match=f"^users holds a repeated id, {users[3]!r}$"):
+        DPBaseline(users=users + [users[3]]).fit(trainset)
+    with pytest.raises(TypeError, match="^ids: "):
+        sorted_ids([(1, "a"), (1, 2)])
+    odd = frame([((1, "a"), "x", 4.0), ((1, 2), "y", 2.0)]).build_full_trainset()
+    with pytest.raises(TypeError, match="^users: "):
+        DPBaseline().fit(odd)
+    odd = frame([(1, (1, "a"), 4.0), (2, (1, 2), 2.0)]).build_full_trainset()
+    with pytest.raises(TypeError, match="^items: "):
+        DPBaseline(items=[(1, "a"), (1, 2)]).fit(odd)
+    flat = frame([("u", ("x", 1), 4.0), ("v", ("y", 2), 2.0)]).build_full_trainset()
+    index = DPBaseline().fit(flat).item_effects_.index
+    assert index.nlevels == 1 and list(index) == [("x", 1), ("y", 2)]

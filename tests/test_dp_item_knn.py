@@ -1,50 +1,79 @@
-"""DPItemKNN: the exact integer release, its ledger, and an audit of its guarantee."""
+"""DPItemKNN: the exact integer release, its ledger, its lists, and audits of its guarantee."""
 
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
+import scipy.sparse as sp
 from surprise import Dataset, Reader
 
 from dprec import DPItemKNN, datasets
 from dprec.audit import audit_release, threshold_events
-from dprec.dp_item_knn import integer_sums
-from dprec.ledger import Status, Unit
+from dprec.dp_baseline import sorted_ids
+from dprec.dp_item_knn import grid_levels, grid_residuals, integer_sums
+from dprec.ledger import SEEDED, Status, Unit
 
 
 @pytest.fixture(scope="module")
-def trainset():
-    return datasets.synthetic(150, 40, 2500, random_state=2).build_full_trainset()
+def data():
+    return datasets.synthetic(150, 40, 2500, random_state=2)
+
+
+@pytest.fixture(scope="module")
+def trainset(data):
+    return data.build_full_trainset()
+
+
+def catalogues(data) -> dict:
+    return {"users": list(dict.fromkeys(r[0] for r in data.raw_ratings)),
+            "items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}
+
+
+def frame(rows) -> Dataset:
+    return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+
+
+def without_user(data, uid):
+    smaller = copy.copy(data)
+    smaller.raw_ratings = [r for r in data.raw_ratings if r[0] != uid]
+    return smaller
 
 
 def test_without_noise_the_release_is_the_weighted_covariance(trainset):
     algo = DPItemKNN(epsilon=1e12, shrinkage=0.0, random_state=0).fit(trainset)
     base = algo.baseline_
-    n = trainset.n_items
+    items = sorted_ids(trainset.to_raw_iid(i) for i in trainset.all_items())
+    where = {iid: n for n, iid in enumerate(items)}
+    n = len(items)
     cov, co = np.zeros((n, n)), np.zeros((n, n))
     for u, rated in trainset.ur.items():
         w = 2.0 ** -np.ceil(2 * np.log2(len(rated)))
-        items = np.array([i for i, _ in rated])
-        e = np.array([r - base.mu_ - base.item_effects_[i] - base.user_effects_[u]
-                      for i, r in rated])
-        e = np.round(np.clip(e, -1.0, 1.0) * 16) / 16
-        cov[np.ix_(items, items)] += w * np.outer(e, e)
-        co[np.ix_(items, items)] += w
+        raw = [trainset.to_raw_iid(i) for i, _ in rated]
+        own = base._user_effects[base._space.users.index[trainset.to_raw_uid(u)]]
+        e = np.array([r - base.mu_ - base.item_effects_[iid] - own
+                      for iid, (_, r) in zip(raw, rated)])
+        e = np.clip(np.round(e * 16), -16, 16) / 16          # round, then clip
+        cells = [where[iid] for iid in raw]
+        cov[np.ix_(cells, cells)] += w * np.outer(e, e)
+        co[np.ix_(cells, cells)] += w
     expected = cov / np.maximum(co, 1e-300)
     variance = np.diag(expected)
     expected = expected / np.sqrt(np.outer(variance, variance))
     seen = co > 0
-    np.testing.assert_allclose(algo.sim[seen], np.clip(expected, -1, 1)[seen], atol=1e-6)
+    assert list(algo.sim.index) == list(algo.sim.columns) == items    # raw ids, sorted
+    np.testing.assert_allclose(algo.sim.to_numpy()[seen], np.clip(expected, -1, 1)[seen],
+                               atol=1e-6)
 
 
 def test_one_user_moves_the_integer_sums_by_at_most_the_stated_sensitivity(trainset):
     # the residuals are fixed by the first release (adaptive composition): remove one
     # user's row and compare the upper triangles; the sums must also be exact integers
     algo = DPItemKNN(random_state=0).fit(trainset)
-    matrix, residuals = algo._ratings.matrix, algo._residuals_by_rating
+    matrix, residuals = algo._space.matrix, algo._residuals_by_rating
     cov, w, d_cov, d_w = integer_sums(matrix, residuals, 1.0, 4)
     assert np.array_equal(cov, np.round(cov)) and np.array_equal(w, np.round(w))
     upper = np.triu_indices(matrix.shape[1])
@@ -60,41 +89,184 @@ def test_one_user_moves_the_integer_sums_by_at_most_the_stated_sensitivity(train
     assert worst[1] > 0.25           # the bound is not loose by orders of magnitude
 
 
-def test_every_release_is_charged_once_and_queries_add_nothing(trainset):
-    algo = DPItemKNN(epsilon=0.8, k=10, random_state=0).fit(trainset)
+CLIPS = (1e-3, 0.1, 0.25, 0.3, 0.5, 0.75, 1.0, 1.3, 2.0, 7.3)
+
+
+def worst_case_matrix(clip: float, bits: int, n_items: int = 5):
+    """Users × items ratings with residuals that push every bound: a single-rating user at
+    the largest residual (w = 1, tight), a user of every item at ±(C + h/2) and ±C (rounded
+    beyond C if clipped first), and users of random residuals."""
+    rng = np.random.default_rng(bits)
+    h = 2.0**-bits
+    rows = [[0], list(range(n_items)), [0, 2], [1, 3, 4], [0, 1, 2, 3]]
+    raw = [[10 * clip], [clip + h / 2, -clip, clip, -clip - h / 2, 3 * clip],
+           [clip, clip], list(rng.uniform(-2 * clip, 2 * clip, 3)),
+           list(rng.uniform(-2 * clip, 2 * clip, 4))]
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    matrix = sp.csr_matrix((np.ones(indptr[-1]), np.concatenate(rows), indptr),
+                           shape=(len(rows), n_items))
+    return matrix, np.concatenate(raw)
+
+
+@pytest.mark.parametrize("bits", range(13))
+def test_the_covariance_sensitivity_bounds_every_accepted_clip_and_grid(trainset, bits):
+    # finding 3 (#33): for every (clip, grid_bits) the model accepts, one user added or
+    # removed moves the upper triangle of the integer covariance by at most the declared
+    # sensitivity (rounding first, clipping after, keeps every residual within C)
+    for clip in CLIPS:
+        if clip < 2.0**-bits:                                   # refused, by name
+            with pytest.raises(ValueError, match="clip.*grid_bits"):
+                DPItemKNN(clip=clip, grid_bits=bits).fit(trainset)
+            continue
+        matrix, raw = worst_case_matrix(clip, bits)
+        residuals = grid_residuals(raw, clip, bits)
+        assert np.abs(residuals).max() <= clip
+        cov, w, d_cov, d_w = integer_sums(matrix, residuals, clip, bits)
+        assert d_cov == grid_levels(clip, bits) ** 2 * d_w <= clip**2 * 2.0 ** (2 * bits) * d_w
+        assert np.array_equal(cov, np.round(cov)) and float(d_cov).is_integer()
+        upper = np.triu_indices(matrix.shape[1])
+        counts = np.diff(matrix.indptr)
+        users = np.repeat(np.arange(matrix.shape[0]), counts)
+        changes = []
+        for u in range(matrix.shape[0]):
+            keep = np.arange(matrix.shape[0]) != u
+            cov_u, w_u, _, _ = integer_sums(matrix[keep], residuals[users != u], clip, bits)
+            changes.append((np.abs(cov - cov_u)[upper].sum(), np.abs(w - w_u)[upper].sum()))
+        changes = np.array(changes)
+        assert np.all(changes[:, 0] <= d_cov) and np.all(changes[:, 1] <= d_w), (clip, bits)
+        assert changes[0, 0] == d_cov          # the single-rating user attains the bound
+
+
+def test_rounded_residuals_never_exceed_the_clip():
+    # finding 3 (#33): at clip = 0.75 and grid_bits = 1, clipping first and rounding after
+    # gave residuals of 1.0, beyond C, so C²/g bounded nothing (the covariance release
+    # spent 0.622 where the ledger said 0.35)
+    rows = [(f"u{u}", f"i{i}", 5.0 if (u + i) % 2 else 1.0) for u in range(12) for i in range(4)]
+    algo = DPItemKNN(epsilon=1e6, clip=0.75, grid_bits=1, random_state=0)
+    residuals = algo.fit(frame(rows).build_full_trainset())._residuals_by_rating
+    assert np.abs(residuals).max() <= 0.75
+    assert np.abs(residuals).max() == 0.5 and np.all(residuals * 2 == np.round(residuals * 2))
+
+
+def test_integer_sums_refuse_residuals_the_sensitivity_does_not_bound():
+    matrix, raw = worst_case_matrix(0.75, 1)
+    with pytest.raises(ValueError, match="grid_residuals"):
+        integer_sums(matrix, np.clip(raw, -0.75, 0.75), 0.75, 1)      # off the grid, > C_h
+    with pytest.raises(ValueError, match="2\\^53"):
+        integer_sums(matrix, grid_residuals(raw, 7.3e6, 12), 7.3e6, 12)
+    raw_copy = raw.copy()
+    grid_residuals(raw, 0.75, 1)
+    np.testing.assert_array_equal(raw, raw_copy)                       # input not modified
+
+
+def test_every_release_is_charged_once_and_queries_add_nothing(data, trainset):
+    algo = DPItemKNN(epsilon=0.8, k=10, random_state=None, **catalogues(data)).fit(trainset)
     report = algo.privacy_report()
     eps, delta = report.total(Unit.USER)
     assert eps == pytest.approx(0.8) and delta == 0.0
     assert {e.status for e in report.entries} == {Status.HOLDS}
     assert report.guarantee == {Unit.USER: (eps, 0.0)}
+    assert list(report.user_ids) == sorted_ids(catalogues(data)["users"])
     predictions = algo.test(trainset.build_testset()[:300])
     assert all(np.isfinite(p.est) for p in predictions)
     assert report.total(Unit.USER) == (eps, delta)
 
 
+def test_seeded_noise_voids_every_entry_the_baselines_too(trainset):
+    algo = DPItemKNN(random_state=5).fit(trainset)
+    report = algo.privacy_report()
+    assert {e.status for e in report.entries} == {Status.VOID} and report.guarantee is None
+    assert all(e.note.startswith(SEEDED) for e in report.entries)
+    assert {e.status for e in algo.baseline_.privacy_report().entries} == {Status.VOID}
+    assert [e.component for e in report.entries] == ["global effect", "item effects",
+                                                     "covariance", "co-rating weights"]
+
+
+def test_without_users_every_user_is_outside_the_user_level_guarantee(data, trainset):
+    items = catalogues(data)["items"]
+    report = DPItemKNN(random_state=None, items=items).fit(trainset).privacy_report()
+    assert np.isinf(report.per_user(Unit.USER)["epsilon"]).all()
+    assert any("user list is read from the data" in c for c in report.conditions)
+
+
 def test_seeded_noise_is_reproducible(trainset):
     a = DPItemKNN(random_state=5).fit(trainset).sim
-    np.testing.assert_array_equal(a, DPItemKNN(random_state=5).fit(trainset).sim)
-    assert not np.array_equal(DPItemKNN().fit(trainset).sim, DPItemKNN().fit(trainset).sim)
+    pd.testing.assert_frame_equal(a, DPItemKNN(random_state=5).fit(trainset).sim)
+    assert not DPItemKNN().fit(trainset).sim.equals(DPItemKNN().fit(trainset).sim)
+
+
+def test_a_renumbering_of_the_same_data_gives_bit_identical_answers(data):
+    # finding 2 (#33): shuffled ratings renumber the inner ids; the similarities, the
+    # effects, the predictions and their details (ties among neighbours broken by the
+    # items' sorted rank, not by inner id) must not move
+    shuffled = copy.copy(data)
+    order = np.random.default_rng(4).permutation(len(data.raw_ratings))
+    shuffled.raw_ratings = [data.raw_ratings[n] for n in order]
+    a, b = data.build_full_trainset(), shuffled.build_full_trainset()
+    fits = [DPItemKNN(k=5, epsilon=50.0, random_state=9).fit(t) for t in (a, b)]
+    pd.testing.assert_frame_equal(fits[0].sim, fits[1].sim, rtol=0, atol=0)
+    pd.testing.assert_series_equal(fits[0].baseline_.item_effects_,
+                                   fits[1].baseline_.item_effects_, rtol=0, atol=0)
+    pairs = a.build_testset()[:400]
+    first, second = fits[0].test(pairs), fits[1].test(pairs)
+    assert [(p.est, p.details) for p in first] == [(p.est, p.details) for p in second]
+
+
+def test_ties_between_equally_similar_items_go_to_the_lower_sorted_rank(trainset):
+    # every similarity tied (and every residual distinct): the k chosen are the user's
+    # first k items in the sorted order of the item ids, whatever Surprise's inner ids
+    algo = DPItemKNN(k=2, random_state=0).fit(trainset)
+    space = algo._space
+    algo._sim = np.full_like(algo._sim, 0.5)
+    algo._residuals_by_rating = np.arange(space.matrix.nnz, dtype=np.float64) ** 2
+    users = np.arange(10)
+    shift, actual_k = algo._shifts(users, np.zeros(10, dtype=np.int64))
+    first = space.matrix.indptr[users]
+    np.testing.assert_array_equal(actual_k, 2)
+    np.testing.assert_array_equal(shift, (first.astype(float) ** 2 + (first + 1.0) ** 2) / 2)
+    rated = [space.items.ids[j] for j in space.matrix.indices[first[0]:first[0] + 2]]
+    assert rated == sorted_ids(trainset.to_raw_iid(i) for i, _ in
+                               trainset.ur[trainset.to_inner_uid(space.users.ids[0])])[:2]
+
+
+def test_renumbering_removal_audit_of_the_similarities():
+    # finding 2 (#33): "lead" rates c first, so Surprise numbers c 0 and a 1; without lead
+    # a is 0 and b is 1.  a and b are alike, a and c opposite: an event on the position
+    # (0, 1) of the similarities then saw two different pairs (bound 2.41 against ε = 1
+    # on inner-id arrays); with sorted raw ids (0, 1) is (a, b) in both datasets
+    rows = [("lead", "c", 3.0)]
+    rows += [(f"p{u:02d}", i, 5.0 if u % 2 else 1.0) for u in range(30) for i in ("a", "b")]
+    rows += [(f"q{u:02d}", i, r) for u in range(30)
+             for i, r in (("a", 5.0 if u % 2 else 1.0), ("c", 1.0 if u % 2 else 5.0))]
+    rows += [("lead", "a", 3.0)]
+    data, epsilon = frame(rows), 1.0
+    a, b = data.build_full_trainset(), without_user(data, "lead").build_full_trainset()
+    assert a.to_raw_iid(0) != b.to_raw_iid(0)
+
+    def release(trainset, seed):
+        return np.asarray(DPItemKNN(epsilon=epsilon, k=2, random_state=seed).fit(trainset)
+                          .sim)[0, 1]
+
+    bound = audit_release(release, a, b, threshold_events([-0.5, 0.0, 0.5]), n_runs=300,
+                          random_state=0)
+    assert not bound.violates(epsilon), bound
 
 
 def test_user_level_audit_of_a_similarity_stays_below_the_claim():
     # a target user who rated exactly the two items whose similarity is released; at
     # ε = 1 no event sees them at all (bound < 0), so the audit runs at ε = 20, where the
     # events do separate the datasets, and the bound must stay below the claim
-    reader = Reader(rating_scale=(1, 5))
     rows = [(f"u{u}", f"i{i}", float(1 + (u * 3 + i * 5) % 5)) for u in range(10)
             for i in range(4)]
     rows += [("target", "i0", 5.0), ("target", "i1", 1.0)]
-    a = Dataset.load_from_df(pd.DataFrame(rows), reader)
-    b = copy.copy(a)
-    b.raw_ratings = [r for r in a.raw_ratings if r[0] != "target"]
-    epsilon = 20.0
+    a = frame(rows)
+    b = without_user(a, "target")
+    epsilon, listed = 20.0, catalogues(a)
 
     def release(trainset, seed):
         algo = DPItemKNN(epsilon=epsilon, baseline_share=0.1, shrinkage=0.0,
-                         random_state=seed).fit(trainset)
-        return algo.sim[trainset.to_inner_iid("i0"), trainset.to_inner_iid("i1")]
+                         random_state=seed, **listed).fit(trainset)
+        return algo.sim.loc["i0", "i1"]
 
     bound = audit_release(release, a.build_full_trainset(), b.build_full_trainset(),
                           threshold_events(np.linspace(-0.95, 0.95, 20)), n_runs=2000,
@@ -105,10 +277,13 @@ def test_user_level_audit_of_a_similarity_stays_below_the_claim():
 
 @pytest.mark.parametrize(("kwargs", "name"), [
     ({"epsilon": -1.0}, "epsilon"), ({"k": 0}, "k"), ({"baseline_share": 0.0}, "baseline_share"),
-    ({"clip": 0.0}, "clip"), ({"grid_bits": -1}, "grid_bits"), ({"shrinkage": -1.0}, "shrinkage"),
+    ({"clip": 0.0}, "clip"), ({"clip": math.inf}, "clip"), ({"grid_bits": -1}, "grid_bits"),
+    ({"grid_bits": 13}, "grid_bits"), ({"clip": 0.01, "grid_bits": 4}, "clip"),
+    ({"shrinkage": -1.0}, "shrinkage"), ({"random_state": 1.5}, "random_state"),
+    ({"items": ["i0"]}, "items"), ({"users": []}, "users"),
 ])
 def test_bad_parameters_are_named_at_fit(trainset, kwargs, name):
-    with pytest.raises((ValueError, TypeError), match=name):
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}\b"):
         DPItemKNN(**kwargs).fit(trainset)
 
 
@@ -123,7 +298,239 @@ def test_batched_test_equals_predict_and_never_reads_the_raw_mean(trainset):
         assert p.est == pytest.approx(single.est, abs=1e-12)
         assert p.details == single.details
     assert any(p.details.get("actual_k", 0) > 0 for p in batched)
+    assert "actual_k" not in batched[-2].details and "actual_k" not in batched[-3].details
     lost = batched[-1]
     assert lost.details["was_impossible"]
     assert lost.est == pytest.approx(min(5, max(1, algo.baseline_.mu_)))
     assert lost.est != pytest.approx(trainset.global_mean, abs=1e-9)
+    est, details = algo.estimate(0, 0)
+    assert est == pytest.approx(algo.predict(trainset.to_raw_uid(0), trainset.to_raw_iid(0),
+                                             clip=False).est)
+    assert details["actual_k"] >= 0 and algo.default_prediction() == algo.baseline_.mu_
+
+
+def test_listed_users_and_items_without_ratings_are_known(data, trainset):
+    listed = catalogues(data)
+    algo = DPItemKNN(k=3, users=listed["users"] + ["ghost"], items=listed["items"] + ["new"],
+                     random_state=None).fit(trainset)
+    assert algo.sim.shape == (41, 41) and np.isfinite(algo.sim.to_numpy()).all()
+    ghost = algo.predict("ghost", "new")
+    assert ghost.details == {"actual_k": 0, "was_impossible": False}
+    rated = algo.predict(listed["users"][0], "new")
+    assert not rated.details["was_impossible"] and rated.details["actual_k"] >= 0
+    with pytest.raises(ValueError, match="read-only"):
+        algo.sim.iloc[0, 0] = 2.0                       # the release is not rewritten
+    with pytest.raises(AttributeError, match="fit"):
+        DPItemKNN().privacy_report()
+
+
+def test_the_report_states_the_models_texts(data, trainset, capsys):
+    from dprec.dp_baseline import NOTES as BASELINE_NOTES
+    from dprec.dp_baseline import SCOPE
+    from dprec.dp_item_knn import NOTES, OUTPUTS
+
+    algo = DPItemKNN(epsilon=0.8, k=7, verbose=True, **catalogues(data)).fit(trainset)
+    assert capsys.readouterr().out == ("DPItemKNN: released the item effects and the 40-item "
+                                       "covariance, ε = 0.8 per user\n")
+    report = algo.privacy_report()
+    assert report.model == "DPItemKNN(k=7)" and algo.k_ == 7
+    assert [(e.component, e.mechanism, e.note) for e in report.entries] == [
+        ("global effect", "laplace (lattice)", BASELINE_NOTES["user"]),
+        ("item effects", "laplace (lattice)", BASELINE_NOTES["user"]),
+        ("covariance", "discrete laplace", NOTES["sums"]),
+        ("co-rating weights", "discrete laplace", NOTES["sums"])]
+    epsilons = [e.epsilon for e in report.entries]
+    assert sum(epsilons[:2]) == pytest.approx(0.3 * 0.8)
+    assert epsilons[2] == pytest.approx(0.28) and epsilons[3] == pytest.approx(0.28)
+    assert [o.name for o in report.outputs] == list(OUTPUTS)
+    assert all(o.covered_by == (0, 1, 2, 3) for o in report.outputs)
+    assert report.notes == [NOTES["answers"]]
+    assert report.conditions == [SCOPE["items given"], SCOPE["users given"]]
+    assert all(report.applications(n).tolist() == [1] * report.n_users for n in range(4))
+    quiet = DPItemKNN(k=2).fit(trainset)
+    assert capsys.readouterr().out == ""
+    assert quiet.privacy_report().conditions == [SCOPE["items from data"],
+                                                 SCOPE["users from data"]]
+    assert quiet.baseline_.epsilon == pytest.approx(0.3) and quiet.baseline_.unit == "user"
+
+
+def test_the_integer_release_is_noised_with_its_sensitivity(trainset):
+    # each matrix's upper triangle gets discrete Laplace noise of scale Δ/ε (its own Δ),
+    # mirrored; the privacy map of that scale gives back ε
+    from dprec.dp_item_knn import noisy_sums
+
+    n = 60
+    sums = (np.full((n, n), 7.0), np.zeros((n, n)))
+    (first, second), spent = noisy_sums(sums, (4.0, 40.0), 0.5, np.random.default_rng(0))
+    assert spent == [pytest.approx(0.5), pytest.approx(0.5)]
+    for noisy, scale, centre in ((first, 8.0, 7.0), (second, 80.0, 0.0)):
+        assert np.array_equal(noisy, noisy.T) and np.array_equal(noisy, np.round(noisy))
+        noise = (noisy - centre)[np.triu_indices(n)]
+        q = np.exp(-1.0 / scale)
+        assert noise.std() == pytest.approx(np.sqrt(2 * q) / (1 - q), rel=0.1)
+        assert abs(noise.mean()) < 0.15 * scale
+    assert sums[0][0, 0] == 7.0 and not sums[1].any()                  # inputs not modified
+    assert grid_levels(2.0, 2) == 8 and grid_levels(0.75, 1) == 1 and grid_levels(7.3, 3) == 58
+    np.testing.assert_array_equal(grid_residuals([0.26, -0.24, 0.74, 5.0, -5.0], 0.75, 1),
+                                  [0.5, -0.0, 0.5, 0.5, -0.5])
+
+
+def reference_shift(algo, uid, iid):
+    """The KNNBaseline rule by hand: u's rated items by similarity to i (ties by sorted
+    id), the first k, those with s > 0: (Σ s e / Σ s, their number)."""
+    space = algo._space
+    u, i = space.users.index[uid], space.items.index[iid]
+    start, end = space.matrix.indptr[u], space.matrix.indptr[u + 1]
+    rated = space.matrix.indices[start:end]
+    sims = algo.sim.loc[iid].to_numpy()[rated]
+    order = sorted(range(len(rated)), key=lambda n: (-sims[n], space.items.ids[rated[n]]))
+    chosen = [n for n in order[: algo.k_] if sims[n] > 0]
+    weights = sims[chosen]
+    residuals = algo._residuals_by_rating[start + np.array(chosen, dtype=int)]
+    shift = float(weights @ residuals / weights.sum()) if chosen else 0.0
+    return shift, len(chosen), i
+
+
+@pytest.mark.parametrize("k", [3, 40])
+def test_every_prediction_follows_the_knn_baseline_rule(trainset, k):
+    # more than 4096 queries (several blocks), every user and item: the batched rule
+    # equals the rule by hand
+    algo = DPItemKNN(epsilon=5.0, k=k, shrinkage=0.5, random_state=None).fit(trainset)
+    base = algo.baseline_
+    queries = trainset.build_testset() + trainset.build_anti_testset()
+    assert len(queries) > 4096
+    predictions = algo.test(queries)
+    positives = 0
+    for prediction in predictions[::7]:
+        uid, iid = prediction.uid, prediction.iid
+        shift, count, i = reference_shift(algo, uid, iid)
+        own = base._user_effects[algo._space.users.index[uid]]
+        expected = np.clip(base.mu_ + own + base._item_effects[i] + shift, 1, 5)
+        assert prediction.est == pytest.approx(expected, abs=1e-9)
+        assert prediction.details == {"actual_k": count, "was_impossible": False}
+        assert type(prediction.details["actual_k"]) is int
+        positives += count > 0
+    assert positives > 100
+
+
+def test_zero_similarities_count_for_nothing(trainset):
+    algo = DPItemKNN(k=5, random_state=0).fit(trainset)
+    algo._sim = np.zeros_like(algo._sim)
+    shift, actual_k = algo._shifts(np.arange(20), np.arange(20))
+    assert not shift.any() and not actual_k.any()
+    algo._sim = np.full_like(algo._sim, -0.5)
+    shift, actual_k = algo._shifts(np.arange(20), np.arange(20))
+    assert not shift.any() and not actual_k.any()
+
+
+def test_ties_among_many_rated_items_go_to_the_lower_sorted_rank(trainset):
+    algo = DPItemKNN(k=5, random_state=0).fit(trainset)
+    space = algo._space
+    counts = np.diff(space.matrix.indptr)
+    users = np.flatnonzero(counts >= 18)          # longer than numpy's small-sort cut-off
+    assert len(users) >= 10
+    algo._sim = np.full_like(algo._sim, 0.5)
+    algo._residuals_by_rating = np.arange(space.matrix.nnz, dtype=np.float64)
+    shift, actual_k = algo._shifts(users, np.zeros(len(users), dtype=np.int64))
+    np.testing.assert_array_equal(actual_k, 5)
+    np.testing.assert_array_equal(shift, space.matrix.indptr[users] + 2.0)   # mean of 0..4
+
+
+def test_predict_passes_its_arguments_on(trainset, capsys):
+    algo = DPItemKNN(k=5, random_state=0).fit(trainset)
+    uid, iid = trainset.to_raw_uid(0), trainset.to_raw_iid(0)
+    algo.baseline_._user_effects[:] = 10.0
+    assert algo.predict(uid, iid).est == 5.0
+    unclipped = algo.predict(uid, iid, r_ui=2.0, clip=False, verbose=True)
+    assert unclipped.est > 5.0 and unclipped.r_ui == 2.0
+    assert capsys.readouterr().out == f"{unclipped}\n"
+    algo.test([(uid, iid, 2.0)])
+    assert capsys.readouterr().out == ""
+    algo.test([(uid, iid, 2.0)], verbose=True)
+    assert capsys.readouterr().out == f"{algo.predict(uid, iid, 2.0)}\n"
+
+
+def test_defaults():
+    params = vars(DPItemKNN())
+    assert {key: params[key] for key in ("epsilon", "k", "baseline_share", "clip", "grid_bits",
+                                         "shrinkage", "users", "items", "random_state",
+                                         "verbose")} == {
+        "epsilon": 1.0, "k": 40, "baseline_share": 0.3, "clip": 1.0, "grid_bits": 4,
+        "shrinkage": None, "users": None, "items": None, "random_state": None,
+        "verbose": False}
+
+
+@pytest.mark.parametrize("beta", [0.0, 2.0])
+def test_without_noise_the_similarity_is_the_stabilised_covariance(trainset, beta):
+    algo = DPItemKNN(epsilon=1e12, shrinkage=beta, k=1, random_state=0).fit(trainset)
+    space, residuals = algo._space, algo._residuals_by_rating
+    dense = space.matrix.copy()
+    dense.data = residuals
+    dense = dense.toarray()
+    pattern = np.zeros_like(dense, dtype=bool)
+    pattern[np.repeat(np.arange(space.matrix.shape[0]), np.diff(space.matrix.indptr)),
+            space.matrix.indices] = True
+    weights = 2.0 ** -np.ceil(2 * np.log2(np.maximum(pattern.sum(axis=1), 1)))
+    cov = (dense * weights[:, None]).T @ dense
+    co = (pattern * weights[:, None]).T @ pattern
+    stabilised = cov / (co + beta) if beta else np.divide(cov, co, out=np.zeros_like(cov),
+                                                          where=co > 0)
+    variance = np.maximum(np.diag(stabilised), 1e-12)
+    expected = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1, 1)
+    np.testing.assert_allclose(algo.sim.to_numpy(), expected, atol=1e-6)
+
+
+def test_the_default_shrinkage_is_ten_noise_scales_of_the_weights(trainset):
+    # β = 10 / ε_each, ε_each = (1 − baseline_share) ε / 2: the same seed with β given
+    # explicitly releases the same similarities
+    default = DPItemKNN(epsilon=2.0, baseline_share=0.2, random_state=3).fit(trainset)
+    given = DPItemKNN(epsilon=2.0, baseline_share=0.2, shrinkage=10.0 / 0.8,
+                      random_state=3).fit(trainset)
+    pd.testing.assert_frame_equal(default.sim, given.sim, rtol=0, atol=0)
+    other = DPItemKNN(epsilon=2.0, baseline_share=0.2, shrinkage=10.0 / 0.7, random_state=3)
+    assert not other.fit(trainset).sim.equals(default.sim)
+    assert DPItemKNN(k=1, random_state=0).fit(trainset).k_ == 1        # k = 1 is accepted
+
+
+def test_the_integer_sums_state_their_grid_and_refuse_what_it_does_not_bound():
+    # three users of every item: W 2^A = 3 w_u 2^A, w_u = 2^-⌈2 log₂ n⌉ (1 for one item)
+    for n_items, top, each in ((1, 2, 12.0), (2, 2, 3.0), (5, 5, 3.0), (40, 11, 3.0)):
+        matrix = sp.csr_matrix(np.ones((3, n_items)))
+        _, w, d_cov, d_w = integer_sums(matrix, np.full(3 * n_items, 0.5), 1.0, 1)
+        assert d_w == 2.0**top and d_cov == 4 * 2.0**top                 # A = ⌈2 log₂ n⌉, m = 2
+        assert np.array_equal(w, np.full((n_items, n_items), each))
+    matrix, raw = worst_case_matrix(0.75, 1)
+    on_grid = grid_residuals(raw, 0.75, 1)
+    with pytest.raises(ValueError, match="grid_residuals"):          # on the grid, beyond C_h
+        integer_sums(matrix, on_grid * 2, 0.75, 1)
+    with pytest.raises(ValueError, match="grid_residuals"):          # within C_h, off the grid
+        integer_sums(matrix, on_grid * 0.5, 0.75, 1)
+    clip = 1e7 / 4096                                                  # m = 10^7 at 12 bits
+    small = sp.csr_matrix(np.ones((5, 5)))
+    with pytest.raises(ValueError, match="2\\^53"):                   # 5 · 10^14 · 2^5 ≥ 2^53
+        integer_sums(small, np.zeros(25), clip, 12)
+    integer_sums(small[:2], np.zeros(10), clip, 12)                   # 2 · 10^14 · 2^5 < 2^53
+
+
+def test_without_noise_the_released_sums_are_the_sums():
+    from dprec.dp_item_knn import noisy_sums
+
+    sums = (np.arange(16.0).reshape(4, 4) + np.arange(16.0).reshape(4, 4).T, np.eye(4))
+    (cov, w), spent = noisy_sums(sums, (1.0, 1.0), 1e12, np.random.default_rng(0))
+    np.testing.assert_array_equal(cov, sums[0])
+    np.testing.assert_array_equal(w, sums[1])
+
+
+def test_the_baseline_draws_from_the_models_seed(trainset):
+    a, b = (DPItemKNN(random_state=8).fit(trainset) for _ in range(2))
+    pd.testing.assert_series_equal(a.baseline_.item_effects_, b.baseline_.item_effects_)
+    c = DPItemKNN(random_state=9).fit(trainset)
+    assert not a.baseline_.item_effects_.equals(c.baseline_.item_effects_)
+
+
+def test_the_exactness_bound_is_strict_at_two_to_the_53():
+    # 2 users, 64 items (A = 12), m = 2^20: n m² 2^A = 2^53 exactly, which float64 may round
+    matrix = sp.csr_matrix(np.ones((2, 64)))
+    with pytest.raises(ValueError, match="2\\^53"):
+        integer_sums(matrix, np.zeros(128), 2.0**20 / 4096, 12)
+    integer_sums(matrix, np.zeros(128), (2.0**20 - 1) / 4096, 12)

@@ -1,6 +1,8 @@
 """Audits of what the end-to-end models release, event by event: another user's
 prediction, their top-N list, and a neighbour list, on neighbouring datasets (one user
-removed, or one rating), must not beat the ε the ledger states."""
+removed, or one rating), must not beat the ε the ledger states.  The models are given
+the data's users and items as public catalogues (``users=``, ``items=``), so that the
+target is inside the guarantee; each run draws a fresh seed."""
 
 from __future__ import annotations
 
@@ -27,10 +29,16 @@ def data():
     return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
 
 
-def without_target(data):
+def without_target(data, uid="target"):
     smaller = copy.copy(data)
-    smaller.raw_ratings = [r for r in data.raw_ratings if r[0] != "target"]
+    smaller.raw_ratings = [r for r in data.raw_ratings if r[0] != uid]
     return smaller
+
+
+def listed(data) -> dict:
+    """The users and items of ``data`` as public catalogues."""
+    return {"users": list(dict.fromkeys(r[0] for r in data.raw_ratings)),
+            "items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}
 
 
 def top_n(model, uid: str, n: int = 2) -> np.ndarray:
@@ -41,17 +49,24 @@ def top_n(model, uid: str, n: int = 2) -> np.ndarray:
     return np.isin(np.arange(len(items)), chosen)
 
 
-# model factory, unit of its guarantee, how the neighbouring dataset is made
+#: the users and items of the ``data`` fixture, the catalogues of every configuration
+CATALOGUES = {"users": [f"u{u}" for u in range(10)] + ["target"],
+              "items": [f"i{i}" for i in range(6)]}
+# model factory (ε, seed), unit of its guarantee
 CONFIGURATIONS = {
     "DPBaseline (user)": (lambda eps, seed: DPBaseline(epsilon=eps, unit="user",
-                                                       random_state=seed), Unit.USER),
+                                                       random_state=seed, **CATALOGUES),
+                          Unit.USER),
     "DPBaseline (rating)": (lambda eps, seed: DPBaseline(epsilon=eps, unit="rating",
-                                                         random_state=seed), Unit.RATING),
+                                                         random_state=seed, **CATALOGUES),
+                            Unit.RATING),
     "DPItemKNN (user)": (lambda eps, seed: DPItemKNN(epsilon=eps, k=3, shrinkage=1.0,
-                                                     random_state=seed), Unit.USER),
+                                                     random_state=seed, **CATALOGUES),
+                         Unit.USER),
     "LocalKNN (rating)": (lambda eps, seed: LocalKNN(epsilon=eps, k=3, item_shrinkage=1.0,
                                                      neighbour_shrinkage=1.0,
-                                                     random_state=seed), Unit.RATING),
+                                                     random_state=seed, **CATALOGUES),
+                          Unit.RATING),
 }
 EVENTS = {
     "prediction": (lambda model: model.predict("u1", "i0").est,
@@ -63,18 +78,15 @@ EVENTS = {
 
 def neighbours_event(name):
     """A neighbour list of the model, as a 0/1 vector (items or users)."""
-    if name.startswith("DPItemKNN"):   # the 3 items most similar to i0
+    if name.startswith("DPItemKNN"):   # the 3 items most similar to i0 (ties: sorted rank)
         def query(model):
-            inner = model.trainset.to_inner_iid
-            sims = model.sim[inner("i0")].copy()
-            sims[inner("i0")] = -np.inf
-            best = np.argsort(-sims, kind="stable")[:3]
-            return np.isin([inner(f"i{i}") for i in range(1, 6)], best)
+            sims = model.sim.loc["i0"].drop("i0")
+            best = sims.index[np.argsort(-sims.to_numpy(), kind="stable")[:3]]
+            return np.isin([f"i{i}" for i in range(1, 6)], best)
         return query, [lambda x, j=j: np.asarray(x)[..., j] for j in range(5)]
-    if name.startswith("LocalKNN"):    # is u1 among u2's neighbours
+    if name.startswith("LocalKNN"):    # is u1 among u2's neighbours (raw ids)
         def query(model):
-            inner = model.trainset.to_inner_uid
-            return np.array([inner("u1") in model.neighbours_[inner("u2")]])
+            return np.array(["u1" in set(model.neighbours_.loc["u2"])])
         return query, [lambda x: np.asarray(x)[..., 0], lambda x: ~np.asarray(x)[..., 0]]
     return None
 
@@ -95,7 +107,7 @@ def test_no_event_beats_the_stated_epsilon(data, configuration, event):
                      else EVENTS[event])
     epsilon = 2.0
     a, b = neighbouring(data, unit)
-    stated = factory(epsilon, 0).fit(a).privacy_report().total(unit)
+    stated = factory(epsilon, None).fit(a).privacy_report().total(unit)   # fresh noise
     assert stated[0] == pytest.approx(epsilon) and stated[1] == 0.0
 
     def release(trainset, seed):
@@ -113,7 +125,7 @@ def test_the_audit_would_catch_a_model_without_noise(data, configuration):
     if configuration.startswith("LocalKNN"):   # the sketches' hash functions still vary: drop
         def factory(eps, seed):                # the neighbourhood term to see the effects
             return LocalKNN(epsilon=eps, k=3, item_shrinkage=1.0, neighbour_shrinkage=1e9,
-                            random_state=seed)
+                            random_state=seed, **CATALOGUES)
     query, events = EVENTS["prediction"]
     a, b = neighbouring(data, unit)
 
@@ -122,3 +134,63 @@ def test_the_audit_would_catch_a_model_without_noise(data, configuration):
 
     bound = audit_release(release, a, b, events, n_runs=N_RUNS, random_state=7)
     assert bound.violates(2.0), (configuration, bound)
+
+
+# ------------------------------------------------------------------ the lists (#33)
+def edge_data() -> Dataset:
+    """The ``data`` fixture's crowd plus "sole", the only rater of "solo", and "single",
+    who has one rating."""
+    rows = [(f"u{u}", f"i{i}", float(1 + (u * 3 + i * 5) % 5)) for u in range(10)
+            for i in range(6) if (u + i) % 3]
+    rows += [("sole", "i0", 3.0), ("sole", "solo", 5.0), ("single", "i1", 4.0)]
+    return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+
+
+@pytest.mark.parametrize("model", [DPBaseline, DPItemKNN])
+def test_the_sole_raters_removal_flips_no_answer_with_an_item_catalogue(model):
+    # finding 5 (#33): without a catalogue the sole rater's removal removed "solo", and a
+    # stranger's prediction of it became impossible (bound 4.22 against ε = 1); with
+    # items= it is an item of the release either way, and the sole rater is in scope
+    data, epsilon = edge_data(), 1.0
+    a, b = data.build_full_trainset(), without_target(data, "sole").build_full_trainset()
+    catalogue = listed(data)
+    claim = model(epsilon=epsilon, **catalogue).fit(a).privacy_report().per_user(Unit.USER)
+    assert claim.loc["sole", "epsilon"] == pytest.approx(epsilon)
+
+    def release(trainset, seed):
+        fitted = model(epsilon=epsilon, random_state=seed, **catalogue).fit(trainset)
+        answer = fitted.predict("stranger", "solo")
+        return [answer.details["was_impossible"], answer.est]
+
+    events = [lambda x: np.asarray(x)[:, 0] == 1, lambda x: np.asarray(x)[:, 0] == 0,
+              *[lambda x, t=t: np.asarray(x)[:, 1] > t for t in (2.5, 3.0, 3.5, 4.0)]]
+    bound = audit_release(release, a, b, events, n_runs=N_RUNS, random_state=3)
+    assert not bound.violates(epsilon), bound
+
+
+@pytest.mark.parametrize("model", [DPBaseline, LocalKNN])
+def test_a_single_rating_users_removal_changes_no_list_with_a_user_catalogue(model):
+    # finding 5 (#33): under a one-rating unit, removing a user's only rating removed them
+    # from the model; with users= they stay listed (the report, the similarities and the
+    # neighbour lists keep them), and another user's answers stay within ε
+    data, epsilon = edge_data(), 2.0
+    a, b = data.build_full_trainset(), with_rating(data, "single", "i1", None).build_full_trainset()
+    catalogue = listed(data)
+    options = {"unit": "rating"} if model is DPBaseline else {"k": 3}
+    fits = [model(epsilon=epsilon, **options, **catalogue).fit(t) for t in (a, b)]
+    reports = [f.privacy_report() for f in fits]
+    assert list(reports[0].user_ids) == list(reports[1].user_ids)
+    assert reports[0].per_user(Unit.RATING).loc["single", "epsilon"] == pytest.approx(epsilon)
+    if model is LocalKNN:
+        assert all("single" in f.sim.index and "single" in f.neighbours_.index for f in fits)
+
+    def release(trainset, seed):
+        fitted = model(epsilon=epsilon, random_state=seed, **options, **catalogue)
+        fitted.fit(trainset)
+        return [fitted.predict("u1", "i1").est, fitted.predict("single", "i2").details[
+            "was_impossible"]]
+
+    events = [*[lambda x, t=t: np.asarray(x)[:, 0] > t for t in (2.0, 2.5, 3.0, 3.5, 4.0)],
+              lambda x: np.asarray(x)[:, 1] == 1]
+    bound = audit_release(release, a, b, events, n_runs=N_RUNS, random_state=4)
+    assert not bound.violates(epsilon), bound

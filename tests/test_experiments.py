@@ -94,3 +94,18 @@ def test_end_to_end_quick_compares_every_model(tmp_path):
         f"{m} ε=1" for m in end_to_end.ATTACKED}
     assert sorted(attacked["beta"].unique()) == [1, 4]
     assert attacked[["recovery_pooled", "baseline_item_mean"]].notna().all().all()
+
+
+def test_end_to_end_rows_take_public_hyperparameters(small_data):
+    """Issue #33: no end-to-end row's hyper-parameters are read from the data; the table
+    says so (``hyperparameters``), and every kNN model has the public rule's k = 40."""
+    from dprec.experiments import end_to_end
+
+    models = ("DPBaseline (user)", "DPItemKNN (user)", "LocalKNN (krr, rating)")
+    table = end_to_end.run(small_data, epsilons=(1.0,), n_folds=2, progress=False,
+                           models=models)
+    assert len(table) == 2 * len(models)
+    assert (table["hyperparameters"] == "public rule").all()
+    assert table["rmse"].notna().all()
+    for model in models[1:] + ("KNNBasic", "PNCF (as published)"):
+        assert end_to_end.make_algo(model, 1.0).k == 40

@@ -67,6 +67,14 @@ def test_quick_run_writes_the_frontier(quick):
     assert label["cosine/topk/basic/item"] == "none"
     assert label["cosine/ppns/means/user/eps=1"] == "as published"
     assert label["rr_minhash/topk/basic/user/eps=1"] == "in part"
+    chosen = table.set_index("config").hyperparameters
+    assert chosen["DPItemKNN/eps=1"] == "public rule"
+    assert chosen[["global mean", "BaselineOnly"]].eq("public rule").all()
+    assert chosen[table.set_index("config").k.isin([5, 10])].eq(
+        "cross-validated (not private)").all()
+    # a row holds only when its hyper-parameters are by the public rule
+    assert (table.hyperparameters[table.guarantee == "holds"] == "public rule").all()
+    assert table.set_index("config").k["DPItemKNN/eps=1"] == 40
     attacked = table[table.max_gain.notna()]
     assert set(table.config) - set(attacked.config) == {"global mean", "BaselineOnly"}
     assert (attacked.targets == 6).all()
@@ -115,10 +123,12 @@ def test_k_is_chosen_on_the_training_part_only():
 
 def test_guarantee_label_of_models_without_an_accountant():
     from surprise import BaselineOnly
-    assert frontier.guarantee_label(BaselineOnly()) == "none"
+
+    from dprec.experiments import hyperparameters
+    assert hyperparameters.guarantee_label(BaselineOnly()) == "none"
     fitted = PrivateKNN(k=3, verbose=False).fit(synthetic(30, 40, 300, random_state=0)
                                                .build_full_trainset())
-    assert frontier.guarantee_label(fitted) == "none"
+    assert hyperparameters.guarantee_label(fitted) == "none"
 
 
 def test_from_saved_redoes_the_frontier_only(quick, tmp_path):
@@ -127,3 +137,107 @@ def test_from_saved_redoes_the_frontier_only(quick, tmp_path):
     pd.testing.assert_frame_equal(again, table)
     with pytest.raises(ValueError, match="no finished run"):
         frontier.main(["--quick", "--from-saved", "--out", str(tmp_path)])
+
+
+def test_holds_rows_take_the_public_rule_whatever_the_private_data(monkeypatch):
+    """Issue #33, finding 9: the end-to-end models' ``(k, λ)`` is a public constant, never
+    the inner cross-validation's choice: on two datasets, with a ``k`` grid that does not
+    hold it, the holds rows get k = 40 and λ = 0, say so, and no model of theirs is built
+    for an inner fold."""
+    configs = frontier.configurations((1.0,), ("cosine",), ("topk",), ("basic",), ("item",),
+                                      ("DPItemKNN", "LocalKNN (krr)"), ())
+    holds = ["DPItemKNN/eps=1", "LocalKNN (krr)/eps=1"]
+    built, make_algo = [], frontier.make_algo
+
+    def recording(config, k, *args, **kwargs):
+        built.append((config["config"], k))
+        return make_algo(config, k, *args, **kwargs)
+
+    monkeypatch.setattr(frontier, "make_algo", recording)
+    tables = []
+    for seed in (1, 2):
+        trainset, testset = next(KFold(n_splits=3, random_state=0).split(
+            synthetic(100, 300, 2000, random_state=seed)))
+        tables.append(pd.DataFrame(frontier.fold_scores(configs, trainset, testset, 0, (2, 30),
+                                                        2)).set_index("config"))
+    assert {name: [int(t.k[name]) for t in tables] for name in holds} == \
+        {name: [40, 40] for name in holds}
+    assert {k for name, k in built if name in holds} == {40}   # no inner-CV candidate
+    for table in tables:
+        assert (table.shrinkage[holds] == 0).all()
+        assert (table.hyperparameters[holds] == "public rule").all()
+        assert all(scores == {} for scores in table.inner_rmse[holds])
+        knn = table.loc["cosine/topk/basic/item"]
+        assert knn.hyperparameters == "cross-validated (not private)" and knn.k in (2, 30)
+    alone = frontier.fold_scores(configs[-2:], trainset, testset, 0, (2, 30), 2)  # no inner CV
+    assert [(row["config"], row["k"]) for row in alone] == [(name, 40) for name in holds]
+
+
+def test_the_label_is_that_of_a_fresh_noise_fit(monkeypatch):
+    """The label describes the configuration as fitted for its guarantee
+    (``random_state=None``), not the seeded runs that score it: every model that
+    :func:`frontier.labels` fits draws fresh noise."""
+    configs = frontier.configurations((1.0,), ("cosine", "rr_minhash"), ("topk", "ppns"),
+                                      ("basic",), ("user",), ("DPItemKNN", "LocalKNN (krr)"))
+    parameters = {c["config"]: (None if c["config"] in ("global mean", "BaselineOnly")
+                                else 5, 0.0) for c in configs}
+    seeds = []
+    make_algo = frontier.make_algo
+
+    def recording(*args, **kwargs):
+        algo = make_algo(*args, **kwargs)
+        if hasattr(algo, "random_state"):   # every model with noise (not BaselineOnly)
+            seeds.append(algo.random_state)
+        return algo
+
+    monkeypatch.setattr(frontier, "make_algo", recording)
+    data = synthetic(80, 100, 2000, random_state=0)
+    label = frontier.labels(data, configs, parameters)
+    assert len(seeds) >= len(configs) - 2 and set(seeds) == {None}
+    assert label["DPItemKNN/eps=1"] == label["LocalKNN (krr)/eps=1"] == "holds"
+    assert label["rr_minhash/topk/basic/user/eps=1"] == "in part"
+    assert label["cosine/ppns/basic/user/eps=1"] == "as published"
+
+
+def test_a_model_that_holds_with_cross_validated_k_is_labelled_in_part(quick, tmp_path):
+    """A run saved before the ``hyperparameters`` column cross-validated every ``k``:
+    ``--from-saved`` labels its end-to-end rows *in part*, never *holds*."""
+    from dprec.experiments import hyperparameters as hp
+
+    out, _ = quick
+    for name in ("accuracy.csv", "attack.csv"):
+        frame = pd.read_csv(out / name)
+        frame.drop(columns=["hyperparameters"], errors="ignore").to_csv(tmp_path / name,
+                                                                        index=False)
+    table = frontier.main(["--quick", "--from-saved", "--out", str(tmp_path)])
+    row = table.set_index("config").loc["DPItemKNN/eps=1"]
+    assert row.hyperparameters == hp.CROSS_VALIDATED and row.guarantee == "in part"
+    assert hp.row_label("holds", hp.PUBLIC_RULE) == "holds"
+    assert hp.row_label("holds", hp.CROSS_VALIDATED) == "in part"
+    assert hp.row_label("as published", hp.CROSS_VALIDATED) == "as published"
+
+
+def test_a_knn_configuration_that_holds_takes_the_public_rule():
+    """The rule is decided per configuration on public synthetic data: a kNN
+    configuration whose model holds end to end takes it, one that does not is
+    cross-validated, one with nothing to tune takes it."""
+    from dprec import DPItemKNN
+    from dprec.experiments import hyperparameters as hp
+
+    configs = {c["config"]: c for c in frontier.configurations((1.0,), ("cosine",),
+                                                               ("topk",), ("basic",),
+                                                               ("user",), ())}
+    knn = configs["cosine/topk/basic/user"]
+
+    def holding(config, k, shrinkage, seed=0, rating_scale=(1.0, 5.0)):
+        return DPItemKNN(epsilon=1.0, k=k, random_state=seed)
+
+    assert hp.hyperparameter_methods([knn], holding) == {knn["config"]: hp.PUBLIC_RULE}
+    methods = hp.hyperparameter_methods(list(configs.values()), frontier.make_algo)
+    assert methods[knn["config"]] == hp.CROSS_VALIDATED
+    assert methods["BaselineOnly"] == methods["global mean"] == hp.PUBLIC_RULE
+    assert methods["KNNBaseline"] == hp.CROSS_VALIDATED
+    assert hp.public_parameters(knn) == (40, 0.0)
+    assert hp.public_parameters(configs["BaselineOnly"]) == (None, 0.0)
+    with pytest.raises(ValueError, match="methods has no hyper-parameter choice"):
+        hp.fresh_noise_labels(synthetic(30, 40, 300, random_state=0), [knn], {}, holding, {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import warnings
 
 import numpy as np
@@ -26,7 +27,7 @@ from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN, datasets
 from dprec._surprise import inner_ids
-from dprec.ledger import Status, Unit
+from dprec.ledger import BudgetExceededError, Status, Unit
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK
 from dprec.similarity import SKETCH_BACKENDS, with_public_bounds
 
@@ -413,7 +414,7 @@ def test_blocked_sketch_storage_gives_the_same_model(split, options, neighbourho
 def test_private_sketch_backends_in_privateknn(split, options):
     trainset, testset = split
     algo = PrivateKNN(k=10, sim_options=options, selector="ppns", epsilon=1.0,
-                      random_state=0).fit(trainset)
+                      random_state=np.random.default_rng(0)).fit(trainset)
     predictions = algo.test(testset[:100])
     assert predictions == [algo.predict(u, i, r) for u, i, r in testset[:100]]
     assert all(np.isfinite(p.est) for p in predictions)
@@ -1019,3 +1020,90 @@ def test_user_neighbour_sets_kept_safely_across_threads(split):
     np.testing.assert_array_equal(np.concatenate([a[0] for a in answers]), columns)
     np.testing.assert_array_equal(np.concatenate([a[1] for a in answers]), weights)
 
+
+
+# -------------------------------------- issue #33, finding 7: a refit refused by the budget
+def _sjlt(epsilon):
+    return {"name": "sjlt", "width": 16, "epsilon": epsilon}
+
+
+def test_a_refit_refused_by_the_budget_leaves_the_model_as_it_was(split):
+    trainset, testset = split
+    algo = PrivateKNN(k=5, sim_options=_sjlt(1.0), budget=(1.0, 0.0), verbose=False,
+                      random_state=np.random.default_rng(0)).fit(trainset)
+    answers = algo.test(testset[:60])
+    state, report, sim = dict(vars(algo)), str(algo.privacy_report()), algo.sim.copy()
+    algo.sim_options = _sjlt(4.0)
+    with pytest.raises(BudgetExceededError, match="nothing was released"):
+        algo.fit(trainset)
+    assert vars(algo).keys() == state.keys()
+    assert [name for name, value in vars(algo).items()
+            if value is not state[name]] == ["sim_options"]   # the parameter just set
+    assert algo.test(testset[:60]) == answers                 # the ε = 1 sketches'
+    np.testing.assert_array_equal(algo.sim, sim)
+    assert str(algo.privacy_report()) == report
+
+
+def test_a_first_fit_refused_by_the_budget_leaves_the_model_unfitted(split):
+    trainset, testset = split
+    algo = PrivateKNN(k=5, sim_options=_sjlt(4.0), budget=(1.0, 0.0), verbose=False)
+    unfitted = dict(vars(algo))
+    with pytest.raises(BudgetExceededError, match="nothing was released"):
+        algo.fit(trainset)
+    assert vars(algo) == unfitted
+    uid, iid, _ = testset[0]
+    ids = np.array([0])
+    calls = {"sim": lambda: algo.sim, "test": lambda: algo.test(testset[:3]),
+             "predict": lambda: algo.predict(uid, iid), "estimate": lambda: algo.estimate(0, 0),
+             "kneighbors": lambda: algo.kneighbors(ids, ids),
+             "get_neighbors": lambda: algo.get_neighbors(0, 5),
+             "recommend": lambda: algo.recommend(uid),
+             "recommend_batch": lambda: algo.recommend_batch([uid]),
+             "estimate_arrays": lambda: algo.estimate_arrays(ids, ids),
+             "estimate_rules": lambda: algo.estimate_rules(ids, ids, [{}]),
+             "privacy_report": algo.privacy_report, "selection_summary": algo.selection_summary,
+             "default_prediction": algo.default_prediction,
+             "compute_similarities": algo.compute_similarities}
+    for name, call in calls.items():
+        with pytest.raises(AttributeError, match="not fitted yet: call fit first"):
+            call()
+            pytest.fail(name)
+
+
+# -------------------------------------- issue #33, finding 8: what the report prints
+def _composed_lines(report) -> list[str]:
+    return [line for line in str(report).splitlines()
+            if line.startswith(("Per user", "    tighter", "Guarantee"))]
+
+
+def test_an_unqueried_private_model_prints_no_epsilon_of_zero(split):
+    trainset, _ = split
+    algo = PrivateKNN(k=5, selector="pncf_corrected", neighbourhood="user",
+                      verbose=False).fit(trainset)
+    text = str(algo.privacy_report())
+    assert not re.search(r"ε = 0(?![.\d])", text)
+    assert "Per user, composed (one rating): nothing released through these entries yet" in text
+
+
+def test_a_holding_sketch_under_an_uncovered_output_is_tagged(split):
+    trainset, testset = split
+    algo = PrivateKNN(k=5, sim_options=_sjlt(1.0), verbose=False).fit(trainset)
+    algo.test(testset[:20])
+    (line, tight) = _composed_lines(algo.privacy_report())[1:]
+    assert line.startswith("Per user, composed (one rating): worst ε = 1, δ = 0 (holds for the "
+                           "similarity entries only: no end-to-end guarantee)")
+    assert tight.endswith("(holds for the similarity entries only: no end-to-end guarantee)")
+
+
+@pytest.mark.parametrize("epsilon", [800.0, 5000.0])
+def test_a_large_epsilon_is_reported_by_basic_composition(split, epsilon):
+    pytest.importorskip("dp_accounting")
+    trainset, testset = split
+    algo = PrivateKNN(k=5, sim_options=_sjlt(epsilon), selector="pncf_corrected",
+                      epsilon=epsilon, neighbourhood="user", verbose=False).fit(trainset)
+    algo.test(testset[:20])
+    report = algo.privacy_report()
+    text = str(report)
+    assert "(basic composition is the bound here: an entry's ε" in text
+    with pytest.warns(RuntimeWarning, match="basic composition is returned"):
+        assert report.tight_epsilon(Unit.RATING) == report.total(Unit.RATING)[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -220,8 +221,13 @@ def test_users_nothing_protects_have_infinite_epsilon():
     acc.out_of_scope(Unit.SET_ITEM, np.array([False, False, True]), "a set smaller than τ")
     frame = acc.per_user(Unit.SET_ITEM)
     assert frame.epsilon.tolist() == [2.0, 2.0, math.inf]
-    assert acc.total(Unit.SET_ITEM)[0] == math.inf
-    assert "1 user(s) outside the guarantee (a set smaller than τ)" in str(acc)
+    # the guarantee is for the users in scope; who is outside depends on the data, so the
+    # report prints the rule and not the users (nor their number)
+    assert acc.total(Unit.SET_ITEM)[0] == 2.0
+    assert acc.out_of_scope_users(Unit.SET_ITEM) == ["c"]
+    text = str(acc)
+    assert "outside the guarantee, ε = ∞" in text and "a set smaller than τ" in text
+    assert "1 user" not in text and "'c'" not in text
     assert (acc.per_user(Unit.RATING).epsilon == math.inf).all()   # no entry: unprotected
     merged = compose([acc, acc])
     assert merged.per_user(Unit.SET_ITEM).epsilon.tolist() == [4.0, 4.0, math.inf]
@@ -266,12 +272,16 @@ applied 1 / 2 per user (median / max)
     a reason
 - selector: z: ε = 1, δ = 0 per application (one rating), void; applied 0 / 0 per user \
 (median / max)
-Per user, composed (one item of a user's set): worst ε = inf, δ = 0; median ε = 1
-    1 user(s) outside the guarantee (no sketch): ε = ∞ for them
-    (basic composition is the bound here)
+Per user, composed (one item of a user's set): worst ε = 1, δ = 0 (holds for the \
+similarity entries only: no end-to-end guarantee); median ε = 1
+    outside the guarantee, ε = ∞ (who they are depends on the data: out_of_scope_users() \
+lists them for the curator): no sketch
+    tighter (dp-accounting PLD): ε ≤ 1 for every user in scope at δ = 1e-06 (holds for the \
+similarity entries only: no end-to-end guarantee)
 Per user, composed (one rating): worst ε = 1, δ = 0.2 (as published: not a guarantee); \
 median ε = 0.5
-    tighter (dp-accounting PLD): ε ≤ 0.9676 for every user at δ = 0.2
+    tighter (dp-accounting PLD): ε ≤ 0.9676 for every user at δ = 0.2 (as published: not a \
+guarantee)
 Note: seeded"""
 
 
@@ -307,7 +317,8 @@ def test_a_guarantee_over_two_units_and_no_mechanism():
     acc.declare_output("answers", [one, two])
     assert str(acc).splitlines()[1] == (
         "Guarantee for everything the model releases: ε = 1, δ = 0 per one rating (worst "
-        "user); ε = 2, δ = 1e-05 per one user (all of their ratings) (worst user)")
+        "user; holds); ε = 2, δ = 1e-05 per one user (all of their ratings) (worst user; "
+        "holds)")
     assert str(PrivacyAccountant(1)).splitlines()[-1] == "No private mechanism ran."
 
 
@@ -321,8 +332,9 @@ def test_a_guarantee_line_and_the_tight_text_branches():
     text = str(acc).splitlines()
     assert text[:2] == ["Privacy report: R, 1 user",
                         "Guarantee for everything the model releases: ε = 1, δ = 0 per a swap "
-                        "of two items in one user's ranking (worst user)"]
-    assert text[-1] == "    tighter (dp-accounting PLD): ε ≤ 1 for every user at δ = 1e-06"
+                        "of two items in one user's ranking (worst user; holds)"]
+    assert text[-1] == ("    tighter (dp-accounting PLD): ε ≤ 1 for every user at δ = 1e-06 "
+                        "(holds: the guarantee for everything released)")
     saturated = PrivacyAccountant(1)
     half = saturated.register(entry(0.5, 0.5))
     saturated.charge({half: np.array([2])})
@@ -452,7 +464,8 @@ def test_compose_keeps_scope_notes_and_releases():
         acc.notes += [note, "shared"]
     merged = compose([one, two])
     assert merged.per_user().epsilon.tolist() == [math.inf, 2.0, math.inf]   # a, b, c
-    assert "2 user(s) outside the guarantee (out)" in str(merged)
+    assert merged.out_of_scope_users() == ["a", "c"] and merged.total() == (2.0, 0.0)
+    assert str(merged).count("curator): out\n") == 1   # one reason, said once
     assert merged.notes == ["n1", "shared", "n2"] and merged.releases == 2
 
 
@@ -498,3 +511,76 @@ def test_accountant_composes_per_user_and_unit(entries):
         eps, delta = acc.total(unit)
         assert eps == pytest.approx(max(per_user), rel=1e-12)
         assert delta == pytest.approx(max(deltas), rel=1e-12, abs=1e-300)
+
+
+# ------------------------------------------- issue #33, finding 8: what the report prints
+def _epsilons_without_status(text: str) -> list[str]:
+    """The report's lines that print a composed ε (not an entry's own, which carries its
+    status) without a status beside it, and any ε = 0."""
+    tags = ("holds", "not a guarantee")
+    bad = [line for line in text.splitlines() if re.search(r"ε = 0(?![.\d])", line)]
+    return bad + [line for line in text.splitlines()
+                  if re.search(r"ε (=|≤) \d", line) and not line.startswith("- ")
+                  and not any(tag in line for tag in tags)]
+
+
+def test_nothing_charged_is_said_not_printed_as_epsilon_zero():
+    acc = PrivacyAccountant(3, model="M")
+    acc.register(entry(1.0))
+    acc.declare_output("neighbour lists", [0])
+    text = str(acc)
+    assert "Per user, composed (one rating): nothing released through these entries yet" in text
+    assert "Guarantee for everything the model releases: nothing released yet per one rating" \
+        in text
+    assert _epsilons_without_status(text) == []
+    acc.charge({0: np.array([0, 0, 1])})          # two of three untouched: no median ε = 0
+    assert "most users untouched so far" in str(acc)
+    assert _epsilons_without_status(str(acc)) == []
+
+
+def test_every_composed_epsilon_carries_its_status():
+    pytest.importorskip("dp_accounting")
+    acc = PrivacyAccountant(2, model="M")
+    sketch = acc.register(entry(1.0, applies_to="user", status=Status.HOLDS))
+    acc.charge({sketch: np.array([1, 1])})
+    acc.declare_output("predictions", gap="raw ratings")
+    text = str(acc)
+    assert ("worst ε = 1, δ = 0 (holds for the selector entries only: no end-to-end guarantee); "
+            "median ε = 1") in text
+    assert _epsilons_without_status(text) == []
+    assert _epsilons_without_status(GOLDEN) == []
+    seeded = PrivacyAccountant(2, seeded=True)
+    seeded.charge({seeded.register(entry(1.0)): np.array([1, 1])})
+    assert "worst ε = 1, δ = 0 (void: not a guarantee)" in str(seeded)
+
+
+@pytest.mark.parametrize("epsilon", [710.0, 1e4])
+def test_a_large_epsilon_falls_back_to_basic_composition_and_says_so(epsilon):
+    pytest.importorskip("dp_accounting")
+    acc = PrivacyAccountant(["a", "b"])
+    big = acc.register(entry(epsilon, applies_to="user"))
+    small = acc.register(entry(0.5))
+    acc.charge({big: np.array([1, 0]), small: np.array([3, 2])})
+    with pytest.warns(RuntimeWarning, match="basic composition is returned"):
+        assert acc.tight_epsilon() == epsilon + 1.5
+    with pytest.warns(RuntimeWarning):
+        assert acc.tight_epsilon(user="a") == epsilon + 1.5
+    assert acc.tight_epsilon(user="b") < 1.0          # b's entries compose as before
+    text = str(acc)
+    assert f"(basic composition is the bound here: an entry's ε = {epsilon:.4g} is past what " \
+           "dp-accounting represents" in text
+
+
+def test_an_overflow_inside_dp_accounting_falls_back(monkeypatch):
+    pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    def overflow(*args, **kwargs):
+        raise OverflowError("math range error")
+
+    monkeypatch.setattr(pld, "from_privacy_parameters", overflow)
+    acc = PrivacyAccountant(1)
+    acc.charge({acc.register(entry(2.0)): np.array([4])})
+    with pytest.warns(RuntimeWarning, match="overflowed composing ε = 8"):
+        assert acc.tight_epsilon() == 8.0
+    assert "(basic composition is the bound here: dp-accounting overflowed" in str(acc)

@@ -1,15 +1,21 @@
-"""LocalKNN: the users' local releases, their debiasing, the ledger, and an audit."""
+"""LocalKNN: the users' local releases, their debiasing, the ledger, its lists, and audits."""
 
 from __future__ import annotations
 
+import copy
+import warnings
+
 import numpy as np
+import pandas as pd
 import pytest
+from surprise import Dataset, Reader
 
 from dprec import LocalKNN, datasets
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.ledger import Status, Unit
-from dprec.local_knn import krr_reports, laplace_reports
+from dprec.dp_baseline import sorted_ids
+from dprec.ledger import SEEDED, Status, Unit
+from dprec.local_knn import _top_k_neighbours, krr_reports, laplace_reports
 from dprec.similarity import PrivateSJLT
 
 
@@ -23,36 +29,58 @@ def trainset(data):
     return data.build_full_trainset()
 
 
+def catalogues(data) -> dict:
+    return {"users": list(dict.fromkeys(r[0] for r in data.raw_ratings)),
+            "items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}
+
+
+def frame(rows) -> Dataset:
+    return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+
+
+@pytest.mark.parametrize("scale", [(1.0, 5.0), (0.5, 5.0)])
 @pytest.mark.parametrize("reports", [krr_reports, laplace_reports])
-def test_debiased_reports_are_unbiased(trainset, reports):
-    # the mean of many independent releases converges to the true (x, n) of every cell
+def test_debiased_reports_are_unbiased(trainset, reports, scale):
+    # the mean of many independent releases is the true (x, n) of every cell: per class
+    # of cells with the same true value (many cells, many runs: a tight bound), and per
+    # cell; the asymmetric scale makes the levels' sum non-zero
     ratings = RatingArrays.from_trainset(trainset)
     dense = ratings.matrix.toarray()
-    true_x = np.where(dense != 0, (np.clip(dense, 1, 5) - 3.0) / 2.0, 0.0)
+    low, high = scale
+    levels = np.round(np.clip(dense, low, high)) if reports is krr_reports else dense
+    true_x = np.where(dense != 0, (np.clip(levels, low, high) - (low + high) / 2)
+                      / ((high - low) / 2), 0.0)
     true_n = (dense != 0).astype(float)
-    runs = 400
+    runs = 200
     rng = np.random.default_rng(0)
     x_sum, n_sum = np.zeros_like(true_x), np.zeros_like(true_n)
     for _ in range(runs):
-        (x, n), (sd_x, sd_n), _ = reports(ratings, (1.0, 5.0), 1.0, rng)
+        (x, n), (sd_x, sd_n), _ = reports(ratings.matrix, scale, 1.0, rng)
         x_sum += x
         n_sum += n
-    # each cell's mean has standard deviation at most sd / √runs; 5 of them over all cells
+    for value in np.unique(true_x):
+        cells = true_x == value
+        spread = sd_x / np.sqrt(runs * cells.sum())
+        assert abs(x_sum[cells].mean() / runs - value) < 5 * spread, value
+    for value in (0.0, 1.0):
+        cells = true_n == value
+        assert abs(n_sum[cells].mean() / runs - value) < 5 * sd_n / np.sqrt(runs * cells.sum())
     assert np.abs(x_sum / runs - true_x).max() < 5.5 * sd_x / np.sqrt(runs)
     assert np.abs(n_sum / runs - true_n).max() < 5.5 * sd_n / np.sqrt(runs)
-    assert abs((x_sum / runs - true_x).mean()) < 0.1 * sd_x   # no bias overall
 
 
 @pytest.mark.parametrize("release", ["krr", "laplace"])
-def test_the_ledger_sums_each_users_two_releases_and_queries_add_nothing(trainset, release):
+def test_the_ledger_sums_each_users_two_releases_and_queries_add_nothing(data, trainset,
+                                                                        release):
     algo = LocalKNN(epsilon=1.5, sketch_share=0.4, rating_release=release, k=5,
-                    random_state=0).fit(trainset)
+                    random_state=None, **catalogues(data)).fit(trainset)
     report = algo.privacy_report()
     assert [e.unit for e in report.entries] == [Unit.RATING, Unit.RATING]
     assert {e.status for e in report.entries} == {Status.HOLDS}
     assert report.entries[0].epsilon == pytest.approx(0.6)
     eps, delta = report.total(Unit.RATING)
     assert eps == pytest.approx(1.5) and delta == 0.0
+    assert report.guarantee == {Unit.RATING: (eps, 0.0)}
     predictions = algo.test(trainset.build_testset()[:200])
     assert all(np.isfinite(p.est) and 1 <= p.est <= 5 for p in predictions)
     assert report.total(Unit.RATING) == (eps, delta)
@@ -72,7 +100,9 @@ def test_large_epsilon_recovers_the_item_effects(trainset):
     assert algo.mu_ == pytest.approx(trainset.global_mean, abs=1e-3)
     for i in (0, 5, 11):
         ratings = np.array([r for _, r in trainset.ir[i]])
-        assert algo.item_effects_[i] == pytest.approx(np.mean(ratings - algo.mu_), abs=1e-3)
+        assert algo.item_effects_[trainset.to_raw_iid(i)] == pytest.approx(
+            np.mean(ratings - algo.mu_), abs=1e-3)
+    assert list(algo.item_effects_.index) == sorted_ids(algo.item_effects_.index)
 
 
 def test_batched_test_equals_predict_and_unknowns_fall_back(trainset):
@@ -87,15 +117,137 @@ def test_batched_test_equals_predict_and_unknowns_fall_back(trainset):
         assert p.details == single.details
     assert batched[-1].details["was_impossible"]
     assert batched[-1].est == pytest.approx(algo.mu_)
+    assert algo.test([]) == []
+    est, details = algo.estimate(0, 0)
+    assert est == algo.predict(trainset.to_raw_uid(0), trainset.to_raw_iid(0), clip=False).est
+    assert details == {"was_impossible": False}
+    with pytest.raises(AttributeError, match="fit"):
+        LocalKNN().default_prediction()
 
 
-def test_seeded_noise_is_reproducible(trainset):
+def test_seeded_noise_is_reproducible_and_voids_the_entries(trainset):
     a = LocalKNN(random_state=4).fit(trainset)
     b = LocalKNN(random_state=4).fit(trainset)
-    np.testing.assert_array_equal(a.item_effects_, b.item_effects_)
-    np.testing.assert_array_equal(a.sim, b.sim)
-    assert not np.array_equal(LocalKNN().fit(trainset).item_effects_,
-                              LocalKNN().fit(trainset).item_effects_)
+    pd.testing.assert_series_equal(a.item_effects_, b.item_effects_)
+    pd.testing.assert_frame_equal(a.sim, b.sim)
+    pd.testing.assert_frame_equal(a.neighbours_, b.neighbours_)
+    assert not LocalKNN().fit(trainset).item_effects_.equals(LocalKNN().fit(trainset)
+                                                             .item_effects_)
+    report = a.privacy_report()
+    assert {e.status for e in report.entries} == {Status.VOID} and report.guarantee is None
+    assert all(e.note.startswith(SEEDED) for e in report.entries)
+
+
+def test_a_renumbering_of_the_same_data_gives_bit_identical_answers(data):
+    # finding 2 (#33): shuffled ratings renumber the inner ids; the sketches, reports,
+    # similarities, neighbour lists (ties by the users' sorted rank) and answers must not move
+    shuffled = copy.copy(data)
+    order = np.random.default_rng(5).permutation(len(data.raw_ratings))
+    shuffled.raw_ratings = [data.raw_ratings[n] for n in order]
+    a, b = data.build_full_trainset(), shuffled.build_full_trainset()
+    for options in ({"name": "sjlt"}, {"name": "rr_minhash", "width": 8, "B": 2,
+                                       "delta": 1e-3, "tau": 1}):
+        fits = [LocalKNN(k=4, sim_options=options, random_state=8).fit(t) for t in (a, b)]
+        for name in ("sim", "neighbours_", "weights_"):
+            pd.testing.assert_frame_equal(getattr(fits[0], name), getattr(fits[1], name),
+                                          rtol=0, atol=0)
+        pd.testing.assert_series_equal(fits[0].item_effects_, fits[1].item_effects_, rtol=0,
+                                       atol=0)
+        pairs = a.build_testset()[:300]
+        assert [p.est for p in fits[0].test(pairs)] == [p.est for p in fits[1].test(pairs)]
+
+
+def test_neighbour_lists_are_raw_ids_keyed_by_raw_user_id(data, trainset):
+    algo = LocalKNN(k=4, random_state=None).fit(trainset)
+    users = sorted_ids(trainset.to_raw_uid(u) for u in trainset.all_users())
+    assert list(algo.sim.index) == list(algo.sim.columns) == users
+    assert list(algo.neighbours_.index) == users and algo.neighbours_.shape == (len(users), 4)
+    for uid in users[:10]:
+        row = algo.neighbours_.loc[uid]
+        assert uid not in set(row) and set(row) <= set(users)
+        sims = algo.sim.loc[uid].drop(uid)
+        np.testing.assert_array_equal(algo.weights_.loc[uid],
+                                      np.maximum(sims[list(row)].to_numpy(), 0.0))
+        assert sims[list(row)].min() >= sims.drop(list(row)).max()
+
+
+def test_ties_between_neighbours_go_to_the_lower_rank():
+    sim = np.array([[1.0, 0.2, 0.2, 0.2], [0.2, 1.0, 0.0, 0.0], [0.2, 0.0, 1.0, 0.0],
+                    [0.2, 0.0, 0.0, 1.0]])
+    order, weights = _top_k_neighbours(sim, 2)
+    np.testing.assert_array_equal(order, [[1, 2], [0, 2], [0, 1], [0, 1]])
+    np.testing.assert_array_equal(weights, [[0.2, 0.2], [0.2, 0.0], [0.2, 0.0], [0.2, 0.0]])
+    assert _top_k_neighbours(sim, 0)[0].shape == (4, 0)
+
+
+def test_renumbering_removal_audit_of_a_neighbour_list():
+    # finding 2 (#33): "x" has one rating, below τ = 3, so no sketch: similarity 0 to
+    # everybody, and its neighbour is the first of a tie.  "lead" rates first, so
+    # Surprise numbers lead 0; without lead's first rating lead comes last.  With ties
+    # broken by inner id, x's neighbour told the two apart every time (bound 3.66
+    # against ε = 2); by sorted rank it is "a0" in both datasets
+    rows = [("lead", "i0", 5.0)] + [(f"a{u}", f"i{i}", float(1 + (u + i) % 5))
+                                    for u in range(6) for i in range(6)]
+    rows += [("x", "i1", 4.0)] + [("lead", f"i{i}", 3.0) for i in range(1, 5)]
+    data, epsilon = frame(rows), 2.0
+    a, b = data.build_full_trainset(), with_rating(data, "lead", "i0", None).build_full_trainset()
+    options = {"name": "rr_minhash", "tau": 3, "small_users": "exclude", "width": 16, "B": 2,
+               "delta": 1e-3}
+
+    def release(trainset, seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")           # x is excluded from the sketches
+            model = LocalKNN(epsilon=epsilon, k=1, sim_options=options,
+                             random_state=seed).fit(trainset)
+        return first_neighbour(model, "x") == "lead"
+
+    events = [lambda hit: np.asarray(hit, bool), lambda hit: ~np.asarray(hit, bool)]
+    bound = audit_release(release, a, b, events, n_runs=200, random_state=0)
+    assert not bound.violates(epsilon), bound
+
+
+def first_neighbour(model, uid):
+    """``uid``'s first neighbour as a raw id (also from the inner-id array of old)."""
+    neighbours = model.neighbours_
+    if isinstance(neighbours, np.ndarray):
+        trainset = model.trainset
+        return trainset.to_raw_uid(int(neighbours[trainset.to_inner_uid(uid), 0]))
+    return neighbours.loc[uid, 0]
+
+
+def sole_rater_data() -> Dataset:
+    rows = [(f"u{u}", f"i{i}", float(1 + (u + 2 * i) % 5)) for u in range(8) for i in range(3)]
+    rows += [("sole", "i0", 4.0), ("sole", "solo", 5.0), ("single", "i1", 2.0)]
+    return frame(rows)
+
+
+def test_the_boundary_users_are_outside_the_guarantee_without_catalogues():
+    # finding 5 (#33): the sole rater of an item and a single-rating user change the
+    # lists read from the data when one rating of theirs is removed: ε = ∞ for them
+    data = sole_rater_data()
+    report = LocalKNN(k=3).fit(data.build_full_trainset()).privacy_report()
+    eps = report.per_user(Unit.RATING)["epsilon"]
+    assert np.isinf(eps[["sole", "single"]]).all()
+    assert np.isfinite(eps.drop(["sole", "single"])).all()
+    assert len(report.conditions) == 2 and "sole rater" in str(report)
+
+
+def test_a_catalogue_makes_the_lists_public():
+    data = sole_rater_data()
+    listed = catalogues(data)
+    users, items = listed["users"] + ["ghost"], listed["items"] + ["new"]
+    a = data.build_full_trainset()
+    b = with_rating(data, "single", "i1", None).build_full_trainset()
+    fits = [LocalKNN(k=3, users=users, items=items).fit(t) for t in (a, b)]
+    for model in fits:
+        report = model.privacy_report()
+        assert list(report.user_ids) == sorted_ids(users)
+        assert report.total(Unit.RATING)[0] == pytest.approx(1.0)
+        assert list(model.sim.index) == sorted_ids(users) == list(model.neighbours_.index)
+        assert list(model.item_effects_.index) == sorted_ids(items)
+        for uid, iid in (("ghost", "new"), ("single", "solo"), ("stranger", "new")):
+            assert not model.predict(uid, iid).details["was_impossible"]
+        assert np.isfinite(model.sim.to_numpy()).all()
 
 
 @pytest.mark.parametrize("reports", [krr_reports, laplace_reports])
@@ -110,7 +262,7 @@ def test_audit_of_a_users_release_stays_below_the_claim(reports):
 
     def release(trainset, seed):
         ratings = RatingArrays.from_trainset(trainset)
-        (x, n), _, entry = reports(ratings, (1.0, 5.0), epsilon, seed)
+        (x, n), _, entry = reports(ratings.matrix, (1.0, 5.0), epsilon, seed)
         assert entry.epsilon <= epsilon + 1e-6
         u, i = trainset.to_inner_uid(uid), trainset.to_inner_iid(iid)
         return x[u, i] + 10.0 * n[u, i]   # both coordinates in one number
@@ -129,11 +281,11 @@ def test_audit_of_another_users_prediction_stays_below_the_claim():
     other = next(u for u, *_ in data.raw_ratings if u != uid)
     a = data.build_full_trainset()
     b = with_rating(data, uid, iid, None).build_full_trainset()
-    epsilon = 3.0
+    epsilon, listed = 3.0, catalogues(data)
 
     def release(trainset, seed):
         algo = LocalKNN(epsilon=epsilon, k=3, item_shrinkage=1.0, neighbour_shrinkage=1.0,
-                        random_state=seed).fit(trainset)
+                        random_state=seed, **listed).fit(trainset)
         return algo.predict(other, iid).est
 
     bound = audit_release(release, a, b, threshold_events(np.linspace(1.5, 4.5, 13)),
@@ -147,28 +299,31 @@ def test_audit_of_another_users_prediction_stays_below_the_claim():
     ({"item_shrinkage": -1.0}, "item_shrinkage"), ({"user_shrinkage": -1.0}, "user_shrinkage"),
     ({"sim_options": {"name": "msd"}}, "sim_options"),
     ({"sim_options": {"name": "sjlt", "epsilon": 1.0}}, "sim_options"),
+    ({"users": ["nobody"]}, "users"), ({"items": b"i1"}, "items"),
 ])
 def test_bad_parameters_are_named_at_fit(trainset, kwargs, name):
     algo = LocalKNN(**kwargs)                   # stored as given
-    with pytest.raises((ValueError, TypeError), match=name):
+    with pytest.raises((ValueError, TypeError), match=rf"^{name}\b"):
         algo.fit(trainset)
 
 
-def test_users_without_a_sketch_are_out_of_the_guarantee(trainset):
+def test_users_without_a_sketch_are_out_of_the_guarantee(data, trainset):
     # sets below τ are excluded from the sketches: that exclusion depends on their data,
     # so their ε is ∞ (as in PrivateKNN), the others' the sum of their two releases
     sizes = np.array([len(trainset.ur[u]) for u in trainset.all_users()])
     tau = int(np.median(sizes)) + 1
     algo = LocalKNN(epsilon=2.0, sim_options={"name": "rr_minhash", "width": 16, "B": 2,
                                               "delta": 1e-3, "tau": tau,
-                                              "small_users": "exclude"}, random_state=0)
+                                              "small_users": "exclude"}, random_state=None,
+                    **catalogues(data))
     with pytest.warns(UserWarning, match="excluded"):
         algo.fit(trainset)
     report = algo.privacy_report()
     eps = report.per_user(Unit.RATING)["epsilon"]
     small = [trainset.to_raw_uid(u) for u in np.flatnonzero(sizes < tau)]
     assert small and np.isinf(eps[small]).all()
-    large = [uid for uid in eps.index if uid not in small]
+    # (a set of exactly τ is the sketch backend's boundary: its own tests say what holds)
+    large = [trainset.to_raw_uid(u) for u in np.flatnonzero(sizes > tau)]
     assert np.isfinite(eps[large]).all() and eps[large].max() == pytest.approx(2.0)
 
 
@@ -178,6 +333,238 @@ def test_a_sketch_backend_object_is_accepted_at_its_share_of_epsilon(trainset):
                      random_state=3).fit(trainset)
     from_dict = LocalKNN(epsilon=2.0, sim_options={"name": "sjlt", **options},
                          random_state=3).fit(trainset)
-    np.testing.assert_array_equal(given.sim, from_dict.sim)
+    pd.testing.assert_frame_equal(given.sim, from_dict.sim)
     with pytest.raises(ValueError, match="sketch_share"):
         LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=2.0)).fit(trainset)
+
+
+def test_the_report_states_the_models_texts(data, trainset, capsys):
+    from dprec.dp_baseline import SCOPE
+    from dprec.local_knn import NOTES, OUTPUTS
+
+    algo = LocalKNN(epsilon=2.0, k=3, rating_release="laplace", verbose=True,
+                    **catalogues(data)).fit(trainset)
+    assert capsys.readouterr().out == ("LocalKNN: 80 users released a sjlt sketch and their "
+                                       "ratings (laplace), ε = 2 per rating\n")
+    report = algo.privacy_report()
+    assert report.model == "LocalKNN(rating_release='laplace')"
+    assert [(e.component, e.mechanism) for e in report.entries] == [
+        ("similarity", report.entries[0].mechanism), ("ratings", "laplace (lattice)")]
+    assert report.entries[1].note == NOTES["laplace"]
+    assert [o.name for o in report.outputs] == list(OUTPUTS)
+    assert all(o.covered_by == (0, 1) for o in report.outputs)
+    assert report.notes == [NOTES["answers"]]
+    assert report.conditions[-2:] == [SCOPE["items given"], SCOPE["users given"]]
+    assert all(report.applications(n).tolist() == [1] * 80 for n in (0, 1))
+    krr = LocalKNN(k=2, sim_options={"name": "rr_minhash", "width": 8, "B": 2, "delta": 1e-3,
+                                     "tau": 1}).fit(trainset).privacy_report()
+    assert capsys.readouterr().out == ""
+    assert krr.model == "LocalKNN(rating_release='krr')"
+    assert krr.entries[1].note == ("every item's symbol (unrated or one of 5 levels); a rating "
+                                   "added or removed changes one symbol")
+    assert krr.entries[0].note.endswith(NOTES["set item"])
+    assert krr.conditions[-2:] == [SCOPE["items from data"], SCOPE["users from data"]]
+
+
+def test_the_stabilisers_default_to_the_noise_tolerance(trainset):
+    # β = √n · unit and γ = ‖w‖ · unit, unit = B (sd_x + 3 sd_n) / tolerance: a huge
+    # tolerance leaves the estimates unshrunk, a tiny one shrinks them to the mean
+    loose = LocalKNN(epsilon=1e6, noise_tolerance=1e12, random_state=None).fit(trainset)
+    given = LocalKNN(epsilon=1e6, item_shrinkage=0.0, random_state=None).fit(trainset)
+    np.testing.assert_allclose(loose.item_effects_, given.item_effects_, atol=1e-6)
+    tight = LocalKNN(epsilon=1.0, noise_tolerance=1e-9, random_state=None).fit(trainset)
+    assert np.abs(tight.item_effects_).max() < 1e-6
+    pairs = trainset.build_testset()[:50]
+    own = tight._user_effects[tight._space.positions([p[0] for p in pairs], [])[0]]
+    est = np.array([p.est for p in tight.test(pairs)])
+    np.testing.assert_allclose(est, np.clip(tight.mu_ + own, 1, 5), atol=1e-6)
+    p, n = 0.9, 6
+    _, (sd_x, sd_n), _ = krr_reports(RatingArrays.from_trainset(trainset).matrix, (1.0, 5.0),
+                                     np.log(p * (n - 1) / (1 - p)), np.random.default_rng(0))
+    q = (1 - p) / (n - 1)
+    assert sd_x == pytest.approx(1 / (p - q)) and sd_n == pytest.approx(0.5 / (p - q))
+
+
+@pytest.mark.parametrize("gamma", [None, 0.7])
+def test_every_prediction_adds_the_neighbourhood_deviation(trainset, gamma):
+    algo = LocalKNN(epsilon=3.0, k=4, neighbour_shrinkage=gamma, random_state=None)
+    algo.fit(trainset)
+    space = algo._space
+    pairs = trainset.build_testset()[:200] + [(space.users.ids[0], space.items.ids[0], 1.0),
+                                               (space.users.ids[-1], "nothing", 1.0),
+                                               ("nobody", space.items.ids[-1], 1.0)]
+    for prediction in algo.test(pairs):
+        u = space.users.index.get(prediction.uid, -1)
+        i = space.items.index.get(prediction.iid, -1)
+        expected = algo.mu_ + (algo._user_effects[u] if u >= 0 else 0.0) + (
+            algo.item_effects_[prediction.iid] if i >= 0 else 0.0)
+        if u >= 0 and i >= 0:
+            weights = algo.weights_.loc[prediction.uid].to_numpy()
+            rows = [space.users.index[v] for v in algo.neighbours_.loc[prediction.uid]]
+            numerator = weights @ algo._residual_reports[rows, i]
+            count = weights @ algo._count_reports[rows, i]
+            shrink = gamma if gamma is not None else \
+                np.sqrt((weights**2).sum()) * algo._stabiliser_unit
+            if max(count, 0.0) + shrink > 0:
+                expected += numerator / (max(count, 0.0) + shrink)
+        assert prediction.est == pytest.approx(np.clip(expected, 1, 5), abs=1e-9)
+        assert prediction.details == {"was_impossible": False}
+
+
+def test_reports_without_noise_are_the_centred_ratings():
+    # at a huge ε the reports are the ratings themselves: (clip(r) − c)/B and 1 where rated
+    import scipy.sparse as sp
+
+    matrix = sp.csr_matrix(np.array([[0.0, 7.0, 3.0], [4.0, 0.0, 0.5]]))
+    matrix.eliminate_zeros()
+    (x, n), _, entry = laplace_reports(matrix, (1.0, 5.0), 1e9, np.random.default_rng(0))
+    np.testing.assert_allclose(x, [[0, 1, 0], [0.5, 0, -1]], atol=1e-6)
+    np.testing.assert_allclose(n, [[0, 1, 1], [1, 0, 1]], atol=1e-6)
+    assert entry.epsilon <= 1e9
+    _, _, entry = krr_reports(matrix, (1.0, 5.0), 3.0, np.random.default_rng(0))
+    assert entry.epsilon == pytest.approx(3.0, rel=1e-9)
+    for epsilon in (0.3, 1.0, 2.5):
+        _, _, entry = laplace_reports(matrix, (1.0, 5.0), epsilon, np.random.default_rng(0))
+        assert entry.epsilon <= epsilon and entry.epsilon == pytest.approx(epsilon)
+
+
+def test_predict_and_test_pass_their_arguments_on(trainset, capsys):
+    algo = LocalKNN(k=3, random_state=0).fit(trainset)
+    uid, iid = trainset.to_raw_uid(0), trainset.to_raw_iid(0)
+    algo._user_effects[:] = 10.0
+    assert algo.predict(uid, iid).est == 5.0
+    unclipped = algo.predict(uid, iid, r_ui=2.0, clip=False, verbose=True)
+    assert unclipped.est > 5.0 and unclipped.r_ui == 2.0
+    assert capsys.readouterr().out == f"{unclipped}\n"
+    algo.test([(uid, iid, 2.0)])
+    assert capsys.readouterr().out == ""
+    algo.test([(uid, iid, 2.0)], verbose=True)
+    assert capsys.readouterr().out == f"{algo.predict(uid, iid, 2.0)}\n"
+
+
+def test_defaults():
+    params = vars(LocalKNN())
+    assert {key: params[key] for key in (
+        "epsilon", "k", "sketch_share", "rating_release", "sim_options", "noise_tolerance",
+        "item_shrinkage", "neighbour_shrinkage", "user_shrinkage", "users", "items",
+        "random_state", "verbose")} == {
+        "epsilon": 1.0, "k": 40, "sketch_share": 0.5, "rating_release": "krr",
+        "sim_options": None, "noise_tolerance": 0.2, "item_shrinkage": None,
+        "neighbour_shrinkage": None, "user_shrinkage": 10.0, "users": None, "items": None,
+        "random_state": None, "verbose": False}
+    assert LocalKNN(neighbour_shrinkage=0.5).neighbour_shrinkage == 0.5
+
+
+def test_the_rating_reports_state_their_scales_and_entries():
+    import scipy.sparse as sp
+
+    from dprec.local_knn import NOTES
+    from dprec.mechanisms import laplace_epsilon, laplace_scale
+
+    matrix = sp.csr_matrix(np.array([[0.0, 7.0, 3.0], [4.0, 0.0, 0.5]]))
+    for epsilon in (0.3, 2.5):
+        reports, sds, entry = laplace_reports(matrix, (1.0, 5.0), epsilon,
+                                              np.random.default_rng(1))
+        scale = laplace_scale(epsilon, 2.0, max_changed=2)
+        assert sds == (np.sqrt(2.0) * scale, np.sqrt(2.0) * scale)
+        assert entry.epsilon == laplace_epsilon(scale, 2.0, max_changed=2) <= epsilon
+        assert (entry.component, entry.mechanism, entry.note) == ("ratings", "laplace (lattice)",
+                                                                  NOTES["laplace"])
+        again, _, _ = laplace_reports(matrix, (1.0, 5.0), epsilon, np.random.default_rng(1))
+        np.testing.assert_array_equal(reports, again)                  # the rng's noise
+    (x, n), _, entry = krr_reports(matrix, (1.0, 5.0), 60.0, np.random.default_rng(0))
+    np.testing.assert_array_equal(x, [[0, 1, 0], [0.5, 0, -1]])       # clipped to 1..5
+    np.testing.assert_array_equal(n, [[0, 1, 1], [1, 0, 1]])
+    assert (entry.component, entry.mechanism) == ("ratings", "k-ary randomised response")
+    assert entry.epsilon == np.inf                     # p rounds to 1: the symbols themselves
+    (x, n), _, entry = krr_reports(matrix, (1.0, 1.5), 60.0, np.random.default_rng(0))
+    np.testing.assert_array_equal(x, [[0, -1, -1], [-1, 0, -1]])       # one level: 1
+    assert "one of 1 levels" in entry.note
+    with pytest.raises(ValueError, match="integer"):
+        krr_reports(matrix, (1.2, 1.8), 1.0, np.random.default_rng(0))
+
+
+def test_neighbour_search_by_blocks_equals_one_block(monkeypatch):
+    from dprec import local_knn
+
+    sim = np.random.default_rng(0).uniform(-1, 1, (9, 9))
+    whole = _top_k_neighbours(sim, 3)
+    monkeypatch.setattr(local_knn, "_BLOCK_CELLS", 20)               # blocks of 2 rows
+    blocks = _top_k_neighbours(sim, 3)
+    np.testing.assert_array_equal(whole[0], blocks[0])
+    np.testing.assert_array_equal(whole[1], blocks[1])
+    order, weights = _top_k_neighbours(sim, 1)
+    np.testing.assert_array_equal(order[:, 0], np.argmax(sim - 9 * np.eye(9), axis=1))
+    np.testing.assert_array_equal(weights[:, 0], np.maximum(sim[np.arange(9), order[:, 0]], 0))
+    assert _top_k_neighbours(sim, 0)[1].shape == (9, 0)
+
+
+def test_releases_are_keyed_as_stated_and_read_only(data, trainset):
+    algo = LocalKNN(k=500, random_state=0).fit(trainset)                 # k beyond n − 1
+    assert algo.neighbours_.shape == algo.weights_.shape == (80, 79)
+    assert algo.neighbours_.columns.equals(pd.RangeIndex(79, name="rank"))
+    assert algo.weights_.columns.equals(pd.RangeIndex(79, name="rank"))
+    with pytest.raises(ValueError, match="read-only"):
+        algo.sim.iloc[0, 1] = 2.0
+    # the sketches' hash functions are keyed by raw item id: an extra catalogue item (first
+    # in the sorted order, so every position moves) leaves every user's sketch as it was
+    listed = catalogues(data)
+    a = LocalKNN(k=3, random_state=5, **listed).fit(trainset)
+    b = LocalKNN(k=3, random_state=5, users=listed["users"],
+                 items=["!new"] + listed["items"]).fit(trainset)
+    pd.testing.assert_frame_equal(a.sim, b.sim, rtol=0, atol=0)
+
+
+def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset):
+    # μ, b_i and the stabiliser unit from the reports the server holds (the residual
+    # reports give back B Σ x̂), with the default β = √n · unit
+    for epsilon, release in ((1.0, "krr"), (4.0, "laplace")):
+        algo = LocalKNN(epsilon=epsilon, rating_release=release, noise_tolerance=0.3,
+                        random_state=None).fit(trainset)
+        matrix = algo._space.matrix
+        reports = krr_reports if release == "krr" else laplace_reports
+        _, (sd_x, sd_n), _ = reports(matrix, (1.0, 5.0), epsilon / 2, np.random.default_rng(0))
+        unit = 2.0 * (sd_x + 3.0 * sd_n) / 0.3
+        assert algo._stabiliser_unit == pytest.approx(unit, rel=1e-12)
+        counts = algo._count_reports.sum(axis=0)
+        effects = algo._item_effects
+        sums = algo._residual_reports.sum(axis=0) + counts * (algo.mu_ + effects - 3.0)
+        mu = 3.0 + sums.sum() / max(counts.sum(), 1.0)
+        assert algo.mu_ == pytest.approx(np.clip(mu, 1, 5), abs=1e-9)
+        beta = np.sqrt(matrix.shape[0]) * unit
+        expected = np.clip((sums - counts * (algo.mu_ - 3.0)) / (np.maximum(counts, 0) + beta),
+                           -4, 4)
+        np.testing.assert_allclose(effects, expected, atol=1e-9)
+    for seed in range(10):
+        assert 1.0 <= LocalKNN(epsilon=0.01, random_state=seed).fit(trainset).mu_ <= 5.0
+
+
+def test_sketch_options_are_checked_against_the_budget(trainset):
+    with pytest.raises(ValueError, match="^sim_options"):
+        LocalKNN(sim_options={"name": "minhash"}).fit(trainset)
+    options = {"width": 32, "s": 2, "rating_bound": 5.0}
+    with pytest.raises(ValueError, match="sketch_share"):
+        LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0 + 1e-10)).fit(
+            trainset)
+    LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0 + 1e-14)).fit(trainset)
+
+
+def test_the_item_effects_are_a_named_series(trainset):
+    algo = LocalKNN(k=3, random_state=0).fit(trainset)
+    assert algo.item_effects_.name == "item_effect"
+    np.testing.assert_array_equal(algo.item_effects_.to_numpy(), algo._item_effects)
+
+
+def test_a_single_rating_gives_its_own_mean_and_effects_stay_in_bounds(trainset):
+    one = Dataset.load_from_df(pd.DataFrame([("u", "i", 4.5)]), Reader(rating_scale=(1, 5)))
+    algo = LocalKNN(epsilon=1e6, rating_release="laplace", random_state=None)
+    assert algo.fit(one.build_full_trainset()).mu_ == pytest.approx(4.5, abs=1e-3)
+    wide = [LocalKNN(epsilon=0.05, item_shrinkage=0.0, random_state=s).fit(trainset)
+            for s in range(10)]
+    assert all(np.abs(a.item_effects_).max() <= 4 for a in wide)
+    assert any(np.abs(a.item_effects_).max() == 4 for a in wide)      # the clip is reached
+    from dprec.dp_baseline import own_effects
+
+    for algo in wide[:2]:
+        np.testing.assert_array_equal(algo._user_effects, own_effects(
+            algo._space.matrix, algo.mu_ + algo._item_effects, 10.0))

@@ -37,11 +37,18 @@ from dprec.experiments.privacy_audit import (
     single_rater_item,
     sketch_release,
 )
-from dprec.ledger import BudgetExceededError, PrivacyLeakWarning, Status, Unit
+from dprec.ledger import (
+    SEEDED,
+    BudgetExceededError,
+    PrivacyAccountant,
+    PrivacyLeakWarning,
+    Status,
+    Unit,
+)
 from dprec.mechanisms import randomized_response_from_uniform
 from dprec.ranking import mallows_privatize
-from dprec.similarity import NoisyMinHash, PrivateSJLT, RRMinHash
-from dprec.similarity.minhash import MinHashFunctions
+from dprec.similarity import SKETCH_BACKENDS, NoisyMinHash, PrivateSJLT, RRMinHash
+from dprec.similarity.minhash import MinHash, MinHashFunctions
 
 
 @pytest.fixture(scope="module")
@@ -171,9 +178,17 @@ def test_seeded_noise_cancels_on_a_refit_and_the_report_says_so(data):
         fresh[0].sketch(X).values)
     assert np.abs(difference - projected).max() > 1.0           # fresh noise each fit
     trainset = data.build_full_trainset()
-    seeded_note = "seeded noise"
-    assert seeded_note in str(PrivateKNN(random_state=0).fit(trainset).privacy_report())
-    assert seeded_note not in str(PrivateKNN().fit(trainset).privacy_report())
+
+    def report(random_state):
+        return PrivateKNN(k=5, selector="pncf_corrected", neighbourhood="user",
+                          random_state=random_state, verbose=False).fit(trainset).privacy_report()
+
+    (seeded_entry,) = report(0).entries           # an int seed: void, the reason said
+    assert seeded_entry.status is Status.VOID and seeded_entry.note.startswith(SEEDED)
+    assert "seeded noise" in str(report(0)) and report(0).seeded
+    for unseeded in (None, np.random.default_rng(0)):
+        (entry,) = report(unseeded).entries
+        assert entry.status is Status.HOLDS and "seeded noise" not in str(report(unseeded))
 
 
 # ---------------------------------------------------------- 6. τ is public
@@ -199,6 +214,96 @@ def test_tau_from_the_data_leaks_it_and_voids_the_guarantee():
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrivacyLeakWarning)
         NoisyMinHash(256, 2, epsilon=4.0, delta=1e-4, tau=20).sketch(X)
+
+
+def _boundary_data(with_small: bool) -> Dataset:
+    """τ = 4: "a" 3 items (below), "b" exactly 4 (the boundary), "c" 5, the others 8."""
+    sizes = {"a": 3, "b": 4, "c": 5, "d": 8, "e": 8, "f": 8}
+    if not with_small:
+        del sizes["a"]
+    rows = [(u, f"i{(j + 2 * n) % 10}", float(1 + j % 5)) for n, (u, size) in
+            enumerate(sizes.items()) for j in range(size)]
+    return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+
+
+@pytest.mark.parametrize("small_users", ["exclude", "raise"])
+@pytest.mark.parametrize("name", ["rr_minhash", "noisy_minhash"])
+def test_users_at_the_tau_boundary_are_outside_the_guarantee(name, small_users):
+    """A set of exactly τ items is sketched, one item fewer excludes it (or refuses the
+    release): certain on one dataset, impossible on its neighbour.  Such users get
+    ε = ∞, the users of τ + 1 items and more a finite ε, and τ public is the condition."""
+    data = _boundary_data(with_small=small_users == "exclude")
+    options = {"name": name, "width": 16, "B": 2, "epsilon": 2.0, "tau": 4,
+               "small_users": small_users}
+
+    def fit(trainset):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*no sketch released")
+            return PrivateKNN(k=2, sim_options=options, neighbourhood="user",
+                              verbose=False).fit(trainset)
+
+    algo = fit(data.build_full_trainset())
+    report = algo.privacy_report()
+    eps = report.per_user(Unit.SET_ITEM)["epsilon"]
+    assert eps["b"] == np.inf                               # exactly τ: at the boundary
+    assert np.isfinite(eps[["c", "d", "e", "f"]]).all()     # τ + 1 and more: held
+    assert eps.get("a", np.inf) == np.inf                   # below τ, as before
+    assert any(c.startswith("τ = 4 is public") for c in report.conditions)
+    assert "at the τ boundary: a set of exactly τ = 4 items" in str(report)
+    # the event the boundary user cannot hide: one item fewer, and they are excluded
+    first_item = next(iid for uid, iid, *_ in data.raw_ratings if uid == "b")
+    fewer = with_rating(data, "b", first_item, None).build_full_trainset()
+    if small_users == "raise":
+        with pytest.raises(ValueError, match="tau=4"):
+            fit(fewer)
+    else:
+        released = fit(fewer).sketch_release_.released
+        assert not released[fewer.to_inner_uid("b")]
+        assert algo.sketch_release_.released[algo.trainset.to_inner_uid("b")]
+
+
+def test_the_boundary_is_as_wide_as_the_set_difference():
+    sizes = [4, 5, 6, 9]
+    X = sp.csr_matrix((np.ones(sum(sizes)), np.concatenate([np.arange(n) for n in sizes]),
+                       np.cumsum([0] + sizes)), shape=(4, 12))
+    backend = RRMinHash(16, 2, epsilon=2.0, delta=1e-4, tau=4, set_difference=2)
+    backend.release(X)
+    ((outside, reason),) = backend.release_.outside
+    assert outside.tolist() == [True, True, False, False]   # 2 items fewer: below τ
+    assert reason.startswith("at the τ boundary: a set of τ = 4 to 5 items")
+    assert backend.release_.conditions == (
+        "τ = 4 is public, fixed before the data; the sketches' guarantee covers the sets of "
+        "at least τ + α = 6 items",)
+
+
+def test_an_int_seed_is_found_from_the_published_hash_seed_and_its_entry_is_void():
+    """The hash seed derived from an int random_state is published; a brute force over
+    small ints finds the seed, hence all of the noise: the entry is void wherever charged."""
+    X = sp.csr_matrix(np.random.default_rng(1).random((20, 60)) < 0.3)
+    secret = 417
+
+    def backend(random_state):
+        return RRMinHash(32, 2, epsilon=2.0, delta=1e-4, tau=5, small_users="exclude",
+                         random_state=random_state)
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*no sketch released")
+        published = backend(secret)
+        S = published.release(X)
+        found = next(g for g in range(10_000)
+                     if derive_seed(fit_entropy(g), "hash") == published.hash_seed_)
+        replayed = backend(found).release(X)
+    truth = MinHash(32, 2, hash_seed=published.hash_seed_).sketch(X).values
+    flipped = (S.values != truth) & S.valid[:, None]
+    assert found == secret and flipped.any()
+    np.testing.assert_array_equal(replayed.values, S.values)   # 100 % of the noise
+    for entry in (published.privacy(), published.release_.entry):
+        assert entry.status is Status.VOID and entry.note.startswith(SEEDED)
+    accountant = PrivacyAccountant(20)
+    published.release_.charge(accountant)
+    assert accountant.status(Unit.SET_ITEM) is Status.VOID
+    for unseeded in (None, np.random.default_rng(0)):
+        assert backend(unseeded).privacy().status is Status.HOLDS
 
 
 # ---------------------------------------------------------- 7. every release is counted
@@ -269,7 +374,12 @@ def test_sketch_releases_hold_and_the_audit_is_tight(name):
     """The event's log-ratio is the claimed ε itself: the bound stays below the claim and
     close to it, so a mechanism spending even 25 % more would be refuted."""
     result = sketch_release(name, n_runs=60_000)
-    assert result.status == "holds"
+    # the audit's releases are seeded (reproducible), so their entry is void; the same
+    # release with fresh noise holds
+    unseeded = (PrivateSJLT(16, 4, epsilon=2.0, rating_bound=5.0, hash_seed=7)
+                if name == "sjlt" else SKETCH_BACKENDS[name](4, 2, epsilon=2.0, delta=1e-4,
+                                                             tau=1, hash_seed=0))
+    assert unseeded.privacy().status is Status.HOLDS
     assert result.claimed_epsilon == pytest.approx(2.0)
     assert 0.8 * 2.0 < result.lower_bound <= result.claimed_epsilon, result
 

@@ -23,8 +23,9 @@ from strategies import (
 from surprise import SVD, Dataset, Reader
 from surprise.model_selection import GridSearchCV, cross_validate, train_test_split
 
-from dprec.ledger import Status, Unit
+from dprec.ledger import SEEDED, Status, Unit
 from dprec.metrics import ndcg_at_k, pairwise_accuracy
+from dprec.ranking import mallows
 from dprec.ranking.learner import MallowsRanker, _RatingQuantiles, _Segments
 
 
@@ -182,7 +183,8 @@ def test_cross_validate_and_grid_search():
 def test_privacy_report(split):
     trainset, _ = split
     n = trainset.n_users
-    report = MallowsRanker(epsilon=2.0, n_epochs=1, random_state=0).fit(trainset).privacy_report()
+    rng = np.random.default_rng(0)           # a Generator: a guarantee (an int seed voids it)
+    report = MallowsRanker(epsilon=2.0, n_epochs=1, random_state=rng).fit(trainset).privacy_report()
     (entry,) = report.entries
     assert entry.epsilon == 2.0 and entry.mechanism.startswith("mallows")
     assert entry.unit is Unit.RANKING_SWAP and entry.status is Status.HOLDS
@@ -190,7 +192,7 @@ def test_privacy_report(split):
     assert report.guarantee == {Unit.RANKING_SWAP: (2.0, 0.0)}  # queries: post-processing
     groups = {trainset.to_raw_uid(u): [0.5, 1.0, 5.0][u % 3] for u in range(n)}
     hetero = MallowsRanker(epsilon=groups, mechanism="laplace", n_epochs=1,
-                           random_state=0).fit(trainset)
+                           random_state=np.random.default_rng(0)).fit(trainset)
     report = hetero.privacy_report()
     assert [e.epsilon for e in report.entries] == [0.5, 1.0, 5.0]
     assert sum(report.applications(e).sum() for e in range(3)) == n
@@ -205,6 +207,36 @@ def test_privacy_report(split):
         trainset).privacy_report().entries[0].status is Status.HOLDS
     none = MallowsRanker(epsilon=None, n_epochs=1).fit(trainset).privacy_report()
     assert none.total()[0] == math.inf
+
+
+@pytest.mark.parametrize("random_state", [0, 7, np.int64(3)])
+def test_an_int_seed_voids_the_report(split, random_state):
+    """Seeded noise: anyone who knows or guesses the seed reproduces the orders' noise."""
+    report = MallowsRanker(epsilon=2.0, n_epochs=1, random_state=random_state).fit(
+        split[0]).privacy_report()
+    (entry,) = report.entries
+    assert entry.status is Status.VOID and entry.note.startswith(SEEDED)
+    assert report.seeded and report.guarantee is None
+    assert not any("seeded" in note for note in report.notes)   # the old note is gone
+    for unseeded in (None, np.random.default_rng(1), np.random.RandomState(2)):
+        fitted = MallowsRanker(epsilon=2.0, n_epochs=1, random_state=unseeded).fit(split[0])
+        assert fitted.privacy_report().entries[0].status is Status.HOLDS
+
+
+def test_mallows_is_void_only_above_the_epsilon_its_sampler_resolves(split):
+    """Every order keeps its exact probability up to MALLOWS_MAX_EPSILON (1e18); above it
+    the most discordant orders are out of the sampler's reach: void, and said why."""
+    trainset, _ = split
+    limit = mallows.MALLOWS_MAX_EPSILON
+    statuses = {}
+    for eps in (50.0, 1e4, limit, 2 * limit):
+        entry = MallowsRanker(epsilon=eps, n_epochs=1).fit(trainset).privacy_report().entries[0]
+        statuses[eps] = entry.status
+        if entry.status is Status.VOID:
+            assert f"{limit:g}" in entry.note
+    assert statuses == {50.0: Status.HOLDS, 1e4: Status.HOLDS,
+                        limit: Status.HOLDS,
+                        2 * limit: Status.VOID}
 
 
 def test_callable_epsilon_matches_mapping(split):
@@ -275,7 +307,8 @@ def test_fit_and_predict_on_any_small_data(frame_scale, mechanism, calibration, 
                "callable": lambda uid: budgets[uid]}[how]
     budgets_before = dict(budgets)
     algo = MallowsRanker(epsilon=epsilon, mechanism=mechanism, calibration=calibration,
-                         n_factors=3, n_epochs=n_epochs, batch_size=16, random_state=seed)
+                         n_factors=3, n_epochs=n_epochs, batch_size=16,
+                         random_state=np.random.default_rng(seed))   # unseeded: a guarantee
     algo.fit(trainset)
     testset = full_testset(trainset)
     check_predictions(algo, trainset, testset)

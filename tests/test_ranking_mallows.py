@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from strategies import fuzz, orders_lists, raises_naming
 
+from dprec.mechanisms import common
 from dprec.ranking import (
     concordant_pairs,
     laplace_expected_concordant,
@@ -115,7 +117,7 @@ def test_insertion_positions_match_list_insert():
 def test_truncated_geometric_law(n, theta):
     rng = np.random.default_rng(2)
     size = 60_000
-    v = truncated_geometric(rng.random(size), np.full(size, n), np.full(size, theta))
+    v = truncated_geometric(common.log_uniform(rng, size), np.full(size, n), np.full(size, theta))
     assert v.min() >= 0 and v.max() <= n - 1
     p = np.exp(-theta * np.arange(n))
     p /= p.sum()
@@ -125,9 +127,180 @@ def test_truncated_geometric_law(n, theta):
 
 
 def test_truncated_geometric_infinite_theta_is_zero():
-    v = truncated_geometric(np.array([0.0, 0.5, 1 - 2**-53]), np.array([5, 5, 5]),
-                             np.array([np.inf] * 3))
-    np.testing.assert_array_equal(v, 0)
+    log_u = np.array([-1e6, -0.7, -1e-300, -0.0])
+    np.testing.assert_array_equal(truncated_geometric(log_u, np.full(4, 5), np.full(4, np.inf)),
+                                  0)
+
+
+def test_a_vanishing_theta_is_the_uniform_law_without_warnings():
+    """θ below 1e-200 (ε = 5e-324 is a valid budget) is drawn as θ = 1e-200: uniform."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        v = truncated_geometric(np.log([0.9, 0.6, 0.3, 1e-9]), np.full(4, 4), np.zeros(4))
+        out = mallows_privatize(np.tile(np.arange(3), (30_000, 1)), 5e-324, 0)
+    assert v.tolist() == [0, 1, 2, 3]               # V = floor(n (1 − U))
+    counts = np.unique(out, axis=0, return_counts=True)[1]
+    assert len(counts) == 6 and stats.chisquare(counts).pvalue > 1e-4
+
+
+def test_truncated_geometric_takes_the_log_of_a_uniform():
+    with pytest.raises(ValueError, match="log_u"):
+        truncated_geometric(np.array([0.5]), np.array([3]), np.array([1.0]))  # u, not ln u
+    with pytest.raises(ValueError, match="log_u"):
+        truncated_geometric(np.array([np.nan]), np.array([3]), np.array([1.0]))
+
+
+def test_truncated_geometric_far_tail_from_extreme_log_uniforms():
+    """Regression (#33): at θ = 40-50 the last value needs ln U below −θ(n−1), which no
+    53-bit uniform reaches (ln U ≥ −36.7); given such an ln U, the inverse CDF returns it."""
+    for theta in (40.0, 50.0):
+        threshold = -theta - math.log1p(math.exp(-theta))      # ln P(V = 1), n = 2
+        v = truncated_geometric(np.array([threshold - 1e-9, threshold + 1e-9, -36.7]),
+                                np.full(3, 2), np.full(3, theta))
+        assert v.tolist() == [1, 0, 0]
+    v = truncated_geometric(np.array([-3000.0, -1e5]), np.array([4, 11]), np.array([140.0, 700.0]))
+    assert v.tolist() == [3, 10]
+    # up to MALLOWS_MAX_EPSILON = 1e18 the needed ln U is a float the words can give
+    v = truncated_geometric(np.array([-1.01e18, -0.99e18]), np.full(2, 2), np.full(2, 1e18))
+    assert v.tolist() == [1, 0]
+
+
+def _largest_below(f, t, lo, hi):
+    """The largest float x in [lo, hi] with f(x) <= t (f non-decreasing), vectorised over t."""
+    lo = np.broadcast_to(np.asarray(lo, np.float64), np.shape(t)).view(np.int64).copy()
+    hi = np.broadcast_to(np.asarray(hi, np.float64), np.shape(t)).view(np.int64).copy()
+    while (hi > lo).any():                          # positive floats: bits in float order
+        mid = lo + (hi - lo + 1) // 2
+        ok = f(mid.view(np.float64)) <= t
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
+    return lo.view(np.float64)
+
+
+def test_log_uniform_implied_law_is_exact_in_both_tails():
+    """The law of ln U implied by the word construction, by bisection over every value
+    W = min(U, 1 − U) the words can give: P(W <= w) = 2 nextafter(w, 1) for such w."""
+    def lower(w):
+        return common.log_uniform_from_words(*common.words_for(w, False))
+
+    def upper(w):                                   # decreasing in w: negate
+        return -common.log_uniform_from_words(*common.words_for(w, True))
+
+    tiny, half = 2.0**-1022, np.nextafter(0.5, 0)
+    t = np.array([-700.0, -200.0, -45.0, -40.0, -9.01, -9.0, -1.0, -0.70])
+    w = _largest_below(lower, t, tiny, half)
+    implied = np.log(np.nextafter(w, 1))            # P(U = W <= w) = nextafter(w, 1)
+    np.testing.assert_allclose(implied, t, rtol=2**-50, atol=2**-51)
+    t = -np.array([0.69, 0.3, 1e-3, 2**-14, 1e-20, 1e-100, 1e-300])
+    w = _largest_below(upper, -t, tiny, half)       # the largest w with ln(1 - w) >= t
+    w = np.nextafter(w, 1)                          # the smallest with ln(1 - w) < t
+    implied_sf = np.log(w)                          # P(ln U > t) = P(1 − W > e^t) = w
+    np.testing.assert_allclose(implied_sf, np.log(-np.expm1(t)), rtol=2**-48)
+
+
+def _code_log_probability(theta: float, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every order of m items and its log-probability under the sampler, read off its
+    inverse CDF: the thresholds τ_j = sup{ln u : V >= j} found by bisection, so that
+    P(V = j) = e^{τ_j} − e^{τ_{j+1}} under the exact law of ln U."""
+    log_p = []
+    for t in range(m):
+        n = t + 1
+
+        def code(x, n=n):                           # non-decreasing in x = −ln u
+            return truncated_geometric(-x, np.full(x.shape, n), np.full(x.shape, theta))
+
+        tau = np.zeros(n + 1)
+        tau[n] = -np.inf
+        if n > 1:
+            j = np.arange(1, n)
+            # the smallest x with code(x) >= j is just above the largest with code < j
+            x = _largest_below(code, j - 0.5, np.zeros(n - 1), np.full(n - 1, 1e300))
+            tau[1:n] = -np.nextafter(x, np.inf)
+        with np.errstate(divide="ignore"):
+            log_p.append(tau[:-1] + np.log(-np.expm1(tau[1:] - tau[:-1])))
+    discordant = np.array(list(itertools.product(*[range(t + 1) for t in range(m)])), np.int64)
+    total = sum(log_p[t][discordant[:, t]] for t in range(m))
+    owner = np.repeat(np.arange(len(discordant)), m)
+    rank = np.tile(np.arange(m), len(discordant))
+    codes = rank - discordant.ravel()               # as mallows_privatize inserts them
+    pos = insertion_positions(codes, owner, rank).reshape(len(discordant), m)
+    orders = np.argsort(pos, axis=1)                # the item at each final position
+    return orders, total
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+@pytest.mark.parametrize("eps", [0.01, 1.0, 50.0, 700.0])
+def test_sampler_implied_law_is_the_mallows_law_by_enumeration(m, eps):
+    """Regression (#33): every order's log-probability under the sampler (its inverse CDF
+    applied to the exact law of ln U) is the Mallows log-probability, at small, default
+    and huge ε (at ε = 50 the reversed order has probability e^-50 at m = 2)."""
+    theta = float(mallows_theta(eps, m))
+    orders, implied = _code_log_probability(theta, m)
+    exact = _mallows_log_pmf(orders, np.arange(m), theta)
+    assert np.isfinite(implied).all() and len(np.unique(orders, axis=0)) == math.factorial(m)
+    np.testing.assert_allclose(implied, exact, rtol=1e-12, atol=1e-12)
+    if eps >= 50:                                   # the far tail, where 53 bits give 0
+        assert implied.min() < -49
+
+
+class _ExtremeDraws(np.random.Generator):
+    """Every draw at its extreme: ``random`` gives 0 and 1 − 2^-53 alternately (the
+    reach of a 53-bit uniform), ``integers`` the words of W = 2^-120 (lower side)."""
+
+    def __init__(self):
+        super().__init__(np.random.PCG64(0))
+        self._more = None
+
+    def random(self, size=None, *args, **kwargs):
+        return np.resize([0.0, 1 - 2**-53], size)
+
+    def integers(self, low, high=None, size=None, *args, **kwargs):
+        if self._more is None:
+            words, self._more = common.words_for(np.full(size, 2.0**-120), False)
+            self._level = 0
+            return words
+        self._level += 1
+        return self._more(self._level, np.arange(size))
+
+
+@pytest.mark.parametrize("eps", [40.0, 50.0])
+def test_far_tail_order_is_produced_by_the_public_sampler(eps):
+    """Regression (#33): at ε = 40-50, m = 2, the reversed order (probability ≈ e^-ε) is
+    produced by the extreme draws; with one 53-bit uniform per item it never was."""
+    out = mallows_privatize(np.tile([0, 1], (4, 1)), eps, _ExtremeDraws())
+    assert (out == [1, 0]).all(axis=1).any()
+
+
+class _TailConditioned(np.random.Generator):
+    """A seeded Generator whose first words are conditioned on the far lower tail:
+    W < 2^-(12 + extra) (side bit and 11 head bits cleared, then ``extra`` more zeros)."""
+
+    def __init__(self, seed: int, extra: int):
+        super().__init__(np.random.PCG64(seed))
+        self.calls, self.extra = 0, extra
+
+    def integers(self, *args, **kwargs):
+        words = super().integers(*args, **kwargs)
+        self.calls += 1
+        if self.calls == 1:
+            return words & np.uint64(2**52 - 1)
+        left = self.extra - 53 * (self.calls - 2)   # zeros still to force at this level
+        if left >= 53:
+            return np.zeros_like(words)
+        return words >> np.uint64(left) if left > 0 else words
+
+
+@pytest.mark.parametrize("eps,extra", [(40.0, 45), (50.0, 59)])
+def test_far_tail_frequency_matches_its_exact_probability(eps, extra):
+    """Regression (#33), seeded: conditioned on W < 2^-(12+extra) (a uniform law on that
+    interval), the reversed order of m = 2 appears with probability
+    P(U <= e^-ε / (1 + e^-ε)) / 2^-(12+extra), computed in log space."""
+    n = 20_000
+    out = mallows_privatize(np.tile([0, 1], (n, 1)), eps, _TailConditioned(7, extra))
+    hits = int((out == [1, 0]).all(axis=1).sum())
+    log_p = -eps - math.log1p(math.exp(-eps)) + (12 + extra) * math.log(2)
+    p = math.exp(log_p)
+    assert 0.2 < p < 0.8                            # the test has power both ways
+    assert stats.binomtest(hits, n, p).pvalue > 1e-4, (hits / n, p)
 
 
 # ---------------------------------------------------------------- exact privacy

@@ -504,3 +504,26 @@ def test_probabilistic_beta_is_at_least_one_without_candidates():
     sims[1, 0] = 0.5
     selection = Probabilistic().select(sims, np.array([0, 1]), 2, QueryNoise(0, (np.arange(2),)))
     np.testing.assert_array_equal(selection.beta, [1, 1])
+
+
+@pytest.mark.parametrize("name", ["pncf_corrected", "ppns", "probabilistic"])
+def test_every_candidate_can_win_far_beyond_the_bounded_uniform_keys(monkeypatch, name):
+    """At c·Δ = 200 (far above the ≈ 40.4 that one 53-bit uniform per key can span), a
+    Gumbel variate of 700 on the worst candidate makes it win: the selectors draw their keys
+    from `keyed_gumbel`'s exact tails, so every output has positive probability (#33).
+    PNCF as published is left out: its truncation makes such a candidate impossible."""
+    import dprec.selectors.base as base
+
+    def far_tail(seed, keys, n_draws, stream=0):
+        g = np.zeros((len(np.asarray(keys[0])), n_draws))
+        g[:, 1] = 700.0               # the worse candidate's variate, in the far upper tail
+        return g
+
+    monkeypatch.setattr(base, "keyed_gumbel", far_tail)
+    sims = np.array([[1.0, 0.0]])
+    selector = {"pncf_corrected": lambda: CorrectedPNCF(epsilon=400.0, score_range=1.0),
+                "ppns": lambda: PPNS(epsilon=1600.0, p=0.5),
+                "probabilistic": lambda: Probabilistic(floor=1e-300)}[name]()
+    positions = selector.select(sims, np.array([2]), 1, QueryNoise(0, (np.arange(1),)),
+                                np.ones(1)).positions
+    assert positions[0, 0] == 1

@@ -446,8 +446,8 @@ def test_sets_below_tau_raise_naming_tau(cls):
 @pytest.mark.parametrize("cls", [RRMinHash, NoisyMinHash])
 def test_sets_below_tau_are_excluded_with_a_warning(cls):
     X = _sets([30, 12, 40, 0, 25])
-    backend = cls(16, 2, epsilon=4.0, delta=1e-4, tau=20, random_state=0,
-                  small_users="exclude")
+    backend = cls(16, 2, epsilon=4.0, delta=1e-4, tau=20,
+                  random_state=np.random.default_rng(0), small_users="exclude")
     with pytest.warns(UserWarning, match=r"2 user\(s\).*tau=20"):
         S = backend.sketch(X)
     assert S.valid.tolist() == [True, False, True, False, True]
@@ -613,7 +613,7 @@ def test_private_minhash_defaults(cls):
 
 
 def test_privacy_entries_come_from_the_mechanisms_maps():
-    entries = [b.privacy() for b in _all_backends(tau=20)]
+    entries = [b.privacy() for b in _all_backends(np.random.default_rng(0), tau=20)]
     assert [e.component for e in entries] == ["similarity"] * 5
     assert [e.mechanism.split(" ")[0] for e in entries] == [
         "none", "randomized_response", "laplace", "laplace", "gaussian"]
@@ -674,7 +674,8 @@ def test_minhash_entries_field_by_field():
     public = RRMinHash(16, 2, epsilon=4.0, delta=1e-4,
                        tau=10).privacy()       # τ public: known at once
     assert public.status is Status.HOLDS and public.epsilon == pytest.approx(4.0)
-    random_hash = RRMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=10, random_state=0)
+    random_hash = RRMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=10,
+                            random_state=np.random.default_rng(0))
     random_hash.sketch(X)
     L = difference_bound(16, 2, 1, 10, 1e-4)
     entry = random_hash.privacy()
@@ -682,7 +683,8 @@ def test_minhash_entries_field_by_field():
     assert entry.note == ("1 item(s) of one user's set, sets of at least τ = 10 items; δ over "
                           f"the random hash functions (at most L = {L:.4g} coordinates differ "
                           "with probability 1 − δ)")
-    fixed = NoisyMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=10, hash_seed=5, random_state=0)
+    fixed = NoisyMinHash(16, 2, epsilon=4.0, delta=1e-4, tau=10, hash_seed=5,
+                         random_state=np.random.default_rng(0))
     fixed.sketch(X)
     entry = fixed.privacy()
     assert (entry.mechanism, entry.delta) == ("laplace (NoisyMinHash)", 0.0)

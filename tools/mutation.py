@@ -4,16 +4,19 @@ A wrong constant in a privacy map crashes nothing: it silently prints a false
 ε.  This runs mutmut (``pip install mutmut``; configuration in
 ``pyproject.toml``, ``[tool.mutmut]``) on the code whose mistakes would do
 that — the mechanisms and their privacy maps, the accountant, the selectors,
-the sketches' privacy parameters (the MinHash bound, the SJLT/JL scales) and
-the Mallows calibration — and prints, per module, how many mutants the tests
-kill.  Every survivor must be listed, with the reason it is equivalent, in
+the sketches' privacy parameters (the MinHash bound, the SJLT/JL scales), the
+Mallows calibration and the three end-to-end private models (``DPBaseline``,
+``DPItemKNN``, ``LocalKNN``: their sensitivities, their lists of users and
+items, the order they release in) — and prints, per module, how many mutants
+the tests kill.  Every survivor must be listed, with the reason it is equivalent, in
 ``tests/mutation_survivors.md``; the command fails when a module scores below
 95 % or a survivor is not listed.
 
 Usage::
 
-    python tools/mutation.py                 # all modules (about 11 minutes on 2 cores)
+    python tools/mutation.py                 # all modules
     python tools/mutation.py --scope ledger  # one module
+    python tools/mutation.py --scope "dp baseline" --max-children 1
     python tools/mutation.py --report        # only print the last results
 
 Run it before changing any of these modules; it is not part of the default test run.
@@ -71,6 +74,9 @@ SCOPES: dict[str, list[str]] = {
         "dprec.ranking.mallows.x_truncated_geometric*",
         "dprec.ranking.mallows.x__per_order_epsilon*",
     ],
+    "dp baseline": ["dprec.dp_baseline.*"],
+    "dp item knn": ["dprec.dp_item_knn.*"],
+    "local knn": ["dprec.local_knn.*"],
 }
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255}     # test failure, internal error, timeout, type check
 TIMEOUTS = {36, -24, 24, 152, 255}

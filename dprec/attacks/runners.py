@@ -8,7 +8,7 @@ the target and the selector's reported β.
 * :class:`SurpriseRunner` works with any Surprise algorithm: a full ``fit``
   and Surprise's ``test``; the exposure is read from Surprise's own
   user-based kNN (``heapq`` semantics) or from an
-  algorithm's ``neighbours_``.
+  algorithm's ``neighbours_`` (raw ids keyed by raw user id, as LocalKNN's).
 * :class:`PrivateKNNRunner` serves user-based :class:`~dprec.PrivateKNN`
   (every prediction rule) through its public API only (``fit_precomputed`` with
   a similarity state shared by the scenarios, ``estimate_rules``,
@@ -140,8 +140,9 @@ class SurpriseRunner:
         exposed = np.full(len(data.users), np.nan)
         if exposure and _is_user_based_knn(algo):
             exposed = _heapq_exposure(algo.sim, data.ratings, data.users, target, algo.k)
-        elif exposure and hasattr(algo, "neighbours_"):   # one neighbour list per user
-            exposed = (algo.neighbours_[data.users] == target.inner_id).any(axis=1) * 1.0
+        elif exposure and hasattr(algo, "neighbours_"):   # raw ids, keyed by raw user id
+            raw = [data.trainset.to_raw_uid(int(u)) for u in data.users]
+            exposed = (algo.neighbours_.loc[raw].to_numpy() == target.raw_id).any(axis=1) * 1.0
         return Outcome(estimates, items, exposed, math.nan)
 
 

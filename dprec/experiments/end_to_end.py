@@ -8,15 +8,22 @@ computed by dprec's top-k, whose predictions equal Surprise's to 1e-9), dprec's
 guarantees hold for everything they release, PNCF's selection *corrected*
 (its neighbour lists hold, its predictions are unprotected), and PNCF and PPNS *as
 published* (item neighbourhood, cosine, k = 40: their ε covers the neighbour
-selection only, not the predictions).  RMSE, MAE, precision@10 and NDCG@10 per
-configuration; ``--scaling`` repeats the private models at ε = 1 on synthetic
-data of growing numbers of users (the MovieLens-100k and -1M shapes and
-beyond), since user-level noise averages out over users; ``--attack`` runs
-the β-kNN attack (:class:`~dprec.BetaKNNAttack`) on the end-to-end kNN models
-at ε ≤ 2 and on the non-private top-k (Surprise's ``KNNBasic``), and compares
-the attacker's pooled recovery with the crowd yardstick (the other users'
-mean rating).  Writes ``end_to_end.csv``, ``end_to_end_scaling.csv``,
-``end_to_end_attack.csv`` and ``end_to_end_rmse.png``.
+selection only, not the predictions).  No hyper-parameter is read from the data:
+every configuration takes the public rule (column ``hyperparameters``,
+:data:`~dprec.experiments.hyperparameters.PUBLIC_RULE`): ``k = 40`` for every
+kNN model and each model's default stabilisers (functions of ε alone), so
+nothing outside the end-to-end models' ε chose them.  (These runs are seeded
+for reproducibility, and a seeded run has no guarantee: the guarantee is that
+of the configuration fitted with ``random_state=None``.)  RMSE, MAE,
+precision@10 and NDCG@10 per configuration; ``--scaling`` repeats the private
+models at ε = 1 on synthetic data of growing numbers of users (the
+MovieLens-100k and -1M shapes and beyond), since user-level noise averages out
+over users; ``--attack`` runs the β-kNN attack (:class:`~dprec.BetaKNNAttack`)
+on the end-to-end kNN models at ε ≤ 2 and on the non-private top-k (Surprise's
+``KNNBasic``), and compares the attacker's pooled recovery with the crowd
+yardstick (the other users' mean rating). Writes ``end_to_end.csv``,
+``end_to_end_scaling.csv``, ``end_to_end_attack.csv`` and
+``end_to_end_rmse.png``.
 
 Run: ``python experiments/end_to_end.py [--quick] [--scaling] [--attack] [--out DIR]``.
 """
@@ -40,6 +47,7 @@ from ..knn import PrivateKNN, PrivateKNNBaseline
 from ..local_knn import LocalKNN
 from ..selectors import CorrectedPNCF
 from ._options import add_common_options
+from .hyperparameters import PUBLIC_K, PUBLIC_RULE
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline")
@@ -55,32 +63,33 @@ ATTACK_REFERENCE = "KNNBasic (top-k, no privacy)"
 SHAPES = ((943, 1682, 100_000), (6040, 3706, 1_000_209), (20_000, 3706, 3_000_000))
 
 
-def make_algo(model: str, epsilon: float | None = None, seed: int = 0):
-    """The configuration's (unfitted) algorithm."""
+def make_algo(model: str, epsilon: float | None = None, seed: int | None = 0):
+    """The configuration's (unfitted) algorithm, its hyper-parameters by the public rule
+    (``k = 40``, the models' defaults); ``seed`` its ``random_state``."""
     if model == "global mean":
         return BaselineOnly(bsl_options={"method": "als", "n_epochs": 0}, verbose=False)
     if model == "BaselineOnly":
         return BaselineOnly(verbose=False)
     if model == "KNNBasic":      # dprec's top-k: Surprise's predictions, tested to 1e-9
-        return PrivateKNN(k=40, verbose=False)
+        return PrivateKNN(k=PUBLIC_K, verbose=False)
     if model == "KNNBaseline":
-        return PrivateKNNBaseline(k=40, verbose=False)
+        return PrivateKNNBaseline(k=PUBLIC_K, verbose=False)
     if model.startswith("DPBaseline"):
         unit = "user" if "user" in model else "rating"
         return DPBaseline(epsilon=epsilon, unit=unit, random_state=seed)
     if model.startswith("DPItemKNN"):
-        return DPItemKNN(epsilon=epsilon, random_state=seed)
+        return DPItemKNN(epsilon=epsilon, k=PUBLIC_K, random_state=seed)
     if model.startswith("LocalKNN"):
         release = "krr" if "krr" in model else "laplace"
-        return LocalKNN(epsilon=epsilon, rating_release=release, random_state=seed)
+        return LocalKNN(epsilon=epsilon, k=PUBLIC_K, rating_release=release, random_state=seed)
     if model in CORRECTED:   # candidates fixed in advance; cosine on 1..5 has range width 1
-        return PrivateKNN(k=40, sim_options={"name": "cosine"},
+        return PrivateKNN(k=PUBLIC_K, sim_options={"name": "cosine"},
                           selector=CorrectedPNCF(epsilon=epsilon,
                                                  score_range=1.0), neighbourhood="user",
                           prediction="baseline", random_state=seed, verbose=False)
     selector = model.split()[0].lower()
-    return PrivateKNN(k=40, sim_options={"name": "cosine"}, selector=selector, epsilon=epsilon,
-                      random_state=seed, verbose=False)
+    return PrivateKNN(k=PUBLIC_K, sim_options={"name": "cosine"}, selector=selector,
+                      epsilon=epsilon, random_state=seed, verbose=False)
 
 
 ALL = REFERENCES + PRIVATE + PUBLISHED + CORRECTED
@@ -94,13 +103,15 @@ def configurations(epsilons=EPSILONS, models=ALL) -> list[dict]:
 
 def run(data=None, epsilons=EPSILONS, n_folds: int = 5, seed: int = 0, n_jobs: int = 1,
         progress: bool = True, models=ALL) -> pd.DataFrame:
-    """The sweep: one row per configuration and fold."""
+    """The sweep: one row per configuration and fold, with how its hyper-parameters were
+    chosen (``hyperparameters``: the public rule for every row)."""
     label = "given"
     if data is None:
         data, label = load_or_synthetic("auto", seed)
     table = grid_table(configurations(epsilons, models), make_algo, data, n_folds=n_folds,
                        random_state=seed, n_jobs=n_jobs, progress=progress)
     table.insert(0, "dataset", label)
+    table["hyperparameters"] = PUBLIC_RULE
     return table
 
 
@@ -113,6 +124,7 @@ def scaling(shapes=SHAPES, epsilon: float = 1.0, n_folds: int = 2, seed: int = 0
         table = grid_table(configurations((epsilon,), ("BaselineOnly",) + PRIVATE), make_algo,
                            data, n_folds=n_folds, random_state=seed, n_jobs=n_jobs)
         table.insert(0, "users", n_users)
+        table["hyperparameters"] = PUBLIC_RULE
         tables.append(table)
     return pd.concat(tables, ignore_index=True)
 

@@ -13,22 +13,22 @@ references, on the same folds and against the same attack:
   (the papers'), whose basic rule falls back to the user's mean where no
   neighbour rated the item (``fallback="user_mean"``) and whose rules shrink
   towards their fallback by the number of contributing neighbours
-  (``neighbour_shrinkage`` λ, from ``SHRINKAGE_GRID`` by the inner
-  cross-validation: λ = ∞ *is* the user's mean, or ``b_ui`` for the
-  baseline rule, so the user semantics are never worse than it on the
-  validation folds); the end-to-end DP models
+  (``neighbour_shrinkage`` λ; λ = ∞ *is* the fallback, μ_u or ``b_ui``, so
+  the user semantics never lose to it on the validation folds); the
+  end-to-end DP models
   ``DPItemKNN``, ``LocalKNN`` (k-RR and Laplace ratings) and ``DPBaseline``;
   references: the global mean, ``BaselineOnly`` and ``KNNBaseline``
   (pearson-baseline, computed by dprec's top-k, equal to Surprise's).  The
   non-private top-k of each rule and neighbourhood is in the grid.
-* **k (and λ) by cross-validation on the training folds only** — for each
-  outer fold, each configuration's ``k`` (from ``--k-grid``, default 10, 20,
-  40), and λ for the user neighbourhood, are those with the lowest RMSE in
-  an inner cross-validation of that fold's training part; the test fold is
-  used once, to score.  The attack uses the ``(k, λ)`` chosen most often
-  over the folds (ties: the smaller).  Configurations that differ only in
-  their rule (and λ) share one fit and one selection of neighbours
-  (:meth:`~dprec.PrivateKNN.estimate_rules`), here and in the attack.
+* **hyper-parameters** (:mod:`~dprec.experiments.hyperparameters`; column
+  ``hyperparameters``) — the models that hold end to end, and those with
+  nothing to tune, by the **public rule** (``k = 40``, the models' default
+  stabilisers: nothing read from the data); the others **cross-validated
+  (not private)**: per outer fold, the ``(k, λ)`` (``--k-grid``; λ in the
+  user neighbourhood) with the lowest RMSE in an inner cross-validation of
+  the training part.  The attack uses the pair chosen most often.  Configurations
+  differing only in their rule (and λ) share one fit and selection
+  (:meth:`~dprec.PrivateKNN.estimate_rules`).
 * **accuracy** — RMSE, MAE and precision@10 (Surprise's FAQ: a user's ten
   best-estimated test items with estimate ≥ 3.5, relevant when rated ≥ 3.5),
   means over the outer folds.
@@ -52,22 +52,21 @@ references, on the same folds and against the same attack:
   items).  ``--anchor`` repeats it on synthetic data of MovieLens 1M's shape
   at ``k = 10``, next to the paper's 80.4% (UserKNN) and 24.1% (its best
   variant).
-* **guarantee label** — from the privacy accountant of the configuration
-  fitted on the whole data: *holds* (an end-to-end guarantee for everything
-  released), *in part* (guarantees that hold for some outputs, e.g. the
-  neighbour lists, not the predictions), *as published* (a paper's claim
-  dprec reproduces but does not guarantee), *none*.
+* **guarantee label** — the guarantee of the configuration fitted with fresh
+  noise on the whole data (these runs are seeded for reproducibility, and a
+  seeded run has none): *holds* (end to end, hyper-parameters by the public
+  rule), *in part* (some outputs only; or a model that holds whose ``k`` was
+  cross-validated), *as published* (a paper's claim), *none*.
 * **the frontier** — per configuration the largest gain over β (the attacker
   picks β); Pareto-optimal configurations for (RMSE, gain) and for
   (precision@10, gain) are marked, and for each accuracy level the most
   resistant configuration is listed.
 
 Writes under ``--out`` (default ``results/frontier``): ``accuracy.csv`` (one
-row per configuration and outer fold: the chosen ``k`` and λ, the inner RMSE of
-every candidate),
-``attack.csv`` (one row per configuration × target × β), ``frontier.csv``
-(one row per configuration), ``by_accuracy.csv``, ``anchor.csv`` (with
-``--anchor``) and ``frontier.png``::
+row per configuration and outer fold: ``k``, λ, how they were chosen, the
+inner RMSE of every candidate), ``attack.csv`` (one row per configuration ×
+target × β), ``frontier.csv`` (one row per configuration), ``by_accuracy.csv``,
+``anchor.csv`` (with ``--anchor``) and ``frontier.png``::
 
     python experiments/frontier.py --quick
     SURPRISE_DATA_FOLDER=/path/to/surprise_data python experiments/frontier.py --anchor
@@ -84,7 +83,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-from surprise import BaselineOnly, Dataset, Reader
+from surprise import BaselineOnly
 from surprise.model_selection import KFold
 from tqdm.auto import tqdm
 
@@ -96,22 +95,18 @@ from ..datasets import synthetic
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..knn import PrivateKNN
-from ..ledger import Status
 from ..local_knn import LocalKNN
 from ..metrics import precision_at_k
 from ..selectors import CorrectedPNCF
 from ..similarity import sketch_backend, with_public_bounds
 from ..similarity.exact import change_bound
+from . import hyperparameters as hp
 from ._options import add_common_options, experiment_data
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 BETAS = (1, 2, 4, 8)
-K_GRID = (10, 20, 40)
-#: the neighbour shrinkage λ of the user neighbourhood, chosen by the inner CV with k
-#: (∞: the rule's fallback itself, μ_u or b_ui)
-SHRINKAGE_GRID = (0.0, 1.0, 4.0, 16.0, math.inf)
 SELECTORS = ("topk", "probabilistic", "pncf", "ppns", "pncf_corrected")
 PRIVATE_SELECTORS = ("pncf", "ppns", "pncf_corrected")
 SIMILARITIES = ("cosine", "rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")
@@ -165,17 +160,6 @@ def configurations(epsilons: Sequence[float] = EPSILONS,
     return grid
 
 
-def tunes_k(config: dict) -> bool:
-    """Whether the configuration has a ``k`` to choose (every model with neighbours)."""
-    return config["config"] not in ("global mean", "BaselineOnly") and not \
-        config.get("model", "").startswith("DPBaseline")
-
-
-def tunes_shrinkage(config: dict) -> bool:
-    """Whether the configuration chooses a neighbour shrinkage λ (the user neighbourhood)."""
-    return config["family"] == "knn" and config["neighbourhood"] == "user"
-
-
 def rule_of(config: dict, shrinkage: float = 0.0) -> dict:
     """The prediction rule of a kNN configuration (:data:`dprec.knn.RULE_PARAMETERS`): the
     basic rule of the user neighbourhood falls back to the user's mean."""
@@ -185,10 +169,11 @@ def rule_of(config: dict, shrinkage: float = 0.0) -> dict:
             else "global_mean", "neighbour_shrinkage": float(shrinkage)}
 
 
-def make_algo(config: dict, k: int | None, shrinkage: float = 0.0, *, seed: int = 0,
+def make_algo(config: dict, k: int | None, shrinkage: float = 0.0, *, seed: int | None = 0,
               rating_scale: tuple[float, float] = (1.0, 5.0)):
     """The (unfitted) model of ``config`` with ``k`` neighbours (ignored without) and
-    neighbour shrinkage ``shrinkage`` (kNN configurations)."""
+    neighbour shrinkage ``shrinkage`` (kNN configurations); ``seed`` its ``random_state``
+    (None: fresh noise, the configuration as fitted for its guarantee)."""
     name = config["config"]
     if name == "global mean":
         return BaselineOnly(bsl_options={"method": "als", "n_epochs": 0}, verbose=False)
@@ -223,31 +208,9 @@ def make_algo(config: dict, k: int | None, shrinkage: float = 0.0, *, seed: int 
                       **rule_of(config, shrinkage))
 
 
-def guarantee_label(algo) -> str:
-    """What the fitted model's privacy accountant guarantees: ``"holds"`` (end to end),
-    ``"in part"``, ``"as published"`` or ``"none"`` (see the module docstring)."""
-    if not hasattr(algo, "privacy_report"):
-        return "none"
-    report = algo.privacy_report()
-    statuses = {entry.status for entry in report.entries}
-    if report.guarantee is not None:
-        return "holds"
-    if Status.AS_PUBLISHED in statuses:
-        return "as published"
-    return "in part" if Status.HOLDS in statuses else "none"
-
-
 # ---------------------------------------------------------------- accuracy
 def _rmse(truth: np.ndarray, est: np.ndarray) -> float:
     return float(np.sqrt(np.mean((est - truth) ** 2)))
-
-
-def _dataset(trainset) -> Dataset:
-    """The ratings of ``trainset`` as a Dataset with raw ids (to split it again)."""
-    frame = pd.DataFrame([(trainset.to_raw_uid(u), trainset.to_raw_iid(i), r)
-                          for u, i, r in trainset.all_ratings()],
-                         columns=["user", "item", "rating"])
-    return Dataset.load_from_df(frame, Reader(rating_scale=trainset.rating_scale))
 
 
 def _scored(candidates: Sequence[tuple[dict, int | None, float]], shared: SharedFits,
@@ -278,36 +241,6 @@ def _scored(candidates: Sequence[tuple[dict, int | None, float]], shared: Shared
             yield config, k, shrinkage, algo, answer, neighbours
 
 
-def _candidates(configs: Sequence[dict], k_grid: Sequence[int],
-                shrinkage_grid: Sequence[float]) -> list[tuple[dict, int | None, float]]:
-    """Every ``(config, k, λ)`` the inner cross-validation scores."""
-    return [(config, k, shrinkage) for config in configs
-            for k in (k_grid if tunes_k(config) else (None,))
-            for shrinkage in (shrinkage_grid if tunes_shrinkage(config) else (0.0,))]
-
-
-def choose_parameters(configs: Sequence[dict], trainset, k_grid: Sequence[int],
-                      inner_folds: int, seed: int,
-                      shrinkage_grid: Sequence[float] = SHRINKAGE_GRID) -> pd.DataFrame:
-    """Inner cross-validation on ``trainset`` alone: one row per configuration, ``k`` and
-    λ (``inner_rmse``, the mean over the inner folds), the chosen pair flagged (lowest
-    RMSE, ties to the smaller ``k``, then the smaller λ)."""
-    rows = []
-    splits = KFold(n_splits=inner_folds, random_state=seed).split(_dataset(trainset))
-    candidates = _candidates(configs, k_grid, shrinkage_grid)
-    for inner, (train, test) in enumerate(splits):
-        for config, k, shrinkage, _, (truth, est, _), _ in _scored(
-                candidates, SharedFits(train), test, seed):
-            rows.append({"config": config["config"], "k": k, "shrinkage": shrinkage,
-                         "inner": inner, "inner_rmse": _rmse(truth, est)})
-    table = pd.DataFrame(rows).groupby(["config", "k", "shrinkage"], sort=False, dropna=False)
-    table = table["inner_rmse"].mean().reset_index()
-    best = table.sort_values(["inner_rmse", "k", "shrinkage"],
-                             kind="stable").groupby("config").head(1)
-    table["chosen"] = table.index.isin(best.index)
-    return table
-
-
 def _tau(shared: SharedFits, k: int, users, items, seed: int) -> float:
     """ReuseKNN's τ from plain UserKNN (top-k, item neighbourhood, basic, cosine) at ``k``
     on this fold's test queries."""
@@ -316,18 +249,20 @@ def _tau(shared: SharedFits, k: int, users, items, seed: int) -> float:
     return reuseknn_threshold(data_usage(reference, users, items))
 
 
-def _parameter_label(k: int | None, shrinkage: float) -> str:
-    """How ``inner_rmse`` names a candidate: ``"k=10"``, or ``"k=10 λ=4"``."""
-    return f"k={k}" + (f" λ={shrinkage:g}" if shrinkage else "")
-
-
 def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
-                k_grid: Sequence[int] = K_GRID, inner_folds: int = 2,
-                seed: int = 0, shrinkage_grid: Sequence[float] = SHRINKAGE_GRID) -> list[dict]:
-    """One outer fold: ``k`` (and λ) by inner cross-validation, then every configuration
-    scored on the test fold (RMSE, MAE, precision@10, impossible share, vulnerable
-    share)."""
-    inner = choose_parameters(configs, trainset, k_grid, inner_folds, seed, shrinkage_grid)
+                k_grid: Sequence[int] = hp.K_GRID, inner_folds: int = 2,
+                seed: int = 0, shrinkage_grid: Sequence[float] = hp.SHRINKAGE_GRID,
+                methods: dict | None = None) -> list[dict]:
+    """One outer fold: ``(k, λ)`` by the public rule or by inner cross-validation of
+    ``trainset`` (``methods``, default :func:`hyperparameter_methods`; the column
+    ``hyperparameters``), then every configuration scored on the test fold (RMSE, MAE,
+    precision@10, impossible share, vulnerable share)."""
+    methods = hp.hyperparameter_methods(configs, make_algo) if methods is None else methods
+    tuned = [c for c in configs if methods[c["config"]] == hp.CROSS_VALIDATED]
+    inner = hp.choose_parameters(     # each candidate fitted on an inner part, scored on the other
+        tuned, trainset, k_grid, inner_folds, seed, shrinkage_grid,
+        score=lambda cands, train, test: ((c, k, lam, _rmse(t, e)) for c, k, lam, _, (t, e, _), _
+                                          in _scored(cands, SharedFits(train), test, seed)))
     chosen = inner[inner.chosen].set_index("config")
     uids, iids, r_uis, users, items = inner_ids(trainset, testset)
     known = (users >= 0) & (items >= 0)
@@ -335,9 +270,10 @@ def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
     shared = SharedFits(trainset)
     candidates = []
     for config in configs:
-        k = chosen.k[config["config"]]
-        candidates.append((config, None if pd.isna(k) else int(k),
-                           float(chosen.shrinkage[config["config"]])))
+        k, lam = hp.public_parameters(config)
+        if methods[config["config"]] == hp.CROSS_VALIDATED:
+            k, lam = chosen.k[config["config"]], chosen.shrinkage[config["config"]]
+        candidates.append((config, None if pd.isna(k) else int(k), float(lam)))
     rows, usage, last = [], None, None
     start = time.perf_counter()
     for config, k, shrinkage, algo, (truth, est, possible), neighbours in _scored(
@@ -355,11 +291,12 @@ def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
             share = vulnerable_share(usage * (not math.isinf(shrinkage)), taus[k])
         scores = inner[inner.config == config["config"]]
         rows.append({"config": config["config"], "fold": fold, "k": k, "shrinkage": shrinkage,
-                     "rmse": _rmse(truth, est), "mae": float(np.mean(np.abs(est - truth))),
+                     "hyperparameters": methods[config["config"]], "rmse": _rmse(truth, est),
+                     "mae": float(np.mean(np.abs(est - truth))),
                      "precision@10": precision_at_k(predictions, 10),
                      "impossible": float(1 - possible.mean()),
                      "vulnerable": share, "tau": taus.get(k, np.nan),
-                     "inner_rmse": {_parameter_label(*pair): round(value, 5) for *pair, value
+                     "inner_rmse": {hp.parameter_label(*pair): round(value, 5) for *pair, value
                                     in zip(scores.k, scores.shrinkage, scores.inner_rmse)},
                      "seconds": time.perf_counter() - start})
         start = time.perf_counter()
@@ -368,21 +305,23 @@ def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
 
 
 def accuracy_table(data, configs: Sequence[dict], n_folds: int = 3,
-                   k_grid: Sequence[int] = K_GRID, inner_folds: int = 2, seed: int = 0,
+                   k_grid: Sequence[int] = hp.K_GRID, inner_folds: int = 2, seed: int = 0,
                    n_jobs: int = 1, progress: bool = True,
-                   shrinkage_grid: Sequence[float] = SHRINKAGE_GRID) -> pd.DataFrame:
-    """Nested cross-validation of every configuration: one row per configuration and outer
-    fold, in the order of ``configs``.
+                   shrinkage_grid: Sequence[float] = hp.SHRINKAGE_GRID) -> pd.DataFrame:
+    """Every configuration scored per outer fold, its ``(k, λ)`` by the public rule or by
+    nested cross-validation (:func:`hyperparameter_methods`): one row per configuration
+    and outer fold, in the order of ``configs``.
 
     Runs in parallel over (fold, similarity) pairs: the configurations of one
     similarity share its computation (and a sketch backend's release) on a fold.
     """
+    methods = hp.hyperparameter_methods(configs, make_algo)
     groups: dict = {}
     for config in configs:
         groups.setdefault(config["similarity"], []).append(config)
     folds = list(KFold(n_splits=n_folds, random_state=seed).split(data))
     jobs = [delayed(fold_scores)(group, trainset, testset, fold, k_grid, inner_folds, seed,
-                                 shrinkage_grid)
+                                 shrinkage_grid, methods)
             for fold, (trainset, testset) in enumerate(folds) for group in groups.values()]
     parts = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
     rows = [row for part in tqdm(parts, total=len(jobs), desc="accuracy", unit="task",
@@ -392,22 +331,6 @@ def accuracy_table(data, configs: Sequence[dict], n_folds: int = 3,
     return table.sort_values(["fold", "config"], key=lambda column: column.map(order)
                              if column.name == "config" else column,
                              kind="stable").reset_index(drop=True)
-
-
-def attack_parameters(accuracy: pd.DataFrame) -> dict:
-    """Per configuration, the ``(k, λ)`` chosen most often over the folds (ties: the
-    smaller ``k``, then the smaller λ; ``k`` None without neighbours).  A run saved
-    before λ was chosen reads as λ = 0."""
-    out = {}
-    accuracy = accuracy.assign(shrinkage=accuracy.get("shrinkage", 0.0))
-    for config, part in accuracy.groupby("config", sort=False):
-        if part.k.isna().all():
-            out[config] = (None, 0.0)
-            continue
-        counts = part.groupby(["k", "shrinkage"]).size().sort_index(kind="stable")
-        k, shrinkage = counts.idxmax()
-        out[config] = (int(k), float(shrinkage))
-    return out
 
 
 # ------------------------------------------------------------------ attack
@@ -421,22 +344,21 @@ def attack_table(data, configs: Sequence[dict], parameters: dict, n_targets: int
     per configuration × target × β."""
     scale = data.build_full_trainset().rating_scale
     algos = {c["config"]: make_algo(c, *parameters[c["config"]], seed=seed, rating_scale=scale)
-             for c in configs if tunes_k(c)}
+             for c in configs if hp.tunes_k(c)}
     attack = BetaKNNAttack(algos, data, n_known=N_KNOWN, betas=betas, n_targets=n_targets,
                            min_target_ratings=min_target_ratings, inference=False,
-                           n_asked=n_asked,
-                           random_state=seed, n_jobs=n_jobs, progress=progress)
+                           n_asked=n_asked, random_state=seed, n_jobs=n_jobs, progress=progress)
     return attack.run().rename(columns={"algo": "config"})
 
 
-def labels(data, configs: Sequence[dict], parameters: dict, seed: int = 0) -> dict:
-    """Each configuration's guarantee label, from a fit on the whole data with its
-    ``(k, λ)`` of ``parameters``."""
-    shared = SharedFits(data.build_full_trainset())
-    scale = shared.trainset.rating_scale
-    return {c["config"]: guarantee_label(shared.fit(make_algo(c, *parameters[c["config"]],
-                                                              seed=seed, rating_scale=scale)))
-            for c in configs}
+def labels(data, configs: Sequence[dict], parameters: dict, methods: dict | None = None) -> dict:
+    """Each configuration's label: the guarantee of the configuration fitted with fresh noise
+    (``random_state=None``) on the whole data with its ``(k, λ)`` of ``parameters``, *holds*
+    only when its hyper-parameters' choice (``methods``) is covered too
+    (:func:`~dprec.experiments.hyperparameters.fresh_noise_labels`).  These runs are seeded
+    for reproducibility, and a seeded run has no guarantee."""
+    methods = hp.hyperparameter_methods(configs, make_algo) if methods is None else methods
+    return hp.fresh_noise_labels(data, configs, parameters, make_algo, methods)
 
 
 # ----------------------------------------------------------------- summary
@@ -453,16 +375,18 @@ def pareto(cost: np.ndarray, loss: np.ndarray) -> np.ndarray:
 
 def summary(configs: Sequence[dict], accuracy: pd.DataFrame, attack: pd.DataFrame | None,
             guarantee: dict) -> pd.DataFrame:
-    """One row per configuration: accuracy (fold means), the attack's pooled recovery and
-    gain per β, the largest gain, the vulnerable share, the label and Pareto flags."""
+    """One row per configuration: accuracy (fold means), ``k``, λ and how they were chosen
+    (``hyperparameters``), the attack's pooled recovery and gain per β, the largest gain,
+    the vulnerable share, the label (``guarantee``: :func:`labels`) and Pareto flags."""
     keys = ["config", "family", "similarity", "selector", "rule", "neighbourhood", "epsilon"]
     out = pd.DataFrame(configs).reindex(columns=keys)
     means = accuracy.groupby("config", sort=False)[
         ["rmse", "mae", "precision@10", "impossible", "vulnerable", "tau"]].mean()
     out = out.merge(means.reset_index(), on="config", how="left")
-    parameters = attack_parameters(accuracy)
+    parameters = hp.attack_parameters(accuracy)
     out["k"] = out.config.map({config: k for config, (k, _) in parameters.items()})
     out["shrinkage"] = out.config.map({config: lam for config, (_, lam) in parameters.items()})
+    out["hyperparameters"] = out.config.map(hp.chosen_by(accuracy))
     out["guarantee"] = out.config.map(guarantee)
     if attack is not None and len(attack):
         gain = attack.assign(gain=attack.recovery_pooled - attack.baseline_item_mean)
@@ -576,8 +500,8 @@ def reuseknn_anchor(seed: int = 0, k: int = 10, shape=(6040, 3706, 1_000_209)) -
 
 # -------------------------------------------------------------------- main
 def _print_report(frontier: pd.DataFrame) -> None:
-    columns = [c for c in ["config", "k", "rmse", "precision@10", "gain_b1", "gain_b8",
-                           "max_gain", "max_gain_se", "vulnerable", "guarantee"]
+    columns = [c for c in ["config", "k", "hyperparameters", "rmse", "precision@10", "gain_b1",
+                           "gain_b8", "max_gain", "max_gain_se", "vulnerable", "guarantee"]
                if c in frontier]
     front = frontier[frontier.pareto_rmse | frontier.pareto_precision]
     print("Pareto-optimal configurations (RMSE or precision@10 against the largest gain):")
@@ -599,8 +523,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help=f"hidden items asked and scored per target (default {N_ASKED})")
     parser.add_argument("--inner-folds", type=int, default=2,
                         help="inner cross-validation folds choosing k (default 2)")
-    parser.add_argument("--k-grid", type=int, nargs="+", default=list(K_GRID),
-                        help="the k each configuration chooses from (default 10 20 40)")
+    parser.add_argument("--k-grid", type=int, nargs="+", default=list(hp.K_GRID),
+                        help="the k each cross-validated configuration chooses from (default "
+                             "10 20 40; the models that hold take k = 40)")
     parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS),
                         help="ε of every private part (default 0.5 1 2 5)")
     parser.add_argument("--similarities", nargs="+", default=list(SIMILARITIES),
@@ -629,8 +554,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         k_grid, folds, targets, betas, min_ratings = (tuple(args.k_grid), args.folds,
                                                       args.targets, BETAS, 50)
     print(f"{label}: {len(configs)} configurations, k ∈ {list(k_grid)} by {args.inner_folds}-"
-          f"fold inner CV in each of {folds} folds; attack: {targets} targets × β ∈ "
-          f"{list(betas)}", flush=True)
+          f"fold inner CV in each of {folds} folds (models that hold: public rule, k = "
+          f"{hp.PUBLIC_K}); attack: {targets} targets × β ∈ {list(betas)}", flush=True)
     if args.from_saved:
         saved = [out / name for name in ("accuracy.csv", "attack.csv")]
         if not all(path.is_file() for path in saved):
@@ -641,7 +566,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         if missing:
             raise ValueError(f"--from-saved: {out / 'accuracy.csv'} lacks {len(missing)} of the "
                              f"configurations these options ask for, e.g. {sorted(missing)[0]!r}")
-        parameters = attack_parameters(accuracy)
+        parameters = hp.attack_parameters(accuracy)
     else:
         accuracy = accuracy_table(data, configs, folds, k_grid, args.inner_folds, args.seed,
                                   args.n_jobs)
@@ -649,12 +574,13 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         accuracy.to_csv(out / "accuracy.csv", index=False)
         scored = time.perf_counter()
         print(f"accuracy: {scored - start:.0f} s", flush=True)
-        parameters = attack_parameters(accuracy)
+        parameters = hp.attack_parameters(accuracy)
         attack = attack_table(data, configs, parameters, targets, betas, min_ratings, args.asked,
                               args.seed, args.n_jobs)
         attack.to_csv(out / "attack.csv", index=False)
         print(f"attack: {time.perf_counter() - scored:.0f} s", flush=True)
-    frontier = summary(configs, accuracy, attack, labels(data, configs, parameters, args.seed))
+    frontier = summary(configs, accuracy, attack,
+                       labels(data, configs, parameters, hp.chosen_by(accuracy)))
     frontier.insert(0, "dataset", label)
     frontier.to_csv(out / "frontier.csv", index=False)
     by_accuracy_level(frontier).to_csv(out / "by_accuracy.csv", index=False)

@@ -6,13 +6,25 @@ score ``q`` moves by at most ``Δ`` between neighbouring inputs the draw is
 draws without replacement compose to ``2kcΔ`` (:func:`exponential_epsilon`;
 :func:`exponential_coefficient` is its inverse, ``c = ε/(2kΔ)``).
 
-The ``k`` draws are made at once by the Gumbel-max trick: with
-``G_j = −ln(−ln u_j)`` standard Gumbel, the indices of the ``k`` largest keys
-``c·q(j) + G_j`` (:func:`gumbel_keys_from_uniform`, then
-:func:`dprec._arrays.top_k_indices`, largest first) are distributed exactly
-as ``k`` sequential draws without replacement (Durfee & Rogers 2019,
-Lemma 4.2).  :func:`gumbel_top_k_from_uniform` is the core driven by one
-uniform per candidate, :func:`exponential_top_k` the seeded sampler.
+The ``k`` draws are made at once by the Gumbel-max trick: with $G_j$ standard
+Gumbel, the indices of the ``k`` largest keys $c\,q(j) + G_j$, largest first
+([`top_k_indices`][dprec._arrays.top_k_indices]), are distributed exactly as ``k``
+sequential draws without replacement (Durfee & Rogers 2019, Lemma 4.2).
+
+**Exact at every ε.**  The trick is exact only if the $G_j$ are: a candidate whose
+score is $d$ below the best wins with probability about $e^{-c d}$, i.e. only through
+a key of the far upper tail, $P(G > g) \approx e^{-g}$.  $G = -\ln(-\ln u)$ of one
+53-bit uniform lies within ``GUMBEL_UNIFORM_SPREAD`` $\approx 40.4$ of every other
+such key, so such a candidate can never win once $c\,d > 40.4$ (no DP there), and
+its probability is distorted well before.  The seeded sampler
+:func:`exponential_top_k` therefore draws its keys with
+[`standard_gumbel`][dprec.mechanisms.common.standard_gumbel], exact in both tails
+at every $c\,d$ (up to $3.2 \cdot 10^{18}$); :func:`exponential_keys` is the core
+driven by such Gumbel variates (e.g.
+[`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel] for one query, one draw).
+:func:`gumbel_keys_from_uniform` and :func:`gumbel_top_k_from_uniform`, driven by
+one uniform per candidate, keep the bound: they realise every output only while
+$c\,(\max q - \min q) <$ ``GUMBEL_UNIFORM_SPREAD``.
 
 References
 ----------
@@ -33,15 +45,23 @@ import numpy as np
 from .._arrays import top_k_indices
 from .._rng import RandomStateLike, check_random_state
 from .._validation import check_epsilon, check_int, check_positive, check_real_array, check_uniforms
-from .common import open_uniform
+from .common import TINY, standard_gumbel
 
 __all__ = [
+    "GUMBEL_UNIFORM_SPREAD",
     "exponential_coefficient",
     "exponential_epsilon",
+    "exponential_keys",
     "exponential_top_k",
     "gumbel_keys_from_uniform",
     "gumbel_top_k_from_uniform",
 ]
+
+#: Width of the range of $-\ln(-\ln u)$ over the uniforms $u \in [2^{-54}, 1 - 2^{-53}]$
+#: (:func:`dprec._rng.keyed_uniform`, [`open_uniform`][dprec.mechanisms.common.open_uniform]):
+#: the keys of the ``*_from_uniform`` cores realise every top-k only while
+#: $c\,(\max q - \min q)$ is below it (about 40.36).
+GUMBEL_UNIFORM_SPREAD = float(-np.log(-np.log1p(-2.0**-53)) + np.log(-np.log(TINY)))
 
 
 def exponential_coefficient(epsilon: float, sensitivity: float, k: int = 1) -> float:
@@ -104,13 +124,64 @@ def _check_scores(scores: np.ndarray, k: int,
     return arr, k, valid
 
 
-def _gumbel_keys(scores: np.ndarray, coefficient: float, uniforms: np.ndarray,
+def _gumbel_keys(scores: np.ndarray, coefficient: float, gumbel: np.ndarray,
                  valid: np.ndarray) -> np.ndarray:
-    """``c·q − ln(−ln u)`` on checked arguments, ``−inf`` where not ``valid``."""
-    keys = -np.log(-np.log(uniforms))
+    """``c·q + G`` on checked arguments (``gumbel`` is overwritten), ``−inf`` where not
+    ``valid``."""
+    keys = gumbel
     keys += coefficient * np.where(valid, scores, 0.0)
     keys[~valid] = -np.inf
     return keys
+
+
+def _uniform_gumbel(uniforms: np.ndarray) -> np.ndarray:
+    """``−ln(−ln u)``: bounded (see ``GUMBEL_UNIFORM_SPREAD``)."""
+    return -np.log(-np.log(uniforms))
+
+
+def _check_gumbel(gumbel, shape: tuple[int, ...]) -> np.ndarray:
+    arr = np.asarray(gumbel)
+    if arr.dtype.kind != "f":
+        raise TypeError(f"gumbel must be a float array, got dtype {arr.dtype}")
+    if arr.shape != shape:
+        raise ValueError(f"gumbel must have shape {shape}, got {arr.shape}")
+    if not np.isfinite(arr).all():
+        raise ValueError("gumbel must be finite")
+    return np.array(arr, dtype=np.float64)                  # a copy: the keys are built in it
+
+
+def exponential_keys(scores: np.ndarray, coefficient: float, gumbel: np.ndarray,
+                     mask: np.ndarray | None = None) -> np.ndarray:
+    r"""Keys $c\,q(j) + G_j$ from standard Gumbel variates ($-\infty$ where ``mask`` is False).
+
+    The exact form of :func:`gumbel_keys_from_uniform`: with $G_j$ from
+    [`standard_gumbel`][dprec.mechanisms.common.standard_gumbel] or
+    [`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel], whose upper tail
+    $P(G > g) = 1 - e^{-e^{-g}}$ is kept to a relative $2^{-52}$ for any $g$, the indices
+    of the $m$ largest keys within any subset of the candidates are distributed exactly
+    as $m$ sequential draws without replacement with $P(j) \propto e^{c\,q(j)}$, at
+    every $c$ (each draw $2c\Delta$-DP, :func:`exponential_epsilon`).
+
+    Parameters
+    ----------
+    scores : array_like of real numbers
+        The qualities ``q``; finite where ``mask`` is True (not modified).
+    coefficient : float
+        ``c > 0``.
+    gumbel : float array of the shape of ``scores``
+        Standard Gumbel variates, finite (not modified).
+    mask : bool array of the shape of ``scores``, optional
+
+    Returns
+    -------
+    numpy.ndarray, float64, the shape of ``scores``.
+    """
+    coefficient = check_positive(coefficient, "coefficient")
+    arr = check_real_array(scores, "scores", finite=False)
+    valid = _check_mask(mask, arr)
+    if not np.isfinite(arr[valid]).all():
+        raise ValueError("scores must be finite where mask is True")
+    return _gumbel_keys(arr, coefficient, _check_gumbel(gumbel, arr.shape), valid)
 
 
 def gumbel_keys_from_uniform(scores: np.ndarray, coefficient: float, uniforms: np.ndarray,
@@ -125,6 +196,12 @@ def gumbel_keys_from_uniform(scores: np.ndarray, coefficient: float, uniforms: n
     draws from disjoint subsets are independent, so one array of keys per
     query serves them all.  Each such draw is ``2Δc``-DP
     (:func:`exponential_epsilon`).
+
+    **Bounded**: one 53-bit uniform per candidate puts every key within
+    ``GUMBEL_UNIFORM_SPREAD`` ≈ 40.4 of $c\,q(j)$, so the draw realises every output only
+    while $c\,(\max q - \min q)$ is below it, and is not exact near it.
+    [`exponential_keys`][dprec.mechanisms.exponential.exponential_keys] with
+    [`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel] variates is the exact form.
 
     Parameters
     ----------
@@ -144,7 +221,8 @@ def gumbel_keys_from_uniform(scores: np.ndarray, coefficient: float, uniforms: n
     valid = _check_mask(mask, arr)
     if not np.isfinite(arr[valid]).all():
         raise ValueError("scores must be finite where mask is True")
-    return _gumbel_keys(arr, coefficient, check_uniforms(uniforms, arr.shape), valid)
+    return _gumbel_keys(arr, coefficient, _uniform_gumbel(check_uniforms(uniforms, arr.shape)),
+                        valid)
 
 
 def gumbel_top_k_from_uniform(scores: np.ndarray, k: int, epsilon: float, sensitivity: float,
@@ -158,7 +236,9 @@ def gumbel_top_k_from_uniform(scores: np.ndarray, k: int, epsilon: float, sensit
     ``k`` sequential exponential-mechanism draws without replacement, draw
     ``j`` choosing among the remaining candidates with
     ``P(c) ∝ exp((ε/k) q(c) / (2Δ))`` (Durfee & Rogers 2019, Lemma 4.2;
-    the Gumbel-max trick).  ε-DP in total (:func:`exponential_epsilon`).
+    the Gumbel-max trick).  ε-DP in total (:func:`exponential_epsilon`) while
+    ``ε/(2kΔ)·(max q − min q) < GUMBEL_UNIFORM_SPREAD`` (the keys of one uniform are
+    bounded, see :func:`gumbel_keys_from_uniform`; :func:`exponential_top_k` is exact).
 
     Parameters
     ----------
@@ -189,7 +269,7 @@ def gumbel_top_k_from_uniform(scores: np.ndarray, k: int, epsilon: float, sensit
     arr, k, valid = _check_scores(scores, k, mask)
     coefficient = exponential_coefficient(epsilon, sensitivity, k)
     u = check_uniforms(uniforms, arr.shape)
-    return top_k_indices(_gumbel_keys(arr, coefficient, u, valid), k)
+    return top_k_indices(_gumbel_keys(arr, coefficient, _uniform_gumbel(u), valid), k)
 
 
 def exponential_top_k(scores: np.ndarray, k: int, epsilon: float, sensitivity: float,
@@ -200,7 +280,10 @@ def exponential_top_k(scores: np.ndarray, k: int, epsilon: float, sensitivity: f
     Equivalent to ``k`` sequential draws, each with budget ``ε/k``:
     ``P(c) ∝ exp((ε/k) · q(c) / (2Δ))`` over the candidates not yet chosen
     (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10), implemented as one
-    Gumbel top-k (Durfee & Rogers 2019): see :func:`gumbel_top_k_from_uniform`.
+    Gumbel top-k (Durfee & Rogers 2019) whose keys come from
+    [`standard_gumbel`][dprec.mechanisms.common.standard_gumbel]: exact in both tails,
+    so every ordered k-tuple keeps its probability at any ε (to the rounding of the
+    keys: a relative error of about $2^{-52}\max(1, c\,|q|)$).
     ε-DP in total by sequential composition.
 
     Parameters
@@ -226,4 +309,5 @@ def exponential_top_k(scores: np.ndarray, k: int, epsilon: float, sensitivity: f
     arr, k, valid = _check_scores(scores, k, mask)
     coefficient = exponential_coefficient(epsilon, sensitivity, k)
     rng = check_random_state(random_state)
-    return top_k_indices(_gumbel_keys(arr, coefficient, open_uniform(rng, arr.shape), valid), k)
+    return top_k_indices(_gumbel_keys(arr, coefficient, standard_gumbel(rng, arr.shape), valid),
+                         k)

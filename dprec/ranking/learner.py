@@ -42,11 +42,17 @@ from scipy.special import expit
 from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
-from .._rng import RandomStateLike, check_random_state, validate_random_state
+from .._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
 from .._surprise import UNKNOWN, inner_ids, predictions, raw_ids
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
-from .mallows import CALIBRATIONS, LAPLACE_MAX_EPSILON, laplace_privatize, mallows_privatize
+from .mallows import (
+    CALIBRATIONS,
+    LAPLACE_MAX_EPSILON,
+    MALLOWS_MAX_EPSILON,
+    laplace_privatize,
+    mallows_privatize,
+)
 
 __all__ = ["MECHANISMS", "MallowsRanker"]
 
@@ -157,7 +163,9 @@ class MallowsRanker(AlgoBase):
         without privacy, SVD 0.71 on the same split).
     random_state : None, int, RandomState or Generator
         Stored as given; turned into a Generator in :meth:`fit` (tie
-        breaking, privatisation, initialisation, pair sampling).
+        breaking, privatisation, initialisation, pair sampling).  An int seeds
+        reproducible noise, for experiments: the privacy report is then void
+        (``None`` or a Generator for the guarantee).
     verbose : bool, default False
         Print the loss per epoch.
 
@@ -338,11 +346,17 @@ class MallowsRanker(AlgoBase):
         the privatised orders only, and a prediction for user ``u`` also reads
         ``u``'s own rating histogram and rated items, which a swap of two of
         ``u``'s items does not change.  Users with ``ε = inf`` are not protected.
+
+        The entries are void with an int ``random_state`` (seeded noise, reproducible by
+        anyone who knows or guesses the seed: ``PrivacyAccountant(seeded=True)``), and
+        above the ε at which the privatizer can no longer draw every order
+        (``LAPLACE_MAX_EPSILON`` for Laplace, ``MALLOWS_MAX_EPSILON`` for Mallows).
         """
         self._check_fitted()
         users = raw_ids(self.trainset)
         accountant = PrivacyAccountant(users, model=f"MallowsRanker(mechanism="
-                                                    f"{self.mechanism.lower()!r})")
+                                                    f"{self.mechanism.lower()!r})",
+                                       seeded=is_seeded(self.random_state))
         entries = []
         for eps in np.unique(self.user_epsilon_).tolist():
             mechanism = self.mechanism.lower() if math.isfinite(eps) else "none (not private)"
@@ -355,6 +369,10 @@ class MallowsRanker(AlgoBase):
                 status = Status.VOID
                 note = (f"void: above ε = {LAPLACE_MAX_EPSILON:g} the floating-point Laplace "
                         "noise cannot reach every order, so some orders get probability 0")
+            elif self.mechanism.lower() == "mallows" and eps > MALLOWS_MAX_EPSILON:
+                status = Status.VOID
+                note = (f"void: above ε = {MALLOWS_MAX_EPSILON:g} the sampler's log-uniforms "
+                        "do not reach the probability of the most discordant orders")
             index = accountant.register(LedgerEntry(
                 "ranking", mechanism, eps, 0.0, Unit.RANKING_SWAP, status, "user", note))
             accountant.charge({index: (self.user_epsilon_ == eps).astype(np.int64)})
@@ -362,9 +380,6 @@ class MallowsRanker(AlgoBase):
         accountant.declare_output("scores, predictions and rankings", entries)
         accountant.notes.append("every answer is post-processing of the privatised orders: "
                                 "queries add nothing")
-        if self.random_state is not None:
-            accountant.notes.append("seeded noise (random_state is set): reproducible, for "
-                                    "experiments; anyone who knows the seed can reproduce it")
         return accountant
 
     def _check_fitted(self) -> None:

@@ -3,53 +3,60 @@ r"""Ranking differential privacy: the Mallows and Laplace privatizers.
 Xu, Sun & Cheng (2023), *Ranking Differential Privacy*.  An *order* is a 1-D
 integer array of item ids, most preferred first.
 Two orders are neighbours (**ε-ranking DP**) when one is the other with two
-items swapped; a mechanism :math:`M` is ε-ranking DP when
-:math:`P(M(\varphi) = \psi) \le e^{\varepsilon} P(M(\varphi') = \psi)` for all
-neighbours :math:`\varphi, \varphi'` and all outputs :math:`\psi`.
+items swapped; a mechanism $M$ is ε-ranking DP when
+$P(M(\varphi) = \psi) \le e^{\varepsilon} P(M(\varphi') = \psi)$ for all
+neighbours $\varphi, \varphi'$ and all outputs $\psi$.
 
 Mallows privatizer
-    :math:`P(\tilde\varphi = \psi) \propto \exp(\theta\, T(\psi, \varphi))`,
-    :math:`T` the number of concordant pairs.  The normaliser does not depend
-    on :math:`\varphi`, so the privacy loss of an output is
-    :math:`\theta\,|T(\psi,\varphi) - T(\psi,\varphi')|`.  Swapping the items at
-    ranks :math:`a < b` flips their own pair and the pairs each of them forms
-    with the :math:`b - a - 1` items ranked between them, so :math:`T` changes by
-    at most :math:`2(b - a) - 1 \le 2m - 3` (attained by swapping the first and
+    $P(\tilde\varphi = \psi) \propto \exp(\theta\, T(\psi, \varphi))$,
+    $T$ the number of concordant pairs.  The normaliser does not depend
+    on $\varphi$, so the privacy loss of an output is
+    $\theta\,|T(\psi,\varphi) - T(\psi,\varphi')|$.  Swapping the items at
+    ranks $a < b$ flips their own pair and the pairs each of them forms
+    with the $b - a - 1$ items ranked between them, so $T$ changes by
+    at most $2(b - a) - 1 \le 2m - 3$ (attained by swapping the first and
     last items, for an output that agrees with one input on every affected
     pair).  Hence
 
-    * ``calibration="tight"`` (default): :math:`\theta = \varepsilon / (2m - 3)`
-      (:math:`\theta = \varepsilon` for :math:`m = 2`) -- privacy loss exactly
+    * ``calibration="tight"`` (default): $\theta = \varepsilon / (2m - 3)$
+      ($\theta = \varepsilon$ for $m = 2$) -- privacy loss exactly
       ε, the largest θ (best utility) that is ε-ranking DP;
-    * ``calibration="conservative"``: :math:`\theta = \varepsilon / (2m)`, a
-      conservative calibration (loss :math:`\varepsilon(2m-3)/(2m) < \varepsilon`).
+    * ``calibration="conservative"``: $\theta = \varepsilon / (2m)$, a
+      conservative calibration (loss $\varepsilon(2m-3)/(2m) < \varepsilon$).
 
-    The extracted Lemma 1 reads :math:`\theta = 2^{-1}\varepsilon|\Omega|`,
-    i.e. :math:`\varepsilon m / 2`; that loses :math:`\varepsilon m(2m-3)/2 >
-    \varepsilon` for :math:`m \ge 3` and is **not** ε-ranking DP (checked by
-    exact enumeration over all :math:`m!` outputs in the tests).
+    The extracted Lemma 1 reads $\theta = 2^{-1}\varepsilon|\Omega|$,
+    i.e. $\varepsilon m / 2$; that loses $\varepsilon m(2m-3)/2 >
+    \varepsilon$ for $m \ge 3$ and is **not** ε-ranking DP (checked by
+    exact enumeration over all $m!$ outputs in the tests).
 
     Sampling is the repeated-insertion model (the paper's Algorithm 1,
-    Lemma 2): the item at rank :math:`t` (0-based) of :math:`\varphi` is
-    inserted below :math:`V_t \in \{0, \dots, t\}` of the items already placed
-    (:math:`V_t` discordant pairs), :math:`P(V_t = j) \propto e^{-\theta j}`,
-    independently.  All :math:`V_t` are drawn at once by the inverse CDF of the
-    truncated geometric; the permutation is built without a Python loop over
-    items (:func:`insertion_positions`, :math:`O(m \log^2 m)` array work).
+    Lemma 2): the item at rank $t$ (0-based) of $\varphi$ is inserted below
+    $V_t \in \{0, \dots, t\}$ of the items already placed ($V_t$ discordant
+    pairs), $P(V_t = j) \propto e^{-\theta j}$, independently.  All $V_t$ are
+    drawn at once by the inverse CDF of the truncated geometric, *in log space*
+    ([`truncated_geometric`][dprec.ranking.mallows.truncated_geometric]) from
+    $\ln U$ with an exact lower tail
+    ([`log_uniform`][dprec.mechanisms.common.log_uniform]): the reversed order,
+    of probability about $e^{-\theta m(m-1)/2}$, is drawn with its probability at
+    every ε up to [`MALLOWS_MAX_EPSILON`][dprec.ranking.mallows.MALLOWS_MAX_EPSILON]
+    (a 53-bit uniform gives it probability 0 from ε ≈ 37 at m = 2).  The
+    permutation is built without a Python loop over items (`insertion_positions`,
+    $O(m \log^2 m)$ array work).
 
 Laplace privatizer
-    :math:`\tilde\varphi = \mathrm{rank}(\varphi + \mathrm{Lap}(\lambda)^m)`,
-    :math:`\lambda = 2(m - 1)/\varepsilon` (Lemma 3: a swap moves two ranks by
-    at most :math:`m - 1` each, ℓ1 sensitivity :math:`2(m-1)`).  Only the order
+    $\tilde\varphi = \mathrm{rank}(\varphi + \mathrm{Lap}(\lambda)^m)$,
+    $\lambda = 2(m - 1)/\varepsilon$ (Lemma 3: a swap moves two ranks by
+    at most $m - 1$ each, ℓ1 sensitivity $2(m-1)$).  Only the order
     of the noisy ranks is released, not their low bits (the leak of
     floating-point Laplace, Mironov 2012); the order probabilities differ from
     the ideal ones by rounding only.  numpy's Laplace draws are bounded by
-    :math:`36.1\lambda`, so every order keeps a positive probability for
-    ε ≤ 144 (:data:`LAPLACE_MAX_EPSILON`; above that, extreme reversals become
-    impossible and no ε-ranking DP holds).
+    $36.1\lambda$, so every order keeps a positive probability for ε ≤ 144
+    ([`LAPLACE_MAX_EPSILON`][dprec.ranking.mallows.LAPLACE_MAX_EPSILON]; above
+    that, extreme reversals become impossible and no ε-ranking DP holds).
 
 Utility (Lemma 4 and the pairwise formula, see
-:func:`mallows_expected_concordant`, :func:`laplace_expected_concordant`):
+[`mallows_expected_concordant`][dprec.ranking.mallows.mallows_expected_concordant],
+[`laplace_expected_concordant`][dprec.ranking.mallows.laplace_expected_concordant]):
 with both mechanisms calibrated to the definition, tight Mallows keeps more
 concordant pairs than Laplace only for m ≤ 4, or for larger m at large ε
 (ε ≥ 10 at m = 10, ε ≥ 50 at m = 20); Laplace keeps more for m ≥ 5 at
@@ -79,10 +86,12 @@ from numpy.polynomial import chebyshev as _cheb
 from .._rng import RandomStateLike, check_random_state
 from .._validation import check_choice, check_epsilon, check_int
 from ..mechanisms import laplace_noise
+from ..mechanisms.common import log_uniform
 
 __all__ = [
     "CALIBRATIONS",
     "LAPLACE_MAX_EPSILON",
+    "MALLOWS_MAX_EPSILON",
     "concordant_pairs",
     "laplace_expected_concordant",
     "laplace_order_probabilities",
@@ -98,9 +107,13 @@ OrdersLike = np.ndarray | Sequence
 EpsilonLike = float | Sequence[float] | np.ndarray
 #: Names accepted by ``calibration``.
 CALIBRATIONS: tuple[str, ...] = ("tight", "conservative")
-#: Largest ε at which :func:`laplace_privatize` gives every order a positive
-#: probability (numpy's Laplace draws are bounded by 36.1 scales).
+#: Largest ε at which `laplace_privatize` gives every order a positive probability
+#: (numpy's Laplace draws are bounded by 36.1 scales).
 LAPLACE_MAX_EPSILON = 144.0
+#: Largest ε at which `mallows_privatize` draws every order with its exact probability:
+#: each $V_t$ needs $\ln U$ down to about $-\theta(m-1) \ge -\varepsilon$, resolved down
+#: to $-$[`TAIL_LIMIT`][dprec.mechanisms.common.TAIL_LIMIT] $\approx -3.2 \cdot 10^{18}$.
+MALLOWS_MAX_EPSILON = 1e18
 
 
 # ------------------------------------------------------------ calibration
@@ -108,10 +121,8 @@ def mallows_theta(epsilon: EpsilonLike, m: int | np.ndarray,
                   calibration: Literal["tight", "conservative"] = "tight") -> np.ndarray:
     r"""Dispersion θ that makes the Mallows privatizer ε-ranking DP for m items.
 
-    .. math::
-        \theta = \frac{\varepsilon}{2m - 3}\ \text{(tight; } \varepsilon
-        \text{ for } m = 2)\qquad\text{or}\qquad
-        \theta = \frac{\varepsilon}{2m}\ \text{(conservative)}
+    $$\theta = \frac{\varepsilon}{2m - 3}\ \text{(tight; } \varepsilon \text{ for } m = 2)
+      \qquad\text{or}\qquad \theta = \frac{\varepsilon}{2m}\ \text{(conservative)}$$
 
     Parameters
     ----------
@@ -134,7 +145,7 @@ def mallows_theta(epsilon: EpsilonLike, m: int | np.ndarray,
 
 
 def laplace_scale(epsilon: EpsilonLike, m: int | np.ndarray) -> np.ndarray:
-    r"""Laplace scale :math:`\lambda = 2(m - 1)/\varepsilon` (0 for ε = ∞ or m ≤ 1)."""
+    r"""Laplace scale $\lambda = 2(m - 1)/\varepsilon$ (0 for ε = ∞ or m ≤ 1)."""
     eps = _check_budgets(epsilon)
     m = np.asarray(m)
     return 2.0 * np.maximum(m - 1.0, 0.0) / eps
@@ -256,15 +267,44 @@ def _per_order_epsilon(epsilon: EpsilonLike, n_orders: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------ Mallows
-def truncated_geometric(u: np.ndarray, n: np.ndarray, theta: np.ndarray) -> np.ndarray:
-    r"""Inverse CDF of :math:`P(V = j) \propto e^{-\theta j}`, :math:`j \in \{0..n-1\}`.
+def truncated_geometric(log_u: np.ndarray, n: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    r"""Inverse CDF of $P(V = j) \propto e^{-\theta j}$, $j \in \{0, \dots, n-1\}$, in log space.
 
-    :math:`P(V \le j) = (1 - q^{j+1})/(1 - q^n)` with :math:`q = e^{-\theta}`, so
-    :math:`V = \lceil -\log(1 - U(1 - q^n))/\theta \rceil - 1`, computed with
-    ``log1p``/``expm1`` (accurate for tiny θ, exact 0 for θ = ∞).
+    With $q = e^{-\theta}$, $P(V \ge j) = (q^j - q^n)/(1 - q^n)$, so for a uniform $U$
+
+    $$V = \Big\lfloor -\frac{1}{\theta}\ln\big(q^n + U(1 - q^n)\big)\Big\rfloor
+        = \Big\lfloor -\frac{1}{\theta}\,\mathrm{logaddexp}\big(-n\theta,\;
+          \ln U + \ln(1 - q^n)\big)\Big\rfloor$$
+
+    has exactly that law: $V \ge j \iff U \le P(V \ge j)$.  Taking $\ln U$ (not $U$)
+    makes it exact at every θ: $V = n - 1$ has probability about $e^{-\theta(n-1)}$,
+    far below $2^{-53}$ for large θ, and is the event $\ln U \lesssim -\theta(n-1)$,
+    which an exact-tailed $\ln U$ ([`log_uniform`][dprec.mechanisms.common.log_uniform])
+    realises with its probability (to rounding: $\ln P(V = j)$ within about
+    $2^{-51}\max(1, \theta j)$); nothing under- or overflows ($\ln(1 - q^n)$ is
+    ``log(-expm1(-nθ))``, accurate for tiny θ; θ = ∞ gives 0; θ below $10^{-200}$, a
+    uniform law to double precision, is taken as $10^{-200}$).
+
+    Parameters
+    ----------
+    log_u : float array
+        $\ln U$ of uniforms, $\le 0$, of any size.
+    n, theta : int array, float array
+        Numbers of values ($\ge 1$) and dispersions ($\theta \ge 0$, ``inf`` allowed).
+
+    Returns
+    -------
+    numpy.ndarray of int64 in $[0, n - 1]$.
     """
-    x = -np.log1p(u * np.expm1(-n * theta)) / theta   # θ = ∞: log1p(−u)/∞ = −0
-    v = np.ceil(x) - 1.0
+    log_u = np.asarray(log_u, dtype=np.float64)
+    if log_u.size and not (log_u <= 0.0).all():
+        raise ValueError("log_u must be the logarithms of uniforms (<= 0, not NaN)")
+    theta = np.maximum(theta, 1e-200)
+    a = n * theta
+    z = np.logaddexp(-a, log_u + np.log(-np.expm1(-a)))
+    z /= theta
+    np.negative(z, out=z)
+    v = np.floor(z, out=z)
     return np.clip(v, 0, n - 1).astype(np.int64)
 
 
@@ -277,9 +317,9 @@ def insertion_positions(codes: np.ndarray, owner: np.ndarray, rank: np.ndarray) 
     items are merged in blocks of 1, 2, 4, ...: within a block, the later half
     chooses among the block's free slots first, so the earlier half's indices
     are mapped past the later half's choices by a complement rank-selection,
-    :math:`j \mapsto j + \#\{k : S_k - k \le j\}` for the later half's sorted
-    choices :math:`S` (one ``searchsorted`` for all blocks of all orders).
-    ``log2(max m)`` rounds of sorting: :math:`O(N \log^2 m)` for N items.
+    $j \mapsto j + \#\{k : S_k - k \le j\}$ for the later half's sorted
+    choices $S$ (one ``searchsorted`` for all blocks of all orders).
+    ``log2(max m)`` rounds of sorting: $O(N \log^2 m)$ for N items.
     """
     idx = codes.astype(np.int64, copy=True)
     if len(idx) == 0:
@@ -308,14 +348,14 @@ def mallows_privatize(orders: OrdersLike, epsilon: EpsilonLike,
                       calibration: Literal["tight", "conservative"] = "tight"):
     r"""Privatise orders with the Mallows mechanism (ε-ranking DP).
 
-    Each order :math:`\varphi` of :math:`m` items is replaced by a draw of
+    Each order $\varphi$ of $m$ items is replaced by a draw of
 
-    .. math::
-        P(\tilde\varphi = \psi) = \frac{\exp(\theta\, T(\psi, \varphi))}{\Psi(\theta)},
-        \qquad \theta = \varepsilon / (2m - 3)
+    $$P(\tilde\varphi = \psi) = \frac{\exp(\theta\, T(\psi, \varphi))}{\Psi(\theta)},
+      \qquad \theta = \varepsilon / (2m - 3)$$
 
     (Xu, Sun & Cheng 2023, Lemma 1 and Algorithm 1; θ calibrated as explained
-    in the module docstring), sampled by repeated insertion.
+    in the module docstring), sampled by repeated insertion from exact-tailed $\ln U$:
+    every order keeps its exact probability for ε ≤ ``MALLOWS_MAX_EPSILON``.
 
     Parameters
     ----------
@@ -347,7 +387,7 @@ def mallows_privatize(orders: OrdersLike, epsilon: EpsilonLike,
     rng = check_random_state(random_state)
     owner, rank = batch.owner, batch.rank
     theta = mallows_theta(eps, batch.lengths, calibration)[owner]
-    discordant = truncated_geometric(rng.random(len(batch.items)), rank + 1, theta)
+    discordant = truncated_geometric(log_uniform(rng, len(batch.items)), rank + 1, theta)
     pos = insertion_positions(rank - discordant, owner, rank)
     out = np.empty_like(batch.items)
     out[batch.starts[owner] + pos] = batch.items
@@ -358,20 +398,19 @@ def laplace_privatize(orders: OrdersLike, epsilon: EpsilonLike,
                       random_state: RandomStateLike = None):
     r"""Privatise orders with the Laplace mechanism on ranks (ε-ranking DP).
 
-    .. math::
-        \tilde\varphi = \mathrm{rank}\big(\varphi + \mathrm{Lap}(\lambda)^m\big),
-        \qquad \lambda = 2(m - 1)/\varepsilon
+    $$\tilde\varphi = \mathrm{rank}\big(\varphi + \mathrm{Lap}(\lambda)^m\big),
+      \qquad \lambda = 2(m - 1)/\varepsilon$$
 
-    (Xu, Sun & Cheng 2023, Lemma 3): the item at rank :math:`k` gets the noisy
-    score :math:`k + \xi_k`, and the output lists the items by increasing score.
+    (Xu, Sun & Cheng 2023, Lemma 3): the item at rank $k$ gets the noisy
+    score $k + \xi_k$, and the output lists the items by increasing score.
     The noise is the published floating-point Laplace
-    (:func:`dprec.mechanisms.laplace_noise`): only the order of the scores is
+    ([`laplace_noise`][dprec.mechanisms.laplace_noise]): only the order of the scores is
     released, not their low bits.
 
     Parameters
     ----------
     orders, epsilon, random_state
-        As in :func:`mallows_privatize`.
+        As in [`mallows_privatize`][dprec.ranking.mallows.mallows_privatize].
 
     Returns
     -------
@@ -388,12 +427,12 @@ def laplace_privatize(orders: OrdersLike, epsilon: EpsilonLike,
 
 # ------------------------------------------------------------ utilities
 def concordant_pairs(reference: np.ndarray, orders: OrdersLike) -> np.ndarray:
-    r"""Concordant pairs :math:`T(\psi, \varphi)` of orders with a reference order.
+    r"""Concordant pairs $T(\psi, \varphi)$ of orders with a reference order.
 
     Parameters
     ----------
     reference : 1-D int array
-        The order :math:`\varphi` (most preferred first).
+        The order $\varphi$ (most preferred first).
     orders : 1-D or 2-D int array
         One order or a matrix of orders (rows) over the same items.
 
@@ -424,10 +463,10 @@ def concordant_pairs(reference: np.ndarray, orders: OrdersLike) -> np.ndarray:
 
 
 def mallows_log_normaliser(m: int, theta: float) -> float:
-    r"""Log of :math:`\sum_\psi e^{-\theta D(\psi, \varphi)} = \prod_{t=1}^{m}
-    \frac{1 - q^t}{1 - q}`, :math:`q = e^{-\theta}`, :math:`D` discordant pairs.
+    r"""Log of $\sum_\psi e^{-\theta D(\psi, \varphi)} = \prod_{t=1}^{m}
+    \frac{1 - q^t}{1 - q}$, $q = e^{-\theta}$, $D$ discordant pairs.
 
-    (Add :math:`\theta\binom{m}{2}` to get :math:`\log\Psi(\theta)` of the
+    (Add $\theta\binom{m}{2}$ to get $\log\Psi(\theta)$ of the
     concordant form.)
     """
     m = check_int(m, "m", minimum=0)
@@ -439,13 +478,12 @@ def mallows_log_normaliser(m: int, theta: float) -> float:
 def mallows_expected_concordant(m: int, theta: float) -> tuple[float, float]:
     r"""Mean and variance of the concordant pairs of a Mallows draw (Lemma 4).
 
-    .. math::
-        E[T] = \binom{m}{2} - \sum_{t=1}^{m}\Big(\frac{q}{1-q} - \frac{t q^t}{1-q^t}\Big),
-        \qquad q = e^{-\theta},
+    $$E[T] = \binom{m}{2} - \sum_{t=1}^{m}\Big(\frac{q}{1-q} - \frac{t q^t}{1-q^t}\Big),
+      \qquad q = e^{-\theta},$$
 
-    and, the :math:`V_t` being independent truncated geometrics,
-    :math:`\mathrm{Var}[T] = \sum_t \mathrm{Var}[V_t]`,
-    :math:`\mathrm{Var}[V_t] = \frac{q}{(1-q)^2} - \frac{t^2 q^t}{(1-q^t)^2}`.
+    and, the $V_t$ being independent truncated geometrics,
+    $\mathrm{Var}[T] = \sum_t \mathrm{Var}[V_t]$,
+    $\mathrm{Var}[V_t] = \frac{q}{(1-q)^2} - \frac{t^2 q^t}{(1-q^t)^2}$.
     """
     m = check_int(m, "m", minimum=0)
     theta = check_epsilon(theta, "theta", allow_inf=True)
@@ -464,12 +502,11 @@ def mallows_expected_concordant(m: int, theta: float) -> tuple[float, float]:
 def laplace_expected_concordant(m: int, epsilon: float) -> float:
     r"""Expected concordant pairs of the Laplace privatizer.
 
-    The pair at rank gap :math:`g` keeps its order unless the difference of two
-    Laplace(λ) draws exceeds :math:`g`:
+    The pair at rank gap $g$ keeps its order unless the difference of two
+    Laplace(λ) draws exceeds $g$:
 
-    .. math::
-        E[T] = \sum_{g=1}^{m-1} (m - g)\Big(1 - \tfrac12 e^{-g/\lambda}
-        \big(1 + \tfrac{g}{2\lambda}\big)\Big), \qquad \lambda = 2(m-1)/\varepsilon.
+    $$E[T] = \sum_{g=1}^{m-1} (m - g)\Big(1 - \tfrac12 e^{-g/\lambda}
+      \big(1 + \tfrac{g}{2\lambda}\big)\Big), \qquad \lambda = 2(m-1)/\varepsilon.$$
     """
     m = check_int(m, "m", minimum=0)
     epsilon = check_epsilon(epsilon, "epsilon", allow_inf=True)
@@ -496,16 +533,16 @@ def laplace_order_probabilities(m: int, epsilon: float, reference: Sequence[int]
                                 n_nodes: int = 48) -> tuple[np.ndarray, np.ndarray]:
     r"""Exact law of the Laplace privatizer's output, for small m.
 
-    For the input order ``reference`` (item at rank :math:`k` has noisy score
-    :math:`X = k + \xi`), the probability of the output :math:`\psi` is
-    :math:`P(X_{\psi_0} < \dots < X_{\psi_{m-1}})
-    = G_{m-1}(\infty)`, with :math:`G_0 = F_{\psi_0}` and
-    :math:`G_j(x) = \int_{-\infty}^x f_{\psi_j}(y)\, G_{j-1}(y)\,dy`.  The Laplace
+    For the input order ``reference`` (item at rank $k$ has noisy score
+    $X = k + \xi$), the probability of the output $\psi$ is
+    $P(X_{\psi_0} < \dots < X_{\psi_{m-1}})
+    = G_{m-1}(\infty)$, with $G_0 = F_{\psi_0}$ and
+    $G_j(x) = \int_{-\infty}^x f_{\psi_j}(y)\, G_{j-1}(y)\,dy$.  The Laplace
     densities are exponential on each piece between the integer kinks, so
-    :math:`G_j` is integrated in closed form on :math:`(-\infty, 0]`, as a
-    polynomial in :math:`e^{-(x - m + 1)/\lambda}` on :math:`[m-1, \infty)` and
-    spectrally (Chebyshev–Lobatto, ``n_nodes``) on each :math:`[k, k+1]`:
-    accurate to about 1e-13 for :math:`\lambda \ge 0.3` (numerical
+    $G_j$ is integrated in closed form on $(-\infty, 0]$, as a
+    polynomial in $e^{-(x - m + 1)/\lambda}$ on $[m-1, \infty)$ and
+    spectrally (Chebyshev–Lobatto, ``n_nodes``) on each $[k, k+1]$:
+    accurate to about 1e-13 for $\lambda \ge 0.3$ (numerical
     integration, not sampling).
 
     Parameters

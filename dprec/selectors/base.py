@@ -24,6 +24,8 @@ from .._arrays import top_k_indices
 from .._rng import QueryNoise
 from ..ledger import LedgerEntry
 from ..mechanisms import exponential_coefficient
+from ..mechanisms.common import keyed_gumbel
+from ..mechanisms.exponential import exponential_keys
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,9 @@ class Selection:
         The selector's security β for each query (1 for top-k).
     weights : ndarray of shape (n_queries, k), optional
         Similarities to use in the prediction instead of the true ones
-        (PNCF's perturbed similarities); ``None`` means the true ones.
+        (PNCF's perturbed similarities), produced by a mechanism of the
+        selector's own, which :meth:`Selector.weight_entries` names; ``None``
+        means the true ones, which no entry of the selector covers.
     """
 
     positions: np.ndarray
@@ -103,6 +107,18 @@ class Selector(ABC):
         """
         return []
 
+    def weight_entries(self, entries: list[LedgerEntry]) -> list[int]:
+        """The positions in ``entries`` (what :meth:`privacy` returned) of the mechanisms
+        that produce :attr:`Selection.weights`, the weights a model releases beside the
+        neighbours' ids (``PrivateKNN.kneighbors``).
+
+        None by default: the selector chooses ids only and returns no weights, so
+        the model weighs the neighbours by their similarities, which its entries do
+        not cover (an exponential draw protects which candidates are chosen, not
+        their scores); the model's privacy report declares them.
+        """
+        return []
+
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
         return f"{type(self).__name__}({params})"
@@ -128,6 +144,23 @@ def first_positions(n_valid: np.ndarray, k: int) -> np.ndarray:
     """Positions ``0..k-1`` of every row, ``-1`` past the row's valid candidates."""
     positions = np.broadcast_to(np.arange(k), (len(n_valid), k))
     return np.where(positions < np.asarray(n_valid)[:, None], positions, -1)
+
+
+def gumbel_keys(scores: np.ndarray, coefficient: float, noise: QueryNoise,
+                mask: np.ndarray | None = None, stream: int = 0) -> np.ndarray:
+    r"""The exponential mechanism's keys $c\,q(j) + G_j$ of every query, exact at any $c$.
+
+    $G_j$ are standard Gumbel variates keyed by the query's ids ("one query,
+    one draw"), drawn by [`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel] with
+    both tails to a relative $2^{-52}$: every candidate can win at every ε,
+    with its exact probability.  (One 53-bit uniform per candidate, as
+    [`gumbel_keys_from_uniform`][dprec.mechanisms.exponential.gumbel_keys_from_uniform]
+    takes, bounds every key within about 40.4 of $c\,q(j)$: above
+    $c\,(\max q - \min q) \approx 40$ the worst candidates could never be drawn, and a
+    sampler that cannot produce every output has no pure-DP guarantee.)
+    """
+    gumbel = keyed_gumbel(noise.seed, noise.keys, scores.shape[1], stream)
+    return exponential_keys(scores, coefficient, gumbel, mask=mask)
 
 
 def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:

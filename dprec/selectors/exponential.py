@@ -11,7 +11,14 @@ from .. import mechanisms
 from .._rng import QueryNoise
 from .._validation import check_epsilon, check_real
 from ..ledger import LedgerEntry, Status, Unit
-from .base import Selection, Selector, reachable_partitions, top_by_key, valid_candidates
+from .base import (
+    Selection,
+    Selector,
+    gumbel_keys,
+    reachable_partitions,
+    top_by_key,
+    valid_candidates,
+)
 
 
 class CorrectedPNCF(Selector):
@@ -23,7 +30,7 @@ class CorrectedPNCF(Selector):
     .. math::
         \exp\Big(\frac{\varepsilon}{2k\,\Delta}\, sim(u, v)\Big)
 
-    (one Gumbel top-k per query, :func:`dprec.mechanisms.gumbel_keys_from_uniform`),
+    (one Gumbel top-k per query with exact tails, [`gumbel_keys`][dprec.selectors.base.gumbel_keys]),
     where ``Δ = score_range`` is the width of the similarity's range, fixed
     before the data (2 covers every similarity in ``[−1, 1]``; 1 suffices for
     msd and for cosine on non-negative ratings).  The prediction weighs the
@@ -44,7 +51,9 @@ class CorrectedPNCF(Selector):
     were a candidate of (the accountant composes it).
 
     **Not covered**: the predictions, which average the chosen neighbours'
-    raw ratings; the item neighbourhood, where one rating decides whether a
+    raw ratings; the neighbours' weights ``kneighbors`` returns beside their ids,
+    which are their exact similarities (the draws release the ids only; the
+    model's report declares the weights); the item neighbourhood, where one rating decides whether a
     user is a candidate at all (PrivateKNN's ledger then marks the entry
     void).
 
@@ -71,9 +80,7 @@ class CorrectedPNCF(Selector):
                sensitivity: np.ndarray | None = None) -> Selection:
         n_valid = np.asarray(n_valid)
         valid = valid_candidates(n_valid, sims.shape[1])
-        keys = mechanisms.gumbel_keys_from_uniform(np.where(valid, sims, 0.0),
-                                                   self.coefficient(k),
-                                                   noise.uniform(sims.shape[1]), mask=valid)
+        keys = gumbel_keys(np.where(valid, sims, 0.0), self.coefficient(k), noise, mask=valid)
         positions = top_by_key(keys, np.minimum(n_valid, k), k)
         return Selection(positions, reachable_partitions(n_valid, k))
 

@@ -16,6 +16,7 @@ from ..ledger import LedgerEntry, Status, Unit
 from .base import (
     Selection,
     Selector,
+    gumbel_keys,
     mask_to_positions,
     normalised_coefficient,
     normalised_scores,
@@ -96,13 +97,17 @@ class PNCF(Selector):
         sure &= np.cumsum(sure, axis=1) <= k
         band = valid & ~sure & (sims >= (sim_k - lam)[:, None])
         need = np.minimum(n_valid, k) - sure.sum(axis=1)
-        keys = mechanisms.gumbel_keys_from_uniform(
-            normalised_scores(sims, valid, sensitivity), normalised_coefficient(self.epsilon, k),
-            noise.uniform(sims.shape[1]), mask=band)
+        keys = gumbel_keys(normalised_scores(sims, valid, sensitivity),
+                           normalised_coefficient(self.epsilon, k), noise, mask=band)
         drawn = top_by_key(keys, need, k)
         positions = mask_to_positions(sure | positions_to_mask(drawn, sims.shape[1]), k)
         beta = reachable_partitions((sure | band).sum(axis=1), k)
         return Selection(positions, beta, self._perturb(sims, positions, sensitivity, noise))
+
+    def weight_entries(self, entries: list[LedgerEntry]) -> list[int]:
+        """The Laplace perturbation (the second entry of :meth:`privacy`) produces the
+        weights, ``sim + Lap(b)``: they are covered by its claim (as published)."""
+        return [1] if len(entries) == 2 else []
 
     def noise_scale(self, sensitivity: float) -> float:
         """Laplace scale of the perturbed similarities of a user with sensitivity ``RS``.

@@ -13,10 +13,11 @@ from .._arrays import top_k_indices
 from .._rng import QueryNoise
 from .._validation import check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, Status, Unit
-from ..mechanisms import exponential_epsilon, gumbel_keys_from_uniform
+from ..mechanisms import exponential_epsilon
 from .base import (
     Selection,
     Selector,
+    gumbel_keys,
     mask_to_positions,
     normalised_coefficient,
     normalised_scores,
@@ -130,7 +131,7 @@ class PPNS(Selector):
         valid = np.isfinite(sims)  # the unsorted tail may hold padding anywhere
         scores = normalised_scores(sims, valid, sensitivity)
         coefficient = normalised_coefficient(self.epsilon, k)
-        keys = gumbel_keys_from_uniform(scores, coefficient, noise.uniform(width), mask=valid)
+        keys = gumbel_keys(scores, coefficient, noise, mask=valid)
 
         # stage 1: the schedule, partition by partition of the sorted head: a Gumbel
         # top-c within each partition of k keys (c = its count, at most the first's)
@@ -158,8 +159,8 @@ class PPNS(Selector):
         rows = np.flatnonzero(~has_tail)
         if len(rows):
             rest = valid[rows] & ~chosen[rows]
-            pool_keys[rows] = gumbel_keys_from_uniform(
-                scores[rows], coefficient, noise.subset(rows).uniform(width, stream=1), mask=rest)
+            pool_keys[rows] = gumbel_keys(scores[rows], coefficient, noise.subset(rows), mask=rest,
+                                          stream=1)
         extra = np.minimum(n_valid, k) - chosen.sum(axis=1)
         chosen |= positions_to_mask(top_by_key(pool_keys, extra, k), width)
         return Selection(mask_to_positions(chosen, k), self.beta(n_valid, k).astype(np.int64))

@@ -9,8 +9,14 @@ import numpy as np
 
 from .._rng import QueryNoise
 from .._validation import check_real
-from ..mechanisms import gumbel_keys_from_uniform
-from .base import Selection, Selector, reachable_partitions, top_by_key, valid_candidates
+from .base import (
+    Selection,
+    Selector,
+    gumbel_keys,
+    reachable_partitions,
+    top_by_key,
+    valid_candidates,
+)
 
 
 class Probabilistic(Selector):
@@ -38,7 +44,6 @@ class Probabilistic(Selector):
                sensitivity: np.ndarray | None = None) -> Selection:
         valid = valid_candidates(n_valid, sims.shape[1])
         weights = np.maximum(np.where(valid, sims, self.floor), self.floor)
-        keys = gumbel_keys_from_uniform(np.log(weights), 1.0, noise.uniform(sims.shape[1]),
-                                        mask=valid)
+        keys = gumbel_keys(np.log(weights), 1.0, noise, mask=valid)
         positions = top_by_key(keys, np.minimum(n_valid, k), k)
         return Selection(positions, reachable_partitions(n_valid, k))

@@ -50,6 +50,11 @@ privacy entry is :attr:`~dprec.ledger.Status.VOID`.  Sets smaller than ``τ``
 do not get the stated guarantee: ``sketch`` raises ``ValueError`` naming
 ``tau``, or with ``small_users="exclude"`` releases nothing for them (their row
 is invalid, their similarities 0) and warns how many.  Empty sets likewise.
+Nor do the sets at the boundary, of ``τ`` to ``τ + α − 1`` items: ``α`` items
+fewer exclude them (or make ``sketch`` raise), an event no finite ε bounds;
+the release marks them outside the guarantee (:class:`.sketches.SketchRelease`'s
+``outside``, ε = ∞ in a model's report), and states ``τ`` public as its
+condition.
 
 The hash functions come from the public ``hash_seed`` (see
 :mod:`dprec.similarity.sketches`); the δ above is over their random draw.
@@ -508,9 +513,9 @@ class MinHash(_MinHashFamily):
 
     def privacy(self) -> LedgerEntry:
         """No privacy: ``ε = inf`` (the exact hash values are released)."""
-        return LedgerEntry("similarity", "none (non-private MinHash)", math.inf, 0.0,
-                           Unit.SET_ITEM, Status.HOLDS, "user",
-                           "the exact MinHash buckets: no protection")
+        return self._seeded(LedgerEntry("similarity", "none (non-private MinHash)", math.inf,
+                                        0.0, Unit.SET_ITEM, Status.HOLDS, "user",
+                                        "the exact MinHash buckets: no protection"))
 
     def privatize(self, buckets: np.ndarray, seed: int | None = None, keys=None) -> Sketch:
         """The buckets themselves (``seed`` and ``keys`` are unused)."""
@@ -560,7 +565,35 @@ class _PrivateMinHash(_MinHashFamily):
                           "included) are excluded: no sketch released, similarity 0",
                           stacklevel=3)
         self.tau_ = tau
+        self._boundary = (~small & (sizes < tau + self.set_difference), tau)
         return ~small
+
+    def _scope(self) -> tuple[tuple[tuple[np.ndarray, str], ...], tuple[str, ...]]:
+        r"""The users at the τ boundary, outside the guarantee, and τ public as its condition.
+
+        A set of $\tau \le |S_u| < \tau + \alpha$ items is sketched, but $\alpha$ items
+        fewer take it below τ, where it is excluded (``small_users="exclude"``: no
+        sketch, similarity 0 to everybody) or the whole release is refused
+        (``"raise"``): an event of probability 1 on one dataset and 0 on its
+        neighbour, which no finite ε bounds (a removal excluding a user at
+        $|S_u| = \tau$ is seen with certainty).  Those users are outside the
+        guarantee (ε = ∞ for them), as the users below τ are; the users of at
+        least $\tau + \alpha$ items stay sketched on every neighbouring dataset,
+        where the mechanism's argument holds.
+        """
+        boundary, tau = getattr(self, "_boundary", (None, None))
+        if boundary is None:
+            return (), ()
+        alpha = self.set_difference
+        fate = ("would exclude them (no sketch, similarity 0)" if self.small_users == "exclude"
+                else "would make the release fail (small_users='raise' refuses it)")
+        sets = (f"a set of exactly τ = {tau} items, which one item fewer" if alpha == 1 else
+                f"a set of τ = {tau} to {tau + alpha - 1} items, which {alpha} items fewer")
+        reason = f"at the τ boundary: {sets} {fate}"
+        conditions = () if self.tau is None else (
+            f"τ = {tau} is public, fixed before the data; the sketches' guarantee covers the "
+            f"sets of at least τ + α = {tau + alpha} items",)
+        return ((boundary, reason),), conditions
 
     def _tau(self) -> int:
         if self.tau_ is None:
@@ -584,7 +617,8 @@ class _PrivateMinHash(_MinHashFamily):
         ``L`` coordinates differ.  A fixed ``hash_seed`` is known before the
         data, so neighbouring sets can be chosen to differ in all ``K``
         coordinates: the entry is then the worst case, ``δ = 0``.  Void if τ
-        came from the data.
+        came from the data, or when ``random_state`` is an int
+        (:meth:`~.sketches.SketchBackend._seeded`).
         """
         if self.tau_ is None:                      # tau=None and no sketch yet
             return LedgerEntry("similarity", mechanism, self.epsilon, self.delta,
@@ -604,8 +638,8 @@ class _PrivateMinHash(_MinHashFamily):
             return LedgerEntry("similarity", mechanism, epsilon, delta, Unit.SET_ITEM,
                                Status.VOID, "user",
                                f"{scope}; void: τ was read from the data (tau=None)")
-        return LedgerEntry("similarity", mechanism, epsilon, delta, Unit.SET_ITEM, Status.HOLDS,
-                           "user", scope)
+        return self._seeded(LedgerEntry("similarity", mechanism, epsilon, delta, Unit.SET_ITEM,
+                                        Status.HOLDS, "user", scope))
 
 
 class RRMinHash(_PrivateMinHash):

@@ -324,10 +324,11 @@ class _PrivateProjection(SketchBackend):
         return ratings
 
     def _entry(self, mechanism: str, epsilon: float, delta: float) -> LedgerEntry:
-        return LedgerEntry(
+        """The entry of one release (void when seeded: :meth:`SketchBackend._seeded`)."""
+        return self._seeded(LedgerEntry(
             "similarity", mechanism, epsilon, delta, Unit.RATING, Status.HOLDS, "user",
             f"one rating added, removed or changed by at most rating_bound = "
-            f"{self.rating_bound:g} moves one coordinate of x; any public projection")
+            f"{self.rating_bound:g} moves one coordinate of x; any public projection"))
 
 
 class PrivateSJLT(_PrivateProjection):

@@ -15,7 +15,10 @@ into a short privatised sketch on their own device, using only
   row's key (its index by default), so a row's sketch never depends on
   another row.  ``random_state=None`` (the default) draws fresh entropy for
   each release; an int makes the noise reproducible, for experiments only
-  (anyone who knows or guesses the seed can reproduce it).
+  (anyone who knows or guesses the seed can reproduce it: a small int is found
+  by brute force from the published ``hash_seed_``), so the backend's entry
+  is then :attr:`~dprec.ledger.Status.VOID` (:data:`dprec.ledger.SEEDED`),
+  wherever it is charged.
 
 Why the hash functions must be random: the MinHash family's δ is the
 probability, over the hash functions, that neighbouring sets differ in more
@@ -53,7 +56,7 @@ import abc
 import inspect
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
@@ -61,8 +64,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._linalg import gram
-from .._rng import RandomStateLike, check_seed, derive_seed, fit_entropy, validate_random_state
-from ..ledger import LedgerEntry
+from .._rng import (
+    RandomStateLike,
+    check_seed,
+    derive_seed,
+    fit_entropy,
+    is_seeded,
+    validate_random_state,
+)
+from ..ledger import SEEDED, LedgerEntry, Status
 
 __all__ = ["Sketch", "SketchBackend", "SketchRelease"]
 
@@ -143,20 +153,34 @@ class SketchRelease(NamedTuple):
         The guarantee of one user's release (:meth:`SketchBackend.privacy`).
     released : numpy.ndarray of bool
         Who released a sketch (the rest were excluded or had no data).
+    outside : tuple of (numpy.ndarray of bool, str)
+        Users outside the guarantee although they released, each mask with its
+        reason: e.g. the MinHash sets at the τ boundary, whom one item less
+        would exclude (empty by default).
+    conditions : tuple of str
+        What the guarantee assumes of the release (e.g. "τ is public"), stated
+        beside it in the model's report.
     """
 
     entry: LedgerEntry
     released: np.ndarray
+    outside: tuple[tuple[np.ndarray, str], ...] = ()
+    conditions: tuple[str, ...] = ()
 
     def charge(self, accountant, entry: LedgerEntry | None = None) -> int:
         """Register ``entry`` (default :attr:`entry`) with a model's ``accountant``,
-        charge it once to every user who released a sketch, and mark the others out
-        of its unit's scope (their exclusion depends on their data); returns its index."""
+        charge it once to every user who released a sketch, mark the others out of its
+        unit's scope (their exclusion depends on their data), and :attr:`outside` too,
+        and state the :attr:`conditions`; returns the entry's index."""
         entry = self.entry if entry is None else entry
         index = accountant.register(entry)
         accountant.charge({index: self.released.astype(np.int64)})
         accountant.out_of_scope(entry.unit, ~self.released,
                                 "released no sketch: a set smaller than τ, or empty")
+        for users, reason in self.outside:
+            accountant.out_of_scope(entry.unit, users, reason)
+        for condition in self.conditions:
+            accountant.add_condition(condition)
         return index
 
 
@@ -202,7 +226,8 @@ class SketchBackend(abc.ABC):
 
     @abc.abstractmethod
     def privacy(self) -> LedgerEntry:
-        """The guarantee of one release of a user's sketch (component ``"similarity"``)."""
+        """The guarantee of one release of a user's sketch (component ``"similarity"``),
+        through :meth:`_seeded` (void for an int ``random_state``)."""
 
     @abc.abstractmethod
     def similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
@@ -217,13 +242,31 @@ class SketchBackend(abc.ABC):
         from ``hash_seed``, or, when it is None, from a seed derived one-way
         (:func:`dprec._rng.derive_seed`) from the same draw: publishing it
         reveals nothing of the noise unless ``random_state`` can be guessed.
-        The hash seed used is kept in ``hash_seed_`` (public).
+        The hash seed used is kept in ``hash_seed_`` (public).  With an int
+        ``random_state`` both seeds follow from that int, which a brute force over
+        small ints finds from ``hash_seed_``: :meth:`_seeded` voids the entry.
         """
         entropy = fit_entropy(self.random_state)
         hash_seed = self.hash_seed if self.hash_seed is not None else \
             derive_seed(entropy, "hash")
         self.hash_seed_ = hash_seed
         return hash_seed, derive_seed(entropy, "noise")
+
+    def _seeded(self, entry: LedgerEntry) -> LedgerEntry:
+        """``entry``, void with the reason :data:`dprec.ledger.SEEDED` when it holds and
+        ``random_state`` is an int (:func:`dprec._rng.is_seeded`): the noise is then a
+        function of a seed anyone can guess, and nothing is guaranteed.  Every
+        backend's :meth:`privacy` passes its entry through it, so the entry is void
+        wherever it is charged (a model's accountant, ``release_``, ``LocalKNN``)."""
+        if is_seeded(self.random_state) and entry.status is Status.HOLDS:
+            return replace(entry, status=Status.VOID,
+                           note=SEEDED + (f"; {entry.note}" if entry.note else ""))
+        return entry
+
+    def _scope(self) -> tuple[tuple[tuple[np.ndarray, str], ...], tuple[str, ...]]:
+        """``(outside, conditions)`` of the last release (:class:`SketchRelease`): none by
+        default (every user who released is within the guarantee)."""
+        return (), ()
 
     def _hash_seed_used(self) -> int | None:
         """The seed of the last hash functions drawn (``hash_seed`` before any)."""
@@ -289,7 +332,8 @@ class SketchBackend(abc.ABC):
         (:class:`~dprec.similarity.rows.SketchRows`)."""
         sketches = self.sketch(self.similarity_input(as_csr(ratings, "ratings")),
                                columns=columns)
-        self.release_ = SketchRelease(self.privacy(), np.asarray(sketches.valid).copy())
+        self.release_ = SketchRelease(self.privacy(), np.asarray(sketches.valid).copy(),
+                                      *self._scope())
         return sketches
 
     @classmethod

@@ -1,0 +1,92 @@
+"""Every *holds* end-to-end model, audited through everything it releases on the edge cases
+(`dprec.experiments.release_audit`): no lower bound above the claim; and the same audit
+refutes models that leak in the ways the independent audit found (arrays in the data's
+order, exact values, a count), so a leak of that class cannot pass unseen."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dprec import DPBaseline
+from dprec.experiments import release_audit
+from dprec.experiments.release_audit import Scenario, audit_scenario, edge_data, released
+from dprec.ledger import Unit
+
+DATA = edge_data()
+QUICK = release_audit.scenarios(DATA, quick=True)
+
+
+@pytest.mark.parametrize("scenario", QUICK, ids=[s.name for s in QUICK])
+def test_no_release_beats_the_claim_on_the_edge_cases(scenario):
+    result = audit_scenario(scenario, DATA, n_runs=200, pilot_runs=100, seed=1)
+    assert not result.refuted, result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", release_audit.scenarios(DATA)[len(QUICK):],
+                         ids=lambda s: s.name)
+def test_no_release_beats_the_claim_non_default_and_extreme(scenario):
+    # the sweep beyond the quick set (ε = 0.1 and 5, non-default parameters), small form
+    result = audit_scenario(scenario, DATA, n_runs=150, pilot_runs=75, seed=2)
+    assert not result.refuted, result
+
+
+def _catalogue():
+    return release_audit.catalogue(DATA)
+
+
+class InnerOrderBaseline(DPBaseline):
+    """A DPBaseline that also publishes its item effects in Surprise's inner order."""
+
+    def fit(self, trainset):
+        super().fit(trainset)
+        self.inner_order_ = np.asarray(
+            [self.item_effects_[trainset.to_raw_iid(i)] for i in trainset.all_items()])
+        return self
+
+
+class ExactCountBaseline(DPBaseline):
+    """A DPBaseline that also publishes the exact number of ratings."""
+
+    def fit(self, trainset):
+        super().fit(trainset)
+        self.n_ratings_ = trainset.n_ratings
+        return self
+
+
+def _leaky(cls):
+    users, items = _catalogue()
+    return lambda seed: cls(unit="user", users=users, items=items,
+                            random_state=None if seed is None else np.random.default_rng(seed))
+
+
+@pytest.mark.parametrize("cls", [InnerOrderBaseline, ExactCountBaseline])
+def test_the_audit_refutes_a_leak_of_the_class_found(cls):
+    scenario = Scenario(cls.__name__, _leaky(cls), Unit.USER, "first")
+    result = audit_scenario(scenario, DATA, n_runs=200, pilot_runs=100, seed=3)
+    assert result.claimed_epsilon == pytest.approx(1.0)
+    assert result.refuted and result.lower_bound > 3.0, result
+
+
+def test_released_keys_arrays_by_raw_id_and_leaves_the_targets_own_answers_out():
+    users, items = _catalogue()
+    model = DPBaseline(users=users, items=items, random_state=None).fit(
+        DATA.build_full_trainset())
+    surface = released(model, users, items, own=("target",))
+    assert "prediction/u1/i0" in surface and not any(k.startswith("prediction/target/")
+                                                      for k in surface)
+    assert "item_effects_" in surface["arrays"]
+    assert set(surface["arrays"]["item_effects_"].index) == set(items)
+    assert surface["report"]["text"].startswith("Privacy report")
+
+
+def test_a_target_outside_the_guarantee_is_reported_not_measured():
+    # the sole rater of an item without a public catalogue: the report says ε = ∞
+    scenario = Scenario("sole", lambda seed: DPBaseline(unit="user", random_state=seed),
+                        Unit.USER, "sole")
+    result = audit_scenario(scenario, DATA, n_runs=10, pilot_runs=10)
+    assert math.isinf(result.claimed_epsilon) and not result.refuted
+    assert result.verdict == "outside the guarantee, as reported"
