@@ -111,6 +111,8 @@ from .similarity import (
 __all__ = ["LocalKNN", "RATING_RELEASES"]
 
 RATING_RELEASES = ("laplace", "krr")
+#: the sketch backends with a privacy guarantee (all but the plain MinHash)
+PRIVATE_SKETCHES = frozenset(SKETCH_BACKENDS) - {"minhash"}
 #: the ledger's notes
 NOTES = {
     "set item": "; a rating added or removed is one item of the rated set",
@@ -207,23 +209,23 @@ class LocalKNN(AlgoBase):
     # ------------------------------------------------------------------ fit
     def _sketch_options(self, sketch_epsilon: float) -> dict:
         """The sketch backend's options, with `epsilon = sketch_epsilon`."""
-        if isinstance(self.sim_options, SketchBackend):
+        given = isinstance(self.sim_options, SketchBackend)
+        if given:
             options = backend_options(self.sim_options)
-            if not math.isclose(options["epsilon"], sketch_epsilon, rel_tol=1e-12):
-                raise ValueError(f"sim_options: the backend's epsilon {options['epsilon']!r} "
-                                 f"must be sketch_share * epsilon = {sketch_epsilon!r}")
         else:
             options = dict(self.sim_options if self.sim_options is not None
                            else {"name": "sjlt"})
             if "epsilon" in options:
                 raise ValueError("sim_options must not give 'epsilon': the sketch's budget "
                                  "is sketch_share * epsilon")
-        options = check_sim_options({**options, "epsilon": sketch_epsilon})
-        if options["name"] not in SKETCH_BACKENDS or options["name"] == "minhash":
+        name = options.get("name")
+        if (name.lower() if isinstance(name, str) else name) not in PRIVATE_SKETCHES:
             raise ValueError(f"sim_options['name'] must be a private sketch backend, one of "
-                             f"{sorted(set(SKETCH_BACKENDS) - {'minhash'})}, got "
-                             f"{options['name']!r}")
-        return options
+                             f"{sorted(PRIVATE_SKETCHES)}, got {name!r}")
+        if given and not math.isclose(options["epsilon"], sketch_epsilon, rel_tol=1e-12):
+            raise ValueError(f"sim_options: the backend's epsilon {options['epsilon']!r} "
+                             f"must be sketch_share * epsilon = {sketch_epsilon!r}")
+        return check_sim_options({**options, "epsilon": sketch_epsilon})
 
     def fit(self, trainset):
         """Draw every listed user's releases (spending `epsilon` per rating), aggregate them."""
@@ -417,7 +419,8 @@ def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
         raise ValueError(f"krr needs an integer in the rating scale {scale_range}")
     n_symbols = len(grid) + 1
     codes = matrix.copy()
-    codes.data = 1.0 + np.abs(np.clip(matrix.data, low, high)[:, None] - grid).argmin(axis=1)
+    # the nearest level: a rating beyond the scale goes to the level at its end
+    codes.data = 1.0 + np.abs(matrix.data[:, None] - grid).argmin(axis=1)
     reported = randomized_response(codes.toarray().astype(np.int64), n_symbols, epsilon, rng)
     p = randomized_response_keep_probability(n_symbols, epsilon)
     q = (1.0 - p) / (n_symbols - 1)

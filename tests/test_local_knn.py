@@ -297,6 +297,7 @@ def test_audit_of_another_users_prediction_stays_below_the_claim():
     ({"epsilon": 0.0}, "epsilon"), ({"k": 0}, "k"), ({"sketch_share": 1.0}, "sketch_share"),
     ({"rating_release": "oue"}, "rating_release"), ({"noise_tolerance": 0.0}, "noise_tolerance"),
     ({"item_shrinkage": -1.0}, "item_shrinkage"), ({"user_shrinkage": -1.0}, "user_shrinkage"),
+    ({"neighbour_shrinkage": -1.0}, "neighbour_shrinkage"),
     ({"sim_options": {"name": "msd"}}, "sim_options"),
     ({"sim_options": {"name": "sjlt", "epsilon": 1.0}}, "sim_options"),
     ({"users": ["nobody"]}, "users"), ({"items": b"i1"}, "items"),
@@ -502,8 +503,10 @@ def test_neighbour_search_by_blocks_equals_one_block(monkeypatch):
 def test_releases_are_keyed_as_stated_and_read_only(data, trainset):
     algo = LocalKNN(k=500, random_state=0).fit(trainset)                 # k beyond n − 1
     assert algo.neighbours_.shape == algo.weights_.shape == (80, 79)
-    assert algo.neighbours_.columns.equals(pd.RangeIndex(79, name="rank"))
-    assert algo.weights_.columns.equals(pd.RangeIndex(79, name="rank"))
+    pd.testing.assert_index_equal(algo.neighbours_.columns, pd.RangeIndex(79, name="rank"),
+                                  exact=True)
+    pd.testing.assert_index_equal(algo.weights_.columns, pd.RangeIndex(79, name="rank"),
+                                  exact=True)
     with pytest.raises(ValueError, match="read-only"):
         algo.sim.iloc[0, 1] = 2.0
     # the sketches' hash functions are keyed by raw item id: an extra catalogue item (first
@@ -540,8 +543,9 @@ def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset):
 
 
 def test_sketch_options_are_checked_against_the_budget(trainset):
-    with pytest.raises(ValueError, match="^sim_options"):
-        LocalKNN(sim_options={"name": "minhash"}).fit(trainset)
+    for name in ("minhash", "msd"):
+        with pytest.raises(ValueError, match="^sim_options\\['name'\\] must be a private "):
+            LocalKNN(sim_options={"name": name}).fit(trainset)
     options = {"width": 32, "s": 2, "rating_bound": 5.0}
     with pytest.raises(ValueError, match="sketch_share"):
         LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0 + 1e-10)).fit(
@@ -568,3 +572,11 @@ def test_a_single_rating_gives_its_own_mean_and_effects_stay_in_bounds(trainset)
     for algo in wide[:2]:
         np.testing.assert_array_equal(algo._user_effects, own_effects(
             algo._space.matrix, algo.mu_ + algo._item_effects, 10.0))
+
+
+def test_a_plain_minhash_object_is_refused_by_name(trainset):
+    from dprec.similarity import MinHash
+
+    with pytest.raises(ValueError, match="^sim_options\\['name'\\] must be a private "):
+        LocalKNN(sim_options=MinHash(width=8)).fit(trainset)
+    assert LocalKNN(k=2, sim_options={"name": "SJLT"}).fit(trainset).privacy_report()
