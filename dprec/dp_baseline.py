@@ -13,7 +13,7 @@ differentially private release** and $b_u$ from the user's own ratings:
 3. *user effect* (not released): $b_u = \sum_i (r_{ui} - \mu - b_i) / (|I_u| + \lambda)$.
 
 Each release is the Laplace mechanism (the lattice sampler of
-[`laplace`][dprec.mechanisms.laplace], hardened against floating-point attacks)
+`laplace`, hardened against floating-point attacks)
 on the vector $(S / B, N)$ ($B = (r_{\max} - r_{\min})/2$, the largest centred
 rating), whose ℓ1 sensitivity is 2 for the unit:
 
@@ -174,10 +174,12 @@ class DPBaseline(AlgoBase):
 
     def fit(self, trainset):
         """Release $\\mu$ and the item effects (spending `epsilon`) and compute $b_u$."""
-        return self._fit(trainset)
+        return self.fit_part(trainset)
 
-    def _fit(self, trainset, entropy: bytes | None = None, seeded: bool | None = None):
-        """`fit`, with the entropy and seededness of a model this one is part of."""
+    def fit_part(self, trainset, entropy: bytes | None = None, seeded: bool | None = None):
+        """`fit` as part of another model (e.g. [`DPItemKNN`][dprec.DPItemKNN]): the noise
+        from that model's `entropy` (this one's `random_state` is then unused) and its
+        accountant `seeded` alike."""
         epsilon, unit, share, beta, lam = self._check_params()
         space = RatingSpace.build(trainset, self.users, self.items)
         AlgoBase.fit(self, trainset)
@@ -239,6 +241,21 @@ class DPBaseline(AlgoBase):
         """The fitted model's privacy accountant."""
         self._check_fitted()
         return self._accountant
+
+    @property
+    def rating_space(self) -> RatingSpace:
+        """The fitted lists and the ratings in their sorted order (the private data)."""
+        self._check_fitted()
+        return self._space
+
+    def residuals(self) -> np.ndarray:
+        r"""Each rating's $r_{ui} - \mu - b_i - b_u$, in the order of
+        `rating_space.matrix.data`: each user's own data, used in their own answers and
+        never released."""
+        space = self.rating_space
+        matrix = space.matrix
+        return (matrix.data - self.mu_ - self._item_effects[matrix.indices]
+                - self._user_effects[space.rows])
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "_accountant"):
@@ -404,7 +421,7 @@ class RatingSpace:
         return self.users.positions(uids), self.items.positions(iids)
 
     def declare_scope(self, accountant: PrivacyAccountant, unit: Unit) -> None:
-        """State the lists' conditions in the report ([`SCOPE`][dprec.dp_baseline.SCOPE]) and
+        """State the lists' conditions in the report (`SCOPE`) and
         mark the boundary users (those whose unit, removed, would change a list read from
         the data) out of `unit`'s scope."""
         if self.items.given:

@@ -150,14 +150,12 @@ class DPItemKNN(AlgoBase):
         # the baseline's noise comes from this model's entropy (its own random_state is unused)
         baseline = DPBaseline(epsilon=share * epsilon, unit="user", users=self.users,
                               items=self.items)
-        baseline._fit(trainset, derive_generator(entropy, "effects").bytes(16), seeded)
+        baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded)
         AlgoBase.fit(self, trainset)
         self.k_, self.baseline_ = k, baseline
-        space = self._space = baseline._space
+        space = self._space = baseline.rating_space
         matrix = space.matrix
-        raw = (matrix.data - baseline.mu_ - baseline._item_effects[matrix.indices]
-               - baseline._user_effects[space.rows])
-        residuals = grid_residuals(raw, clip, bits)
+        residuals = grid_residuals(baseline.residuals(), clip, bits)
 
         n_items = matrix.shape[1]
         cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(matrix, residuals,
@@ -189,7 +187,7 @@ class DPItemKNN(AlgoBase):
         integer releases, charged once to every listed user; the lists' scope."""
         accountant = PrivacyAccountant(self._space.users.ids, model=f"DPItemKNN(k={self.k_})",
                                        seeded=seeded)
-        indices = [accountant.register(entry) for entry in self.baseline_._accountant.entries]
+        indices = [accountant.register(entry) for entry in self.baseline_.privacy_report().entries]
         indices += [accountant.register(LedgerEntry(
             component, "discrete laplace", eps, 0.0, Unit.USER, Status.HOLDS, "user",
             NOTES["sums"])) for component, eps in epsilons.items()]

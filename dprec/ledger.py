@@ -36,6 +36,9 @@ raw ratings, diagnostics computed from exact similarities) are declared with
 (:attr:`PrivacyAccountant.guarantee`) exists only when every output is
 covered by entries that hold.
 
+The vocabulary (units, statuses, entries, outputs) lives in
+[`dprec.ledger_entries`][dprec.ledger_entries] and the printed report in
+[`dprec.ledger_text`][dprec.ledger_text]; every name is importable from here.
 See ``docs/privacy.md`` for the units, the statuses, composition and the report.
 """
 
@@ -46,13 +49,25 @@ import numbers
 import threading
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from enum import Enum
+from dataclasses import asdict, replace
 
 import numpy as np
 import pandas as pd
 
-from ._validation import check_budget, check_delta, check_epsilon, check_int
+from ._validation import check_budget, check_delta, check_int
+from .ledger_entries import (
+    APPLIES_TO,
+    SEEDED,
+    TIGHT_DELTA,
+    BudgetExceededError,
+    LedgerEntry,
+    Output,
+    PrivacyLeakWarning,
+    Status,
+    Unit,
+    worst_status,
+)
+from .ledger_text import report_text
 
 __all__ = [
     "APPLIES_TO",
@@ -63,137 +78,17 @@ __all__ = [
     "PrivacyLeakWarning",
     "SEEDED",
     "Status",
+    "TIGHT_DELTA",
     "Unit",
     "compose",
 ]
 
-#: The δ at which :meth:`PrivacyAccountant.tight_epsilon` reports by default
-#: (plus the entries' own δ).
-TIGHT_DELTA = 1e-6
-#: Why an entry of a model fitted with an int ``random_state`` is void.
-SEEDED = ("seeded noise (random_state is an int): reproducible, for experiments; anyone who "
-          "knows or guesses the seed reproduces the noise, so nothing is guaranteed (fit with "
-          "random_state=None for the guarantee)")
 #: Value discretisation of dp-accounting's privacy-loss distributions; pessimistic,
 #: so the bound stays an upper bound (coarser is faster, never unsafe).
 _PLD_DISCRETISATION = 1e-3
 #: Largest ε of one entry handed to dp-accounting (its distributions hold e^ε in floats,
 #: which overflow at ε ≈ 709.8): above it, basic composition is the bound.
 _PLD_MAX_EPSILON = 700.0
-
-
-class Unit(Enum):
-    """What two neighbouring datasets differ in."""
-
-    RATING = "one rating"
-    SET_ITEM = "one item of a user's set"
-    RANKING_SWAP = "a swap of two items in one user's ranking"
-    USER = "one user (all of their ratings)"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Status(Enum):
-    """Whether dprec guarantees an entry's (ε, δ)."""
-
-    HOLDS = "holds"
-    AS_PUBLISHED = "as published"
-    VOID = "void"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-#: Whose data one application of an entry touches, as the model charges it.
-APPLIES_TO = {
-    "user": "the releasing user, once per fit",
-    "candidates": "every candidate of a neighbour set another user asks for",
-    "chosen": "every neighbour chosen for another user's query",
-}
-
-
-class PrivacyLeakWarning(UserWarning):
-    """A configuration voids a privacy guarantee (diffprivlib's name for it)."""
-
-
-class BudgetExceededError(ValueError):
-    """A release would take some user past the accountant's budget."""
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """What one application of one mechanism of a model guarantees.
-
-    Attributes
-    ----------
-    component : str
-        The part of the model that applies it (``"similarity"``, ``"selector"``...).
-    mechanism : str
-        The mechanism, e.g. ``"randomized_response (RRMinHash)"``.
-    epsilon, delta : float
-        One application, computed by the mechanism's privacy map.
-    unit : Unit
-        The protected unit.
-    status : Status
-        Whether dprec guarantees it (see the module docstring).
-    applies_to : str
-        A key of :data:`APPLIES_TO`: whose data one application touches.
-    note : str
-        For :attr:`Status.HOLDS` the argument in brief (and the scope of the
-        unit, e.g. ``"sets of at least τ = 20 items"``); otherwise the reason
-        dprec does not guarantee it.
-    """
-
-    component: str
-    mechanism: str
-    epsilon: float
-    delta: float
-    unit: Unit
-    status: Status
-    applies_to: str
-    note: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon, "epsilon",
-                                                          allow_inf=True))
-        object.__setattr__(self, "delta", check_delta(self.delta, "delta"))
-        if not isinstance(self.unit, Unit):
-            raise TypeError(f"unit must be a dprec.ledger.Unit, got {self.unit!r}")
-        if not isinstance(self.status, Status):
-            raise TypeError(f"status must be a dprec.ledger.Status, got {self.status!r}")
-        if self.applies_to not in APPLIES_TO:
-            raise ValueError(f"applies_to must be one of {sorted(APPLIES_TO)}, "
-                             f"got {self.applies_to!r}")
-
-
-@dataclass(frozen=True)
-class Output:
-    """Something a model releases, and what protects it.
-
-    Attributes
-    ----------
-    name : str
-        E.g. ``"predictions"``, ``"neighbour lists"``.
-    covered_by : tuple of int
-        Indices of the entries whose release it is post-processing of.
-    gap : str or None
-        Why the entries do not cover it (``None``: covered).
-    """
-
-    name: str
-    covered_by: tuple[int, ...] = ()
-    gap: str | None = None
-
-
-def _number(value: float) -> str:
-    """``value`` for the report: 4 significant digits, ``∞`` for infinity."""
-    return "∞" if value == math.inf else f"{value:.4g}"
-
-
-def _worst(statuses: Iterable[Status]) -> Status:
-    order = [Status.HOLDS, Status.AS_PUBLISHED, Status.VOID]
-    return max(statuses, key=order.index, default=Status.HOLDS)
 
 
 class PrivacyAccountant:
@@ -448,6 +343,11 @@ class PrivacyAccountant:
             return self._out_of_scope[unit][0]
         return np.zeros(self.n_users, dtype=bool)
 
+    def scope_rule(self, unit: Unit | None = None) -> str | None:
+        """Why users are outside ``unit``'s guarantee (the rule the report prints), or None."""
+        unit, _ = self._of_unit(unit)
+        return self._out_of_scope[unit][1] if unit in self._out_of_scope else None
+
     def out_of_scope_users(self, unit: Unit | None = None) -> list:
         """The ids of the users outside ``unit``'s guarantee, with ε = ∞ (the curator's
         view: who they are depends on the data, so the printed report gives the rule only)."""
@@ -457,7 +357,7 @@ class PrivacyAccountant:
     def status(self, unit: Unit | None = None) -> Status:
         """The weakest status among the entries of ``unit`` that were applied."""
         _, indices = self._of_unit(unit)
-        return _worst(self._entries[n].status for n in indices if self._counts[n].any())
+        return worst_status(self._entries[n].status for n in indices if self._counts[n].any())
 
     def tight_epsilon(self, unit: Unit | None = None, delta: float | None = None,
                       user=None) -> float:
@@ -485,15 +385,16 @@ class PrivacyAccountant:
         ImportError
             Without the optional dependency ``dp-accounting``.
         """
-        value, fallback = self._tight(unit, delta, user)
+        value, fallback = self.tight_bound(unit, delta, user)
         if fallback:
             warnings.warn(f"tight_epsilon: {fallback}; basic composition is returned",
                           RuntimeWarning, stacklevel=2)
         return value
 
-    def _tight(self, unit: Unit | None, delta: float | None, user) -> tuple[float, str | None]:
+    def tight_bound(self, unit: Unit | None = None, delta: float | None = None,
+                    user=None) -> tuple[float, str | None]:
         """:meth:`tight_epsilon`'s bound, and why it fell back to basic composition
-        (``None`` when dp-accounting composed it)."""
+        (``None`` when dp-accounting composed it), without a warning."""
         from dp_accounting.pld import common
         from dp_accounting.pld import privacy_loss_distribution as pld
 
@@ -577,98 +478,8 @@ class PrivacyAccountant:
         return iter(self._entries)
 
     def __str__(self) -> str:
-        """The report.  No ε is printed without what it is: never ``ε = 0`` (a unit
-        nothing was charged for says so), and every composed ε carries its status
-        beside it: the guarantee for everything released, a bound for some entries
-        only (no end-to-end guarantee), or not a guarantee (void, as published)."""
-        lines = [f"Privacy report: {self.model}, {self.n_users} user"
-                 + "s" * (self.n_users != 1)]
-        guarantee = self.guarantee
-        if guarantee is None:
-            lines.append("Guarantee for everything the model releases: none (ε = ∞).")
-        else:
-            parts = [f"nothing released yet per {unit}" if eps == 0.0 else
-                     f"ε = {eps:.4g}, δ = {delta:.3g} per {unit} (worst user; holds)"
-                     for unit, (eps, delta) in guarantee.items()]
-            lines.append("Guarantee for everything the model releases: " + "; ".join(parts))
-        lines.extend(f"  condition: {condition}" for condition in self.conditions)
-        for output in self._outputs:
-            if output.gap is not None:
-                lines.append(f"  not covered: {output.name}: {output.gap}")
-            else:
-                weak = sorted({str(self._entries[c].status) for c in output.covered_by
-                               if self._entries[c].status is not Status.HOLDS})
-                if weak:
-                    lines.append(f"  {output.name}: covered only by entries that do not hold "
-                                 f"({', '.join(weak)})")
-        if not self._entries:
-            lines.append("No private mechanism ran.")
-        for n, entry in enumerate(self._entries):
-            counts = self._counts[n]
-            applied = f"{np.median(counts):g} / {counts.max()} per user (median / max)"
-            lines.append(f"- {entry.component}: {entry.mechanism}: ε = {entry.epsilon:.4g}, "
-                         f"δ = {entry.delta:.3g} per application ({entry.unit}), "
-                         f"{entry.status}; applied {applied}")
-            if entry.note:
-                lines.append(f"    {entry.note}")
-        for unit in self.units():
-            lines.extend(self._unit_lines(unit, guarantee))
-        lines.extend(f"Note: {note}" for note in self.notes)
-        return "\n".join(lines)
-
-    def _unit_lines(self, unit: Unit, guarantee) -> list[str]:
-        """The report's lines for the users' composed (ε, δ) of ``unit``."""
-        head = f"Per user, composed ({unit}): "
-        _, indices = self._of_unit(unit)
-        released = any(self._counts[n].any() for n in indices)
-        eps, delta = self.total(unit)
-        if not released:
-            lines = [head + "nothing released through these entries yet"]
-        else:
-            inside = ~self._outside(unit)
-            median = float(np.median(self._per_user(unit)[0][inside])) if inside.any() \
-                else math.inf
-            typical = ("most users untouched so far" if median == 0.0
-                       else f"median ε = {_number(median)}")
-            lines = [head + f"worst ε = {_number(eps)}, δ = {delta:.3g} "
-                     f"({self._tag(unit, guarantee)}); {typical}"]
-        if unit in self._out_of_scope:
-            lines.append(f"    outside the guarantee, ε = ∞ (who they are depends on the data:"
-                         f" out_of_scope_users() lists them for the curator): "
-                         f"{self._out_of_scope[unit][1]}")
-        if released:
-            lines.append("    " + self._tight_text(unit, eps, guarantee))
-        return lines
-
-    def _tag(self, unit: Unit, guarantee) -> str:
-        """What the composed ε of ``unit`` is: the guarantee for everything released, a
-        bound for its applied entries only (some output is not covered, or covered by
-        entries that do not hold), or not a guarantee (void, as published)."""
-        status = self.status(unit)
-        if status is not Status.HOLDS:
-            return f"{status}: not a guarantee"
-        if guarantee is not None:
-            return "holds: the guarantee for everything released"
-        _, indices = self._of_unit(unit)
-        parts = dict.fromkeys(self._entries[n].component for n in indices
-                              if self._counts[n].any())
-        return f"holds for the {' and '.join(parts)} entries only: no end-to-end guarantee"
-
-    def _tight_text(self, unit: Unit, eps: float, guarantee=None) -> str:
-        _, delta = self._tight_counts(self._of_unit(unit)[1], None)
-        if not math.isfinite(eps):
-            return "(basic composition is the bound here)"
-        if delta >= 1.0:
-            return "(the entries' δ add up to 1: no composition bounds it)"
-        try:
-            tight, fallback = self._tight(unit, None, None)
-        except ImportError:
-            return "(pip install 'dprec[accounting]' for a tighter bound from dp-accounting)"
-        if fallback:
-            return f"(basic composition is the bound here: {fallback})"
-        scope = " in scope" if unit in self._out_of_scope else ""
-        return (f"tighter (dp-accounting PLD): ε ≤ {_number(tight)} for every user{scope} at "
-                f"δ = {delta + TIGHT_DELTA:.3g} ({self._tag(unit, guarantee)})")
+        """The report ([`report_text`][dprec.ledger_text.report_text])."""
+        return report_text(self)
 
     def __repr__(self) -> str:
         return (f"PrivacyAccountant(model={self.model!r}, users={self.n_users}, "

@@ -12,7 +12,7 @@ sends the outputs:
    * `"laplace"`: the pair $(x_{ui}, n_{ui}) = ((\mathrm{clip}(r_{ui}) - c)/B, 1)$ if $u$
      rated $i$, $(0, 0)$ otherwise ($c$ the middle of the public rating scale,
      $B$ its half-width), each coordinate plus Laplace noise of scale
-     $2/\varepsilon_r$ (the lattice sampler of [`laplace`][dprec.mechanisms.laplace]):
+     $2/\varepsilon_r$ (the lattice sampler of `laplace`):
      adding or removing one rating changes one pair by at most 2 in ℓ1;
    * `"krr"`: the rating rounded to the scale's integer grid, or $\bot$ when
      unrated, through k-ary randomised response over the $L + 1$ symbols

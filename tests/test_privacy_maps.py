@@ -273,19 +273,34 @@ class _RecordingNoise(QueryNoise):
         return child
 
 
-def test_pncf_stages_draw_from_independent_streams():
-    sims = np.sort(np.random.default_rng(0).random((6, 30)), axis=1)[:, ::-1]
+@pytest.fixture
+def recorded(monkeypatch):
+    """The streams of the selectors' exact Gumbel keys (`selectors.base.keyed_gumbel`) and
+    of their uniforms (`_RecordingNoise`), in one list."""
+    import dprec.selectors.base as base
+
     noise = _RecordingNoise(3, (np.arange(6),))
-    PNCF(epsilon=1.0).select(sims, np.full(6, 30), 5, noise, np.full(6, 0.5))
-    assert sorted(noise.streams) == [0, 1]        # selection and perturbation apart
+    original = base.keyed_gumbel
+
+    def keyed_gumbel(seed, keys, n_draws, stream=0):
+        noise.streams.append(stream)
+        return original(seed, keys, n_draws, stream)
+
+    monkeypatch.setattr(base, "keyed_gumbel", keyed_gumbel)
+    return noise
 
 
-def test_ppns_stages_draw_from_independent_streams():
+def test_pncf_stages_draw_from_independent_streams(recorded):
+    sims = np.sort(np.random.default_rng(0).random((6, 30)), axis=1)[:, ::-1]
+    PNCF(epsilon=1.0).select(sims, np.full(6, 30), 5, recorded, np.full(6, 0.5))
+    assert sorted(recorded.streams) == [0, 1]        # selection and perturbation apart
+
+
+def test_ppns_stages_draw_from_independent_streams(recorded):
     # fewer candidates than the partitions the schedule visits: stage 2 draws again
     sims = np.sort(np.random.default_rng(0).random((6, 12)), axis=1)[:, ::-1]
-    noise = _RecordingNoise(3, (np.arange(6),))
-    PPNS(epsilon=1.0, p=0.5).select(sims, np.full(6, 12), 10, noise, np.full(6, 0.5))
-    assert sorted(noise.streams) == [0, 1]
+    PPNS(epsilon=1.0, p=0.5).select(sims, np.full(6, 12), 10, recorded, np.full(6, 0.5))
+    assert sorted(recorded.streams) == [0, 1]
 
 
 def test_pncf_weight_noise_is_independent_of_the_selection():

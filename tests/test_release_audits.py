@@ -39,12 +39,12 @@ def _catalogue():
 
 
 class InnerOrderBaseline(DPBaseline):
-    """A DPBaseline that also publishes its item effects in Surprise's inner order."""
+    """A DPBaseline that also publishes its items in Surprise's inner order (the data's
+    order, which a removal renumbers: the old `item_effects_` and `sim` were so ordered)."""
 
     def fit(self, trainset):
         super().fit(trainset)
-        self.inner_order_ = np.asarray(
-            [self.item_effects_[trainset.to_raw_iid(i)] for i in trainset.all_items()])
+        self.inner_order_ = np.asarray([trainset.to_raw_iid(i) for i in trainset.all_items()])
         return self
 
 

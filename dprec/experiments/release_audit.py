@@ -322,10 +322,11 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
                  make(DPItemKNN, k=3, clip=0.75, grid_bits=1, **listed), Unit.USER, "target"),
         Scenario("LocalKNN krr, sole rater's rating (no catalogue)",
                  make(LocalKNN, k=3), Unit.RATING, "sole", "solo"),
-        Scenario("LocalKNN laplace rr_minhash, target's rating (catalogue)",
+        Scenario("LocalKNN laplace rr_minhash τ=3, a rating of a user above τ (catalogue)",
                  make(LocalKNN, k=3, rating_release="laplace",
-                      sim_options={"name": "rr_minhash", "tau": 3}, **listed),
-                 Unit.RATING, "target", "i0"),
+                      sim_options={"name": "rr_minhash", "tau": 3, "small_users": "exclude"},
+                      **listed),
+                 Unit.RATING, "u1", "i0"),
     ]
     if not quick:
         out += [

@@ -19,8 +19,8 @@ mechanism's keys) keep their exact tail probabilities, to a relative $2^{-52}$, 
 $e^{-\mathrm{TAIL\_LIMIT}}$ ($\mathrm{TAIL\_LIMIT} \approx 3.2 \cdot 10^{18}$).  They are
 deterministic functions of random words (uint64), one per variate plus a rare few:
 [`log_uniform`][dprec.mechanisms.common.log_uniform] and
-[`standard_gumbel`][dprec.mechanisms.common.standard_gumbel] take the words from a
-Generator, [`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel] from
+`standard_gumbel` take the words from a
+Generator, `keyed_gumbel` from
 [`keyed_bits`][dprec._rng.keyed_bits] (one query, one draw).
 """
 

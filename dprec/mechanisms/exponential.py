@@ -18,10 +18,10 @@ a key of the far upper tail, $P(G > g) \approx e^{-g}$.  $G = -\ln(-\ln u)$ of o
 such key, so such a candidate can never win once $c\,d > 40.4$ (no DP there), and
 its probability is distorted well before.  The seeded sampler
 :func:`exponential_top_k` therefore draws its keys with
-[`standard_gumbel`][dprec.mechanisms.common.standard_gumbel], exact in both tails
+`standard_gumbel`, exact in both tails
 at every $c\,d$ (up to $3.2 \cdot 10^{18}$); :func:`exponential_keys` is the core
 driven by such Gumbel variates (e.g.
-[`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel] for one query, one draw).
+`keyed_gumbel` for one query, one draw).
 :func:`gumbel_keys_from_uniform` and :func:`gumbel_top_k_from_uniform`, driven by
 one uniform per candidate, keep the bound: they realise every output only while
 $c\,(\max q - \min q) <$ ``GUMBEL_UNIFORM_SPREAD``.
@@ -155,8 +155,8 @@ def exponential_keys(scores: np.ndarray, coefficient: float, gumbel: np.ndarray,
     r"""Keys $c\,q(j) + G_j$ from standard Gumbel variates ($-\infty$ where ``mask`` is False).
 
     The exact form of :func:`gumbel_keys_from_uniform`: with $G_j$ from
-    [`standard_gumbel`][dprec.mechanisms.common.standard_gumbel] or
-    [`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel], whose upper tail
+    `standard_gumbel` or
+    `keyed_gumbel`, whose upper tail
     $P(G > g) = 1 - e^{-e^{-g}}$ is kept to a relative $2^{-52}$ for any $g$, the indices
     of the $m$ largest keys within any subset of the candidates are distributed exactly
     as $m$ sequential draws without replacement with $P(j) \propto e^{c\,q(j)}$, at
@@ -176,11 +176,7 @@ def exponential_keys(scores: np.ndarray, coefficient: float, gumbel: np.ndarray,
     -------
     numpy.ndarray, float64, the shape of ``scores``.
     """
-    coefficient = check_positive(coefficient, "coefficient")
-    arr = check_real_array(scores, "scores", finite=False)
-    valid = _check_mask(mask, arr)
-    if not np.isfinite(arr[valid]).all():
-        raise ValueError("scores must be finite where mask is True")
+    arr, coefficient, valid = _checked_scores(scores, coefficient, mask)
     return _gumbel_keys(arr, coefficient, _check_gumbel(gumbel, arr.shape), valid)
 
 
@@ -200,8 +196,8 @@ def gumbel_keys_from_uniform(scores: np.ndarray, coefficient: float, uniforms: n
     **Bounded**: one 53-bit uniform per candidate puts every key within
     ``GUMBEL_UNIFORM_SPREAD`` ≈ 40.4 of $c\,q(j)$, so the draw realises every output only
     while $c\,(\max q - \min q)$ is below it, and is not exact near it.
-    [`exponential_keys`][dprec.mechanisms.exponential.exponential_keys] with
-    [`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel] variates is the exact form.
+    `exponential_keys` with
+    `keyed_gumbel` variates is the exact form.
 
     Parameters
     ----------
@@ -216,13 +212,20 @@ def gumbel_keys_from_uniform(scores: np.ndarray, coefficient: float, uniforms: n
     -------
     numpy.ndarray, float64, the shape of ``scores``.
     """
+    arr, coefficient, valid = _checked_scores(scores, coefficient, mask)
+    return _gumbel_keys(arr, coefficient, _uniform_gumbel(check_uniforms(uniforms, arr.shape)),
+                        valid)
+
+
+def _checked_scores(scores, coefficient: float, mask) -> tuple[np.ndarray, float, np.ndarray]:
+    """The keys' inputs checked: ``(scores as float64, c > 0, the mask)``, the scores
+    finite where the mask is True."""
     coefficient = check_positive(coefficient, "coefficient")
     arr = check_real_array(scores, "scores", finite=False)
     valid = _check_mask(mask, arr)
     if not np.isfinite(arr[valid]).all():
         raise ValueError("scores must be finite where mask is True")
-    return _gumbel_keys(arr, coefficient, _uniform_gumbel(check_uniforms(uniforms, arr.shape)),
-                        valid)
+    return arr, coefficient, valid
 
 
 def gumbel_top_k_from_uniform(scores: np.ndarray, k: int, epsilon: float, sensitivity: float,
@@ -281,7 +284,7 @@ def exponential_top_k(scores: np.ndarray, k: int, epsilon: float, sensitivity: f
     ``P(c) ∝ exp((ε/k) · q(c) / (2Δ))`` over the candidates not yet chosen
     (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10), implemented as one
     Gumbel top-k (Durfee & Rogers 2019) whose keys come from
-    [`standard_gumbel`][dprec.mechanisms.common.standard_gumbel]: exact in both tails,
+    `standard_gumbel`: exact in both tails,
     so every ordered k-tuple keeps its probability at any ε (to the rounding of the
     keys: a relative error of about $2^{-52}\max(1, c\,|q|)$).
     ε-DP in total by sequential composition.

@@ -151,7 +151,7 @@ def gumbel_keys(scores: np.ndarray, coefficient: float, noise: QueryNoise,
     r"""The exponential mechanism's keys $c\,q(j) + G_j$ of every query, exact at any $c$.
 
     $G_j$ are standard Gumbel variates keyed by the query's ids ("one query,
-    one draw"), drawn by [`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel] with
+    one draw"), drawn by `keyed_gumbel` with
     both tails to a relative $2^{-52}$: every candidate can win at every ε,
     with its exact probability.  (One 53-bit uniform per candidate, as
     [`gumbel_keys_from_uniform`][dprec.mechanisms.exponential.gumbel_keys_from_uniform]

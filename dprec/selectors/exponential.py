@@ -30,7 +30,7 @@ class CorrectedPNCF(Selector):
     .. math::
         \exp\Big(\frac{\varepsilon}{2k\,\Delta}\, sim(u, v)\Big)
 
-    (one Gumbel top-k per query with exact tails, [`gumbel_keys`][dprec.selectors.base.gumbel_keys]),
+    (one Gumbel top-k per query with exact tails, `gumbel_keys`),
     where ``Δ = score_range`` is the width of the similarity's range, fixed
     before the data (2 covers every similarity in ``[−1, 1]``; 1 suffices for
     msd and for cosine on non-negative ratings).  The prediction weighs the
