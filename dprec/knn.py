@@ -197,6 +197,10 @@ _ITEM_CANDIDATES = ("in the item neighbourhood the candidates are the raters of 
 _EXACT_NEIGHBOURS = "chosen from similarities computed on the raw data, without noise"
 _INNER_IDS = ("the neighbour sets are post-processing of the sketches, but kneighbors() "
               "returns inner ids, which follow the order of the data")
+#: the output of the neighbours' inner ids, where the selector covers the lists as raw ids
+_INNER_LISTS = "neighbours' inner ids (kneighbors, get_neighbors)"
+_INNER_ORDER = ("inner ids follow the order of the data (one removal renumbers them): the "
+                "selector's entries cover the lists as raw ids (trainset.to_raw_uid of each)")
 _NOT_PAIRWISE = ("pearson_baseline's baselines are fitted on every rating: one rating moves "
                  "every similarity, not one score per query")
 _RAW_RATINGS = ("they average the chosen neighbours' raw ratings (and use means or baselines "
@@ -698,8 +702,9 @@ class PrivateKNN(AlgoBase):
             accountant.declare_output("neighbour lists", [similarity], _INNER_IDS)
             accountant.declare_output(_WEIGHTS, [similarity])
         else:
-            accountant.declare_output("neighbour lists", selector,
+            accountant.declare_output("neighbour lists, as raw ids", selector,
                                       None if selector else _EXACT_NEIGHBOURS)
+            accountant.declare_output(_INNER_LISTS, gap=_INNER_ORDER)
             accountant.declare_output(_WEIGHTS, weighed, None if weighed else _EXACT_WEIGHTS)
         accountant.declare_output("predictions and details", gap=_RAW_RATINGS)
         accountant.declare_output("diagnostics (details with diagnostics=True, "
@@ -745,7 +750,11 @@ class PrivateKNN(AlgoBase):
         A selector's entries cover the ids only: the weights are the report's output
         ``"neighbour weights"``, covered where a mechanism made them (a sketch release,
         PNCF's Laplace noise), else declared not covered (the exact similarities, for
-        every other selector).  Publish ``[0]`` alone to stay within the selector's claim.
+        every other selector).  The ids are inner ids, which follow the order of the
+        data (one removal renumbers them; the report's output ``"neighbours' inner ids"``
+        says so): the selector's entries cover the lists as raw ids.  Publish
+        ``trainset.to_raw_uid`` of each id of ``[0]``, and nothing else, to stay within
+        the selector's claim.
 
         Parameters
         ----------
@@ -789,7 +798,8 @@ class PrivateKNN(AlgoBase):
         With top-k: the ``k`` most similar others, ties by inner id, as
         Surprise.  With a private selector, ``k`` must be the model's ``k`` (its
         privacy entries are for that ``k``) and the answer is the user's
-        neighbour set of ``neighbourhood="user"``, drawn and charged as such.
+        neighbour set of ``neighbourhood="user"``, drawn and charged as such.  Inner ids
+        follow the data's order: publish the raw ids (as :meth:`kneighbors` says).
         """
         self._check_fitted()
         n = self._ratings.n_users

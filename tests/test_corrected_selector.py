@@ -253,3 +253,40 @@ def test_the_weights_reveal_the_exact_similarity_the_ids_do_not():
     assert result.violates(epsilon), result            # sim_D(target, v) = 1, else 0
     gap = _weights_output(factory(None).fit(a).privacy_report()).gap
     assert gap is not None and "not these" in gap
+
+
+def test_the_inner_ids_of_a_list_follow_the_data_order_and_are_declared():
+    """A removal of ``a``'s first rating renumbers the users (Surprise numbers them by first
+    appearance): the event "inner id 1 is ``q``'s neighbour" goes from likely (``b``) to
+    impossible (``q`` itself) and refutes the selector's ε, which the same lists mapped to
+    raw ids keep.  The report covers the lists as raw ids and declares the inner ids."""
+    rows = [("a", "i0", 3.0), ("b", "i0", 4.0), ("b", "i1", 4.0), ("q", "i0", 4.0),
+            ("q", "i1", 4.0), ("a", "i2", 1.0), ("a", "i3", 2.0)]
+    rows += [(f"o{o}", f"i{i}", float(1 + (o + i) % 5)) for o in range(4) for i in range(4)]
+    data = Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+    a = data.build_full_trainset()
+    b = with_rating(data, "a", "i0", None).build_full_trainset()
+    assert (a.to_inner_uid("b"), b.to_inner_uid("q")) == (1, 1)
+    epsilon = 1.0
+
+    def factory(seed):
+        return PrivateKNN(k=1, selector="pncf_corrected", epsilon=epsilon,
+                          neighbourhood="user", random_state=seed, verbose=False)
+
+    def chosen(model):
+        neighbours, _ = model.kneighbors(np.array([model.trainset.to_inner_uid("q")]))
+        return int(neighbours[0][0]), model.trainset.to_raw_uid(int(neighbours[0][0]))
+
+    inner = audit_model(factory, a, b, lambda m: chosen(m)[0],
+                        [lambda v: np.asarray(v) == 1], n_runs=300, random_state=0)
+    assert inner.violates(epsilon), inner
+    raw = audit_model(factory, a, b, lambda m: chosen(m)[1],
+                      [lambda v, u=u: np.asarray(v) == u for u in ("a", "b", "o0", "o1")],
+                      n_runs=300, random_state=1)
+    assert not raw.violates(epsilon), raw
+    report = factory(None).fit(a).privacy_report()
+    by_name = {o.name: o for o in report.outputs}
+    assert by_name["neighbour lists, as raw ids"].gap is None
+    gap = by_name["neighbours' inner ids (kneighbors, get_neighbors)"].gap
+    assert gap is not None and "order of the data" in gap
+    assert "not covered: neighbours' inner ids" in str(report)

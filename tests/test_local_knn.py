@@ -299,6 +299,7 @@ def test_audit_of_another_users_prediction_stays_below_the_claim():
     ({"item_shrinkage": -1.0}, "item_shrinkage"), ({"user_shrinkage": -1.0}, "user_shrinkage"),
     ({"neighbour_shrinkage": -1.0}, "neighbour_shrinkage"),
     ({"sim_options": {"name": "msd"}}, "sim_options"),
+    ({"sim_options": {"name": 3}}, "sim_options"),
     ({"sim_options": {"name": "sjlt", "epsilon": 1.0}}, "sim_options"),
     ({"users": ["nobody"]}, "users"), ({"items": b"i1"}, "items"),
 ])

@@ -23,6 +23,7 @@ from strategies import finite_arrays, fuzz, raises_naming, random_states
 from dprec import mechanisms as M
 from dprec._rng import keyed_uniform
 from dprec.audit import lattice_resolution
+from dprec.mechanisms.randomized_response import randomized_response_log_move
 from dprec.similarity import sjlt
 
 N = 200_000
@@ -792,6 +793,72 @@ def test_randomized_response_offsets_are_exact_integers_at_the_largest_alphabet(
     u = np.full(3, p + 1.5 * math.exp(-eps) * p)         # offset o = 2
     out = M.randomized_response_from_uniform(np.array([n - 1, n - 2, 7]), n, eps, u)
     assert out.tolist() == [1, 0, 9]
+
+
+class _TailDraws(np.random.Generator):
+    """Words that give ln U = ln ``w`` (the lower side), far below any 53-bit uniform;
+    ``random`` gives the uniform ``u`` (for the offset)."""
+
+    def __init__(self, w: float, u: float):
+        super().__init__(np.random.PCG64(0))
+        self._w, self._u, self._more, self._level = w, u, None, 0
+
+    def random(self, size=None, *args, **kwargs):
+        return np.full(size, self._u)
+
+    def integers(self, low, high=None, size=None, *args, **kwargs):
+        if self._more is None:
+            words, self._more = M.common.words_for(np.full(size, self._w), False)
+            return words
+        self._level += 1
+        return self._more(self._level, np.arange(size))
+
+
+@pytest.mark.parametrize("n_values", [2, 4, 16])
+@pytest.mark.parametrize("epsilon", [40.0, 60.0, 700.0, 1e6])
+def test_randomized_response_realises_every_output_at_any_epsilon(epsilon, n_values):
+    """Regression (#33, the class of finding 4): with one 53-bit uniform RR never moved once
+    1 − p < 2^-53 (ε ≳ 36.7 + ln(n − 1)), so the other outputs had probability 0 and no
+    pure-DP claim held.  Now ln U just below ln(1 − p) moves, to every other value, and
+    just above it keeps."""
+    log_move = randomized_response_log_move(n_values, epsilon)
+    assert log_move == pytest.approx(math.log1p(-M.randomized_response_keep_probability(
+        n_values, epsilon)) if epsilon < 30 else math.log(n_values - 1) - epsilon, rel=1e-12)
+    x = np.array([0])
+    seen = set()
+    for offset in range(n_values - 1):
+        u = np.array([(offset + 0.5) / (n_values - 1)])
+        seen |= set(M.randomized_response_from_log_uniform(
+            x, n_values, epsilon, np.array([log_move - 1e-3 * abs(log_move)]), u).tolist())
+    assert seen == set(range(1, n_values))
+    kept = M.randomized_response_from_log_uniform(x, n_values, epsilon,
+                                                  np.array([log_move * (1 - 1e-9)]),
+                                                  np.array([0.5]))
+    assert kept.tolist() == [0]
+    if epsilon <= 700:                # the public sampler draws ln U from its words
+        w = math.exp(log_move) / 4    # ln U = ln w < ln(1 − p): a move, on its exact law
+        moved = M.randomized_response(np.zeros(3, np.int64), n_values, epsilon,
+                                      _TailDraws(w, 0.5))
+        assert (moved != 0).all()
+
+
+def test_randomized_response_from_log_uniform_has_the_law_and_checks_its_arguments():
+    n, eps, size = 5, 1.0, 200_000
+    rng = np.random.default_rng(21)
+    values = np.zeros(size, np.int64)
+    before = values.copy()
+    out = M.randomized_response_from_log_uniform(values, n, eps, M.common.log_uniform(
+        rng, size), M.common.open_uniform(rng, size))
+    np.testing.assert_array_equal(values, before)              # not modified
+    p = M.randomized_response_keep_probability(n, eps)
+    expected = np.array([p] + [(1 - p) / (n - 1)] * (n - 1)) * size
+    assert stats.chisquare(np.bincount(out, minlength=n), expected).pvalue > 1e-4
+    call = M.randomized_response_from_log_uniform
+    raises_naming(lambda: call(values[:2], n, eps, np.zeros(3), np.full(2, 0.5)),
+                  "log_uniforms")
+    raises_naming(lambda: call(values[:2], n, eps, np.ones(2), np.full(2, 0.5)),
+                  "log_uniforms")
+    raises_naming(lambda: call(values[:2], n, eps, np.zeros(2), np.ones(2)), "uniforms")
 
 
 def test_overflow_is_one_clear_error_without_runtime_warnings():

@@ -161,9 +161,9 @@ def spy(monkeypatch):
     spy.wrap(PNCF, "select", "pncf:select",
              lambda self, sims, n_valid, k, noise, sensitivity=None:
              {"sensitivity": np.asarray(sensitivity, dtype=float)})
-    spy.wrap(dprec.similarity.minhash, "randomized_response_from_uniform", "sketch:rr",
-             lambda values, n_values, epsilon, uniforms: {"n_values": n_values,
-                                                          "epsilon": epsilon})
+    spy.wrap(dprec.similarity.minhash, "randomized_response_from_log_uniform", "sketch:rr",
+             lambda values, n_values, epsilon, log_uniforms, uniforms: {"n_values": n_values,
+                                                                        "epsilon": epsilon})
     spy.wrap(dprec.similarity.minhash, "laplace_from_uniform", "sketch:minhash-laplace",
              lambda values, scale, uniforms: {"scale": scale})
     spy.wrap(dprec.similarity.sjlt, "laplace_from_uniform", "sketch:sjlt-laplace",

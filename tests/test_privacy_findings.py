@@ -45,7 +45,8 @@ from dprec.ledger import (
     Status,
     Unit,
 )
-from dprec.mechanisms import randomized_response_from_uniform
+from dprec.mechanisms import randomized_response_from_log_uniform
+from dprec.mechanisms.common import keyed_log_uniform
 from dprec.ranking import mallows_privatize
 from dprec.similarity import SKETCH_BACKENDS, NoisyMinHash, PrivateSJLT, RRMinHash
 from dprec.similarity.minhash import MinHash, MinHashFunctions
@@ -130,10 +131,13 @@ def test_pncf_truncation_needs_delta_near_one():
 def _replay_rr(sketch, functions, X, noise_seed, B):
     """The true buckets an attacker recovers by replaying the noise from ``noise_seed``."""
     truth = functions.buckets(X)
-    uniforms = keyed_uniform(noise_seed, np.arange(X.shape[0]), truth.shape[1])
+    rows = np.arange(X.shape[0])
+    log_u = keyed_log_uniform(noise_seed, rows, truth.shape[1])
+    uniforms = keyed_uniform(noise_seed, rows, truth.shape[1], stream=1)
     eps = sketch.params["epsilon_prime"]
-    outputs = np.stack([randomized_response_from_uniform(np.full_like(truth, b), B, eps,
-                                                         uniforms) for b in range(B)])
+    outputs = np.stack([randomized_response_from_log_uniform(np.full_like(truth, b), B, eps,
+                                                             log_u, uniforms)
+                        for b in range(B)])
     guess = np.argmax(outputs == np.asarray(sketch.values)[None], axis=0)
     return float(np.mean(guess == truth))
 

@@ -42,6 +42,7 @@ from surprise import Dataset, Reader
 from ..audit import audit_surface
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
+from ..knn import PrivateKNN
 from ..ledger import Unit
 from ..local_knn import LocalKNN
 
@@ -84,8 +85,9 @@ def _call(function: Callable, *args):
         return f"error: {type(error).__name__}"
 
 
-def _neighbours(model, users: Sequence, items: Sequence) -> dict:
-    """`kneighbors` ids and weights, and `get_neighbors`, as raw ids of the probes."""
+def _neighbours(model, users: Sequence, items: Sequence, weights: bool = True) -> dict:
+    """`kneighbors` ids and weights (``weights=False``: the ids alone, each weighed 1), and
+    `get_neighbors`, as raw ids of the probes."""
     out: dict = {}
     trainset = model.trainset
     if hasattr(model, "kneighbors"):
@@ -100,7 +102,7 @@ def _neighbours(model, users: Sequence, items: Sequence) -> dict:
                 answer = _call(lambda n: model.kneighbors(**{("users" if user_based else
                                                                "items"): np.array([n])}), inner)
                 out[f"kneighbors/{raw}"] = answer if isinstance(answer, str) else {
-                    _raw(trainset, [v], user_based)[0]: float(w)
+                    _raw(trainset, [v], user_based)[0]: float(w) if weights else 1.0
                     for v, w in zip(answer[0][0], answer[1][0]) if v >= 0}
         else:
             for raw_u in users:
@@ -112,7 +114,7 @@ def _neighbours(model, users: Sequence, items: Sequence) -> dict:
                     answer = _call(lambda a, b: model.kneighbors(np.array([a]), np.array([b])),
                                    u, i)
                     out[f"kneighbors/{raw_u}/{raw_i}"] = answer if isinstance(answer, str) else {
-                        _raw(trainset, [v], user_based)[0]: float(w)
+                        _raw(trainset, [v], user_based)[0]: float(w) if weights else 1.0
                         for v, w in zip(answer[0][0], answer[1][0]) if v >= 0}
     if hasattr(model, "get_neighbors"):
         k = int(getattr(model, "k", 2) or 2)
@@ -154,8 +156,9 @@ def released(model, users: Sequence, items: Sequence, outputs: Sequence[str] | N
         ``recommend``.  Ids unknown to the trainset are asked too.
     outputs : sequence of str, optional
         The parts to collect, among ``"predictions"``, ``"neighbours"``,
-        ``"recommendations"``, ``"arrays"``, ``"report"`` (default all): the
-        part a component's claim covers.
+        ``"neighbour ids"`` (the neighbours without their weights, as raw ids),
+        ``"recommendations"``, ``"arrays"``, ``"report"`` (default all but
+        ``"neighbour ids"``): the part a component's claim covers.
     own : sequence of raw user ids
         Users whose own answers (their predictions, neighbour lists and
         top-N) are left out: they are shown to that user alone, and
@@ -176,8 +179,8 @@ def released(model, users: Sequence, items: Sequence, outputs: Sequence[str] | N
                        if isinstance(value, (bool, int, float, str))}
             out[f"prediction/{prediction.uid}/{prediction.iid}"] = {"est": prediction.est,
                                                                   **details}
-    if "neighbours" in parts:
-        out.update(_neighbours(model, users, items))
+    if "neighbours" in parts or "neighbour ids" in parts:
+        out.update(_neighbours(model, users, items, weights="neighbours" in parts))
     if "recommendations" in parts and hasattr(model, "recommend"):
         for raw in users:
             answer = ("unknown" if _inner(model.trainset, raw, True) is None
@@ -235,6 +238,7 @@ class Scenario:
     target: object                             # the raw user whose data differs
     removed: object = None                     # the raw item removed (one-rating units)
     outputs: tuple[str, ...] | None = None     # what the claim covers (default all)
+    probes: tuple | None = None                # the users asked about (default every user)
 
 
 @dataclass
@@ -253,12 +257,16 @@ class ScenarioResult:
 def audit_scenario(scenario: Scenario, data: Dataset, n_runs: int = 300,
                    pilot_runs: int = 100, seed: int = 0) -> ScenarioResult:
     """Audit one scenario: the claim read from the model's own report on the larger
-    dataset (the target's ε), the bound from :func:`released` through
-    [`audit_surface`][dprec.audit.audit_surface]."""
+    dataset once it has released everything audited (the target's ε: a model that charges
+    as it answers, such as `PrivateKNN`, has charged every answer by then), the bound from
+    :func:`released` through [`audit_surface`][dprec.audit.audit_surface]."""
     a = data.build_full_trainset()
     b = without(data, scenario.target, scenario.removed).build_full_trainset()
     users, items = catalogue(data)
-    report = scenario.factory(None).fit(a).privacy_report()
+    users = list(scenario.probes or users)
+    model = scenario.factory(None).fit(a)
+    released(model, users, items, scenario.outputs, own=(scenario.target,))
+    report = model.privacy_report()
     per_user = report.per_user(scenario.unit)
     claimed = (float(per_user.loc[scenario.target, "epsilon"])
                if scenario.target in per_user.index else math.inf)
@@ -296,6 +304,11 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
 
     out = []
     for eps in (1.0,) if quick else (0.1, 1.0, 5.0):
+        out.append(Scenario(f"PrivateKNN pncf_corrected ε={eps:g}, neighbour ids, first rating "
+                            "removed", make(PrivateKNN, epsilon=eps, k=2, verbose=False,
+                                            selector="pncf_corrected", neighbourhood="user"),
+                            Unit.RATING, "first", "i5", outputs=("neighbour ids",),
+                            probes=("u1",)))
         out += [
             Scenario(f"DPBaseline user ε={eps:g}, first user removed (catalogue)",
                      make(DPBaseline, epsilon=eps, unit="user", **listed), Unit.USER, "first"),

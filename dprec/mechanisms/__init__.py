@@ -89,6 +89,7 @@ from .laplace import (
 from .randomized_response import (
     randomized_response,
     randomized_response_epsilon,
+    randomized_response_from_log_uniform,
     randomized_response_from_uniform,
     randomized_response_keep_probability,
 )
@@ -114,6 +115,7 @@ __all__ = [
     "gaussian_rho",
     "kenthapadi_sigma",
     "randomized_response",
+    "randomized_response_from_log_uniform",
     "randomized_response_from_uniform",
     "randomized_response_keep_probability",
     "randomized_response_epsilon",

@@ -42,6 +42,7 @@ __all__ = [
     "finite_sum",
     "gumbel_from_words",
     "keyed_gumbel",
+    "keyed_log_uniform",
     "log_uniform",
     "log_uniform_from_words",
     "open_uniform",
@@ -277,6 +278,21 @@ def standard_gumbel(rng: np.random.Generator, shape: int | tuple[int, ...]) -> n
     return gumbel_from_words(rng.integers(0, 2**64, shape, dtype=np.uint64), _rng_words(rng))
 
 
+def _keyed_words(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: int,
+                 stream: int) -> tuple[np.ndarray, WordSource]:
+    """The first words ``keyed_bits(seed, keys, n_draws, stream)`` and the source of the
+    rare further ones, keyed by the query's ids, the draw and the level."""
+    keys = (keys,) if isinstance(keys, np.ndarray) else tuple(keys)
+    keys = tuple(np.asarray(k) for k in keys)
+
+    def more(level: int, index: np.ndarray) -> np.ndarray:
+        row, column = np.divmod(index, n_draws)
+        deeper = tuple(k[row] for k in keys) + (column,)
+        return keyed_bits(seed, deeper, 1, stream + (level << 32))[:, 0]
+
+    return keyed_bits(seed, keys, n_draws, stream), more
+
+
 def keyed_gumbel(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: int,
                  stream: int = 0) -> np.ndarray:
     r"""Standard Gumbel variates exact in both tails that depend only on their key.
@@ -291,15 +307,20 @@ def keyed_gumbel(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: 
     -------
     numpy.ndarray of shape ``(n_queries, n_draws)``, float64.
     """
-    keys = (keys,) if isinstance(keys, np.ndarray) else tuple(keys)
-    keys = tuple(np.asarray(k) for k in keys)
+    return gumbel_from_words(*_keyed_words(seed, keys, n_draws, stream))
 
-    def more(level: int, index: np.ndarray) -> np.ndarray:
-        row, column = np.divmod(index, n_draws)
-        deeper = tuple(k[row] for k in keys) + (column,)
-        return keyed_bits(seed, deeper, 1, stream + (level << 32))[:, 0]
 
-    return gumbel_from_words(keyed_bits(seed, keys, n_draws, stream), more)
+def keyed_log_uniform(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: int,
+                      stream: int = 0) -> np.ndarray:
+    r"""$\ln U$ exact in both tails, keyed as
+    [`keyed_gumbel`][dprec.mechanisms.common.keyed_gumbel] (the same words give the same
+    $U$); see [`log_uniform_from_words`][dprec.mechanisms.common.log_uniform_from_words].
+
+    Returns
+    -------
+    numpy.ndarray of shape ``(n_queries, n_draws)``, float64, $\le 0$.
+    """
+    return log_uniform_from_words(*_keyed_words(seed, keys, n_draws, stream))
 
 
 def words_for(w: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, WordSource]:

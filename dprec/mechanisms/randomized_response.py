@@ -24,11 +24,12 @@ import numpy as np
 
 from .._rng import RandomStateLike, check_random_state
 from .._validation import check_code_array, check_epsilon, check_int, check_real, check_uniforms
-from .common import open_uniform
+from .common import log_uniform, open_uniform
 
 __all__ = [
     "randomized_response",
     "randomized_response_epsilon",
+    "randomized_response_from_log_uniform",
     "randomized_response_from_uniform",
     "randomized_response_keep_probability",
 ]
@@ -66,6 +67,11 @@ def randomized_response_from_uniform(values: np.ndarray, n_values: int, epsilon:
     ``1..n−1``, uniform given ``u ≥ p``: each other value with probability
     ``(1 − p)/(n − 1)``.
 
+    One 53-bit uniform realises these probabilities only to about $2^{-53}$: once
+    $1 - p < 2^{-53}$ (ε ≳ 36.7 + ln(n − 1)) it never moves, and some outputs become
+    impossible.  :func:`randomized_response_from_log_uniform` is exact at every ε; the
+    private components use it.
+
     Parameters
     ----------
     values : integer array_like in ``0..n_values-1`` (not modified)
@@ -79,6 +85,57 @@ def randomized_response_from_uniform(values: np.ndarray, n_values: int, epsilon:
     """
     codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
     return _randomized_response(codes, n_values, epsilon, check_uniforms(uniforms, codes.shape))
+
+
+def randomized_response_log_move(n_values: int, epsilon: float) -> float:
+    r"""$\ln(1 - p) = -\ln(1 + e^{\varepsilon}/(n - 1))$, the log-probability that k-ary RR
+    reports another value, computed without overflow at any ε."""
+    d = epsilon - math.log(n_values - 1)
+    return -(d + math.log1p(math.exp(-d))) if d > 0 else -math.log1p(math.exp(d))
+
+
+def randomized_response_from_log_uniform(values: np.ndarray, n_values: int, epsilon: float,
+                                         log_uniforms: np.ndarray,
+                                         uniforms: np.ndarray) -> np.ndarray:
+    r"""k-ary randomised response, exact at every ε: the move decided by one $\ln U$.
+
+    Another value is reported iff $\ln U < \ln(1 - p)
+    = \ln(n - 1) - \ln(e^{\varepsilon} + n - 1)$, with probability $1 - p$; the offset
+    $o = 1 + \lfloor u\,(n - 1) \rfloor$ in $1..n-1$ comes from an independent uniform
+    $u$.  With $\ln U$ drawn exact in its tail
+    ([`log_uniform`][dprec.mechanisms.common.log_uniform],
+    [`keyed_log_uniform`][dprec.mechanisms.common.keyed_log_uniform]), the event
+    $\{\ln U < t\}$ keeps its probability $e^t$ to a relative $2^{-52}$ however small,
+    so every output keeps a positive probability and the ratio
+    $p \,/\, \tfrac{1-p}{n-1} = e^{\varepsilon}$ holds at any ε (to a relative $2^{-52}$
+    of ε, from rounding $\ln(1 - p)$).  The offsets' probabilities are those of a 53-bit
+    uniform, $1/(n-1)$ to a relative $(n - 1)\,2^{-53}$.
+
+    Parameters
+    ----------
+    values : integer array_like in ``0..n_values-1`` (not modified)
+    n_values : int, ``2 <= n_values <= 2**53``
+    epsilon : float ``> 0``
+    log_uniforms : float array of the shape of ``values``, $\ln U \le 0$
+    uniforms : float array of the shape of ``values``, in (0, 1)
+
+    Returns
+    -------
+    numpy.ndarray of int64, the shape of ``values``.
+    """
+    codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
+    log_u = np.asarray(log_uniforms, dtype=np.float64)
+    if log_u.shape != codes.shape:
+        raise ValueError(f"log_uniforms must have shape {codes.shape}, got {log_u.shape}")
+    if log_u.size and not (log_u <= 0.0).all():
+        raise ValueError("log_uniforms must be logarithms of uniforms: every entry <= 0")
+    u = check_uniforms(uniforms, codes.shape)
+    log_move = randomized_response_log_move(n_values, epsilon)
+    out = codes.copy()
+    moved = log_u < log_move
+    offset = np.minimum(np.floor(u[moved] * (n_values - 1)), n_values - 2).astype(np.int64)
+    out[moved] = (codes[moved] + offset + 1) % n_values
+    return out
 
 
 def _check_randomized_response(values: np.ndarray, n_values: int,
@@ -112,7 +169,8 @@ def randomized_response(values: np.ndarray, n_values: int, epsilon: float,
     Each value ``x ∈ {0..n−1}`` is kept with probability
     ``p = e^ε / (e^ε + n − 1)``, and otherwise replaced by one of the other
     ``n − 1`` values uniformly at random (an offset in ``1..n−1`` added mod
-    ``n``).  ε-DP for a change of one value (Warner 1965; Kairouz et al. 2014).
+    ``n``).  ε-DP for a change of one value (Warner 1965; Kairouz et al. 2014), at
+    every ε: drawn by :func:`randomized_response_from_log_uniform`.
 
     Parameters
     ----------
@@ -130,5 +188,7 @@ def randomized_response(values: np.ndarray, n_values: int, epsilon: float,
     """
     codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
     rng = check_random_state(random_state)
-    return _randomized_response(codes, n_values, epsilon, open_uniform(rng, codes.shape))
+    return randomized_response_from_log_uniform(codes, n_values, epsilon,
+                                                log_uniform(rng, codes.shape),
+                                                open_uniform(rng, codes.shape))
 

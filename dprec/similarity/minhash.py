@@ -81,9 +81,10 @@ from ..mechanisms import (
     laplace_from_uniform,
     laplace_scale,
     randomized_response_epsilon,
-    randomized_response_from_uniform,
+    randomized_response_from_log_uniform,
     randomized_response_keep_probability,
 )
+from ..mechanisms.common import keyed_log_uniform
 from .sketches import (
     Sketch,
     SketchBackend,
@@ -647,7 +648,8 @@ class RRMinHash(_PrivateMinHash):
 
     Each of the ``K`` buckets is kept with probability
     ``p = e^{ε'}/(e^{ε'} + B - 1)``, ``ε' = ε/⌈L⌉``, else replaced by one of
-    the other ``B - 1`` values (:func:`dprec.mechanisms.randomized_response_from_uniform`).
+    the other ``B - 1`` values (:func:`dprec.mechanisms.randomized_response_from_log_uniform`,
+    exact at every ε).
     (ε, δ)-LDP for sets of at least ``τ`` items differing in ``α``: with
     probability ``1 - δ`` at most ``⌈L⌉`` coordinates differ
     (:func:`difference_bound`), each costing ``ε'``.
@@ -729,8 +731,10 @@ class RRMinHash(_PrivateMinHash):
         eps = self.epsilon_prime()
         out = np.full_like(codes, -1)
         if valid.any():
-            uniforms = keyed_uniform(seed, row_keys[valid], self.width)
-            out[valid] = randomized_response_from_uniform(codes[valid], self.B, eps, uniforms)
+            keys = row_keys[valid]
+            out[valid] = randomized_response_from_log_uniform(
+                codes[valid], self.B, eps, keyed_log_uniform(seed, keys, self.width),
+                keyed_uniform(seed, keys, self.width, stream=1))
         params = {"keep_probability": self.keep_probability(), "epsilon_prime": eps,
                   "tau": self._tau(), "hash_seed": self._hash_seed_used()}
         return Sketch(out, valid, self.name, params)
