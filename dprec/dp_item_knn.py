@@ -65,6 +65,7 @@ from ._validation import check_epsilon, check_int, check_open_unit, check_real
 from .dp_baseline import DPBaseline, answer_one, predict_one, test_all
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import discrete_laplace, discrete_laplace_epsilon
+from .mechanisms.exact_laplace import MAX_T
 
 __all__ = ["DPItemKNN", "grid_levels", "grid_residuals", "integer_sums", "noisy_sums"]
 
@@ -161,6 +162,12 @@ class DPItemKNN(AlgoBase):
         cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(matrix, residuals,
                                                                       clip, bits)
         epsilon_each = (1.0 - share) * epsilon / 2.0
+        if sensitivity_cov / epsilon_each > MAX_T:
+            log_scale = math.log2(sensitivity_cov / epsilon_each)
+            raise ValueError(f"grid_bits = {bits} with epsilon = {epsilon:g} needs discrete "
+                             f"Laplace noise of scale 2^{log_scale:.1f} integer steps, above "
+                             "the sampler's 2^42: give fewer grid_bits (a coarser grid) or a "
+                             "larger epsilon")
         (cov, co), spent = noisy_sums((cov_int, w_int), (sensitivity_cov, sensitivity_w),
                                       epsilon_each, derive_generator(entropy, "covariance"))
         cov *= 2.0 ** (-2 * bits) / sensitivity_w         # g = h² 2^-A: back to Cov

@@ -732,14 +732,15 @@ def test_kenthapadi_sigma_is_one_function_in_both_homes():
 
 
 def test_seeded_laplace_draws_its_uniforms_in_the_documented_order():
-    """laplace(x, b, seed) is laplace_from_uniform(x, b, u) with u0, u1, u2 drawn in turn
-    from the seeded generator (u1 floored at 2**-54)."""
+    """laplace(x, b, seed) is laplace_from_log_uniform(x, b, ln U, u): ln U from the seeded
+    generator's words first, then the two uniforms of each value."""
     n, scale = 1000, 2.5
     x = np.linspace(-3.0, 3.0, n)
     rng = np.random.default_rng(11)
-    u0, u1, u2 = rng.random(n), np.maximum(rng.random(n), 2.0**-54), rng.random(n)
+    log_u = M.common.log_uniform(rng, n)
+    u = np.maximum(rng.random((n, 2)), 2.0**-54)    # the value of u = 0 is never used
     np.testing.assert_array_equal(M.laplace(x, scale, 11),
-                                  M.laplace_from_uniform(x, scale, np.stack([u0, u1, u2], -1)))
+                                  M.laplace_from_log_uniform(x, scale, log_u, u))
     numpy_out = M.laplace(x, scale, 11, sampler="numpy")
     np.testing.assert_array_equal(numpy_out, x + np.random.default_rng(11).laplace(0, scale, n))
 

@@ -164,10 +164,10 @@ def spy(monkeypatch):
     spy.wrap(dprec.similarity.minhash, "randomized_response_from_log_uniform", "sketch:rr",
              lambda values, n_values, epsilon, log_uniforms, uniforms: {"n_values": n_values,
                                                                         "epsilon": epsilon})
-    spy.wrap(dprec.similarity.minhash, "laplace_from_uniform", "sketch:minhash-laplace",
-             lambda values, scale, uniforms: {"scale": scale})
-    spy.wrap(dprec.similarity.sjlt, "laplace_from_uniform", "sketch:sjlt-laplace",
-             lambda values, scale, uniforms: {"scale": scale})
+    spy.wrap(dprec.similarity.minhash, "laplace_from_log_uniform", "sketch:minhash-laplace",
+             lambda values, scale, log_uniforms, uniforms: {"scale": scale})
+    spy.wrap(dprec.similarity.sjlt, "laplace_from_log_uniform", "sketch:sjlt-laplace",
+             lambda values, scale, log_uniforms, uniforms: {"scale": scale})
     spy.wrap(dprec.similarity.sjlt, "gaussian_from_uniform", "sketch:gaussian",
              lambda values, sigma, uniforms: {"sigma": sigma})
     spy.wrap(dprec.similarity.sjlt, "gaussian_jl_matrix", "sketch:projection",

@@ -11,10 +11,9 @@ spacing ``2**-j`` chosen from the scale alone (:func:`laplace_grid`) and
 discrete Laplace noise on that grid (:func:`discrete_laplace_from_uniform`)
 is added, so the set of possible outputs does not depend on the input.  The
 uniforms are 53-bit numbers, so probabilities can only be realised to within
-about ``2**-53``; the discrete Laplace core is built (three uniforms per draw)
-so that every output within ~50 scales of the input keeps its exact
-probability up to a relative ``2e-9``, i.e. the privacy loss stays within
-``ε + 1e-8`` except on an event of probability below ``1e-21``.
+about ``2**-53``: the default sampler draws the discrete Laplace noise exact at
+every output (`dprec.mechanisms.exact_laplace`), so the privacy loss stays within
+``ε + 1e-8`` everywhere.
 
 :func:`laplace_noise` is numpy's floating-point Laplace, for the places where
 the published mechanism is the floating-point one and only an order of the
@@ -54,7 +53,8 @@ from .._validation import (
     check_real_array,
     check_uniforms,
 )
-from .common import TINY, finite_sum, open_uniform
+from .common import finite_sum
+from .exact_laplace import discrete_laplace_from_log_uniform, discrete_laplace_noise
 
 __all__ = [
     "LAPLACE_SAMPLERS",
@@ -64,6 +64,7 @@ __all__ = [
     "discrete_laplace_from_uniform",
     "laplace",
     "laplace_epsilon",
+    "laplace_from_log_uniform",
     "laplace_from_uniform",
     "laplace_grid",
     "laplace_noise",
@@ -75,10 +76,8 @@ LATTICE_BITS = 20
 
 #: Values of the ``sampler`` argument of :func:`laplace`.
 LAPLACE_SAMPLERS = ("lattice", "numpy", "opendp")
-
 _CHUNK = 1 << 14          # elements per block of the lattice sampler (fits in L2)
-
-#: ``draw(start, stop)`` of the lattice sampler: the three uniform arrays of a block.
+#: ``draw(start, stop)`` of the 3-uniform lattice sampler: the uniform arrays of a block.
 _Draw = Callable[[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
 
@@ -237,11 +236,14 @@ def discrete_laplace_from_uniform(uniforms: np.ndarray, t: float) -> np.ndarray:
       the same ``u`` (memorylessness) and ``B`` truncated-geometric on
       ``0..M-1`` from the low 52 bits of ``u₂``; the sign is ``u₂ ≥ 1/2``.
 
-    Accuracy: for ``t ≥ 2**20`` (the lattice sampler) each value of ``B`` holds
-    ``> 2**30`` grid points of ``u₂``, and ``A``'s bins are resolved to
+    Accuracy: for ``2**20 ≤ t < 2**21`` (the lattice sampler) each value of ``B``
+    holds ``> 2**30`` grid points of ``u₂``, and ``A``'s bins are resolved to
     ``2**-106``, so every ``z`` with ``|z| < 50 t`` has its exact probability
-    up to a relative ``2e-9``.  Beyond, the relative error grows (probability
-    below ``1e-21``), and ``|Z| ≤ M(1 + 75 t/M)`` since ``u ≥ 2**-107``.
+    up to a relative ``2e-9``.  But ``|Z| ≤ M(1 + 75 t/M)`` since ``u ≥ 2**-107``
+    (and ``Z = 0`` for ``t < 1/75``; for ``t > 2**21`` some values of ``B`` are
+    impossible): no pure-DP sampler at every ε.  The private components use
+    :func:`laplace_from_log_uniform` and :func:`discrete_laplace`; only PNCF's
+    perturbation, reproduced as published, uses this core.
 
     Parameters
     ----------
@@ -274,7 +276,8 @@ def discrete_laplace(values: np.ndarray, t: float,
                      random_state: RandomStateLike) -> np.ndarray:
     r"""The discrete Laplace mechanism on an integer-valued query: ``x + Z``, elementwise.
 
-    ``P(Z = z) ∝ e^{-|z|/t}`` (:func:`discrete_laplace_from_uniform`).  For a
+    ``P(Z = z) ∝ e^{-|z|/t}``, drawn exact at every ``t``: every integer keeps its
+    probability to a relative ``2**-29`` (`dprec.mechanisms.exact_laplace`).  For a
     query whose values are integers and whose ℓ1 sensitivity is ``Δ`` (an
     integer) it is ``Δ/t``-DP (Ghosh, Roughgarden & Sundararajan 2009;
     Canonne, Kamath & Steinke 2020, Thm 2.3): every output is an integer, so
@@ -285,7 +288,7 @@ def discrete_laplace(values: np.ndarray, t: float,
     values : array_like of integers (any real dtype holding integers)
         Not modified; magnitudes below 2^52.
     t : float
-        The scale, ``> 0`` (``Δ/ε`` for ε-DP).
+        The scale, ``0 < t <= 2**42`` (``Δ/ε`` for ε-DP).
     random_state : None, int, RandomState or Generator
 
     Returns
@@ -295,9 +298,8 @@ def discrete_laplace(values: np.ndarray, t: float,
     x = check_real_array(values)
     if not (np.all(x == np.round(x)) and np.all(np.abs(x) < 2.0**52)):
         raise ValueError("values must be integers below 2**52 in magnitude")
-    t = check_positive(t, "t")
     rng = check_random_state(random_state)
-    return finite_sum(x, discrete_laplace_from_uniform(open_uniform(rng, x.shape + (3,)), t))
+    return finite_sum(x, discrete_laplace_noise(t, x.shape, rng))
 
 
 def discrete_laplace_epsilon(t: float, sensitivity: float) -> float:
@@ -340,6 +342,48 @@ def laplace_from_uniform(values: np.ndarray, scale: float, uniforms: np.ndarray)
     out = _lattice_laplace_1d(x.ravel(), grid, _DLaplace.from_t(scale / grid),
                               lambda a, b: (cols[0][a:b], cols[1][a:b], cols[2][a:b]))
     return out.reshape(x.shape)
+
+
+def laplace_from_log_uniform(values: np.ndarray, scale: float, log_uniforms: np.ndarray,
+                             uniforms: np.ndarray) -> np.ndarray:
+    r"""The lattice Laplace mechanism, exact in the tail (the default sampler's core).
+
+    ``y = γ · (⌊x/γ + 1/2⌋ + Z)`` as :func:`laplace_from_uniform`, with ``Z`` from
+    `dprec.mechanisms.exact_laplace`: every grid point keeps its probability, however
+    far out, so the privacy loss stays within :func:`laplace_epsilon` plus ``1e-8`` on
+    every output.
+
+    Parameters
+    ----------
+    values : array_like of real numbers (not modified)
+    scale : float, the Laplace scale ``b > 0``
+    log_uniforms : float array of the shape of ``values``: $\ln U$, exact in its tail
+    uniforms : float array of shape ``np.shape(values) + (2,)``, in (0, 1)
+
+    Returns
+    -------
+    numpy.ndarray, float64, of the shape of ``values``.
+    """
+    x = check_real_array(values)
+    grid = laplace_grid(scale)
+    log_u = np.asarray(log_uniforms, dtype=np.float64)
+    if log_u.shape != x.shape:
+        raise ValueError(f"log_uniforms must have the shape of values {x.shape}, got "
+                         f"{log_u.shape}")
+    return _on_the_lattice(x, grid, discrete_laplace_from_log_uniform(log_u, uniforms,
+                                                                      scale / grid))
+
+
+def _on_the_lattice(x: np.ndarray, grid: float, noise: np.ndarray) -> np.ndarray:
+    """``grid · (⌊x/grid + 1/2⌋ + noise)``, the half-up rounding exact."""
+    with np.errstate(over="ignore", invalid="ignore"):   # overflow is caught below
+        steps = np.asarray(x / grid)
+        floor = np.floor(steps)
+        out = np.asarray((floor + (steps - floor >= 0.5) + noise) * grid)
+    if not np.isfinite(out).all():
+        raise ValueError("values are too large for the lattice grid of this scale "
+                         "(|values| / laplace_grid(scale) overflows)")
+    return out
 
 
 def laplace_noise(scale: float | np.ndarray, size: int | tuple[int, ...],
@@ -484,19 +528,7 @@ def laplace(values: np.ndarray, scale: float, random_state: RandomStateLike,
     grid = laplace_grid(scale)
     if sampler == "opendp":
         return _opendp_laplace(x, scale, grid)
-    size = min(x.size, _CHUNK)
-    buffers = (np.empty(size), np.empty(size), np.empty(size))
-
-    def draw(start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        u1, u1_low, u2 = (b[: stop - start] for b in buffers)
-        rng.random(out=u1)
-        rng.random(out=u1_low)
-        np.maximum(u1_low, TINY, out=u1_low)
-        rng.random(out=u2)
-        return u1, u1_low, u2
-
-    return _lattice_laplace_1d(x.ravel(), grid, _DLaplace.from_t(scale / grid),
-                               draw).reshape(x.shape)
+    return _on_the_lattice(x, grid, discrete_laplace_noise(scale / grid, x.shape, rng))
 
 
 def laplace_epsilon(scale: float, sensitivity: float, sampler: str = "lattice",

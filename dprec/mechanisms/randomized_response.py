@@ -102,9 +102,8 @@ def randomized_response_from_log_uniform(values: np.ndarray, n_values: int, epsi
     Another value is reported iff $\ln U < \ln(1 - p)
     = \ln(n - 1) - \ln(e^{\varepsilon} + n - 1)$, with probability $1 - p$; the offset
     $o = 1 + \lfloor u\,(n - 1) \rfloor$ in $1..n-1$ comes from an independent uniform
-    $u$.  With $\ln U$ drawn exact in its tail
-    ([`log_uniform`][dprec.mechanisms.common.log_uniform],
-    [`keyed_log_uniform`][dprec.mechanisms.common.keyed_log_uniform]), the event
+    $u$.  With $\ln U$ drawn exact in its tail (`dprec.mechanisms.common.log_uniform`,
+    `keyed_log_uniform`), the event
     $\{\ln U < t\}$ keeps its probability $e^t$ to a relative $2^{-52}$ however small,
     so every output keeps a positive probability and the ratio
     $p \,/\, \tfrac{1-p}{n-1} = e^{\varepsilon}$ holds at any ε (to a relative $2^{-52}$

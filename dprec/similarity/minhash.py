@@ -78,7 +78,7 @@ from .._validation import check_choice, check_epsilon, check_int, check_open_uni
 from ..ledger import LedgerEntry, PrivacyLeakWarning, Status, Unit
 from ..mechanisms import (
     laplace_epsilon,
-    laplace_from_uniform,
+    laplace_from_log_uniform,
     laplace_scale,
     randomized_response_epsilon,
     randomized_response_from_log_uniform,
@@ -788,9 +788,11 @@ class NoisyMinHash(_PrivateMinHash):
         out = np.zeros(codes.shape, dtype=np.float64)
         scale = self.scale()
         if valid.any():
-            uniforms = keyed_uniform(seed, row_keys[valid], 3 * self.width)
-            out[valid] = laplace_from_uniform(codes[valid].astype(np.float64), scale,
-                                              uniforms.reshape(-1, self.width, 3))
+            keys = row_keys[valid]
+            uniforms = keyed_uniform(seed, keys, 2 * self.width).reshape(-1, self.width, 2)
+            out[valid] = laplace_from_log_uniform(
+                codes[valid].astype(np.float64), scale,
+                keyed_log_uniform(seed, keys, self.width, stream=1), uniforms)
         return Sketch(out, valid, self.name, {"scale": scale, "tau": self._tau(),
                                               "hash_seed": self._hash_seed_used()})
 

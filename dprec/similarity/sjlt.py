@@ -24,7 +24,7 @@ moves by at most ``Δ = rating_bound`` (the largest ``|rating|``).
   and ``Var = Var_S ‖Sz‖² + 16 b² ‖z‖² + 56 k b⁴`` (``z = x - y``) with
   ``Var_S ‖Sz‖² = (2/k)(‖z‖₂⁴ - ‖z‖₄⁴) ≤ 2‖z‖⁴/k`` for fully random hashes
   (:func:`sjlt_distance_variance`).  Laplace noise from the lattice sampler
-  (:func:`dprec.mechanisms.laplace_from_uniform`); ``b`` from
+  (:func:`dprec.mechanisms.laplace_from_log_uniform`); ``b`` from
   :func:`dprec.mechanisms.laplace_scale` (within a relative ``s·2**-20`` of
   the formula).
 * :class:`GaussianJL`: ``P`` with iid ``N(0, 1/k)`` entries,
@@ -80,9 +80,10 @@ from ..mechanisms import (
     gaussian_sigma,
     kenthapadi_sigma,
     laplace_epsilon,
-    laplace_from_uniform,
+    laplace_from_log_uniform,
     laplace_scale,
 )
+from ..mechanisms.common import keyed_log_uniform
 from .sketches import (
     Sketch,
     SketchBackend,
@@ -219,7 +220,11 @@ class _PrivateProjection(SketchBackend):
                  hash_seed: int) -> tuple[np.ndarray, dict]:
         raise NotImplementedError  # pragma: no cover - abstract
 
-    def _add_noise(self, values: np.ndarray, params: dict, uniforms_of) -> np.ndarray:
+    def _add_noise(self, values: np.ndarray, params: dict, uniforms_of,
+                   log_uniforms) -> np.ndarray:
+        r"""``values`` plus the noise, drawn from ``uniforms_of(n)`` (``n`` uniforms per
+        coordinate, shape ``values.shape + (n,)``) and ``log_uniforms()`` ($\ln U$ exact
+        in its tail, one per coordinate), both keyed by the user."""
         raise NotImplementedError  # pragma: no cover - abstract
 
     @staticmethod
@@ -259,7 +264,8 @@ class _PrivateProjection(SketchBackend):
         params["hash_seed"] = hash_seed
         noisy = self._add_noise(values, params,
                                 lambda n: keyed_uniform(seed, row_keys, n * self.width)
-                                .reshape(-1, self.width, n))
+                                .reshape(-1, self.width, n),
+                                lambda: keyed_log_uniform(seed, row_keys, self.width, stream=1))
         return Sketch(noisy, np.ones(matrix.shape[0], dtype=bool), self.name, params)
 
     def _noise_variance(self, S: Sketch) -> float:
@@ -396,8 +402,9 @@ class PrivateSJLT(_PrivateProjection):
         values = (X @ self.projection_.T.tocsr()).toarray()
         return values, {"scale": self.scale()}
 
-    def _add_noise(self, values, params, uniforms_of):
-        return laplace_from_uniform(values, params["scale"], uniforms_of(3))
+    def _add_noise(self, values, params, uniforms_of, log_uniforms):
+        return laplace_from_log_uniform(values, params["scale"], log_uniforms(),
+                                        uniforms_of(2))
 
     @staticmethod
     def _noise_moments(params) -> tuple[float, float]:
@@ -484,7 +491,7 @@ class GaussianJL(_PrivateProjection):
         values = np.asarray(X @ self.projection_.T)
         return values, {"sigma": self.sigma_}
 
-    def _add_noise(self, values, params, uniforms_of):
+    def _add_noise(self, values, params, uniforms_of, log_uniforms):
         return gaussian_from_uniform(values, params["sigma"], uniforms_of(2))
 
     @staticmethod
