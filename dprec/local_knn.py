@@ -95,7 +95,6 @@ from .mechanisms import (
     laplace_epsilon,
     laplace_scale,
     randomized_response,
-    randomized_response_epsilon,
     randomized_response_keep_probability,
 )
 from .similarity import (
@@ -427,8 +426,9 @@ def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
     levels = np.concatenate([[0.0], (grid - centre) / half])   # x of each symbol, ⊥ ↦ 0
     x_hat = (levels[reported] - q * levels.sum()) / (p - q)
     n_hat = ((reported != 0) - q * (n_symbols - 1)) / (p - q)
-    # p rounds to 1 for ε ≳ 37: the reports are then the symbols themselves (ε = ∞)
-    spent = randomized_response_epsilon(n_symbols, p) if p < 1.0 else math.inf
+    # the sampler draws its move from ln(1 - p) computed from ε, exact at every ε (even
+    # where p rounds to 1): one report spends ε
+    spent = epsilon
     entry = LedgerEntry("ratings", "k-ary randomised response", spent, 0.0, Unit.RATING,
                         Status.HOLDS, "user",
                         f"every item's symbol (unrated or one of {len(grid)} levels); a rating "

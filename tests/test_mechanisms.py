@@ -843,6 +843,20 @@ def test_randomized_response_realises_every_output_at_any_epsilon(epsilon, n_val
         assert (moved != 0).all()
 
 
+def test_randomized_response_entries_at_large_epsilon_state_it_without_crashing():
+    """Regression (#33): where p rounds to 1 (ε ≳ 37) the map from p failed (RRMinHash
+    raised, LocalKNN's krr reported ε = ∞); the exact sampler spends ε there too."""
+    from dprec import LocalKNN, datasets
+    from dprec.similarity import RRMinHash
+
+    entry = RRMinHash(16, 2, epsilon=1000.0, delta=1e-3, tau=3).privacy()
+    assert math.isfinite(entry.epsilon) and entry.epsilon <= 1000.0 * (1 + 1e-12)
+    trainset = datasets.synthetic(20, 15, 200, random_state=2).build_full_trainset()
+    report = LocalKNN(epsilon=1000.0, k=2).fit(trainset).privacy_report()
+    (krr,) = [e for e in report.entries if e.mechanism == "k-ary randomised response"]
+    assert krr.epsilon == pytest.approx(500.0)          # its share of ε
+
+
 def test_randomized_response_from_log_uniform_has_the_law_and_checks_its_arguments():
     n, eps, size = 5, 1.0, 200_000
     rng = np.random.default_rng(21)

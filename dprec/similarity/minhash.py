@@ -80,7 +80,6 @@ from ..mechanisms import (
     laplace_epsilon,
     laplace_from_log_uniform,
     laplace_scale,
-    randomized_response_epsilon,
     randomized_response_from_log_uniform,
     randomized_response_keep_probability,
 )
@@ -713,12 +712,14 @@ class RRMinHash(_PrivateMinHash):
         return randomized_response_keep_probability(self.B, self.epsilon_prime())
 
     def privacy(self) -> LedgerEntry:
-        """``⌈L⌉`` coordinates of ``ε' = ε/⌈L⌉`` each (randomised response's map,
-        :func:`dprec.mechanisms.randomized_response_epsilon`), with probability 1 − δ."""
+        """``⌈L⌉`` coordinates of ``ε' = ε/⌈L⌉`` each (randomised response drawn exact at
+        every ``ε'``), with probability 1 − δ."""
         return self._entry("randomized_response (RRMinHash)")
 
     def _coordinates_epsilon(self, changed: float) -> float:
-        return math.ceil(changed) * randomized_response_epsilon(self.B, self.keep_probability())
+        # ε' itself: the sampler draws from ln(1 - p) computed from ε', exact at every ε'
+        # (the map from p would lose it once p rounds to 1)
+        return math.ceil(changed) * self.epsilon_prime()
 
     def privatize(self, buckets: np.ndarray, seed: int, keys=None) -> Sketch:
         """Randomised response on the buckets (``-1`` rows: no sketch), row ``u`` from ``keys[u]``.
