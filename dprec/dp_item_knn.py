@@ -152,9 +152,7 @@ class DPItemKNN(AlgoBase):
         baseline = DPBaseline(epsilon=share * epsilon, unit="user", users=self.users,
                               items=self.items)
         baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded)
-        AlgoBase.fit(self, trainset)
-        self.k_, self.baseline_ = k, baseline
-        space = self._space = baseline.rating_space
+        space = baseline.rating_space          # the model is changed only once all is released
         matrix = space.matrix
         residuals = grid_residuals(baseline.residuals(), clip, bits)
 
@@ -177,6 +175,8 @@ class DPItemKNN(AlgoBase):
             beta = 10.0 / epsilon_each            # ten noise scales of W (in W's units)
         stabilised = safe_divide(cov, np.maximum(co, 0.0) + beta)    # denominator >= 0
         variance = np.maximum(np.diag(stabilised), 1e-12)
+        AlgoBase.fit(self, trainset)
+        self.k_, self.baseline_, self._space = k, baseline, space
         self._sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
         self._sim.flags.writeable = False
         labels = space.items.labels()

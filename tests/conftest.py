@@ -50,6 +50,18 @@ def small_data():
     return synthetic(n_users=120, n_items=200, n_ratings=4000, random_state=0)
 
 
+@pytest.fixture(scope="session")
+def quick_release_audit():
+    """``dprec.experiments.release_audit.run(quick=True, seed=0)``, computed once a
+    session: every quick scenario of the release audit (200 runs, 100 pilot runs each),
+    one row per scenario.  ``tests/test_release_audits.py`` asserts on its rows, and
+    ``dprec audit --quick`` (``tests/test_experiments.py``) is handed this very table for
+    that very call instead of auditing the same 13 scenarios a second time."""
+    from dprec.experiments import release_audit
+
+    return release_audit.run(quick=True, seed=0)
+
+
 @pytest.fixture(params=["compiled", "numpy"])
 def kernel_path(request):
     """Runs a test on both of dprec's paths for the hot loops: the compiled kernels

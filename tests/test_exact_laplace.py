@@ -85,35 +85,45 @@ def test_the_lattice_laplace_reaches_beyond_75_scales():
     np.testing.assert_array_equal(x, [0.3, -2.0])                  # not modified
 
 
-def _realised(level_log_ratio: float, size: int, b: int) -> float:
-    """P(digit = b) for a uniform on the 53-bit grid j·2^-53 (inversion is monotone)."""
+#: the two grids of the uniforms: numpy's ``random`` (j 2^-53) and `keyed_uniform`'s
+#: ((j + 1/2) 2^-53, rounded: spacing 2^-52 in the upper half), j = 0 .. 2^53 - 1
+GRIDS = {"generator": lambda j: j * 2.0**-53,
+         "keyed": lambda j: min((j + 0.5) * 2.0**-53, 1.0 - 2.0**-53)}
+
+
+def _realised(level_log_ratio: float, size: int, b: int, grid) -> float:
+    """P(digit = b) for a uniform on ``grid`` (the inversion is monotone)."""
     def first_at_least(value):                       # smallest j whose digit is >= value
         lo, hi = 0, 2**53
         while lo < hi:
             mid = (lo + hi) // 2
-            digit = X._truncated_geometric(np.array([mid * 2.0**-53]), level_log_ratio, size)
+            digit = X._truncated_geometric(np.array([grid(mid)]), level_log_ratio, size)
             lo, hi = (mid + 1, hi) if digit[0] < value else (lo, mid)
         return lo
     return (first_at_least(b + 1) - first_at_least(b)) * 2.0**-53
 
 
-@pytest.mark.parametrize("t", [2.0**20 * 1.5, 2.0**31.5, 2.0**42])
-def test_every_digit_of_the_offset_keeps_its_probability(t):
+@pytest.mark.parametrize("grid", sorted(GRIDS))
+@pytest.mark.parametrize("t", [3.7, 2.0**20 * 1.5, 2.0**21, 2.0**21 + 1, 2.0**31.5, 2.0**42])
+def test_every_digit_of_the_offset_keeps_its_probability(t, grid):
     """The exact probability each level's inversion gives a value (counting grid points),
-    against the truncated geometric: within a relative 2^-28, at both ends and inside."""
+    against the truncated geometric: within a relative 2^-29, at both ends and inside."""
     levels = X._levels(t)
     assert all(size <= X.LEVEL for _, size in levels) and len(levels) <= 2
     assert levels[-1][0] * levels[-1][1] >= t
     for unit, size in levels:
         log_ratio = -unit / t
         ratio = math.exp(log_ratio)
-        for b in (0, size // 2, size - 1):
+        for b in sorted({0, 1, size // 2, max(size - 2, 0), size - 1}):
             ideal = (1 - ratio) * ratio**b / (1 - ratio**size)
-            assert _realised(log_ratio, size, b) == pytest.approx(ideal, rel=2.0**-28)
+            assert _realised(log_ratio, size, b, GRIDS[grid]) == pytest.approx(ideal,
+                                                                               rel=2.0**-29)
 
 
 def test_the_cores_check_their_arguments():
     raises_naming(lambda: M.discrete_laplace(np.zeros(2), 2.0**43, 0), "t")
+    raises_naming(lambda: M.discrete_laplace(np.zeros(2), 1e-19, 0), "t")
+    raises_naming(lambda: M.randomized_response(np.zeros(2, np.int64), 3, 2e18, 0), "epsilon")
     raises_naming(lambda: X.discrete_laplace_from_log_uniform(np.ones(2), np.full((2, 2), .5),
                                                               3.0), "log_uniforms")
     raises_naming(lambda: X.discrete_laplace_from_log_uniform(np.zeros(2), np.full((2, 3), .5),
@@ -123,7 +133,15 @@ def test_the_cores_check_their_arguments():
     assert X.discrete_laplace_uniforms(2.0**21) == 2 and X.discrete_laplace_uniforms(2.0**22) == 3
 
 
-def test_a_noise_scale_beyond_the_sampler_is_refused_naming_the_parameters():
+def test_a_noise_scale_beyond_the_sampler_is_refused_naming_the_parameters_and_changes_nothing():
     trainset = datasets.synthetic(30, 20, 300, random_state=1).build_full_trainset()
     with pytest.raises(ValueError, match="grid_bits"):
         DPItemKNN(epsilon=0.001, grid_bits=12).fit(trainset)   # 2^33 / 0.00035 > 2^42
+    model = DPItemKNN(epsilon=1.0, k=3).fit(trainset)
+    before, text = model.test([("0", "1", 3.0)]), str(model.privacy_report())
+    other = datasets.synthetic(25, 30, 300, random_state=2).build_full_trainset()
+    model.epsilon, model.grid_bits = 0.001, 12
+    with pytest.raises(ValueError, match="grid_bits"):
+        model.fit(other)
+    assert model.trainset is not other and str(model.privacy_report()) == text
+    assert model.test([("0", "1", 3.0)]) == before                 # still the first fit

@@ -816,7 +816,7 @@ class _TailDraws(np.random.Generator):
 
 
 @pytest.mark.parametrize("n_values", [2, 4, 16])
-@pytest.mark.parametrize("epsilon", [40.0, 60.0, 700.0, 1e6])
+@pytest.mark.parametrize("epsilon", [40.0, 60.0, 700.0, 1e6, 1e18])
 def test_randomized_response_realises_every_output_at_any_epsilon(epsilon, n_values):
     """Regression (#33, the class of finding 4): with one 53-bit uniform RR never moved once
     1 − p < 2^-53 (ε ≳ 36.7 + ln(n − 1)), so the other outputs had probability 0 and no

@@ -19,15 +19,25 @@ DATA = edge_data()
 QUICK = release_audit.scenarios(DATA, quick=True)
 
 
+#: the full sweep less the quick set: ε = 0.1 and 5, and the non-default parameters
+SWEEP = [s for s in release_audit.scenarios(DATA) if s.name not in {q.name for q in QUICK}]
+
+
 @pytest.mark.parametrize("scenario", QUICK, ids=[s.name for s in QUICK])
-def test_no_release_beats_the_claim_on_the_edge_cases(scenario):
-    result = audit_scenario(scenario, DATA, n_runs=200, pilot_runs=100, seed=1)
+def test_no_release_beats_the_claim_on_the_edge_cases(scenario, quick_release_audit):
+    # the row of `release_audit.run(quick=True)` (conftest): audit_scenario(scenario, DATA,
+    # n_runs=200, pilot_runs=100, seed=0), run once a session for this test and `dprec audit`
+    result = quick_release_audit.set_index("scenario").loc[scenario.name]
     assert not result.refuted, result
+    assert math.isinf(result.claimed_epsilon) or result.counts.endswith(" of 200"), result
+
+
+def test_the_quick_audit_is_the_quick_scenarios_in_order(quick_release_audit):
+    assert list(quick_release_audit.scenario) == [s.name for s in QUICK]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("scenario", release_audit.scenarios(DATA)[len(QUICK):],
-                         ids=lambda s: s.name)
+@pytest.mark.parametrize("scenario", SWEEP, ids=lambda s: s.name)
 def test_no_release_beats_the_claim_non_default_and_extreme(scenario):
     # the sweep beyond the quick set (ε = 0.1 and 5, non-default parameters), small form
     result = audit_scenario(scenario, DATA, n_runs=150, pilot_runs=75, seed=2)

@@ -32,8 +32,8 @@ without re-deriving it.
 Floating point.  Textbook floating-point Laplace noise leaks its input through
 the low bits of the output (Mironov, CCS 2012); the default ``laplace``
 sampler is therefore a lattice mechanism whose outputs lie on a grid fixed by
-the scale, exact in probability to a relative ``2e-9`` within ~50 scales (see
-:mod:`dprec.mechanisms.laplace`).  The Gaussian samplers and
+the scale, its discrete Laplace noise drawn so that every output keeps its
+probability (see :mod:`dprec.mechanisms.exact_laplace`).  The Gaussian samplers and
 :func:`laplace_noise` are plain floating point and carry Mironov's caveat.
 
 References
@@ -57,6 +57,7 @@ See ``docs/mechanisms.md`` for the formulas and the privacy maps.
 from __future__ import annotations
 
 from .common import UNIFORMS_PER_DRAW
+from .exact_laplace import discrete_laplace_from_log_uniform, discrete_laplace_noise
 from .exponential import (
     exponential_coefficient,
     exponential_epsilon,
@@ -106,6 +107,8 @@ __all__ = [
     "discrete_laplace",
     "discrete_laplace_epsilon",
     "discrete_laplace_from_uniform",
+    "discrete_laplace_from_log_uniform",
+    "discrete_laplace_noise",
     "laplace_grid",
     "laplace_epsilon",
     "laplace_scale",

@@ -15,7 +15,8 @@ there.  [`log_uniform_from_words`][dprec.mechanisms.common.log_uniform_from_word
 [`gumbel_from_words`][dprec.mechanisms.common.gumbel_from_words] draw a uniform as a
 floating-point number whose exponent takes as many random bits as it needs, so that
 $\ln U$ (the Mallows sampler's input) and a standard Gumbel variate (the exponential
-mechanism's keys) keep their exact tail probabilities, to a relative $2^{-52}$, down to
+mechanism's keys) keep their exact tail probabilities, to a factor $e^{\pm|t|\,2^{-52}}$
+for an event of probability $e^{t}$ (the float64 rounding of $\ln U$), down to
 $e^{-\mathrm{TAIL\_LIMIT}}$ ($\mathrm{TAIL\_LIMIT} \approx 3.2 \cdot 10^{18}$).  They are
 deterministic functions of random words (uint64), one per variate plus a rare few:
 [`log_uniform`][dprec.mechanisms.common.log_uniform] and
@@ -192,7 +193,8 @@ def log_uniform_from_words(words: np.ndarray, more: WordSource) -> np.ndarray:
     within its binade $W$ takes $2^{52}$ equally spaced values with equal probability.
     So $P(W \le x) = 2x$ to a relative $2^{-52}$ for *every* $x$, however small: $\ln U$
     has no bound (but [`TAIL_LIMIT`][dprec.mechanisms.common.TAIL_LIMIT]) and every event
-    $\{\ln U \le t\}$ keeps its probability $e^{t}$ to a relative $2^{-52}$, for
+    $\{\ln U \le t\}$ keeps its probability $e^{t}$ to a relative $2^{-52}$ of $W$ and
+    the rounding of $\ln U$ in float64, a factor $e^{\pm|t|\,2^{-52}}$ in all, for
     $t \ge -\mathrm{TAIL\_LIMIT}$.  Deep in the tail $\ln W = \ln(1 + F) - (J + 2)\ln 2$
     is computed in log space (no underflow).  The upper side ($U = 1 - W$) is resolved
     the same way, $\ln U = \ln(1 - W) \approx -W$ to the relative precision of $W$

@@ -7,7 +7,7 @@ uniform spread over $t$ values leaves some of them with probability 0 — a pure
 then fails outright.  This sampler draws
 
 * **the zero test and the number of blocks** from one $\ln U$ exact in its tail
-  ([`log_uniform`][dprec.mechanisms.common.log_uniform]): $|Z| \ge 1$ iff
+  (`dprec.mechanisms.common.log_uniform`): $|Z| \ge 1$ iff
   $\ln U \le \ln P(|Z| \ge 1) = \ln\frac{2q}{1+q}$; given that,
   $E = \ln P(|Z| \ge 1) - \ln U$ is exactly exponential (memorylessness), and
   $|Z| = 1 + \lfloor E\,t \rfloor$ is geometric with ratio $q$.  The integer part is
@@ -17,15 +17,20 @@ then fails outright.  This sampler draws
   mixed radix, $B = \sum_i b_i\, u_i$ with units $u_0 = 1, u_{i+1} = u_i L$ and digits
   $b_i \in 0..K_i - 1$, $K_i \le L = 2^{21}$, each digit an independent truncated
   geometric with ratio $q^{u_i}$ (the probability of $B$ is the product of its digits'),
-  inverted from its own 53-bit uniform.  A level decays by at most $e^{-2}$ over its
-  $K_i$ values, so each value holds at least $2^{53} e^{-2} / 2^{21} > 2^{29}$ grid
-  points: its probability is exact to a relative $2^{-29}$;
+  inverted from its own 53-bit uniform.  A level decays by at most about
+  $e^{-1 - 1/K_i}$ over its $K_i$ values, so each value holds more than $2^{29}$ grid
+  points even where the grid's spacing is $2^{-52}$: its probability is exact to a
+  relative $2^{-29}$ (counted exactly in the tests, on both grids);
 * **the sign** from one more uniform ($u < \tfrac12$: exactly one half on the grid).
 
 So the privacy loss between neighbouring integers stays within $\varepsilon$ plus
 $4 \cdot 2^{-29} < 10^{-8}$ (two levels at most, for $t \le 2^{42}$, the largest scale
-accepted) on *every* output: no output is impossible, however far out.  The noise is
-returned as float64 integers, exact while $|x + Z| < 2^{53}$, that is unless $|Z|$
+accepted) on every output within $10^8$ scales of the input, and no output is
+impossible, however far out.  (Beyond $10^8$ scales, an event of probability below
+$e^{-10^8}$, the float64 rounding of $\ln U$, an absolute $|\ln U|\,2^{-53}$, grows past
+$10^{-8}$.)  ``t`` must be at least $10^{-18}$: $\ln U$ ends at
+$-\mathrm{TAIL\_LIMIT} \approx -3.2 \cdot 10^{18}$, below which no noise could be drawn.
+The noise is returned as float64 integers, exact while $|x + Z| < 2^{53}$, that is unless $|Z|$
 exceeds $2^{52}$ (probability $e^{-2^{52}/t} \le e^{-1024}$).  The lattice Laplace
 sampler's scales, $t \in [2^{20}, 2^{21})$ grid steps, take one level.
 
@@ -46,7 +51,7 @@ import numpy as np
 from .._validation import check_positive, check_uniforms
 from .common import log_uniform
 
-__all__ = ["MAX_T", "discrete_laplace_from_log_uniform", "discrete_laplace_noise",
+__all__ = ["MAX_T", "MIN_T", "discrete_laplace_from_log_uniform", "discrete_laplace_noise",
            "discrete_laplace_uniforms"]
 
 #: values per level of the offset in a block (each keeps > 2^29 grid points of a uniform)
@@ -54,6 +59,8 @@ LEVEL = 1 << 21
 #: the largest scale accepted (two levels; the noise stays an exact float64 integer but
 #: for an event of probability below e^-1024)
 MAX_T = 2.0**42
+#: the smallest scale accepted: ln U ends at -TAIL_LIMIT (about -3.2e18)
+MIN_T = 1e-18
 
 
 def _levels(t: float) -> list[tuple[float, int]]:
@@ -76,6 +83,9 @@ def discrete_laplace_uniforms(t: float) -> int:
 
 def _check_t(t: float) -> float:
     t = check_positive(t, "t")
+    if t < MIN_T:
+        raise ValueError(f"t must be at least 1e-18 (an ε of 1e18 per unit of sensitivity), "
+                         f"got {t!r}: beyond, no noise could be drawn")
     if t > MAX_T:
         raise ValueError(f"t must be at most 2**42 (the noise must stay an exact float64 "
                          f"integer), got {t!r}: use a smaller sensitivity (a coarser grid) "
@@ -98,12 +108,12 @@ def discrete_laplace_from_log_uniform(log_uniforms: np.ndarray, uniforms: np.nda
     Parameters
     ----------
     log_uniforms : float array, $\ln U \le 0$
-        One per draw, exact in its tail ([`log_uniform`][dprec.mechanisms.common.log_uniform]
-        or `keyed_log_uniform`); its shape is the output's.
+        One per draw, exact in its tail (`dprec.mechanisms.common.log_uniform` or
+        `keyed_log_uniform`); its shape is the output's.
     uniforms : float array of shape ``log_uniforms.shape + (discrete_laplace_uniforms(t),)``
         In (0, 1): the sign, then one per level of the offset.
     t : float
-        The scale, ``0 < t <= 2**42``.
+        The scale, ``1e-18 <= t <= 2**42``.
 
     Returns
     -------
@@ -120,7 +130,7 @@ def discrete_laplace_from_log_uniform(log_uniforms: np.ndarray, uniforms: np.nda
 def discrete_laplace_noise(t: float, shape: int | tuple[int, ...],
                            rng: np.random.Generator) -> np.ndarray:
     r"""Discrete Laplace noise of scale ``t`` from ``rng``: $\ln U$ from its words
-    ([`log_uniform`][dprec.mechanisms.common.log_uniform]), then the sign's and the
+    (`dprec.mechanisms.common.log_uniform`), then the sign's and the
     levels' uniforms (``rng.random``: multiples of $2^{-53}$ in $[0, 1)$, on which
     $u < \tfrac12$ is exactly one half and $u = 0$ gives the offset 0, as it should)."""
     t = _check_t(t)

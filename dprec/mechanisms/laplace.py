@@ -8,7 +8,7 @@ the low bits of the output (Mironov, "On significance of the least significant
 bits for differential privacy", CCS 2012).  The default :func:`laplace`
 sampler is therefore a *lattice* mechanism: the input is rounded to a grid of
 spacing ``2**-j`` chosen from the scale alone (:func:`laplace_grid`) and
-discrete Laplace noise on that grid (:func:`discrete_laplace_from_uniform`)
+discrete Laplace noise on that grid (:func:`laplace_from_log_uniform`)
 is added, so the set of possible outputs does not depend on the input.  The
 uniforms are 53-bit numbers, so probabilities can only be realised to within
 about ``2**-53``: the default sampler draws the discrete Laplace noise exact at
@@ -486,7 +486,7 @@ def laplace(values: np.ndarray, scale: float, random_state: RandomStateLike,
     random_state : None, int, RandomState or Generator
         The randomness; see :func:`dprec._rng.check_random_state`.
     sampler : {"lattice", "numpy", "opendp"}
-        * ``"lattice"`` (default, safe): :func:`laplace_from_uniform`: the input
+        * ``"lattice"`` (default, safe): :func:`laplace_from_log_uniform`: the input
           rounded to the grid ``laplace_grid(scale)`` plus discrete Laplace noise
           on it; the outputs for every input lie on that common grid, which
           defeats Mironov's (2012) low-bit attack.  Privacy map:

@@ -35,6 +35,8 @@ __all__ = [
 ]
 
 _MAX_CODES = 2**53        # the offsets are exact below this
+#: the largest ε randomized_response_from_log_uniform draws at (ln U ends at -3.2e18)
+MAX_EPSILON = 1e18
 
 
 def randomized_response_keep_probability(n_values: int, epsilon: float) -> float:
@@ -104,8 +106,8 @@ def randomized_response_from_log_uniform(values: np.ndarray, n_values: int, epsi
     $o = 1 + \lfloor u\,(n - 1) \rfloor$ in $1..n-1$ comes from an independent uniform
     $u$.  With $\ln U$ drawn exact in its tail (`dprec.mechanisms.common.log_uniform`,
     `keyed_log_uniform`), the event
-    $\{\ln U < t\}$ keeps its probability $e^t$ to a relative $2^{-52}$ however small,
-    so every output keeps a positive probability and the ratio
+    $\{\ln U < t\}$ keeps its probability $e^t$ (to a factor $e^{\pm|t| 2^{-52}}$) however
+    small, so every output keeps a positive probability and the ratio
     $p \,/\, \tfrac{1-p}{n-1} = e^{\varepsilon}$ holds at any ε (to a relative $2^{-52}$
     of ε, from rounding $\ln(1 - p)$).  The offsets' probabilities are those of a 53-bit
     uniform, $1/(n-1)$ to a relative $(n - 1)\,2^{-53}$.
@@ -114,7 +116,7 @@ def randomized_response_from_log_uniform(values: np.ndarray, n_values: int, epsi
     ----------
     values : integer array_like in ``0..n_values-1`` (not modified)
     n_values : int, ``2 <= n_values <= 2**53``
-    epsilon : float ``> 0``
+    epsilon : float, ``0 < epsilon <= 1e18``
     log_uniforms : float array of the shape of ``values``, $\ln U \le 0$
     uniforms : float array of the shape of ``values``, in (0, 1)
 
@@ -123,6 +125,9 @@ def randomized_response_from_log_uniform(values: np.ndarray, n_values: int, epsi
     numpy.ndarray of int64, the shape of ``values``.
     """
     codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
+    if epsilon > MAX_EPSILON:
+        raise ValueError(f"epsilon must be at most 1e18 (ln U ends at about -3.2e18), got "
+                         f"{epsilon!r}")
     log_u = np.asarray(log_uniforms, dtype=np.float64)
     if log_u.shape != codes.shape:
         raise ValueError(f"log_uniforms must have shape {codes.shape}, got {log_u.shape}")
@@ -169,7 +174,9 @@ def randomized_response(values: np.ndarray, n_values: int, epsilon: float,
     ``p = e^ε / (e^ε + n − 1)``, and otherwise replaced by one of the other
     ``n − 1`` values uniformly at random (an offset in ``1..n−1`` added mod
     ``n``).  ε-DP for a change of one value (Warner 1965; Kairouz et al. 2014), at
-    every ε: drawn by :func:`randomized_response_from_log_uniform`.
+    every ε up to ``1e18``: drawn by :func:`randomized_response_from_log_uniform`
+    (its offsets are uniform to a relative ``(n − 1) 2**-53``: the loss stays within
+    ``ε + 1e-9`` for ``n ≤ 2**23``).
 
     Parameters
     ----------

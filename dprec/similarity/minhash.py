@@ -35,7 +35,7 @@ weaker guarantee.  See :func:`difference_bound`.
   coordinates, since ``P[match] = 1/B + J (1-1/B) ((Bp-1)/(B-1))²``.
 * :class:`NoisyMinHash`: ``bucket + Lap(s)`` per coordinate,
   ``s = (B-1) L/ε`` (ℓ1 sensitivity ``L(B-1)``), with the lattice sampler of
-  :func:`dprec.mechanisms.laplace_from_uniform`.  With ``D = Σ_j (a_j - b_j)²``,
+  :func:`dprec.mechanisms.laplace_from_log_uniform`.  With ``D = Σ_j (a_j - b_j)²``,
   ``E[D/K] = (1-J)(B²-1)/6 + 4s²`` gives ``Ĵ = 1 - 6(D/K - 4s²)/(B²-1)``.
 * :class:`MinHash`: the non-private baseline, ``Ĵ = (B P̂ - 1)/(B - 1)``
   (RRMinHash's estimator with ``p = 1``).
@@ -746,7 +746,7 @@ class NoisyMinHash(_PrivateMinHash):
     Reports ``a_j = g_j + Lap(s)`` with ``s = (B - 1) L / ε`` (ℓ1 sensitivity
     ``Δ = L (B - 1)``: at most ``L`` coordinates move, each by at most
     ``B - 1``), sampled by the lattice Laplace sampler
-    (:func:`dprec.mechanisms.laplace_from_uniform`, safe against the
+    (:func:`dprec.mechanisms.laplace_from_log_uniform`, safe against the
     floating-point attack; ``s`` from :func:`dprec.mechanisms.laplace_scale`,
     within a relative ``2**-20 ⌈L⌉`` of the formula).
 
