@@ -478,7 +478,7 @@ def test_the_rating_reports_state_their_scales_and_entries():
     np.testing.assert_array_equal(x, [[0, 1, 0], [0.5, 0, -1]])       # clipped to 1..5
     np.testing.assert_array_equal(n, [[0, 1, 1], [1, 0, 1]])
     assert (entry.component, entry.mechanism) == ("ratings", "k-ary randomised response")
-    assert entry.epsilon == np.inf                     # p rounds to 1: the symbols themselves
+    assert entry.epsilon == 60.0   # p rounds to 1, yet the exact sampler can move: ε, not ∞
     (x, n), _, entry = krr_reports(matrix, (1.0, 1.5), 60.0, np.random.default_rng(0))
     np.testing.assert_array_equal(x, [[0, -1, -1], [-1, 0, -1]])       # one level: 1
     assert "one of 1 levels" in entry.note
