@@ -60,7 +60,7 @@ import pandas as pd
 from surprise import AlgoBase
 
 from ._arrays import pattern_matrix, safe_divide
-from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
+from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_epsilon, check_int, check_open_unit, check_real
 from .dp_baseline import DPBaseline, answer_one, predict_one, test_all
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
@@ -146,7 +146,6 @@ class DPItemKNN(AlgoBase):
         grid_levels(clip, bits)
         beta = None if self.shrinkage is None else check_real(self.shrinkage, "shrinkage",
                                                                low=0.0)
-        validate_random_state(self.random_state)
         entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
         # the baseline's noise comes from this model's entropy (its own random_state is unused)
         baseline = DPBaseline(epsilon=share * epsilon, unit="user", users=self.users,

@@ -287,6 +287,13 @@ def test_bad_parameters_are_named_at_fit(trainset, kwargs, name):
         DPItemKNN(**kwargs).fit(trainset)
 
 
+def test_a_noise_scale_beyond_the_sampler_is_refused_with_its_size(trainset):
+    # Δ = m² 2^A = 2^24 2^11 over ε_each = 0.00035: 2^46.5 integer steps, above 2^42
+    with pytest.raises(ValueError, match=r"^grid_bits = 12 with epsilon = 0\.001 needs discrete "
+                                         r"Laplace noise of scale 2\^46\.5 integer steps"):
+        DPItemKNN(epsilon=0.001, grid_bits=12).fit(trainset)
+
+
 def test_batched_test_equals_predict_and_never_reads_the_raw_mean(trainset):
     algo = DPItemKNN(epsilon=50.0, k=5, random_state=1).fit(trainset)
     testset = trainset.build_testset()[:400] + [("nobody", trainset.to_raw_iid(0), 3.0),
