@@ -93,12 +93,16 @@ def _check_t(t: float) -> float:
     return t
 
 
-def _truncated_geometric(v: np.ndarray, log_ratio: float, n_values: int) -> np.ndarray:
+def _truncated_geometric(v: np.ndarray, log_ratio: float, n_values: int,
+                         out: np.ndarray | None = None) -> np.ndarray:
     r"""Values in $0..n-1$ with $P(b) \propto r^b$ ($\ln r$ = ``log_ratio`` $< 0$), by
-    inversion: $b = \lfloor \ln(1 - v(1 - r^n)) / \ln r \rfloor$."""
+    inversion: $b = \lfloor \ln(1 - v(1 - r^n)) / \ln r \rfloor$ (into ``out``)."""
     mass = -math.expm1(n_values * log_ratio)               # 1 - r^n
-    b = np.floor(np.log1p(-v * mass) / log_ratio)
-    return np.minimum(b, n_values - 1.0)
+    out = np.multiply(v, -mass, out=out)
+    np.log1p(out, out=out)
+    np.divide(out, log_ratio, out=out)
+    np.floor(out, out=out)
+    return np.minimum(out, n_values - 1.0, out=out)
 
 
 def discrete_laplace_from_log_uniform(log_uniforms: np.ndarray, uniforms: np.ndarray,
@@ -142,14 +146,24 @@ def discrete_laplace_noise(t: float, shape: int | tuple[int, ...],
 
 def _noise(t: float, levels: list[tuple[float, int]], log_u: np.ndarray,
            u: np.ndarray) -> np.ndarray:
-    """The sampler on checked arguments."""
+    """The sampler on checked arguments (flat work arrays, in place)."""
+    shape = log_u.shape
+    log_u = log_u.reshape(-1)
+    u = u.reshape(-1, u.shape[-1])
     log_q = -1.0 / t
     log_nonzero = math.log(2.0) + log_q - math.log1p(math.exp(log_q))   # ln 2q/(1+q)
     block = levels[-1][0] * levels[-1][1]
-    magnitude = np.floor((log_nonzero - log_u) * (t / block))
+    magnitude = np.subtract(log_nonzero, log_u)           # E, exponential where >= 0
+    magnitude *= t / block
+    np.floor(magnitude, out=magnitude)                    # A
     magnitude *= block
     magnitude += 1.0
+    digit = np.empty_like(magnitude)
     for n, (unit, size) in enumerate(levels):
-        magnitude += unit * _truncated_geometric(u[..., 1 + n], unit * log_q, size)
-    magnitude *= np.where(u[..., 0] < 0.5, -1.0, 1.0)
-    return np.where(log_u > log_nonzero, 0.0, magnitude)               # |Z| = 0 there
+        _truncated_geometric(u[:, 1 + n], unit * log_q, size, out=digit)
+        if unit != 1.0:
+            digit *= unit
+        magnitude += digit
+    np.negative(magnitude, out=magnitude, where=u[:, 0] < 0.5)
+    magnitude[log_u > log_nonzero] = 0.0                   # |Z| = 0
+    return magnitude.reshape(shape)

@@ -359,10 +359,6 @@ def laplace_from_log_uniform(values: np.ndarray, scale: float, log_uniforms: np.
     scale : float, the Laplace scale ``b > 0``
     log_uniforms : float array of the shape of ``values``: $\ln U$, exact in its tail
     uniforms : float array of shape ``np.shape(values) + (2,)``, in (0, 1)
-
-    Returns
-    -------
-    numpy.ndarray, float64, of the shape of ``values``.
     """
     x = check_real_array(values)
     grid = laplace_grid(scale)
@@ -377,9 +373,12 @@ def laplace_from_log_uniform(values: np.ndarray, scale: float, log_uniforms: np.
 def _on_the_lattice(x: np.ndarray, grid: float, noise: np.ndarray) -> np.ndarray:
     """``grid · (⌊x/grid + 1/2⌋ + noise)``, the half-up rounding exact."""
     with np.errstate(over="ignore", invalid="ignore"):   # overflow is caught below
-        steps = np.asarray(x / grid)
-        floor = np.floor(steps)
-        out = np.asarray((floor + (steps - floor >= 0.5) + noise) * grid)
+        steps = np.divide(x.reshape(-1), grid)
+        out = np.floor(steps)
+        np.subtract(steps, out, out=steps)                # the exact fraction
+        out += steps >= 0.5
+        out += noise.reshape(-1)
+        out = (out * grid).reshape(x.shape)
     if not np.isfinite(out).all():
         raise ValueError("values are too large for the lattice grid of this scale "
                          "(|values| / laplace_grid(scale) overflows)")
