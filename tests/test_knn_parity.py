@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from joblib import Parallel, delayed
 from strategies import POSITIVE_SCALES, full_testset, fuzz, rating_frames, to_dataset
 from surprise import KNNBaseline, KNNBasic, KNNWithMeans, KNNWithZScore
 from surprise.model_selection import KFold
@@ -29,19 +30,48 @@ def assert_same_predictions(reference, ours, tol=1e-9):
         assert a.details == b.details, (a, b)
 
 
+def compare_on_fold(trainset, testset, name, min_support, k) -> int:
+    """One fold: the similarities and every prediction equal KNNBasic's; returns the
+    number of impossible predictions."""
+    options = {"name": name, "min_support": min_support}
+    reference = KNNBasic(k=k, min_k=1, sim_options=dict(options), verbose=False)
+    reference.fit(trainset)
+    ours = PrivateKNN(k=k, min_k=1, sim_options=options).fit(trainset)
+    np.testing.assert_array_equal(ours.sim, reference.sim)
+    expected = reference.test(testset)
+    # the same sums, added in Surprise's order: equal bit for bit
+    assert_same_predictions(expected, ours.test(testset), tol=0.0)
+    return sum(p.details["was_impossible"] for p in expected)
+
+
 def compare_on_folds(data, name, min_support=1, k=40):
-    n_impossible = 0
-    for trainset, testset in KFold(n_splits=5, random_state=0).split(data):
-        options = {"name": name, "min_support": min_support}
-        reference = KNNBasic(k=k, min_k=1, sim_options=dict(options), verbose=False)
-        reference.fit(trainset)
-        ours = PrivateKNN(k=k, min_k=1, sim_options=options).fit(trainset)
-        np.testing.assert_array_equal(ours.sim, reference.sim)
-        expected = reference.test(testset)
-        # the same sums, added in Surprise's order: equal bit for bit
-        assert_same_predictions(expected, ours.test(testset), tol=0.0)
-        n_impossible += sum(p.details["was_impossible"] for p in expected)
-    return n_impossible
+    return sum(compare_on_fold(trainset, testset, name, min_support, k)
+               for trainset, testset in KFold(n_splits=5, random_state=0).split(data))
+
+
+def _checked(check, *args):
+    """``check(*args)``'s result, or the exception it raised (to be raised by the test)."""
+    try:
+        return check(*args), None
+    except Exception as error:
+        return None, error
+
+
+@pytest.fixture(scope="module")
+def ml100k_checks(ml100k):
+    """Every MovieLens 100k comparison of this module, run once, two at a time in joblib's
+    processes (they are independent, and Surprise's own predictions, 20,000 a fold in
+    Python, are most of their time): ("parity", similarity, fold) -> (impossible
+    predictions, error) for the five folds of each similarity, ("family", rule,
+    user_based) -> (None, error) for fold 0 of each prediction rule (msd)."""
+    folds = list(KFold(n_splits=5, random_state=0).split(ml100k))
+    jobs = {("family", rule, user_based): (compare_family_fold, folds[0], rule,
+                                           {"name": "msd", "user_based": user_based})
+            for user_based in (False, True) for rule in sorted(FAMILY)}
+    jobs.update({("parity", name, fold): (compare_on_fold, *folds[fold], name, 1, 40)
+                 for name in SIMILARITIES for fold in range(5)})
+    results = Parallel(n_jobs=2)(delayed(_checked)(*job) for job in jobs.values())
+    return dict(zip(jobs, results))
 
 
 @pytest.mark.parametrize("name", SIMILARITIES)
@@ -58,8 +88,12 @@ def test_parity_with_min_support_makes_impossible_predictions(small_data, name, 
 
 @pytest.mark.data
 @pytest.mark.parametrize("name", SIMILARITIES)
-def test_parity_on_movielens_100k(ml100k, name):
-    compare_on_folds(ml100k, name)
+def test_parity_on_movielens_100k(ml100k_checks, name):
+    # compare_on_folds(ml100k, name), its five folds from the module's pool
+    for fold in range(5):
+        _, error = ml100k_checks["parity", name, fold]
+        if error is not None:
+            raise error
 
 
 def test_estimate_one_at_a_time_equals_test(small_data):
@@ -72,22 +106,28 @@ def test_estimate_one_at_a_time_equals_test(small_data):
 
 def compare_family(data, rule, sim_options, n_folds=5, folds=None, **params):
     """Every prediction of dprec's class for ``rule`` against Surprise's, fold by fold."""
-    reference_class, our_class = FAMILY[rule]
     splits = list(KFold(n_splits=n_folds, random_state=0).split(data))
-    for trainset, testset in (splits if folds is None else [splits[f] for f in folds]):
-        reference = reference_class(sim_options=dict(sim_options), verbose=False, **params)
-        ours = our_class(sim_options=sim_options, verbose=False, **params).fit(trainset)
-        reference.fit(trainset)
-        # the sum similarities are Surprise's bit for bit; basic and means then weigh the
-        # same numbers in Surprise's order, while zscore and the baselines' deviations
-        # (and pearson_baseline's similarities, to 1e-12) round differently
-        exact = rule in ("basic", "means") and sim_options["name"] != "pearson_baseline"
-        if sim_options["name"] == "pearson_baseline":
-            np.testing.assert_allclose(ours.sim, reference.sim, rtol=0, atol=1e-12)
-        else:
-            np.testing.assert_array_equal(ours.sim, reference.sim)
-        assert_same_predictions(reference.test(testset), ours.test(testset),
-                                tol=0.0 if exact else 1e-9)
+    for fold in (splits if folds is None else [splits[f] for f in folds]):
+        compare_family_fold(fold, rule, sim_options, **params)
+
+
+def compare_family_fold(fold, rule, sim_options, **params):
+    """One (trainset, testset) fold of :func:`compare_family`."""
+    trainset, testset = fold
+    reference_class, our_class = FAMILY[rule]
+    reference = reference_class(sim_options=dict(sim_options), verbose=False, **params)
+    ours = our_class(sim_options=sim_options, verbose=False, **params).fit(trainset)
+    reference.fit(trainset)
+    # the sum similarities are Surprise's bit for bit; basic and means then weigh the
+    # same numbers in Surprise's order, while zscore and the baselines' deviations
+    # (and pearson_baseline's similarities, to 1e-12) round differently
+    exact = rule in ("basic", "means") and sim_options["name"] != "pearson_baseline"
+    if sim_options["name"] == "pearson_baseline":
+        np.testing.assert_allclose(ours.sim, reference.sim, rtol=0, atol=1e-12)
+    else:
+        np.testing.assert_array_equal(ours.sim, reference.sim)
+    assert_same_predictions(reference.test(testset), ours.test(testset),
+                            tol=0.0 if exact else 1e-9)
 
 
 @pytest.mark.parametrize("user_based", [True, False])
@@ -130,9 +170,12 @@ def test_baseline_answers_unknown_users_and_items_as_knnbaseline(small_data):
 @pytest.mark.data
 @pytest.mark.parametrize("user_based", [True, False])
 @pytest.mark.parametrize("rule", sorted(FAMILY))
-def test_family_parity_on_movielens_100k(ml100k, rule, user_based):
+def test_family_parity_on_movielens_100k(ml100k_checks, rule, user_based):
     # one fold here; benchmarks/bench_knn.py checks all five and times them
-    compare_family(ml100k, rule, {"name": "msd", "user_based": user_based}, folds=[0])
+    # compare_family(ml100k, rule, {"name": "msd", "user_based": ...}, folds=[0]), pooled
+    _, error = ml100k_checks["family", rule, user_based]
+    if error is not None:
+        raise error
 
 
 @fuzz(60)

@@ -105,8 +105,11 @@ def test_ppns_partition_boundary_end_to_end():
         return raw_v in {model.trainset.to_raw_uid(x)
                          for x in model.kneighbors(np.array([inner]))[0][0] if x >= 0}
 
+    # v is chosen with probability ≈ 0.2 on D and ≈ 0.01 on D′ (log-ratio ≈ 3): 300 runs
+    # bound ε above 1.3 on every seed tried (counts ≈ 60 / 3), and still at 0.76 with
+    # 2 s.d. fewer on D and 2 s.d. more on D′ (46 / 7), against the claimed 0.5
     bound = audit_model(factory, trainset, other, query,
-                        [Event("v chosen", lambda x: np.asarray(x, dtype=bool))], n_runs=600,
+                        [Event("v chosen", lambda x: np.asarray(x, dtype=bool))], n_runs=300,
                         random_state=0)
     assert bound.violates(0.5), bound
 

@@ -52,19 +52,40 @@ def _dprec(*args, env=None, timeout=300):
                           text=True, timeout=timeout, cwd=ROOT, env=env)
 
 
+def _dprec_all(*commands, env=None, timeout=300) -> list[subprocess.CompletedProcess]:
+    """``python -m dprec`` with each argument list, all at once; their results in order."""
+    processes = [subprocess.Popen([sys.executable, "-m", "dprec", *args], cwd=ROOT, env=env,
+                                  text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) for args in commands]
+    results = []
+    try:
+        for process in processes:
+            out, err = process.communicate(timeout=timeout)
+            results.append(subprocess.CompletedProcess(process.args, process.returncode,
+                                                       out, err))
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    return results
+
+
 def test_ordinary_mistakes_give_one_line_and_exit_2(tmp_path):
     """No traceback for a dataset without a local copy or an invalid configuration:
     one line naming the fix, exit status 2; ``--debug`` shows the traceback."""
     env = {**os.environ, "SURPRISE_DATA_FOLDER": str(tmp_path / "empty")}
-    offline = _dprec("demo", "--dataset", "ml-100k", "--out", str(tmp_path), env=env)
+    # three independent processes, run at once (each is mostly the import of dprec)
+    offline, debug, invalid = _dprec_all(
+        ["demo", "--dataset", "ml-100k", "--out", str(tmp_path)],
+        ["demo", "--dataset", "ml-100k", "--debug", "--out", str(tmp_path)],
+        ["cv", "--quick", "--algo", "ppns", "--sim", "rr_minhash", "--out", str(tmp_path)],
+        env=env)
     assert offline.returncode == 2 and "Traceback" not in offline.stderr
     lines = offline.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("dprec demo: error: MovieLens 100k")
     assert "SURPRISE_DATA_FOLDER" in lines[0]
-    debug = _dprec("demo", "--dataset", "ml-100k", "--debug", "--out", str(tmp_path), env=env)
     assert debug.returncode != 0 and "Traceback" in debug.stderr
-    invalid = _dprec("cv", "--quick", "--algo", "ppns", "--sim", "rr_minhash", "--out",
-                     str(tmp_path), env=env)
     assert invalid.returncode == 2 and "Traceback" not in invalid.stderr
     assert invalid.stderr.strip().startswith("dprec cv: error: ")
 
@@ -82,9 +103,10 @@ def test_an_unusable_data_folder_is_explained_not_a_crash(value):
 
 def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):
     env = {"SURPRISE_DATA_FOLDER": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin"}
+    # the folds run at once (--n-jobs 2); the serial demo is the newcomer test's
     result = subprocess.run(
-        [sys.executable, "-m", "dprec", "demo", "--folds", "2", "--k", "5", "--out",
-         str(tmp_path / "out")],
+        [sys.executable, "-m", "dprec", "demo", "--folds", "2", "--k", "5", "--n-jobs", "2",
+         "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=True)
     assert "SURPRISE_DATA_FOLDER" in result.stderr
     assert "synthetic" in result.stderr
@@ -117,8 +139,19 @@ def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
     pytest.importorskip("dask.distributed")
     common = ["cv", "--dataset", "synthetic", "--algo", "ppns", "--epsilon", "1", "5",
               "--folds", "2", "--k", "10", "--n-jobs", "2", "--seed", "3"]
-    run_cli(*common, "--out", str(tmp_path / "local"))
-    run_cli(*common, "--backend", "dask", "--out", str(tmp_path / "dask"))
+    # the two runs are independent: the local one (loky) goes on while the cluster starts
+    with (tmp_path / "local.err").open("w") as err:
+        local_run = subprocess.Popen([sys.executable, "-m", "dprec", *common, "--out",
+                                      str(tmp_path / "local")], cwd=ROOT, text=True,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=err)
+    try:
+        run_cli(*common, "--backend", "dask", "--out", str(tmp_path / "dask"))
+        assert local_run.wait(timeout=600) == 0, (tmp_path / "local.err").read_text()[-3000:]
+    finally:
+        if local_run.poll() is None:
+            local_run.kill()
+            local_run.wait()
     local = pd.read_csv(tmp_path / "local" / "cv.csv")
     remote = pd.read_csv(tmp_path / "dask" / "cv.csv")
     assert list(local.columns[:7]) == ["algo", "epsilon", "fold", "rmse", "mae", "fit_time",
@@ -128,29 +161,53 @@ def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
     assert len(local) == 4 and (tmp_path / "local" / "cv.png").is_file()
 
 
+def _start(command: str, cwd: Path, env: dict, log: Path) -> subprocess.Popen:
+    """``bash -c command`` in the background, its stdout and stderr to ``log``.out/.err."""
+    with log.with_suffix(".out").open("w") as out, log.with_suffix(".err").open("w") as err:
+        return subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env,
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+
+
+def _finish(process: subprocess.Popen, log: Path, timeout: float) -> tuple[int, str, str]:
+    code = process.wait(timeout=timeout)
+    return code, log.with_suffix(".out").read_text(), log.with_suffix(".err").read_text()
+
+
 @pytest.mark.slow
 def test_readme_commands_work_for_an_offline_newcomer(tmp_path):
-    """The README's two commands, in a fresh virtual environment in a temporary copy of
-    the repository, with no data variable set and an empty home: the demo falls back
-    to synthetic data, says so, exits 0 and prints its report; the test install
-    collects the suite (running it would be this very run)."""
-    repo = tmp_path / "dprec"
-    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(
+    """The README's two commands, each in a fresh virtual environment in its own
+    temporary copy of the repository (the second as CI runs it, on a checkout without
+    ``.venv``), with no data variable set and an empty home: the demo falls back to
+    synthetic data, says so, exits 0 and prints its report; the test install collects
+    the suite (running it would be this very run).  The two are independent and run at
+    once, one a core: the demo computes while the other installs."""
+    ignore = shutil.ignore_patterns(
         ".venv", ".git", "results", "mutants", "site", "__pycache__", ".ci", "*.egg-info",
-        ".pytest_cache", ".hypothesis", ".ruff_cache", "build"))
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("SURPRISE_DATA_FOLDER", "DPREC_LASTFM", "PYTHONPATH", "VIRTUAL_ENV")}
-    env["HOME"] = str(tmp_path / "home")
+        ".pytest_cache", ".hypothesis", ".ruff_cache", "build")
     run, test = readme_commands()
-    demo = subprocess.run(["bash", "-c", run], cwd=repo, env=env, capture_output=True,
-                          text=True, timeout=1200)
-    assert demo.returncode == 0, demo.stderr[-3000:]
-    assert "synthetic" in demo.stderr and "lower is better" in demo.stdout
-    assert "KNNBasic's algorithm: RMSE equal on every fold" in demo.stdout
-    assert (repo / "results" / "demo.csv").is_file()
     collect = test.replace("-m pytest -q", "-m pytest -q --collect-only")
     assert collect != test
-    tests = subprocess.run(["bash", "-c", collect], cwd=repo, env=env, capture_output=True,
-                           text=True, timeout=1200)
-    assert tests.returncode == 0, tests.stdout[-3000:] + tests.stderr[-3000:]
-    assert re.search(r"\d+ tests collected", tests.stdout)
+    started = {}
+    try:
+        for name, command in (("demo", run), ("tests", collect)):
+            repo = tmp_path / name / "dprec"
+            shutil.copytree(ROOT, repo, ignore=ignore)
+            env = {key: value for key, value in os.environ.items() if key not in (
+                "SURPRISE_DATA_FOLDER", "DPREC_LASTFM", "PYTHONPATH", "VIRTUAL_ENV")}
+            env["HOME"] = str(tmp_path / name / "home")
+            started[name] = (repo, _start(command, repo, env, tmp_path / name / "log"))
+        repo, process = started["demo"]
+        code, out, err = _finish(process, tmp_path / "demo" / "log", timeout=1200)
+        assert code == 0, err[-3000:]
+        assert "synthetic" in err and "lower is better" in out
+        assert "KNNBasic's algorithm: RMSE equal on every fold" in out
+        assert (repo / "results" / "demo.csv").is_file()
+        repo, process = started["tests"]
+        code, out, err = _finish(process, tmp_path / "tests" / "log", timeout=1200)
+        assert code == 0, out[-3000:] + err[-3000:]
+        assert re.search(r"\d+ tests collected", out)
+    finally:
+        for _, process in started.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
