@@ -114,17 +114,23 @@ def test_audit_of_a_neighbour_list_stays_below_the_claim_where_pncf_breaks_it():
         inner = model.trainset.to_inner_uid
         return inner("v") in model.kneighbors(np.array([inner("target")]))[0][0]
 
-    def bound(selector):
+    def bound(selector, n_runs):
         return audit_model(lambda seed: PrivateKNN(k=1, selector=selector, epsilon=epsilon,
                                                    neighbourhood="user", random_state=seed,
                                                    verbose=False),
                            a, b, chosen, [lambda x: np.asarray(x), lambda x: ~np.asarray(x)],
-                           n_runs=1000, random_state=0)
+                           n_runs=n_runs, random_state=0)
 
-    corrected = bound("pncf_corrected")
+    # v is chosen with probability ≈ 0.48 under D and ≈ 0.115 under D′ (log-ratio ≈ 1.4):
+    # 500 runs bound ε at 0.89-0.95 on the seeds tried (1000: 1.12-1.14), still 0.72 at
+    # 2 s.d. against the audit, above 0.5; no count of a two-event audit of this size could
+    # refute ε = 8 (1000 runs cap the bound near 5.6), so the holds check is not weaker
+    corrected = bound("pncf_corrected", 500)
     assert not corrected.violates(epsilon), corrected
     assert corrected.epsilon > 0.5, corrected                   # the audit sees v
-    published = bound("pncf")          # claims ε/2 for its selection; certain events
+    # published PNCF: certain events (≈ 48 % / 0 %), whose bound grows as ln(n_runs): 1000
+    # runs give 4.44-4.51 against ε/2 = 4 (500 runs: 3.7, too few)
+    published = bound("pncf", 1000)    # claims ε/2 for its selection; certain events
     assert published.violates(epsilon / 2), published
 
 

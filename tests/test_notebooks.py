@@ -3,6 +3,7 @@ one still executing in quick mode (``DPREC_QUICK=1``) from ``notebooks/``."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from pathlib import Path
@@ -33,22 +34,52 @@ def test_committed_notebook_is_executed_and_shows_its_figures(path):
     assert path.stat().st_size < 600_000, "trim the outputs (images are meant to be small)"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes_in_quick_mode(path, monkeypatch):
+@pytest.fixture(scope="module")
+def quick_runs():
+    """Every notebook executed in quick mode (``DPREC_QUICK=1``, the inline backend), each
+    in its own kernel from ``notebooks/``, two kernels at a time (each notebook is one
+    process that mostly computes alone): path -> (executed notebook, its error or None,
+    DPREC_QUICK as the kernels were started with it)."""
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
-    monkeypatch.setenv("DPREC_QUICK", "1")
-    monkeypatch.delenv("MPLBACKEND", raising=False)  # the notebook's inline backend draws
-    notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+
+    async def execute(path, slots):
+        notebook = nbformat.read(path, as_version=4)
+        client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
+                                         resources={"metadata": {"path": str(path.parent)}})
+        async with slots:
+            try:
+                await client.async_execute()
+            except Exception as error:      # reported by that notebook's test
+                return notebook, error
+        return notebook, None
+
+    async def execute_all():
+        slots = asyncio.Semaphore(2)
+        return await asyncio.gather(*(execute(path, slots) for path in NOTEBOOKS))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DPREC_QUICK", "1")
+        patch.delenv("MPLBACKEND", raising=False)  # the notebook's inline backend draws
+        results = asyncio.run(execute_all())
+        quick = os.environ.get("DPREC_QUICK")
+    return {path: (notebook, error, quick) for path, (notebook, error) in zip(NOTEBOOKS,
+                                                                               results)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_executes_in_quick_mode(path, quick_runs):
+    notebook, error, quick = quick_runs[path]
+    if error is not None:
+        raise error
     errors = [output for cell in notebook.cells if cell.cell_type == "code"
               for output in cell.outputs if output.output_type == "error"]
     assert not errors
     assert not plotting_cells_without_image(notebook), "a plotting cell showed no figure"
-    assert os.environ.get("DPREC_QUICK") == "1"
+    assert "quick mode" in "".join(o.get("text", "") for o in [
+        cell for cell in notebook.cells if cell.cell_type == "code"][0].outputs)
+    assert quick == "1"
 
 
 def test_there_is_a_notebook_per_reproduction():
