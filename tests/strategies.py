@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from surprise import Dataset, Reader
 
 from dprec.cli import CV_ALGORITHMS
+from dprec.mechanisms.common import words_for
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK
 
 NAN, INF = float("nan"), float("inf")
@@ -388,3 +389,23 @@ def attack_parameters(draw):
         "progress": pick("progress", st.just(False), st.sampled_from(["no"])),
     }
     return kwargs, bad
+
+
+class TailDraws(np.random.Generator):
+    """A generator whose ``integers`` give words with ln U = ln ``w`` (the lower side, far
+    below any 53-bit uniform) and whose ``random`` gives the uniform ``u``: drives the
+    samplers that draw ln U exact in its tail to a chosen far-tail draw."""
+
+    def __init__(self, w: float, u: float = 0.75):
+        super().__init__(np.random.PCG64(0))
+        self._w, self._u, self._more, self._level = w, u, None, 0
+
+    def random(self, size=None, *args, **kwargs):
+        return np.full(size, self._u)
+
+    def integers(self, low, high=None, size=None, *args, **kwargs):
+        if self._more is None:
+            words, self._more = words_for(np.full(size, self._w), False)
+            return words
+        self._level += 1
+        return self._more(self._level, np.arange(size))

@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
-from strategies import raises_naming
+from strategies import TailDraws, raises_naming
 
 from dprec import DPItemKNN, datasets
 from dprec import mechanisms as M
@@ -25,25 +25,6 @@ from dprec.mechanisms import exact_laplace as X
 def _pmf(z: np.ndarray, t: float) -> np.ndarray:
     q = math.exp(-1.0 / t)
     return (1 - q) / (1 + q) * q ** np.abs(z)
-
-
-class _TailDraws(np.random.Generator):
-    """``integers``: words giving ln U = ln ``w`` (far below any 53-bit uniform);
-    ``random``: the uniform ``u`` (sign and offset)."""
-
-    def __init__(self, w: float, u: float = 0.75):
-        super().__init__(np.random.PCG64(0))
-        self._w, self._u, self._more, self._level = w, u, None, 0
-
-    def random(self, size=None, *args, **kwargs):
-        return np.full(size, self._u)
-
-    def integers(self, low, high=None, size=None, *args, **kwargs):
-        if self._more is None:
-            words, self._more = M.common.words_for(np.full(size, self._w), False)
-            return words
-        self._level += 1
-        return self._more(self._level, np.arange(size))
 
 
 @pytest.mark.parametrize("t", [0.3, 1.0, 3.5])
@@ -69,14 +50,14 @@ def test_no_noise_was_drawn_below_t_1_75_now_every_integer_is_reachable():
     t = 1 / 80                                           # P(Z != 0) = 3.6e-35
     log_nonzero = math.log(2) - 1 / t - math.log1p(math.exp(-1 / t))
     w = math.exp(log_nonzero) / 4                        # ln U below the zero test
-    z = M.discrete_laplace(np.zeros(3), t, _TailDraws(w))
+    z = M.discrete_laplace(np.zeros(3), t, TailDraws(w))
     assert (np.abs(z) >= 1).all()
-    deep = M.discrete_laplace(np.zeros(2), 2.0, _TailDraws(2.0**-600))   # 208 scales out
+    deep = M.discrete_laplace(np.zeros(2), 2.0, TailDraws(2.0**-600))   # 208 scales out
     assert (np.abs(deep) > 200 * 2.0).all()
 
 
 def test_the_lattice_laplace_reaches_beyond_75_scales():
-    y = M.laplace(np.zeros(2), 1.0, _TailDraws(2.0**-300))   # -ln w = 208 scales
+    y = M.laplace(np.zeros(2), 1.0, TailDraws(2.0**-300))   # -ln w = 208 scales
     assert (np.abs(y) > 150).all()
     x = np.array([0.3, -2.0])
     y = M.laplace(x, 1.0, np.random.default_rng(5))

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
-from strategies import finite_arrays, fuzz, raises_naming, random_states
+from strategies import TailDraws, finite_arrays, fuzz, raises_naming, random_states
 
 from dprec import mechanisms as M
 from dprec._rng import keyed_uniform
@@ -796,25 +796,6 @@ def test_randomized_response_offsets_are_exact_integers_at_the_largest_alphabet(
     assert out.tolist() == [1, 0, 9]
 
 
-class _TailDraws(np.random.Generator):
-    """Words that give ln U = ln ``w`` (the lower side), far below any 53-bit uniform;
-    ``random`` gives the uniform ``u`` (for the offset)."""
-
-    def __init__(self, w: float, u: float):
-        super().__init__(np.random.PCG64(0))
-        self._w, self._u, self._more, self._level = w, u, None, 0
-
-    def random(self, size=None, *args, **kwargs):
-        return np.full(size, self._u)
-
-    def integers(self, low, high=None, size=None, *args, **kwargs):
-        if self._more is None:
-            words, self._more = M.common.words_for(np.full(size, self._w), False)
-            return words
-        self._level += 1
-        return self._more(self._level, np.arange(size))
-
-
 @pytest.mark.parametrize("n_values", [2, 4, 16])
 @pytest.mark.parametrize("epsilon", [40.0, 60.0, 700.0, 1e6, 1e18])
 def test_randomized_response_realises_every_output_at_any_epsilon(epsilon, n_values):
@@ -839,7 +820,7 @@ def test_randomized_response_realises_every_output_at_any_epsilon(epsilon, n_val
     if epsilon <= 700:                # the public sampler draws ln U from its words
         w = math.exp(log_move) / 4    # ln U = ln w < ln(1 − p): a move, on its exact law
         moved = M.randomized_response(np.zeros(3, np.int64), n_values, epsilon,
-                                      _TailDraws(w, 0.5))
+                                      TailDraws(w, 0.5))
         assert (moved != 0).all()
 
 
