@@ -125,15 +125,17 @@ def randomized_response_from_log_uniform(values: np.ndarray, n_values: int, epsi
     numpy.ndarray of int64, the shape of ``values``.
     """
     codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
-    if epsilon > MAX_EPSILON:
-        raise ValueError(f"epsilon must be at most 1e18 (ln U ends at about -3.2e18), got "
-                         f"{epsilon!r}")
     log_u = np.asarray(log_uniforms, dtype=np.float64)
     if log_u.shape != codes.shape:
         raise ValueError(f"log_uniforms must have shape {codes.shape}, got {log_u.shape}")
     if log_u.size and not (log_u <= 0.0).all():
         raise ValueError("log_uniforms must be logarithms of uniforms: every entry <= 0")
-    u = check_uniforms(uniforms, codes.shape)
+    return _exact_response(codes, n_values, epsilon, log_u, check_uniforms(uniforms, codes.shape))
+
+
+def _exact_response(codes: np.ndarray, n_values: int, epsilon: float, log_u: np.ndarray,
+                    u: np.ndarray) -> np.ndarray:
+    """The core of :func:`randomized_response_from_log_uniform` on checked arguments."""
     log_move = randomized_response_log_move(n_values, epsilon)
     out = codes.copy()
     moved = log_u < log_move
@@ -147,6 +149,9 @@ def _check_randomized_response(values: np.ndarray, n_values: int,
     """The checked ``(codes, n_values, epsilon)``."""
     n_values = check_int(n_values, "n_values", minimum=2, maximum=_MAX_CODES)
     epsilon = check_epsilon(epsilon)
+    if epsilon > MAX_EPSILON:
+        raise ValueError(f"epsilon must be at most 1e18 (ln U ends at about -3.2e18), got "
+                         f"{epsilon!r}")
     return check_code_array(values, n_values), n_values, epsilon
 
 
@@ -194,7 +199,6 @@ def randomized_response(values: np.ndarray, n_values: int, epsilon: float,
     """
     codes, n_values, epsilon = _check_randomized_response(values, n_values, epsilon)
     rng = check_random_state(random_state)
-    return randomized_response_from_log_uniform(codes, n_values, epsilon,
-                                                log_uniform(rng, codes.shape),
-                                                open_uniform(rng, codes.shape))
+    return _exact_response(codes, n_values, epsilon, log_uniform(rng, codes.shape),
+                           open_uniform(rng, codes.shape))
 
