@@ -77,6 +77,8 @@ SCOPES: dict[str, list[str]] = {
     "dp baseline": ["dprec.dp_baseline.*"],
     "dp item knn": ["dprec.dp_item_knn.*"],
     "local knn": ["dprec.local_knn.*"],
+    "discrete gaussian": ["dprec.mechanisms.discrete_gaussian.*"],
+    "dp als": ["dprec.dp_als.*"],
 }
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255}     # test failure, internal error, timeout, type check
 TIMEOUTS = {36, -24, 24, 152, 255}

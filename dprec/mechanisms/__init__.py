@@ -7,6 +7,8 @@ core and its privacy map; everything is re-exported here:
   the discrete Laplace, numpy's floating-point Laplace, the OpenDP path;
 * :mod:`~dprec.mechanisms.gaussian`: the Gaussian mechanism and its exact
   (ε, δ) curve;
+* :mod:`~dprec.mechanisms.discrete_gaussian`: the discrete Gaussian (integer
+  noise, exact), its zCDP and the (ε, δ) conversion by ``dp-accounting``;
 * :mod:`~dprec.mechanisms.randomized_response`: k-ary randomised response;
 * :mod:`~dprec.mechanisms.exponential`: the exponential mechanism as a
   one-shot Gumbel top-k;
@@ -57,6 +59,12 @@ See ``docs/mechanisms.md`` for the formulas and the privacy maps.
 from __future__ import annotations
 
 from .common import UNIFORMS_PER_DRAW
+from .discrete_gaussian import (
+    discrete_gaussian,
+    discrete_gaussian_noise,
+    zcdp_epsilon,
+    zcdp_rho,
+)
 from .exact_laplace import discrete_laplace_from_log_uniform, discrete_laplace_noise
 from .exponential import (
     exponential_coefficient,
@@ -108,6 +116,8 @@ __all__ = [
     "discrete_laplace_epsilon",
     "discrete_laplace_from_uniform",
     "discrete_laplace_from_log_uniform",
+    "discrete_gaussian",
+    "discrete_gaussian_noise",
     "discrete_laplace_noise",
     "laplace_grid",
     "laplace_epsilon",
