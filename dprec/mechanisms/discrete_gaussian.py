@@ -42,8 +42,8 @@ from .._validation import check_delta, check_epsilon, check_positive
 from .common import log_uniform
 from .exact_laplace import MAX_T, discrete_laplace_noise
 
-__all__ = ["MAX_RHO", "discrete_gaussian", "discrete_gaussian_noise", "zcdp_epsilon",
-           "zcdp_rho"]
+__all__ = ["MAX_RHO", "discrete_gaussian", "discrete_gaussian_noise", "integer_l2_sums",
+           "zcdp_epsilon", "zcdp_rho"]
 
 #: the largest ρ calibrated (ε beyond ~1.1e6 at δ = 1e-5): a larger ε gets this ρ, so the
 #: release spends less than it is allowed, never more
@@ -141,3 +141,66 @@ def zcdp_rho(epsilon: float, delta: float) -> float:
         else:
             high = middle
     return math.exp(low)
+
+
+def integer_l2_sums(rows: np.ndarray, columns: np.ndarray, values: np.ndarray,
+                    n_columns: int, bound: float, bits: int) -> tuple[np.ndarray, float]:
+    r"""Per-column sums of contributions made integer, each row's ℓ2 norm bounded exactly.
+
+    Entry $n$ adds `values[n]` to column `columns[n]` on behalf of the unit `rows[n]`
+    (a user, or a rating; rows numbered from 0, each `(row, column)` pair at most once, so
+    that a unit's entries are the coordinates of its contribution vector).  Every value is
+    rounded to the grid $2^{-b}$ (`bits`) and counted in grid steps, an integer; a unit
+    whose integer vector then has
+    $\lVert c \rVert_2 > K = \lfloor \text{bound} \cdot 2^b \rfloor$ (rounding can add up to
+    half a step per entry) is scaled towards 0 and truncated until it does not, the norm
+    checked in exact integer arithmetic.  Adding or removing one unit therefore moves the
+    integer sums by at most $K$ in ℓ2, whatever the values: $K$ is the sensitivity to
+    hand the discrete Gaussian.
+
+    Returns
+    -------
+    sums : numpy.ndarray of shape `(n_columns,)`
+        The integer sums (float64, exact below $2^{53}$).
+    sensitivity : float
+        $K$, in grid steps.
+
+    Raises
+    ------
+    ValueError
+        If `bound` or `bits` is invalid, a value is not finite, a `(row, column)` pair
+        repeats, or the sums could pass $2^{52}$.
+    """
+    bound = check_positive(bound, "bound")
+    if not 0 <= bits <= 30:
+        raise ValueError(f"bits must be in 0..30, got {bits!r}")
+    limit = math.floor(bound * 2.0**bits)
+    if limit < 1:
+        raise ValueError(f"bound = {bound:g} is below one grid step 2^-{bits}")
+    values = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("values must be finite")
+    rows = np.asarray(rows, dtype=np.int64)
+    columns = np.asarray(columns, dtype=np.int64)
+    if len(np.unique(rows * n_columns + columns)) != len(rows):
+        raise ValueError("each (row, column) pair must appear at most once")
+    steps = np.round(values * 2.0**bits).astype(np.int64)
+    if len(rows):
+        n_rows = int(rows.max()) + 1
+        squares = np.bincount(rows, (steps * steps).astype(np.float64), n_rows)
+        while True:          # float squares are exact integers while below 2^53 (checked)
+            if squares.max() >= 2.0**53:
+                raise ValueError("a unit's contributions are too large for exact integer "
+                                 "norms: lower bits")
+            over = squares > float(limit) ** 2
+            if not over.any():
+                break
+            shrink = limit / np.sqrt(squares[over]) * (1.0 - 2.0**-40)
+            factor = np.ones(n_rows)
+            factor[np.flatnonzero(over)] = shrink
+            steps = np.trunc(steps * factor[rows]).astype(np.int64)     # |c| only shrinks
+            squares = np.bincount(rows, (steps * steps).astype(np.float64), n_rows)
+    if len(rows) and float(len(np.unique(rows))) * limit >= 2.0**52:
+        raise ValueError("the integer sums could pass 2^52: lower bits")
+    sums = np.bincount(columns, steps.astype(np.float64), n_columns)
+    return sums, float(limit)
