@@ -1,129 +1,198 @@
-r"""A differentially private baseline predictor, the yardstick of a private kNN.
+r"""A differentially private baseline predictor: the yardstick every private kNN must beat.
 
-$\hat r_{ui} = \mu + b_i + b_u$ (Koren's baseline, McSherry & Mironov's "global
-effects", KDD 2009 §4.1), where $\mu$ and every $b_i$ come from **one
-differentially private release** and $b_u$ from the user's own ratings:
+$\hat r_{ui} = \mu + b_i + b_u$ (Koren's baseline; McSherry & Mironov's "global
+effects", KDD 2009 §4.1), where $\mu$ and every $b_i$ are post-processing of **one
+differentially private release** and $b_u$ comes from the user's own ratings.
 
-1. *global effect*: the noisy sum $S$ and count $N$ of the (weighted) ratings
-   centred at the middle $c$ of the public rating scale, with
-   $\mu = c + B \tilde S / \max(\tilde N, 1)$;
-2. *item effects*: per item of the item list, the noisy centred sum $S_i$ and
-   count $N_i$, with $b_i = (B \tilde S_i - \tilde N_i (\mu - c)) / (\max(\tilde N_i, 0) + \beta)$
-   (shrunk towards 0 by the stabiliser $\beta$);
-3. *user effect* (not released): $b_u = \sum_i (r_{ui} - \mu - b_i) / (|I_u| + \lambda)$.
+**What is released.**  Per unit (a user, or a rating: `unit=`), ratings clipped to the
+public scale $[r_{\min}, r_{\max}]$ (centre $c$, half-range $B$) give
 
-Each release is the Laplace mechanism (the lattice sampler of
-`laplace`, hardened against floating-point attacks)
-on the vector $(S / B, N)$ ($B = (r_{\max} - r_{\min})/2$, the largest centred
-rating), whose ℓ1 sensitivity is 2 for the unit:
+* per item of the item list, the weighted sum $S_i = \sum w\, x_{ui}$ of the *centred and
+  clipped* ratings $x_{ui} = \mathrm{clip}(r_{ui} - m_u, -C, C)$ and their weight
+  $N_i = \sum w$, where $m_u$ is the scale's centre $c$ (`centre="scale"`) or the user's
+  own mean (`centre="user"`, user level only), $C$ = `clip`;
+* the global sum and count of $(\bar r - c)/B$ per unit ($\bar r$ the user's mean, or the
+  rating), giving $\mu = c + B \tilde G / \max(\tilde G_n, 1)$.
 
-* `unit="rating"` (one rating added or removed): every rating has weight 1;
-  a rating moves one sum by at most $B$ and one count by 1;
-* `unit="user"` (all of one user's ratings added or removed): user $u$'s
-  ratings have weight $w_u = 1/|I_u|$ (McSherry & Mironov's per-user
-  weighting), so their centred sums move by at most $B$ in total and their
-  counts by 1; the global release sums each user's mean.
+The weights bound each unit's contribution: $w = 1$ per rating (`unit="rating"`); per
+user, $w_u = 1/\sqrt{|I_u|}$ with the Gaussian mechanism (the user's item block then has
+ℓ2 norm at most $\sqrt 2$ in units of $C$) or $w_u = 1/|I_u|$ with Laplace (ℓ1 norm at
+most 2, McSherry & Mironov's weighting).
 
-The ε of the two releases add up (basic composition) to `epsilon`
-(`global_share` of it for the global effect).  Everything the model answers
-(predictions, `details`) is post-processing of the releases, except $b_u$: a
-prediction for $u$ also uses $u$'s own ratings, which is allowed because it is
-shown to $u$ alone — differential privacy protects each user against what the
-*others* see.
+**Mechanisms** (`mechanism=`):
 
-**Nothing structural depends on the data's order.**  Surprise numbers users and
-items by first appearance, so one rating removed renumbers many of them.  The
-model therefore works in a *canonical space*: the users and items of the lists
-below, each sorted by `(type name, raw id)` (a total order that depends on the
-id set alone), the noise drawn in that order.  Released arrays are keyed by raw
-id (`item_effects_` is a Series indexed by raw item id), ties are broken by
-that sorted rank, and a renumbering of the same data gives bit-identical
-releases for the same seed.
+* `"gaussian"` (default per user): the whole vector, the global coordinates scaled by
+  $a = \sqrt{s/(1-s)}$ ($s$ = `global_share`, their share of the squared sensitivity),
+  is put on the integer grid $2^{-12}$ with each unit's integer vector clipped to an
+  exact ℓ2 bound $K$
+  ([`integer_l2_sums`][dprec.mechanisms.discrete_gaussian.integer_l2_sums]), and one
+  discrete Gaussian release of scale $\sigma = K/\sqrt{2\rho}$ is $\rho$-zCDP for the unit
+  (Canonne, Kamath & Steinke 2020); $\rho$ is the largest whose $(\varepsilon, \delta)$ by
+  `dp-accounting` is at most (`epsilon`, `delta`);
+* `"laplace"` (default per rating): the global and item vectors, each of ℓ1 sensitivity
+  2, through the lattice Laplace sampler ([`laplace`][dprec.mechanisms.laplace]),
+  `global_share` of ε and the rest (basic composition), δ = 0.
 
-**The lists of users and items.**  With `items=` (a public catalogue, chosen
-without looking at the ratings) every item of it has a released effect, noise
-only where nobody rated it, and no prediction of it is impossible; with
-`users=` the same for users (a listed user without ratings has $b_u = 0$) and
-the privacy report lists exactly the catalogue.  Without them the lists are
-read from the data, and the report states it as a condition: the guarantee is
-for neighbouring datasets with the same lists, and the users at its boundary
-are outside it (ε = ∞ for them, with the reason): the sole rater of an item
-(removing them removes the item) when `items` is not given; when `users` is
-not given, under `unit="rating"` every user with a single rating, and under
-`unit="user"` every user (removing a user removes them from the list).
+**What is answered** (post-processing, and the user's own data).  Each item effect
+reads the release and its public noise scale (empirical Bayes with a known noise
+variance): $b_i = (\tilde S_i - \tilde N_i o) / (\tilde N_i + \beta + \sigma_S^2 / (\tau^2
+\max(\tilde N_i, \sigma_N)))$ where $\tilde N_i > 2 \sigma_N$, else $b_i = 0$ ($o = \mu - c$
+or 0, $\sigma_S, \sigma_N$ the noise's standard deviations, $\beta$ =
+`item_shrinkage`, $\tau^2$ = `prior_variance`): an item whose statistics are below their
+noise costs nothing and adds nothing.  Then $b_u = \sum_{i \in I_u} (r_{ui} - \mu - b_i) /
+(|I_u| + \lambda)$ from the user's own ratings: a prediction for $u$ is shown to $u$
+alone, and differential privacy protects each user against what the *others* see.
+Where every $b_i$ is 0 the answer is the user's own mean (shrunk by $\lambda$ towards
+$\mu$): the model is never far from what the user's own data give for free.
+
+**Nothing structural depends on the data's order.**  Surprise numbers users and items
+by first appearance, so one rating removed renumbers many of them.  The model works in
+the canonical space of [`dprec.rating_space`][dprec.rating_space] (users and items
+sorted by raw id, the noise drawn in that order); `item_effects_` is keyed by raw item
+id, and a renumbering of the same data gives bit-identical releases for the same seed.
+
+**The lists of users and items.**  With `items=` (a public catalogue, chosen without
+looking at the ratings) every item of it has a released effect, noise only where nobody
+rated it; with `users=` the same for users (a listed user without ratings has
+$b_u = 0$).  Without them the lists are read from the data, and the report states it as
+a condition: the guarantee is for neighbouring datasets with the same lists, and the
+users at its boundary are outside it (ε = ∞ for them, with the reason): the sole rater
+of an item when `items` is not given; when `users` is not given, under `unit="rating"`
+every user with a single rating, and under `unit="user"` every user.
 
 See `docs/end_to_end.md` for the construction, its accounting and its accuracy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from surprise import AlgoBase, PredictionImpossible
-from surprise.prediction_algorithms.predictions import Prediction
+from surprise import AlgoBase
 
 from ._arrays import safe_divide
-from ._ratings import RatingArrays, ratings_matrix
 from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
-from ._surprise import cyclic_gc_paused, predictions, raw_ids
-from ._validation import check_choice, check_epsilon, check_open_unit, check_real
+from ._validation import (
+    check_choice,
+    check_delta,
+    check_epsilon,
+    check_open_unit,
+    check_positive,
+    check_real,
+)
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import laplace, laplace_epsilon, laplace_scale
+from .mechanisms.discrete_gaussian import (
+    discrete_gaussian,
+    integer_l2_sums,
+    zcdp_epsilon,
+    zcdp_rho,
+)
+from .rating_space import (  # noqa: F401  (re-exported: their home was this module)
+    SCOPE,
+    Catalogue,
+    RatingSpace,
+    answer_one,
+    predict_one,
+    sorted_ids,
+    surprise_details,
+    test_all,
+)
 
 __all__ = ["SCOPE", "DPBaseline", "sorted_ids"]
 
 UNITS = {"rating": Unit.RATING, "user": Unit.USER}
-#: Surprise's reason when neither the user nor the item is known
-UNKNOWN_BOTH = "User and item are unknown."
-#: the ledger's notes: each release's argument in brief (per unit), and the answers'
+MECHANISMS = ("gaussian", "laplace")
+CENTRES = ("scale", "user")
+#: an item's effect is used only where its noisy weight exceeds this many noise
+#: standard deviations (a public constant: below it the statistics are mostly noise)
+SIGNAL = 2.0
+#: the default δ of the Gaussian mechanism
+DELTA = 1e-5
+#: the Gaussian release's grid: contributions are counted in steps of 2^-GRID_BITS
+GRID_BITS = 12
+#: the ledger's notes: each release's argument in brief, and the answers'
 NOTES = {
-    "rating": "Laplace (lattice sampler) on (centred sums / B, counts), l1 sensitivity 2 "
-              "per one rating",
-    "user": "Laplace (lattice sampler) on (centred sums / B, counts), l1 sensitivity 2 per "
-            "one user (all of their ratings) (weights 1/|I_u|)",
-    "answers": "every answer is post-processing of the two releases; a prediction for u "
-               "also uses u's own ratings (b_u), shown to u alone",
+    "laplace": "Laplace (lattice sampler) on (clipped centred sums / C, weights), l1 "
+               "sensitivity 2 per {unit} (weights {weights})",
+    "gaussian": "discrete Gaussian on the integer (clipped centred sums / C, weights), each "
+                "{unit}'s vector clipped to l2 norm K (weights {weights}); rho-zCDP, "
+                "(epsilon, delta) by dp-accounting",
+    "answers": "every answer is post-processing of the release; a prediction for u also "
+               "uses u's own ratings (b_u), shown to u alone",
 }
-#: what the model releases, all post-processing of the two releases
+#: the weights per unit and mechanism, as the notes print them
+WEIGHTS = {("rating", "laplace"): "1", ("rating", "gaussian"): "1",
+           ("user", "laplace"): "1/|I_u|", ("user", "gaussian"): "1/sqrt(|I_u|)"}
+#: what the model releases, all post-processing of the release
 OUTPUTS = ("predictions", "details", "recommendations", "item effects")
 
 
-class DPBaseline(AlgoBase):
-    r"""Baseline predictor $\mu + b_i + b_u$ from one ε-differentially private release.
+@dataclass(frozen=True)
+class Settings:
+    """The checked parameters of a fit (the defaults resolved for the rating scale)."""
 
-    See the module docstring for the construction, the privacy argument and
-    its conditions; `privacy_report()` gives the ledger (ε for the unit,
-    δ = 0, every output covered by the release).
+    epsilon: float
+    delta: float
+    unit: str
+    mechanism: str
+    centre: str
+    clip: float
+    share: float
+    item_shrinkage: float
+    prior_variance: float
+    user_shrinkage: float
+
+
+class DPBaseline(AlgoBase):
+    r"""Baseline predictor $\mu + b_i + b_u$ from one differentially private release.
+
+    See the module docstring for the construction, the privacy argument and its
+    conditions; `privacy_report()` gives the ledger (ε and δ for the unit, every output
+    covered by the release).
 
     Parameters
     ----------
     epsilon : float, default 1.0
         The privacy budget of the whole release, `> 0`.
     unit : {"user", "rating"}, default "user"
-        What two neighbouring datasets differ in: all of one user's ratings,
-        or one rating.
+        What two neighbouring datasets differ in: all of one user's ratings, or one
+        rating.
+    mechanism : {"gaussian", "laplace"}, optional
+        The noise: the discrete Gaussian with weights $1/\sqrt{|I_u|}$ (default per user),
+        or the lattice Laplace with weights $1/|I_u|$ (default per rating).
+    delta : float, optional
+        The Gaussian mechanism's δ, in (0, 1), default `1e-5`; the Laplace mechanism
+        has δ = 0 (giving another `delta` with it is an error).
+    centre : {"scale", "user"}, default "scale"
+        What ratings are centred at before clipping: the middle of the rating scale, or
+        (`unit="user"` only) each user's own mean.
+    clip : float, optional
+        $C$, in rating units (`> 0`): centred ratings are clipped to $[-C, C]$.
+        Default a quarter of the scale's range per user (1 on 1–5), half of it per
+        rating (no clipping when centred at the scale's middle).
     global_share : float, default 0.1
-        The share of `epsilon` spent on $\mu$ (in (0, 1)); the rest goes to
-        the item effects.
+        The share of the budget spent on $\mu$ (in (0, 1)): of ε (Laplace), of the
+        squared sensitivity (Gaussian).
     item_shrinkage : float, optional
-        $\beta$ in the item effects (`>= 0`), in units of the (weighted)
-        counts; default ten times the Laplace scale of the noisy counts (a
-        function of ε alone: 22 at ε = 1), so that noisy items shrink towards 0.
-    user_shrinkage : float, default 10.0
+        $\beta$, `>= 0`, in units of the weights: default ten raters of a hundred
+        ratings each ($10$ per rating, $10/\sqrt{100}$ or $10/100$ per user).
+    prior_variance : float, optional
+        $\tau^2$, the spread of the item effects the shrinkage assumes (`> 0`, in
+        squared rating units); default $(B/2)^2/2.5$ (0.4 on 1–5).
+    user_shrinkage : float, default 3.0
         $\lambda$ in the user effect (`>= 0`).
     users, items : sequence of raw ids, optional
-        Public catalogues (stored as given, validated at `fit`): every rating
-        must be by a listed user of a listed item (else `ValueError` naming
-        the parameter).  Without them the lists are read from the data (see
-        the module docstring for what the guarantee then excludes).
+        Public catalogues (stored as given, validated at `fit`): every rating must be
+        by a listed user of a listed item (else `ValueError` naming the parameter).
+        Without them the lists are read from the data (see the module docstring).
     random_state : None, int, RandomState or Generator
-        `None` (default) draws fresh entropy at each fit; an int gives
-        **seeded noise**, reproducible, for experiments only: the report's
-        entries are then void (anyone who guesses the seed removes the noise).
+        `None` (default) draws fresh entropy at each fit; an int gives **seeded
+        noise**, reproducible, for experiments only: the report's entries are then void
+        (anyone who guesses the seed removes the noise).
     verbose : bool, default False
 
     Attributes
@@ -131,46 +200,79 @@ class DPBaseline(AlgoBase):
     mu_ : float
         The released global mean.
     item_effects_ : pandas.Series
-        The released $b_i$, indexed by raw item id in sorted order (every
-        item of the item list).  It was an array in Surprise's inner-id
-        order, which follows the data's order and leaked it.
+        The released $b_i$, indexed by raw item id in sorted order (every item of the
+        item list).
+    noise_sd_ : tuple of float
+        $(\sigma_S, \sigma_N)$: the standard deviations of the noise on each item's sum
+        (rating units) and weight, public functions of the parameters.
 
     Notes
     -----
-    Each user's own $b_u$ is kept privately (`_user_effects`, in the sorted
-    order of the user list): it is computed from their raw ratings and used
-    in their own predictions only, so it is not a release.
+    Each user's own $b_u$ is kept privately (`_user_effects`, in the sorted order of the
+    user list): it is computed from their raw ratings and used in their own predictions
+    only, so it is not a release.
 
     References
     ----------
-    F. McSherry and I. Mironov, "Differentially Private Recommender Systems:
-    Building Privacy into the Netflix Prize Contenders", KDD 2009.
+    F. McSherry and I. Mironov, "Differentially Private Recommender Systems: Building
+    Privacy into the Netflix Prize Contenders", KDD 2009.  C. Canonne, G. Kamath and
+    T. Steinke, "The Discrete Gaussian for Differential Privacy", NeurIPS 2020.
     """
 
-    def __init__(self, *, epsilon: float = 1.0, unit: str = "user", global_share: float = 0.1,
-                 item_shrinkage: float | None = None, user_shrinkage: float = 10.0,
+    def __init__(self, *, epsilon: float = 1.0, unit: str = "user", mechanism: str | None = None,
+                 delta: float | None = None, centre: str = "scale", clip: float | None = None,
+                 global_share: float = 0.1, item_shrinkage: float | None = None,
+                 prior_variance: float | None = None, user_shrinkage: float = 3.0,
                  users: Iterable | None = None, items: Iterable | None = None,
                  random_state=None, verbose: bool = False) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.unit = unit
+        self.mechanism = mechanism
+        self.delta = delta
+        self.centre = centre
+        self.clip = clip
         self.global_share = global_share
         self.item_shrinkage = item_shrinkage
+        self.prior_variance = prior_variance
         self.user_shrinkage = user_shrinkage
         self.users = users
         self.items = items
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self) -> tuple[float, str, float, float, float]:
+    def _settings(self, rating_scale: tuple[float, float]) -> Settings:
+        """The parameters checked, the defaults resolved for `rating_scale`."""
         epsilon = check_epsilon(self.epsilon)
         unit = check_choice(self.unit, "unit", tuple(UNITS))
+        mechanism = ("gaussian" if unit == "user" else "laplace") if self.mechanism is None \
+            else check_choice(self.mechanism, "mechanism", MECHANISMS)
+        if mechanism == "gaussian":
+            delta = DELTA if self.delta is None else check_delta(self.delta)
+            if delta == 0.0:
+                raise ValueError("delta must be > 0 with mechanism='gaussian' (or choose "
+                                 "mechanism='laplace', which has delta = 0)")
+        else:
+            delta = 0.0 if self.delta is None else check_delta(self.delta)
+            if delta != 0.0:
+                raise ValueError(f"delta = {delta:g} is for mechanism='gaussian'; the "
+                                 "Laplace mechanism has delta = 0 (leave delta unset)")
+        centre = check_choice(self.centre, "centre", CENTRES)
+        if centre == "user" and unit == "rating":
+            raise ValueError("centre='user' is for unit='user': one rating moves its "
+                             "user's mean, and with it every centred rating of theirs "
+                             "(use centre='scale' per rating)")
+        half_range = (rating_scale[1] - rating_scale[0]) / 2.0
+        clip = (half_range / 2.0 if unit == "user" else half_range) if self.clip is None \
+            else check_positive(self.clip, "clip")
         share = check_open_unit(self.global_share, "global_share")
-        beta = None if self.item_shrinkage is None else \
-            check_real(self.item_shrinkage, "item_shrinkage", low=0.0)
+        beta = 10.0 * weight_of(100, unit, mechanism) if self.item_shrinkage is None \
+            else check_real(self.item_shrinkage, "item_shrinkage", low=0.0)
+        tau2 = (half_range / 2.0) ** 2 / 2.5 if self.prior_variance is None \
+            else check_positive(self.prior_variance, "prior_variance")
         lam = check_real(self.user_shrinkage, "user_shrinkage", low=0.0)
         validate_random_state(self.random_state)
-        return epsilon, unit, share, beta, lam
+        return Settings(epsilon, delta, unit, mechanism, centre, clip, share, beta, tau2, lam)
 
     def fit(self, trainset):
         """Release $\\mu$ and the item effects (spending `epsilon`) and compute $b_u$."""
@@ -180,61 +282,48 @@ class DPBaseline(AlgoBase):
         """`fit` as part of another model (e.g. [`DPItemKNN`][dprec.DPItemKNN]): the noise
         from that model's `entropy` (this one's `random_state` is then unused) and its
         accountant `seeded` alike."""
-        epsilon, unit, share, beta, lam = self._check_params()
+        s = self._settings(trainset.rating_scale)
         space = RatingSpace.build(trainset, self.users, self.items)
-        AlgoBase.fit(self, trainset)
         if entropy is None:
             entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
         rng = derive_generator(entropy, "dp-baseline")
         low, high = trainset.rating_scale
         centre, half_range = (low + high) / 2.0, (high - low) / 2.0
-        true_global, true_items = effect_sums(space.matrix, unit, (low, high))
+        parts = contributions(space.matrix, s, (low, high))
+        if s.mechanism == "gaussian":
+            noisy, sd, entries = gaussian_release(parts, s, rng)
+        else:
+            noisy, sd, entries = laplace_release(parts, s, rng)
         n_items = space.matrix.shape[1]
-
-        # 1. global effect
-        epsilon_global = share * epsilon
-        scale_global = laplace_scale(epsilon_global, 2.0, max_changed=2)
-        noisy_sum, noisy_count = laplace(true_global, scale_global, rng)
-        self.mu_ = float(np.clip(centre + half_range * noisy_sum / max(noisy_count, 1.0),
-                                 low, high))
-
-        # 2. item effects, in the sorted order of the item list
-        epsilon_items = epsilon - epsilon_global
-        changed = 2 if unit == "rating" else 2 * n_items
-        scale_items = laplace_scale(epsilon_items, 2.0, max_changed=changed)
-        noisy = laplace(true_items, scale_items, rng)
-        noisy_sums, noisy_counts = half_range * noisy[:n_items], noisy[n_items:]
-        if beta is None:
-            beta = 10.0 * scale_items   # ten noise scales: a public function of ε alone
-        self._item_effects = stabilised_effects(noisy_sums, noisy_counts, self.mu_ - centre,
-                                                beta, high - low)
-        self.item_effects_ = pd.Series(self._item_effects.copy(), index=space.items.labels(),
+        sums, counts = s.clip * noisy[:n_items], noisy[n_items:2 * n_items]
+        global_sum, global_count = noisy[2 * n_items:]
+        mu = float(np.clip(centre + half_range * global_sum / max(global_count, 1.0), low, high))
+        effects = shrunk_effects(sums, counts, (s.clip * sd[0], sd[1]), s.item_shrinkage,
+                                 s.prior_variance, high - low)
+        AlgoBase.fit(self, trainset)           # the model is changed only after the release
+        self.mu_, self._item_effects, self._space = mu, effects, space
+        self.noise_sd_ = (float(s.clip * sd[0]), float(sd[1]))
+        self.item_effects_ = pd.Series(effects.copy(), index=space.items.labels(),
                                        name="item_effect")
-
-        # 3. user effects, from each user's own ratings (not released)
-        self._user_effects = own_effects(space.matrix, self.mu_ + self._item_effects, lam)
-        self._space = space
-        self._accountant = self._ledger(space, unit, seeded,
-                                        {"global effect": (scale_global, 2),
-                                         "item effects": (scale_items, changed)})
+        self._user_effects = own_effects(space.matrix, mu + effects, s.user_shrinkage)
+        self._accountant = self._ledger(space, s, seeded, entries)
         if self.verbose:
-            print(f"DPBaseline: released μ and {n_items} item effects, ε = "
-                  f"{epsilon:g} per {UNITS[unit]}")
+            print(f"DPBaseline: released μ and {n_items} item effects ({s.mechanism}), "
+                  f"ε = {s.epsilon:g}, δ = {s.delta:g} per {UNITS[s.unit]}")
         return self
 
-    def _ledger(self, space: RatingSpace, unit: str, seeded: bool,
-                releases: dict) -> PrivacyAccountant:
-        """The accountant: one entry per release (`component -> (scale, max_changed)`),
-        each charged once to every user of the user list; every output covered by both;
-        the lists' conditions and boundary users (`RatingSpace.declare_scope`)."""
-        accountant = PrivacyAccountant(space.users.ids, model=f"DPBaseline(unit={unit!r})",
-                                       seeded=seeded)
-        entries = [accountant.register(LedgerEntry(
-            component, "laplace (lattice)", laplace_epsilon(scale, 2.0, max_changed=m), 0.0,
-            UNITS[unit], Status.HOLDS, "user", NOTES[unit]))
-            for component, (scale, m) in releases.items()]
-        accountant.release_once(entries, OUTPUTS, NOTES["answers"])
-        space.declare_scope(accountant, UNITS[unit])
+    def _ledger(self, space: RatingSpace, s: Settings, seeded: bool,
+                entries: list[tuple[str, str, float, float]]) -> PrivacyAccountant:
+        """The accountant: one entry per release `(component, mechanism, ε, δ)`, charged
+        once to every user of the user list; every output covered; the lists' scope."""
+        accountant = PrivacyAccountant(space.users.ids, model=f"DPBaseline(unit={s.unit!r}, "
+                                       f"mechanism={s.mechanism!r})", seeded=seeded)
+        note = NOTES[s.mechanism].format(unit=s.unit, weights=WEIGHTS[s.unit, s.mechanism])
+        indices = [accountant.register(LedgerEntry(
+            component, mechanism, eps, delta, UNITS[s.unit], Status.HOLDS, "user", note))
+            for component, mechanism, eps, delta in entries]
+        accountant.release_once(indices, OUTPUTS, NOTES["answers"])
+        space.declare_scope(accountant, UNITS[s.unit])
         return accountant
 
     def privacy_report(self) -> PrivacyAccountant:
@@ -264,8 +353,7 @@ class DPBaseline(AlgoBase):
 
     def default_prediction(self) -> float:
         """The released global mean $\\mu$ (Surprise's default reads the raw data's)."""
-        if not hasattr(self, "mu_"):
-            raise AttributeError("this DPBaseline is not fitted yet: call fit first")
+        self._check_fitted()
         return self.mu_
 
     # the answers, by raw ids resolved against the lists (shared with DPItemKNN, LocalKNN)
@@ -290,252 +378,137 @@ class DPBaseline(AlgoBase):
         return est, surprise_details(known_user, known_item)
 
 
-# ------------------------------------------------------------------ the lists
-def _id_key(raw) -> tuple:
-    return (type(raw).__name__, raw)
-
-
-def sorted_ids(ids: Iterable, name: str = "ids") -> list:
-    """Raw ids in the order dprec's private models use: by `(type name, value)`, a
-    total order that depends on the set of ids alone (ints and strings may mix).
-
-    Raises
-    ------
-    TypeError
-        If ids of one type cannot be compared (e.g. tuples of mixed types).
-    """
-    try:
-        return sorted(ids, key=_id_key)
-    except TypeError as error:
-        raise TypeError(f"{name}: raw ids of one type must be comparable to be sorted "
-                        f"({error})") from None
+# ------------------------------------------------------------------ the release
+def weight_of(n_ratings, unit: str, mechanism: str):
+    """A unit's weight per rating for a user with `n_ratings` ratings: 1 per rating,
+    $1/\\sqrt n$ (Gaussian) or $1/n$ (Laplace) per user."""
+    n = np.asarray(n_ratings, dtype=np.float64)
+    if unit == "rating":
+        return np.ones_like(n)
+    return 1.0 / np.sqrt(n) if mechanism == "gaussian" else 1.0 / n
 
 
 @dataclass(frozen=True)
-class Catalogue:
-    """The users or items of a model: raw ids in sorted order, and who chose them.
+class Contributions:
+    """Each unit's contribution to the released vector, as sparse entries.
 
-    Attributes
-    ----------
-    ids : tuple
-        The raw ids, sorted (`sorted_ids`).
-    index : dict
-        `raw id -> position` in `ids`.
-    given : bool
-        A public catalogue given to the model (`users=` / `items=`), not read
-        from the data.
+    The vector's coordinates: the item sums ($n$ items, in units of $C$), the item
+    weights ($n$), then the global sum (in units of $B$) and count.  Entry $k$ adds
+    `values[k]` to coordinate `columns[k]` for the unit `rows[k]`; `global_rows` marks
+    the global coordinates' entries.
     """
 
-    ids: tuple
-    index: dict
-    given: bool
+    rows: np.ndarray
+    columns: np.ndarray
+    values: np.ndarray
+    global_rows: np.ndarray
+    n_coordinates: int
 
-    @classmethod
-    def build(cls, given, data_ids: list, name: str) -> Catalogue:
-        """The catalogue `given` (validated; every id of `data_ids` must be in it), or
-        the sorted `data_ids` when `given` is None."""
-        if given is None:
-            ids = sorted_ids(data_ids, name)
-            return cls(tuple(ids), {raw: n for n, raw in enumerate(ids)}, False)
-        if isinstance(given, (np.ndarray, pd.Index, pd.Series)):
-            given = given.tolist()
-        if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
-            raise TypeError(f"{name} must be a sequence of raw ids (a public catalogue), got "
-                            f"{type(given).__name__}")
-        ids = list(given)
-        if not ids:
-            raise ValueError(f"{name} must not be empty")
-        try:
-            distinct = set(ids)
-        except TypeError:
-            raise TypeError(f"{name}: raw ids must be hashable") from None
-        if len(distinct) != len(ids):
-            seen: set = set()
-            repeated = next(raw for raw in ids if raw in seen or seen.add(raw))
-            raise ValueError(f"{name} holds a repeated id, {repeated!r}")
-        outside = [raw for raw in data_ids if raw not in distinct]
-        if outside:
-            raise ValueError(f"{name}: the ratings hold {len(outside)} id(s) outside the "
-                             f"catalogue, e.g. {outside[0]!r}; a catalogue lists every id "
-                             "that can be rated")
-        ids = sorted_ids(ids, name)
-        return cls(tuple(ids), {raw: n for n, raw in enumerate(ids)}, True)
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def labels(self) -> pd.Index:
-        """The ids as a pandas Index (tuples stay ids, not levels)."""
-        return pd.Index(list(self.ids), tupleize_cols=False)
-
-    def positions(self, raws) -> np.ndarray:
-        """The position of each raw id, `-1` where it is not listed."""
-        get = self.index.get
-        return np.fromiter((get(raw, -1) for raw in raws), np.int64, len(raws))
+    def totals(self) -> np.ndarray:
+        """The true vector (the sums over units)."""
+        return np.bincount(self.columns, self.values, self.n_coordinates)
 
 
-@dataclass(frozen=True)
-class RatingSpace:
-    """A trainset's ratings in the sorted order of the user and item lists.
-
-    Attributes
-    ----------
-    users, items : Catalogue
-    matrix : scipy.sparse.csr_matrix
-        Listed users × listed items (sorted orders): every release is computed
-        from it and its noise drawn in its order, so renumbering the data
-        (Surprise's inner ids) changes nothing.
-    """
-
-    users: Catalogue
-    items: Catalogue
-    matrix: sp.csr_matrix
-
-    @classmethod
-    def build(cls, trainset, users=None, items=None) -> RatingSpace:
-        """The lists (`users=` / `items=`, or the trainset's) and the ratings in their order.
-
-        Raises
-        ------
-        ValueError, TypeError
-            For an invalid catalogue, or ratings outside it (naming `users` or `items`).
-        """
-        inner_users, inner_items = raw_ids(trainset), raw_ids(trainset, users=False)
-        user_list = Catalogue.build(users, inner_users, "users")
-        item_list = Catalogue.build(items, inner_items, "items")
-        ratings = RatingArrays.from_trainset(trainset)
-        rows = user_list.positions(inner_users)[
-            np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))]
-        columns = item_list.positions(inner_items)[ratings.matrix.indices]
-        matrix = ratings_matrix(rows, columns, ratings.matrix.data,
-                                (len(user_list), len(item_list)))
-        return cls(user_list, item_list, matrix)
-
-    @property
-    def rows(self) -> np.ndarray:
-        """The user (row) of every stored rating, in `matrix.data` order."""
-        return np.repeat(np.arange(self.matrix.shape[0]), np.diff(self.matrix.indptr))
-
-    def positions(self, uids, iids) -> tuple[np.ndarray, np.ndarray]:
-        """Positions of raw user and item ids in the lists (`-1`: not listed)."""
-        return self.users.positions(uids), self.items.positions(iids)
-
-    def declare_scope(self, accountant: PrivacyAccountant, unit: Unit) -> None:
-        """State the lists' conditions in the report (`SCOPE`) and
-        mark the boundary users (those whose unit, removed, would change a list read from
-        the data) out of `unit`'s scope."""
-        if self.items.given:
-            accountant.add_condition(SCOPE["items given"])
-        else:
-            counts = np.bincount(self.matrix.indices)     # read at rated items only
-            sole = np.zeros(self.matrix.shape[0], dtype=bool)
-            sole[self.rows[counts[self.matrix.indices] == 1]] = True
-            accountant.add_condition(SCOPE["items from data"])
-            accountant.out_of_scope(unit, sole, SCOPE["sole rater"])
-        if self.users.given:
-            accountant.add_condition(SCOPE["users given"])
-        elif unit is Unit.USER:
-            accountant.add_condition(SCOPE["users from data"])
-            accountant.out_of_scope(unit, np.ones(self.matrix.shape[0], dtype=bool),
-                                    SCOPE["any user"])
-        else:
-            accountant.add_condition(SCOPE["users from data"])
-            accountant.out_of_scope(unit, np.diff(self.matrix.indptr) == 1,
-                                    SCOPE["single rating"])
-
-
-#: What the report says of the lists: the conditions (`... given`, `... from data`) and
-#: why users are outside the guarantee (`sole rater`, `any user`, `single rating`).
-SCOPE = {
-    "items given": "the item catalogue given as items= is public (chosen without looking "
-                   "at the ratings)",
-    "users given": "the user catalogue given as users= is public (chosen without looking "
-                   "at the ratings)",
-    "items from data": "the item list is read from the data (the items someone rated): the "
-                       "guarantee is for neighbouring datasets with the same items; give "
-                       "items= (a public catalogue) to lift this",
-    "users from data": "the user list is read from the data (the users with a rating): the "
-                       "guarantee is for neighbouring datasets with the same users; give "
-                       "users= (a public catalogue) to lift this",
-    "sole rater": "the sole rater of an item, which exists only through them (the item list "
-                  "is read from the data)",
-    "any user": "removing a user removes them from the user list, read from the data",
-    "single rating": "a single rating: removing it removes the user from the user list, "
-                     "read from the data",
-}
-
-
-# ------------------------------------------------------------------ the answers
-def surprise_details(known_user: np.ndarray, known_item: np.ndarray) -> list[dict]:
-    r"""Surprise's `details` of each answer: impossible where neither is known (the
-    estimate there is the released $\mu$ alone, Surprise's default prediction)."""
-    lost = ~(known_user | known_item)
-    return [{"was_impossible": True, "reason": UNKNOWN_BOTH} if gone
-            else {"was_impossible": False} for gone in lost.tolist()]
-
-
-def answer_one(model, u, i):
-    """`model.estimate(u, i)` for inner ids (or Surprise's `"UKN__"` strings):
-    `(est, details)`, or `PredictionImpossible`."""
-    trainset = model.trainset
-    uid = [trainset.to_raw_uid(u)] if trainset.knows_user(u) else [_NOT_LISTED]
-    iid = [trainset.to_raw_iid(i)] if trainset.knows_item(i) else [_NOT_LISTED]
-    est, details = model._answers(*model._space.positions(uid, iid))
-    if details[0]["was_impossible"]:
-        raise PredictionImpossible(details[0]["reason"])
-    return float(est[0]), details[0]
-
-
-def predict_one(model, uid, iid, r_ui, clip: bool, verbose: bool):
-    """Surprise's `predict` for a model of the lists (raw ids, not inner ids)."""
-    model._check_fitted()
-    est, details = model._answers(*model._space.positions([uid], [iid]))
-    est = float(est[0])
-    if clip:
-        low, high = model.trainset.rating_scale
-        est = max(low, min(high, est))
-    prediction = Prediction(uid, iid, r_ui, est, details[0])
-    if verbose:
-        print(prediction)
-    return prediction
-
-
-def test_all(model, testset, verbose: bool):
-    """Surprise's `test` for a model of the lists, every pair at once."""
-    model._check_fitted()
-    testset = list(testset)                 # any iterable of (uid, iid, r_ui)
-    if not testset:
-        return []
-    with cyclic_gc_paused():          # zip(*testset) makes one iterator object per rating
-        uids, iids, r_uis = zip(*testset)
-    est, details = model._answers(*model._space.positions(uids, iids))
-    return predictions(model.trainset, uids, iids, r_uis, est, details, verbose)
-
-
-#: a raw id in no list (what an unknown inner id stands for)
-_NOT_LISTED = object()
-
-
-# ------------------------------------------------------------------ the releases
-def effect_sums(matrix, unit: str, rating_scale: tuple[float, float]) -> tuple[np.ndarray, ...]:
-    r"""The true vectors the two releases add noise to, each of ℓ1 sensitivity 2 per unit.
-
-    `(global, items)`: `global` $= (\sum w (r - c) / B, \sum w)$ and `items` the
-    per-item $\sum_u w_u (r_{ui} - c) / B$ followed by the per-item $\sum_u w_u$,
-    for the users × items `matrix` (users without ratings add nothing), ratings
-    clipped to the public `rating_scale` (centre $c$, half-range $B$), $w = 1$
-    per rating (`unit="rating"`) or $1/|I_u|$ (`unit="user"`).
-    """
+def contributions(matrix, s: Settings, rating_scale: tuple[float, float]) -> Contributions:
+    r"""The entries of every unit's contribution (see
+    [`Contributions`][dprec.dp_baseline.Contributions]) for the users × items `matrix`:
+    ratings clipped to the scale, centred ($c$ or the user's mean) and clipped to
+    $\pm C$, divided by $C$, weighted per rating (`weight_of`); the global pair
+    $((\bar r - c)/B, 1)$ per unit.  Per user the item block has ℓ2 norm at most
+    $\sqrt 2$ (Gaussian weights) or ℓ1 norm at most 2 (Laplace weights), and the global
+    pair norm at most $\sqrt 2$ / 2; per rating both blocks hold one rating."""
     low, high = rating_scale
     centre, half_range = (low + high) / 2.0, (high - low) / 2.0
+    n_users, n_items = matrix.shape
     counts = np.diff(matrix.indptr)
-    users = np.repeat(np.arange(matrix.shape[0]), counts)
-    centred = (np.clip(matrix.data, low, high) - centre) / half_range
-    weights = np.ones(len(users)) if unit == "rating" else 1.0 / counts[users]
-    n_items = matrix.shape[1]
-    return (np.array([np.dot(weights, centred), weights.sum()]),
-            np.concatenate([np.bincount(matrix.indices, weights * centred, n_items),
-                            np.bincount(matrix.indices, weights, n_items)]))
+    users = np.repeat(np.arange(n_users), counts)
+    ratings = np.clip(matrix.data, low, high)
+    rated = counts > 0
+    means = safe_divide(np.bincount(users, ratings, n_users), counts)   # 0 where no rating
+    origin = centre if s.centre == "scale" else means[users]
+    x = np.clip(ratings - origin, -s.clip, s.clip) / s.clip
+    w = weight_of(counts[users], s.unit, s.mechanism)
+    if s.unit == "rating":
+        unit_of_item_entries = np.arange(len(ratings))
+        global_rows, global_values = unit_of_item_entries, (ratings - centre) / half_range
+    else:
+        unit_of_item_entries = users
+        global_rows, global_values = np.flatnonzero(rated), (means[rated] - centre) / half_range
+    n_global = len(global_rows)
+    rows = np.concatenate([unit_of_item_entries, unit_of_item_entries, global_rows,
+                           global_rows])
+    columns = np.concatenate([matrix.indices, n_items + matrix.indices,
+                              np.full(n_global, 2 * n_items), np.full(n_global, 2 * n_items + 1)])
+    values = np.concatenate([w * x, w, global_values, np.ones(n_global)])
+    marks = np.concatenate([np.zeros(2 * len(ratings), dtype=bool), np.ones(2 * n_global,
+                                                                             dtype=bool)])
+    return Contributions(rows, columns, values, marks, 2 * n_items + 2)
+
+
+def gaussian_release(parts: Contributions, s: Settings,
+                     rng: np.random.Generator) -> tuple[np.ndarray, tuple, list]:
+    r"""The discrete Gaussian release of the whole vector: the global entries scaled by
+    $a = \sqrt{s/(1-s)}$, everything on the grid $2^{-12}$ with each unit's integer vector
+    clipped to ℓ2 norm $K = \lfloor \sqrt{2 + 2a^2}\, 2^{12} \rfloor$, noise of scale
+    $K / \sqrt{2\rho}$ with $\rho$ = `zcdp_rho(ε, δ)`.
+
+    Returns the noisy vector (the global pair divided back by $a$), the standard
+    deviations of the noise on an item sum and weight (in units of $C$ and of the
+    weights), and the ledger's entry.
+    """
+    a = math.sqrt(s.share / (1.0 - s.share))
+    values = np.where(parts.global_rows, a * parts.values, parts.values)
+    sums, sensitivity = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates,
+                                        math.sqrt(2.0 + 2.0 * a * a), GRID_BITS)
+    rho = zcdp_rho(s.epsilon, s.delta)
+    sigma = sensitivity / math.sqrt(2.0 * rho)
+    noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
+    noisy[-2:] /= a
+    spent = zcdp_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta)
+    sd = sigma * 2.0**-GRID_BITS
+    return noisy, (sd, sd), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
+
+
+def laplace_release(parts: Contributions, s: Settings,
+                    rng: np.random.Generator) -> tuple[np.ndarray, tuple, list]:
+    """The two Laplace releases (global, then items), ℓ1 sensitivity 2 each per unit,
+    `global_share` of ε and the rest; the standard deviations of the item noise and the
+    ledger's entries."""
+    totals = parts.totals()
+    n_items = (parts.n_coordinates - 2) // 2
+    changed = 2 if s.unit == "rating" else 2 * n_items
+    scale_global = laplace_scale(s.share * s.epsilon, 2.0, max_changed=2)
+    scale_items = laplace_scale((1.0 - s.share) * s.epsilon, 2.0, max_changed=changed)
+    noisy = np.concatenate([laplace(totals[:-2], scale_items, rng),
+                            laplace(totals[-2:], scale_global, rng)])
+    sd = math.sqrt(2.0) * scale_items
+    return noisy, (sd, sd), [
+        ("global effect", "laplace (lattice)", laplace_epsilon(scale_global, 2.0, max_changed=2),
+         0.0),
+        ("item effects", "laplace (lattice)",
+         laplace_epsilon(scale_items, 2.0, max_changed=changed), 0.0)]
+
+
+# ------------------------------------------------------------------ the answers' effects
+def shrunk_effects(sums: np.ndarray, counts: np.ndarray, noise_sd: tuple[float, float],
+                   shrinkage: float, prior_variance: float, bound: float) -> np.ndarray:
+    r"""Item effects from noisy centred sums and weights, shrunk by what the noise allows.
+
+    $b_i = \tilde S_i / (\max(\tilde N_i, 0) + \beta + \sigma_S^2 / (\tau^2 (\tilde N_i -
+    2\sigma_N)))$ where $\tilde N_i > 2 \sigma_N$ (`SIGNAL`), 0 elsewhere — the posterior
+    mean of an effect of prior variance $\tau^2$ seen through noise of standard deviations
+    `noise_sd` $= (\sigma_S, \sigma_N)$, its weight taken at a low estimate — then
+    centred at their weighted mean (weights $\max(\tilde N_i, 0)$) and clipped to
+    `[-bound, bound]`.  Everything read is released or public (post-processing)."""
+    sd_sum, sd_count = noise_sd
+    signal = counts > SIGNAL * sd_count
+    support = np.where(signal, counts - SIGNAL * sd_count, 1.0)
+    denominator = np.maximum(counts, 0.0) + shrinkage + sd_sum**2 / (prior_variance * support)
+    effects = np.where(signal, safe_divide(sums, denominator), 0.0)     # denominator > 0
+    weights = np.maximum(counts, 0.0)
+    if weights.sum() > 0:
+        effects -= np.dot(weights, effects) / weights.sum()
+    return np.clip(effects, -bound, bound)
 
 
 def stabilised_effects(sums: np.ndarray, counts: np.ndarray, offset: float, beta: float,

@@ -13,7 +13,7 @@ from surprise import Dataset, Reader
 from dprec import DPBaseline, datasets
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.dp_baseline import RatingSpace, effect_sums, sorted_ids
+from dprec.dp_baseline import RatingSpace, contributions, sorted_ids
 from dprec.ledger import SEEDED, Status, Unit
 
 

@@ -1,0 +1,266 @@
+"""The lists of users and items of dprec's private models, and Surprise's answers over them.
+
+Surprise numbers users and items by first appearance in the data, so one rating
+removed renumbers many of them, and an array in inner-id order leaks the data's
+order.  dprec's private models ([`DPBaseline`][dprec.DPBaseline],
+[`DPItemKNN`][dprec.DPItemKNN], [`LocalKNN`][dprec.LocalKNN],
+[`DPALS`][dprec.DPALS]) therefore work in a *canonical space*: a
+[`Catalogue`][dprec.rating_space.Catalogue] of users and one of items, each sorted by
+`(type name, raw id)` (a total order that depends on the id set alone), either given
+as a public catalogue (`users=` / `items=`) or read from the data, and a
+[`RatingSpace`][dprec.rating_space.RatingSpace] holding the ratings in that order.
+The space also says, in a model's privacy report, what the lists make a condition
+of the guarantee and which users are at its boundary
+([`SCOPE`][dprec.rating_space.SCOPE]).
+
+`answer_one`, `predict_one` and `test_all` are Surprise's `estimate`, `predict` and
+`test` for such a model: raw ids are resolved against the lists, and the model
+answers positions through its `_answers(users, items)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from surprise import PredictionImpossible
+from surprise.prediction_algorithms.predictions import Prediction
+
+from ._ratings import RatingArrays, ratings_matrix
+from ._surprise import cyclic_gc_paused, predictions, raw_ids
+from .ledger import PrivacyAccountant, Unit
+
+__all__ = ["SCOPE", "UNKNOWN_BOTH", "Catalogue", "RatingSpace", "answer_one", "predict_one",
+           "sorted_ids", "surprise_details", "test_all"]
+
+#: Surprise's reason when neither the user nor the item is known
+UNKNOWN_BOTH = "User and item are unknown."
+
+
+# ------------------------------------------------------------------ the lists
+def _id_key(raw) -> tuple:
+    return (type(raw).__name__, raw)
+
+
+def sorted_ids(ids: Iterable, name: str = "ids") -> list:
+    """Raw ids in the order dprec's private models use: by `(type name, value)`, a
+    total order that depends on the set of ids alone (ints and strings may mix).
+
+    Raises
+    ------
+    TypeError
+        If ids of one type cannot be compared (e.g. tuples of mixed types).
+    """
+    try:
+        return sorted(ids, key=_id_key)
+    except TypeError as error:
+        raise TypeError(f"{name}: raw ids of one type must be comparable to be sorted "
+                        f"({error})") from None
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The users or items of a model: raw ids in sorted order, and who chose them.
+
+    Attributes
+    ----------
+    ids : tuple
+        The raw ids, sorted (`sorted_ids`).
+    index : dict
+        `raw id -> position` in `ids`.
+    given : bool
+        A public catalogue given to the model (`users=` / `items=`), not read
+        from the data.
+    """
+
+    ids: tuple
+    index: dict
+    given: bool
+
+    @classmethod
+    def build(cls, given, data_ids: list, name: str) -> Catalogue:
+        """The catalogue `given` (validated; every id of `data_ids` must be in it), or
+        the sorted `data_ids` when `given` is None."""
+        if given is None:
+            ids = sorted_ids(data_ids, name)
+            return cls(tuple(ids), {raw: n for n, raw in enumerate(ids)}, False)
+        if isinstance(given, (np.ndarray, pd.Index, pd.Series)):
+            given = given.tolist()
+        if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+            raise TypeError(f"{name} must be a sequence of raw ids (a public catalogue), got "
+                            f"{type(given).__name__}")
+        ids = list(given)
+        if not ids:
+            raise ValueError(f"{name} must not be empty")
+        try:
+            distinct = set(ids)
+        except TypeError:
+            raise TypeError(f"{name}: raw ids must be hashable") from None
+        if len(distinct) != len(ids):
+            seen: set = set()
+            repeated = next(raw for raw in ids if raw in seen or seen.add(raw))
+            raise ValueError(f"{name} holds a repeated id, {repeated!r}")
+        outside = [raw for raw in data_ids if raw not in distinct]
+        if outside:
+            raise ValueError(f"{name}: the ratings hold {len(outside)} id(s) outside the "
+                             f"catalogue, e.g. {outside[0]!r}; a catalogue lists every id "
+                             "that can be rated")
+        ids = sorted_ids(ids, name)
+        return cls(tuple(ids), {raw: n for n, raw in enumerate(ids)}, True)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def labels(self) -> pd.Index:
+        """The ids as a pandas Index (tuples stay ids, not levels)."""
+        return pd.Index(list(self.ids), tupleize_cols=False)
+
+    def positions(self, raws) -> np.ndarray:
+        """The position of each raw id, `-1` where it is not listed."""
+        get = self.index.get
+        return np.fromiter((get(raw, -1) for raw in raws), np.int64, len(raws))
+
+
+@dataclass(frozen=True)
+class RatingSpace:
+    """A trainset's ratings in the sorted order of the user and item lists.
+
+    Attributes
+    ----------
+    users, items : Catalogue
+    matrix : scipy.sparse.csr_matrix
+        Listed users × listed items (sorted orders): every release is computed
+        from it and its noise drawn in its order, so renumbering the data
+        (Surprise's inner ids) changes nothing.
+    """
+
+    users: Catalogue
+    items: Catalogue
+    matrix: sp.csr_matrix
+
+    @classmethod
+    def build(cls, trainset, users=None, items=None) -> RatingSpace:
+        """The lists (`users=` / `items=`, or the trainset's) and the ratings in their order.
+
+        Raises
+        ------
+        ValueError, TypeError
+            For an invalid catalogue, or ratings outside it (naming `users` or `items`).
+        """
+        inner_users, inner_items = raw_ids(trainset), raw_ids(trainset, users=False)
+        user_list = Catalogue.build(users, inner_users, "users")
+        item_list = Catalogue.build(items, inner_items, "items")
+        ratings = RatingArrays.from_trainset(trainset)
+        rows = user_list.positions(inner_users)[
+            np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))]
+        columns = item_list.positions(inner_items)[ratings.matrix.indices]
+        matrix = ratings_matrix(rows, columns, ratings.matrix.data,
+                                (len(user_list), len(item_list)))
+        return cls(user_list, item_list, matrix)
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The user (row) of every stored rating, in `matrix.data` order."""
+        return np.repeat(np.arange(self.matrix.shape[0]), np.diff(self.matrix.indptr))
+
+    def positions(self, uids, iids) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of raw user and item ids in the lists (`-1`: not listed)."""
+        return self.users.positions(uids), self.items.positions(iids)
+
+    def declare_scope(self, accountant: PrivacyAccountant, unit: Unit) -> None:
+        """State the lists' conditions in the report (`SCOPE`) and
+        mark the boundary users (those whose unit, removed, would change a list read from
+        the data) out of `unit`'s scope."""
+        if self.items.given:
+            accountant.add_condition(SCOPE["items given"])
+        else:
+            counts = np.bincount(self.matrix.indices)     # read at rated items only
+            sole = np.zeros(self.matrix.shape[0], dtype=bool)
+            sole[self.rows[counts[self.matrix.indices] == 1]] = True
+            accountant.add_condition(SCOPE["items from data"])
+            accountant.out_of_scope(unit, sole, SCOPE["sole rater"])
+        if self.users.given:
+            accountant.add_condition(SCOPE["users given"])
+        elif unit is Unit.USER:
+            accountant.add_condition(SCOPE["users from data"])
+            accountant.out_of_scope(unit, np.ones(self.matrix.shape[0], dtype=bool),
+                                    SCOPE["any user"])
+        else:
+            accountant.add_condition(SCOPE["users from data"])
+            accountant.out_of_scope(unit, np.diff(self.matrix.indptr) == 1,
+                                    SCOPE["single rating"])
+
+
+#: What the report says of the lists: the conditions (`... given`, `... from data`) and
+#: why users are outside the guarantee (`sole rater`, `any user`, `single rating`).
+SCOPE = {
+    "items given": "the item catalogue given as items= is public (chosen without looking "
+                   "at the ratings)",
+    "users given": "the user catalogue given as users= is public (chosen without looking "
+                   "at the ratings)",
+    "items from data": "the item list is read from the data (the items someone rated): the "
+                       "guarantee is for neighbouring datasets with the same items; give "
+                       "items= (a public catalogue) to lift this",
+    "users from data": "the user list is read from the data (the users with a rating): the "
+                       "guarantee is for neighbouring datasets with the same users; give "
+                       "users= (a public catalogue) to lift this",
+    "sole rater": "the sole rater of an item, which exists only through them (the item list "
+                  "is read from the data)",
+    "any user": "removing a user removes them from the user list, read from the data",
+    "single rating": "a single rating: removing it removes the user from the user list, "
+                     "read from the data",
+}
+
+
+# ------------------------------------------------------------------ the answers
+def surprise_details(known_user: np.ndarray, known_item: np.ndarray) -> list[dict]:
+    r"""Surprise's `details` of each answer: impossible where neither is known (the
+    estimate there is the released $\mu$ alone, Surprise's default prediction)."""
+    lost = ~(known_user | known_item)
+    return [{"was_impossible": True, "reason": UNKNOWN_BOTH} if gone
+            else {"was_impossible": False} for gone in lost.tolist()]
+
+
+def answer_one(model, u, i):
+    """`model.estimate(u, i)` for inner ids (or Surprise's `"UKN__"` strings):
+    `(est, details)`, or `PredictionImpossible`."""
+    trainset = model.trainset
+    uid = [trainset.to_raw_uid(u)] if trainset.knows_user(u) else [_NOT_LISTED]
+    iid = [trainset.to_raw_iid(i)] if trainset.knows_item(i) else [_NOT_LISTED]
+    est, details = model._answers(*model._space.positions(uid, iid))
+    if details[0]["was_impossible"]:
+        raise PredictionImpossible(details[0]["reason"])
+    return float(est[0]), details[0]
+
+
+def predict_one(model, uid, iid, r_ui, clip: bool, verbose: bool):
+    """Surprise's `predict` for a model of the lists (raw ids, not inner ids)."""
+    model._check_fitted()
+    est, details = model._answers(*model._space.positions([uid], [iid]))
+    est = float(est[0])
+    if clip:
+        low, high = model.trainset.rating_scale
+        est = max(low, min(high, est))
+    prediction = Prediction(uid, iid, r_ui, est, details[0])
+    if verbose:
+        print(prediction)
+    return prediction
+
+
+def test_all(model, testset, verbose: bool):
+    """Surprise's `test` for a model of the lists, every pair at once."""
+    model._check_fitted()
+    testset = list(testset)                 # any iterable of (uid, iid, r_ui)
+    if not testset:
+        return []
+    with cyclic_gc_paused():          # zip(*testset) makes one iterator object per rating
+        uids, iids, r_uis = zip(*testset)
+    est, details = model._answers(*model._space.positions(uids, iids))
+    return predictions(model.trainset, uids, iids, r_uis, est, details, verbose)
+
+
+#: a raw id in no list (what an unknown inner id stands for)
+_NOT_LISTED = object()
