@@ -74,7 +74,7 @@ SCOPES: dict[str, list[str]] = {
         "dprec.ranking.mallows.x_truncated_geometric*",
         "dprec.ranking.mallows.x__per_order_epsilon*",
     ],
-    "dp baseline": ["dprec.dp_baseline.*"],
+    "dp baseline": ["dprec.dp_baseline.*", "dprec.rating_space.*"],
     "dp item knn": ["dprec.dp_item_knn.*"],
     "local knn": ["dprec.local_knn.*"],
     "discrete gaussian": ["dprec.mechanisms.discrete_gaussian.*"],
