@@ -5,7 +5,8 @@ Systems", KDD 2009, §4), central model, one user (all of their ratings) as
 the unit:
 
 1. **global and item effects** $\mu$, $b_i$: a [`DPBaseline`][dprec.DPBaseline]
-   release (`baseline_share` of ε);
+   release (`baseline_share` of ε; its lattice Laplace variant, so that the model stays
+   pure ε-DP);
 2. **item–item covariance** of each user's residuals
    $r_{ui} - \mu - b_i - b_u$, *rounded* to the grid $h = 2^{-b}$ and *then
    clipped* to $[-C_h, C_h]$, $C_h = \lfloor C/h \rfloor h$ the largest grid
@@ -17,7 +18,9 @@ the unit:
    released (upper triangles) with the discrete Laplace mechanism, half of
    the remaining ε each;
 3. the similarity $s_{ij} = \hat C_{ij} / \sqrt{\hat C_{ii} \hat C_{jj}}$ of the stabilised
-   covariance $\hat C_{ij} = \mathrm{Cov}_{ij} / (\max(W_{ij}, 0) + \beta)$, and Surprise's
+   covariance $\hat C_{ij} = \mathrm{Cov}_{ij} / (\max(W_{ij}, 0) + \beta)$, set to 0 where
+   the noisy $W_{ij}$ is not above two standard deviations of its noise (the pair's
+   co-ratings are then mostly noise: the answer falls back to the baseline's), and Surprise's
    `KNNBaseline` rule on it: $\hat r_{ui} = b_{ui} + \sum_j s_{ij} e_{uj} / \sum_j s_{ij}$ over
    the `k` items rated by $u$ most similar to $i$ ($s_{ij} > 0$; ties by the
    items' sorted rank).
@@ -62,7 +65,7 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import DPBaseline, answer_one, predict_one, test_all
+from .dp_baseline import SIGNAL, DPBaseline, answer_one, predict_one, test_all
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import discrete_laplace, discrete_laplace_epsilon
 from .mechanisms.exact_laplace import MAX_T
@@ -148,8 +151,8 @@ class DPItemKNN(AlgoBase):
                                                                low=0.0)
         entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
         # the baseline's noise comes from this model's entropy (its own random_state is unused)
-        baseline = DPBaseline(epsilon=share * epsilon, unit="user", users=self.users,
-                              items=self.items)
+        baseline = DPBaseline(epsilon=share * epsilon, unit="user", mechanism="laplace",
+                              users=self.users, items=self.items)
         baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded)
         space = baseline.rating_space          # the model is changed only once all is released
         matrix = space.matrix
@@ -176,7 +179,9 @@ class DPItemKNN(AlgoBase):
         variance = np.maximum(np.diag(stabilised), 1e-12)
         AlgoBase.fit(self, trainset)
         self.k_, self.baseline_, self._space = k, baseline, space
-        self._sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
+        sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
+        # a pair's similarity counts only where its co-rating weight is above the noise
+        self._sim = np.where(co > SIGNAL * math.sqrt(2.0) / epsilon_each, sim, 0.0)
         self._sim.flags.writeable = False
         labels = space.items.labels()
         self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)

@@ -341,9 +341,10 @@ def test_the_report_states_the_models_texts(data, trainset, capsys):
                                        "covariance, ε = 0.8 per user\n")
     report = algo.privacy_report()
     assert report.model == "DPItemKNN(k=7)" and algo.k_ == 7
+    baseline_note = BASELINE_NOTES["laplace"].format(unit="user", weights="1/|I_u|")
     assert [(e.component, e.mechanism, e.note) for e in report.entries] == [
-        ("global effect", "laplace (lattice)", BASELINE_NOTES["user"]),
-        ("item effects", "laplace (lattice)", BASELINE_NOTES["user"]),
+        ("global effect", "laplace (lattice)", baseline_note),
+        ("item effects", "laplace (lattice)", baseline_note),
         ("covariance", "discrete laplace", NOTES["sums"]),
         ("co-rating weights", "discrete laplace", NOTES["sums"])]
     epsilons = [e.epsilon for e in report.entries]
@@ -402,7 +403,7 @@ def reference_shift(algo, uid, iid):
 def test_every_prediction_follows_the_knn_baseline_rule(trainset, k):
     # more than 4096 queries (several blocks), every user and item: the batched rule
     # equals the rule by hand
-    algo = DPItemKNN(epsilon=5.0, k=k, shrinkage=0.5, random_state=None).fit(trainset)
+    algo = DPItemKNN(epsilon=20.0, k=k, shrinkage=0.5, random_state=None).fit(trainset)
     base = algo.baseline_
     queries = trainset.build_testset() + trainset.build_anti_testset()
     assert len(queries) > 4096
