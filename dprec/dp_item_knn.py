@@ -19,8 +19,9 @@ the unit:
    the remaining ε each;
 3. the similarity $s_{ij} = \hat C_{ij} / \sqrt{\hat C_{ii} \hat C_{jj}}$ of the stabilised
    covariance $\hat C_{ij} = \mathrm{Cov}_{ij} / (\max(W_{ij}, 0) + \beta)$, set to 0 where
-   the noisy $W_{ij}$ is not above two standard deviations of its noise (the pair's
-   co-ratings are then mostly noise: the answer falls back to the baseline's), and Surprise's
+   the noisy $W_{ij}$ is not above $\ln(5 n_{\text{items}})$ noise scales (a threshold pure
+   noise passes with probability $1/(10 n_{\text{items}})$: about 0.1 false pair per item;
+   the answer then falls back to the baseline's), and Surprise's
    `KNNBaseline` rule on it: $\hat r_{ui} = b_{ui} + \sum_j s_{ij} e_{uj} / \sum_j s_{ij}$ over
    the `k` items rated by $u$ most similar to $i$ ($s_{ij} > 0$; ties by the
    items' sorted rank).
@@ -65,7 +66,7 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import SIGNAL, DPBaseline, answer_one, predict_one, test_all
+from .dp_baseline import DPBaseline, answer_one, predict_one, test_all
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import discrete_laplace, discrete_laplace_epsilon
 from .mechanisms.exact_laplace import MAX_T
@@ -180,8 +181,9 @@ class DPItemKNN(AlgoBase):
         AlgoBase.fit(self, trainset)
         self.k_, self.baseline_, self._space = k, baseline, space
         sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
-        # a pair's similarity counts only where its co-rating weight is above the noise
-        self._sim = np.where(co > SIGNAL * math.sqrt(2.0) / epsilon_each, sim, 0.0)
+        # a pair counts only where its co-rating weight is above the noise: a threshold
+        # that pure noise passes with probability 1/(10 n_items) (0.1 false pair per item)
+        self._sim = np.where(co > math.log(5.0 * n_items) / epsilon_each, sim, 0.0)
         self._sim.flags.writeable = False
         labels = space.items.labels()
         self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)

@@ -403,7 +403,7 @@ def reference_shift(algo, uid, iid):
 def test_every_prediction_follows_the_knn_baseline_rule(trainset, k):
     # more than 4096 queries (several blocks), every user and item: the batched rule
     # equals the rule by hand
-    algo = DPItemKNN(epsilon=20.0, k=k, shrinkage=0.5, random_state=None).fit(trainset)
+    algo = DPItemKNN(epsilon=2000.0, k=k, shrinkage=0.5, random_state=None).fit(trainset)
     base = algo.baseline_
     queries = trainset.build_testset() + trainset.build_anti_testset()
     assert len(queries) > 4096
@@ -490,12 +490,13 @@ def test_without_noise_the_similarity_is_the_stabilised_covariance(trainset, bet
 
 def test_the_default_shrinkage_is_ten_noise_scales_of_the_weights(trainset):
     # β = 10 / ε_each, ε_each = (1 − baseline_share) ε / 2: the same seed with β given
-    # explicitly releases the same similarities
-    default = DPItemKNN(epsilon=2.0, baseline_share=0.2, random_state=3).fit(trainset)
-    given = DPItemKNN(epsilon=2.0, baseline_share=0.2, shrinkage=10.0 / 0.8,
+    # explicitly releases the same similarities (ε large enough for pairs above the noise)
+    default = DPItemKNN(epsilon=200.0, baseline_share=0.2, random_state=3).fit(trainset)
+    given = DPItemKNN(epsilon=200.0, baseline_share=0.2, shrinkage=10.0 / 80,
                       random_state=3).fit(trainset)
+    assert (default.sim.to_numpy() != 0).sum() > 100
     pd.testing.assert_frame_equal(default.sim, given.sim, rtol=0, atol=0)
-    other = DPItemKNN(epsilon=2.0, baseline_share=0.2, shrinkage=10.0 / 0.7, random_state=3)
+    other = DPItemKNN(epsilon=200.0, baseline_share=0.2, shrinkage=10.0 / 70, random_state=3)
     assert not other.fit(trainset).sim.equals(default.sim)
     assert DPItemKNN(k=1, random_state=0).fit(trainset).k_ == 1        # k = 1 is accepted
 
@@ -542,3 +543,16 @@ def test_the_exactness_bound_is_strict_at_two_to_the_53():
     with pytest.raises(ValueError, match="2\\^53"):
         integer_sums(matrix, np.zeros(128), 2.0**20 / 4096, 12)
     integer_sums(matrix, np.zeros(128), (2.0**20 - 1) / 4096, 12)
+
+
+def test_pairs_below_the_noise_get_no_similarity(trainset):
+    # #34: on 40 items whose co-rating weights are far below the noise at ε = 1, a pair
+    # passes with probability 1/(10 n_items): about 0.1 false pair per item and fit
+    # (Poisson mean 4 per fit of 40 items, over 20 fits: 80; the ungated model released
+    # every pair, 780 per fit); the diagonal is the item's own
+    n_items = trainset.n_items
+    passed = 0
+    for seed in range(20):
+        sim = DPItemKNN(epsilon=1.0, random_state=seed).fit(trainset).sim.to_numpy()
+        passed += int(np.count_nonzero(np.triu(sim, 1)))
+    assert passed <= 20 * 0.1 * n_items * 2, passed
