@@ -94,12 +94,10 @@ from .mechanisms.discrete_gaussian import (
 from .rating_space import (  # noqa: F401  (re-exported: their home was this module)
     SCOPE,
     Catalogue,
+    ListedModel,
     RatingSpace,
-    answer_one,
-    predict_one,
     sorted_ids,
     surprise_details,
-    test_all,
 )
 
 __all__ = ["SCOPE", "DPBaseline", "sorted_ids"]
@@ -147,7 +145,7 @@ class Settings:
     user_shrinkage: float
 
 
-class DPBaseline(AlgoBase):
+class DPBaseline(ListedModel, AlgoBase):
     r"""Baseline predictor $\mu + b_i + b_u$ from one differentially private release.
 
     See the module docstring for the construction, the privacy argument and its
@@ -356,19 +354,7 @@ class DPBaseline(AlgoBase):
         self._check_fitted()
         return self.mu_
 
-    # the answers, by raw ids resolved against the lists (shared with DPItemKNN, LocalKNN)
-    def estimate(self, u, i):
-        """Estimate one rating from inner ids (Surprise's hook; as `test` does)."""
-        return answer_one(self, u, i)
 
-    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False):
-        """Surprise's `predict` by raw ids: listed users and items without ratings are
-        known (their statistics are the release's), the rest unknown."""
-        return predict_one(self, uid, iid, r_ui, clip, verbose)
-
-    def test(self, testset, verbose: bool = False):
-        """Surprise's `test`, all pairs at once (the same numbers as `predict`)."""
-        return test_all(self, testset, verbose)
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""

@@ -66,10 +66,11 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import DPBaseline, answer_one, predict_one, test_all
+from .dp_baseline import DPBaseline
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import discrete_laplace, discrete_laplace_epsilon
 from .mechanisms.exact_laplace import MAX_T
+from .rating_space import ListedModel
 
 __all__ = ["DPItemKNN", "grid_levels", "grid_residuals", "integer_sums", "noisy_sums"]
 
@@ -84,7 +85,7 @@ NOTES = {
 OUTPUTS = ("predictions", "details", "neighbour lists", "similarities", "item effects")
 
 
-class DPItemKNN(AlgoBase):
+class DPItemKNN(ListedModel, AlgoBase):
     r"""Item-based kNN on a user-level ε-DP item–item covariance (McSherry & Mironov 2009).
 
     See the module docstring for the construction, the privacy argument and
@@ -221,17 +222,8 @@ class DPItemKNN(AlgoBase):
         """The released global mean (Surprise's default reads the raw data's)."""
         return self.baseline_.default_prediction()
 
-    def estimate(self, u, i):
-        """Estimate one rating from inner ids (Surprise's hook; as `test` does)."""
-        return answer_one(self, u, i)
 
-    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False):
-        """Surprise's `predict` by raw ids (listed users and items are known)."""
-        return predict_one(self, uid, iid, r_ui, clip, verbose)
 
-    def test(self, testset, verbose: bool = False):
-        """Surprise's `test`, all pairs at once (the same numbers as `predict`)."""
-        return test_all(self, testset, verbose)
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates and `details` for positions in the lists (`-1`: unknown): the

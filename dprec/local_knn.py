@@ -80,15 +80,7 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._rng import derive_generator, fit_entropy, is_seeded, stable_keys, validate_random_state
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import (
-    RatingSpace,
-    answer_one,
-    own_effects,
-    predict_one,
-    stabilised_effects,
-    surprise_details,
-    test_all,
-)
+from .dp_baseline import own_effects, stabilised_effects
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     laplace,
@@ -97,6 +89,7 @@ from .mechanisms import (
     randomized_response,
     randomized_response_keep_probability,
 )
+from .rating_space import ListedModel, RatingSpace, surprise_details
 from .similarity import (
     SKETCH_BACKENDS,
     SketchBackend,
@@ -126,7 +119,7 @@ OUTPUTS = ("predictions", "details", "neighbour lists", "similarities", "recomme
            "item effects")
 
 
-class LocalKNN(AlgoBase):
+class LocalKNN(ListedModel, AlgoBase):
     r"""User-based kNN whose server sees only local-DP releases (ε per rating, per user).
 
     See the module docstring for the construction, the privacy argument and
@@ -329,17 +322,8 @@ class LocalKNN(AlgoBase):
         if not hasattr(self, "_accountant"):
             raise AttributeError("this LocalKNN is not fitted yet: call fit first")
 
-    def estimate(self, u, i):
-        """Estimate one rating from inner ids (Surprise's hook; as `test` does)."""
-        return answer_one(self, u, i)
 
-    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False):
-        """Surprise's `predict` by raw ids (listed users and items are known)."""
-        return predict_one(self, uid, iid, r_ui, clip, verbose)
 
-    def test(self, testset, verbose: bool = False):
-        """Surprise's `test`, all pairs at once (the same numbers as `predict`)."""
-        return test_all(self, testset, verbose)
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""

@@ -13,8 +13,8 @@ The space also says, in a model's privacy report, what the lists make a conditio
 of the guarantee and which users are at its boundary
 ([`SCOPE`][dprec.rating_space.SCOPE]).
 
-`answer_one`, `predict_one` and `test_all` are Surprise's `estimate`, `predict` and
-`test` for such a model: raw ids are resolved against the lists, and the model
+[`ListedModel`][dprec.rating_space.ListedModel] gives such a model Surprise's
+`estimate`, `predict` and `test`: raw ids are resolved against the lists, and the model
 answers positions through its `_answers(users, items)`.
 """
 
@@ -33,8 +33,8 @@ from ._ratings import RatingArrays, ratings_matrix
 from ._surprise import cyclic_gc_paused, predictions, raw_ids
 from .ledger import PrivacyAccountant, Unit
 
-__all__ = ["SCOPE", "UNKNOWN_BOTH", "Catalogue", "RatingSpace", "answer_one", "predict_one",
-           "sorted_ids", "surprise_details", "test_all"]
+__all__ = ["SCOPE", "UNKNOWN_BOTH", "Catalogue", "ListedModel", "RatingSpace", "sorted_ids",
+           "surprise_details"]
 
 #: Surprise's reason when neither the user nor the item is known
 UNKNOWN_BOTH = "User and item are unknown."
@@ -224,42 +224,58 @@ def surprise_details(known_user: np.ndarray, known_item: np.ndarray) -> list[dic
             else {"was_impossible": False} for gone in lost.tolist()]
 
 
-def answer_one(model, u, i):
-    """`model.estimate(u, i)` for inner ids (or Surprise's `"UKN__"` strings):
-    `(est, details)`, or `PredictionImpossible`."""
-    trainset = model.trainset
-    uid = [trainset.to_raw_uid(u)] if trainset.knows_user(u) else [_NOT_LISTED]
-    iid = [trainset.to_raw_iid(i)] if trainset.knows_item(i) else [_NOT_LISTED]
-    est, details = model._answers(*model._space.positions(uid, iid))
-    if details[0]["was_impossible"]:
-        raise PredictionImpossible(details[0]["reason"])
-    return float(est[0]), details[0]
+class ListedModel:
+    """Surprise's `estimate`, `predict` and `test` for a model of the lists.
 
+    A private model inherits this before `surprise.AlgoBase`, sets `_space` (its
+    [`RatingSpace`][dprec.rating_space.RatingSpace]) at `fit` and defines
+    `_answers(users, items)` — estimates (not clipped) and `details` for positions in
+    the lists (`-1`: not listed) — and `_check_fitted()`.  Raw ids are resolved against
+    the lists: listed users and items without ratings are known.
+    """
 
-def predict_one(model, uid, iid, r_ui, clip: bool, verbose: bool):
-    """Surprise's `predict` for a model of the lists (raw ids, not inner ids)."""
-    model._check_fitted()
-    est, details = model._answers(*model._space.positions([uid], [iid]))
-    est = float(est[0])
-    if clip:
-        low, high = model.trainset.rating_scale
-        est = max(low, min(high, est))
-    prediction = Prediction(uid, iid, r_ui, est, details[0])
-    if verbose:
-        print(prediction)
-    return prediction
+    _space: RatingSpace
 
+    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
+        raise NotImplementedError
 
-def test_all(model, testset, verbose: bool):
-    """Surprise's `test` for a model of the lists, every pair at once."""
-    model._check_fitted()
-    testset = list(testset)                 # any iterable of (uid, iid, r_ui)
-    if not testset:
-        return []
-    with cyclic_gc_paused():          # zip(*testset) makes one iterator object per rating
-        uids, iids, r_uis = zip(*testset)
-    est, details = model._answers(*model._space.positions(uids, iids))
-    return predictions(model.trainset, uids, iids, r_uis, est, details, verbose)
+    def _check_fitted(self) -> None:
+        raise NotImplementedError
+
+    def estimate(self, u, i):
+        """Estimate one rating from inner ids (or Surprise's `"UKN__"` strings), as `test`
+        does: `(est, details)`, or `PredictionImpossible`."""
+        trainset = self.trainset
+        uid = [trainset.to_raw_uid(u)] if trainset.knows_user(u) else [_NOT_LISTED]
+        iid = [trainset.to_raw_iid(i)] if trainset.knows_item(i) else [_NOT_LISTED]
+        est, details = self._answers(*self._space.positions(uid, iid))
+        if details[0]["was_impossible"]:
+            raise PredictionImpossible(details[0]["reason"])
+        return float(est[0]), details[0]
+
+    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False):
+        """Surprise's `predict` by raw ids (resolved against the lists)."""
+        self._check_fitted()
+        est, details = self._answers(*self._space.positions([uid], [iid]))
+        est = float(est[0])
+        if clip:
+            low, high = self.trainset.rating_scale
+            est = max(low, min(high, est))
+        prediction = Prediction(uid, iid, r_ui, est, details[0])
+        if verbose:
+            print(prediction)
+        return prediction
+
+    def test(self, testset, verbose: bool = False):
+        """Surprise's `test`, all pairs at once (the same numbers as `predict`)."""
+        self._check_fitted()
+        testset = list(testset)                 # any iterable of (uid, iid, r_ui)
+        if not testset:
+            return []
+        with cyclic_gc_paused():        # zip(*testset) makes one iterator object per rating
+            uids, iids, r_uis = zip(*testset)
+        est, details = self._answers(*self._space.positions(uids, iids))
+        return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 
 
 #: a raw id in no list (what an unknown inner id stands for)

@@ -118,6 +118,8 @@ __all__ = [
     "discrete_laplace_from_log_uniform",
     "discrete_gaussian",
     "discrete_gaussian_noise",
+    "zcdp_epsilon",
+    "zcdp_rho",
     "discrete_laplace_noise",
     "laplace_grid",
     "laplace_epsilon",
