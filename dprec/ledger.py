@@ -15,7 +15,7 @@ accountant then composes, **per user**:
   for it (parallel composition, McSherry 2009);
 * a tighter bound from Google's ``dp-accounting`` (its privacy-loss
   distributions, Koskela et al. 2020; Doroshenko et al. 2022) when installed
-  (``pip install 'dprec[accounting]'``): :meth:`PrivacyAccountant.tight_epsilon`.
+  (a core dependency): :meth:`PrivacyAccountant.tight_epsilon`.
 
 Entries protect different units (one rating, one item of a set, a swap in a
 ranking, one user); entries of different units are never added

@@ -120,7 +120,7 @@ def _tight_text(accountant, unit, eps: float, guarantee, scoped: bool) -> str:
     try:
         tight, fallback = accountant.tight_bound(unit)
     except ImportError:
-        return "(pip install 'dprec[accounting]' for a tighter bound from dp-accounting)"
+        return "(install dp-accounting, a dependency of dprec, for a tighter bound)"
     if fallback:
         return f"(basic composition is the bound here: {fallback})"
     scope = " in scope" if scoped else ""

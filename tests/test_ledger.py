@@ -356,8 +356,8 @@ def test_no_dp_accounting_is_said(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_accounting)
     acc = PrivacyAccountant(1)
     acc.charge({acc.register(entry(1.0)): np.array([1])})
-    assert str(acc).splitlines()[-1] == ("    (pip install 'dprec[accounting]' for a tighter "
-                                         "bound from dp-accounting)")
+    assert str(acc).splitlines()[-1] == ("    (install dp-accounting, a dependency of dprec, "
+                                         "for a tighter bound)")
 
 
 # ------------------------------------------------------------------ pinned details
