@@ -25,12 +25,12 @@ most 2, McSherry & Mironov's weighting).
   $a = \sqrt{s/(1-s)}$ ($s$ = `global_share`, their share of the squared sensitivity),
   is put on the integer grid $2^{-12}$ with each unit's integer vector clipped to an
   exact ℓ2 bound $K$
-  ([`integer_l2_sums`][dprec.mechanisms.discrete_gaussian.integer_l2_sums]), and one
+  (`dprec.mechanisms.discrete_gaussian.integer_l2_sums`), and one
   discrete Gaussian release of scale $\sigma = K/\sqrt{2\rho}$ is $\rho$-zCDP for the unit
   (Canonne, Kamath & Steinke 2020); $\rho$ is the largest whose $(\varepsilon, \delta)$ by
   `dp-accounting` is at most (`epsilon`, `delta`);
 * `"laplace"` (default per rating): the global and item vectors, each of ℓ1 sensitivity
-  2, through the lattice Laplace sampler ([`laplace`][dprec.mechanisms.laplace]),
+  2, through the lattice Laplace sampler (`dprec.mechanisms.laplace`),
   `global_share` of ε and the rest (basic composition), δ = 0.
 
 **What is answered** (post-processing, and the user's own data).  Each item effect

@@ -3,15 +3,14 @@
 Surprise numbers users and items by first appearance in the data, so one rating
 removed renumbers many of them, and an array in inner-id order leaks the data's
 order.  dprec's private models ([`DPBaseline`][dprec.DPBaseline],
-[`DPItemKNN`][dprec.DPItemKNN], [`LocalKNN`][dprec.LocalKNN],
-[`DPALS`][dprec.DPALS]) therefore work in a *canonical space*: a
-[`Catalogue`][dprec.rating_space.Catalogue] of users and one of items, each sorted by
-`(type name, raw id)` (a total order that depends on the id set alone), either given
-as a public catalogue (`users=` / `items=`) or read from the data, and a
+[`DPItemKNN`][dprec.DPItemKNN], [`LocalKNN`][dprec.LocalKNN]) therefore work in a
+*canonical space*: a [`Catalogue`][dprec.rating_space.Catalogue] of users and one of
+items, each sorted by `(type name, raw id)` (a total order that depends on the id set
+alone), either given as a public catalogue (`users=` / `items=`) or read from the data, and a
 [`RatingSpace`][dprec.rating_space.RatingSpace] holding the ratings in that order.
 The space also says, in a model's privacy report, what the lists make a condition
 of the guarantee and which users are at its boundary
-([`SCOPE`][dprec.rating_space.SCOPE]).
+(`SCOPE`).
 
 [`ListedModel`][dprec.rating_space.ListedModel] gives such a model Surprise's
 `estimate`, `predict` and `test`: raw ids are resolved against the lists, and the model
