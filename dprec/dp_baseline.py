@@ -245,16 +245,7 @@ class DPBaseline(ListedModel, AlgoBase):
         unit = check_choice(self.unit, "unit", tuple(UNITS))
         mechanism = ("gaussian" if unit == "user" else "laplace") if self.mechanism is None \
             else check_choice(self.mechanism, "mechanism", MECHANISMS)
-        if mechanism == "gaussian":
-            delta = DELTA if self.delta is None else check_delta(self.delta)
-            if delta == 0.0:
-                raise ValueError("delta must be > 0 with mechanism='gaussian' (or choose "
-                                 "mechanism='laplace', which has delta = 0)")
-        else:
-            delta = 0.0 if self.delta is None else check_delta(self.delta)
-            if delta != 0.0:
-                raise ValueError(f"delta = {delta:g} is for mechanism='gaussian'; the "
-                                 "Laplace mechanism has delta = 0 (leave delta unset)")
+        delta = check_mechanism_delta(mechanism, self.delta)
         centre = check_choice(self.centre, "centre", CENTRES)
         if centre == "user" and unit == "rating":
             raise ValueError("centre='user' is for unit='user': one rating moves its "
@@ -276,10 +267,13 @@ class DPBaseline(ListedModel, AlgoBase):
         """Release $\\mu$ and the item effects (spending `epsilon`) and compute $b_u$."""
         return self.fit_part(trainset)
 
-    def fit_part(self, trainset, entropy: bytes | None = None, seeded: bool | None = None):
+    def fit_part(self, trainset, entropy: bytes | None = None, seeded: bool | None = None,
+                 rho: float | None = None):
         """`fit` as part of another model (e.g. [`DPItemKNN`][dprec.DPItemKNN]): the noise
-        from that model's `entropy` (this one's `random_state` is then unused) and its
-        accountant `seeded` alike."""
+        from that model's `entropy` (this one's `random_state` is then unused), its
+        accountant `seeded` alike, and with the Gaussian mechanism the release's zCDP `rho`
+        (its share of the model's; `epsilon` is then unused and the entry states
+        `zcdp_epsilon(rho, delta)`)."""
         s = self._settings(trainset.rating_scale)
         space = RatingSpace.build(trainset, self.users, self.items)
         if entropy is None:
@@ -289,7 +283,7 @@ class DPBaseline(ListedModel, AlgoBase):
         centre, half_range = (low + high) / 2.0, (high - low) / 2.0
         parts = contributions(space.matrix, s, (low, high))
         if s.mechanism == "gaussian":
-            noisy, sd, entries = gaussian_release(parts, s, rng)
+            noisy, sd, entries = gaussian_release(parts, s, rng, rho)
         else:
             noisy, sd, entries = laplace_release(parts, s, rng)
         n_items = space.matrix.shape[1]
@@ -365,6 +359,27 @@ class DPBaseline(ListedModel, AlgoBase):
 
 
 # ------------------------------------------------------------------ the release
+def check_mechanism_delta(mechanism: str, delta: float | None) -> float:
+    """The δ of `mechanism` (`None`: `DELTA` for the Gaussian, 0 for Laplace).
+
+    Raises
+    ------
+    ValueError
+        For δ = 0 with the Gaussian, or δ > 0 with Laplace, naming `delta`.
+    """
+    if mechanism == "gaussian":
+        delta = DELTA if delta is None else check_delta(delta)
+        if delta == 0.0:
+            raise ValueError("delta must be > 0 with mechanism='gaussian' (or choose "
+                             "mechanism='laplace', which has delta = 0)")
+        return delta
+    delta = 0.0 if delta is None else check_delta(delta)
+    if delta != 0.0:
+        raise ValueError(f"delta = {delta:g} is for mechanism='gaussian'; the Laplace "
+                         "mechanism has delta = 0 (leave delta unset)")
+    return delta
+
+
 def weight_of(n_ratings, unit: str, mechanism: str):
     """A unit's weight per rating for a user with `n_ratings` ratings: 1 per rating,
     $1/\\sqrt n$ (Gaussian) or $1/n$ (Laplace) per user."""
@@ -431,12 +446,12 @@ def contributions(matrix, s: Settings, rating_scale: tuple[float, float]) -> Con
     return Contributions(rows, columns, values, marks, 2 * n_items + 2)
 
 
-def gaussian_release(parts: Contributions, s: Settings,
-                     rng: np.random.Generator) -> tuple[np.ndarray, tuple, list]:
+def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator,
+                     rho: float | None = None) -> tuple[np.ndarray, tuple, list]:
     r"""The discrete Gaussian release of the whole vector: the global entries scaled by
     $a = \sqrt{s/(1-s)}$, everything on the grid $2^{-12}$ with each unit's integer vector
     clipped to ℓ2 norm $K = \lfloor \sqrt{2 + 2a^2}\, 2^{12} \rfloor$, noise of scale
-    $K / \sqrt{2\rho}$ with $\rho$ = `zcdp_rho(ε, δ)`.
+    $K / \sqrt{2\rho}$ with $\rho$ = `zcdp_rho(ε, δ)` unless `rho` is given.
 
     Returns the noisy vector (the global pair divided back by $a$), the standard
     deviations of the noise on an item sum and weight (in units of $C$ and of the
@@ -446,7 +461,7 @@ def gaussian_release(parts: Contributions, s: Settings,
     values = np.where(parts.global_rows, a * parts.values, parts.values)
     sums, sensitivity = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates,
                                         math.sqrt(2.0 + 2.0 * a * a), GRID_BITS)
-    rho = zcdp_rho(s.epsilon, s.delta)
+    rho = zcdp_rho(s.epsilon, s.delta) if rho is None else rho
     sigma = sensitivity / math.sqrt(2.0 * rho)
     noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
     noisy[-2:] /= a

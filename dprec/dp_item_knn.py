@@ -1,12 +1,11 @@
-r"""Item-based kNN whose every answer is post-processing of one user-level ε-DP release.
+r"""Item-based kNN whose every answer is post-processing of one user-level DP release.
 
 McSherry & Mironov's construction ("Differentially Private Recommender
 Systems", KDD 2009, §4), central model, one user (all of their ratings) as
 the unit:
 
 1. **global and item effects** $\mu$, $b_i$: a [`DPBaseline`][dprec.DPBaseline]
-   release (`baseline_share` of ε; its lattice Laplace variant, so that the model stays
-   pure ε-DP);
+   release (`baseline_share` of the budget), of the same `mechanism`;
 2. **item–item covariance** of each user's residuals
    $r_{ui} - \mu - b_i - b_u$, *rounded* to the grid $h = 2^{-b}$ and *then
    clipped* to $[-C_h, C_h]$, $C_h = \lfloor C/h \rfloor h$ the largest grid
@@ -15,41 +14,48 @@ the unit:
 
    $$\mathrm{Cov} = \sum_u w_u e_u e_u^\top, \qquad W = \sum_u w_u 1_{I_u} 1_{I_u}^\top,$$
 
-   released (upper triangles) with the discrete Laplace mechanism, half of
-   the remaining ε each;
+   released (upper triangles), half of the remaining budget each;
 3. the similarity $s_{ij} = \hat C_{ij} / \sqrt{\hat C_{ii} \hat C_{jj}}$ of the stabilised
    covariance $\hat C_{ij} = \mathrm{Cov}_{ij} / (\max(W_{ij}, 0) + \beta)$, set to 0 where
-   the noisy $W_{ij}$ is not above $\ln(5 n_{\text{items}})$ noise scales (a threshold pure
-   noise passes with probability $1/(10 n_{\text{items}})$: about 0.1 false pair per item;
-   the answer then falls back to the baseline's), and Surprise's
-   `KNNBaseline` rule on it: $\hat r_{ui} = b_{ui} + \sum_j s_{ij} e_{uj} / \sum_j s_{ij}$ over
-   the `k` items rated by $u$ most similar to $i$ ($s_{ij} > 0$; ties by the
-   items' sorted rank).
+   the noisy $W_{ij}$ is not above a threshold pure noise passes with probability
+   $1/(10 n_{\text{items}})$ (about 0.1 false pair per item; the answer then falls back
+   to the baseline's), and Surprise's `KNNBaseline` rule on it:
+   $\hat r_{ui} = b_{ui} + \sum_j s_{ij} e_{uj} / \sum_j s_{ij}$ over the `k` items rated by
+   $u$ most similar to $i$ ($s_{ij} > 0$; ties by the items' sorted rank).
 
-**Exact integer release.**  $w_u = 2^{-a_u}$ with $a_u = \lceil 2 \log_2 |I_u| \rceil$
-(so $w_u |I_u|^2 \le 1$), and the residuals are $e_{ui} = k_{ui} h$ with integers
-$|k_{ui}| \le m = \lfloor C/h \rfloor$: every term $w_u e_{ui} e_{uj}$ is then an
-integer multiple of $g = h^2 2^{-A}$ ($A = \lceil 2 \log_2 n_{\text{items}} \rceil$,
-public), and the sums — one matrix product in float64 — are exact integers
-(checked: $n_{\text{users}} m^2 2^A < 2^{53}$).  Adding or removing one user changes
-the upper triangle of $\mathrm{Cov}/g$ by at most
-$\sum_{i \le j \in I_u} w_u |k_{ui} k_{uj}| 2^A \le w_u m^2 |I_u|^2 2^A \le m^2 2^A$
-in ℓ1 ($(|I_u|^2 + |I_u|)/2 \le |I_u|^2$) and that of $W 2^A$ by at most $2^A$:
-integer sensitivities, so discrete Laplace noise of scale $\Delta/\varepsilon$ makes
-each release ε-DP exactly, with integer outputs (no floating-point attack).
-(Clipping *before* rounding, as this model once did, lets a rounded residual
-exceed $C$, and $C^2/g$ is then no bound.)  The three releases compose (basic
-composition) to `epsilon`.
+**Exact integer release.**  $w_u = 2^{-a_u}$ and the residuals are $e_{ui} = k_{ui} h$
+with integers $|k_{ui}| \le m = \lfloor C/h \rfloor$: every term $w_u e_{ui} e_{uj}$ is
+then an integer multiple of $g = h^2 2^{-A}$ ($A$ public, below), and the sums — sparse
+matrix products in float64 — are exact integers (checked: $n_{\text{users}} m^2 2^A <
+2^{53}$).  (Clipping *before* rounding, as this model once did, lets a rounded residual
+exceed $C$, and $C^2/g$ is then no bound.)
 
+* `mechanism="gaussian"` (default): $a_u = \lceil \log_2 |I_u| \rceil$ (so
+  $w_u |I_u| \le 1$), $A = \lceil \log_2 n_{\text{items}} \rceil$.  One user's term
+  $w_u k_u k_u^\top 2^A$ has Frobenius norm $w_u \lVert k_u \rVert^2 2^A \le w_u |I_u| m^2
+  2^A \le m^2 2^A$, so the upper triangle of $\mathrm{Cov}/g$ moves by at most $m^2 2^A$
+  in ℓ2, and that of $W 2^A$ by at most $2^A$.  Discrete Gaussian noise of scale
+  $\Delta/\sqrt{2\rho}$ makes each release $\rho$-zCDP (Canonne, Kamath & Steinke
+  2020); the baseline's, the covariance's and the weights' $\rho$ add up to the
+  $\rho$ whose $(\varepsilon, \delta)$ by `dp-accounting` is (`epsilon`, `delta`), and
+  the ledger has one entry for the three.
+* `mechanism="laplace"`: $a_u = \lceil 2 \log_2 |I_u| \rceil$ (so $w_u |I_u|^2 \le 1$),
+  $A = \lceil 2 \log_2 n_{\text{items}} \rceil$; one user moves the upper triangle of
+  $\mathrm{Cov}/g$ by at most $\sum_{i \le j \in I_u} w_u |k_{ui} k_{uj}| 2^A \le m^2 2^A$
+  in ℓ1 and that of $W 2^A$ by at most $2^A$: discrete Laplace noise of scale
+  $\Delta/\varepsilon$ makes each release ε-DP exactly; the three releases compose
+  (basic composition) to `epsilon`, δ = 0.
+
+Both give integer outputs: no floating-point attack applies.
 A prediction for $u$ also uses $u$'s own ratings ($b_u$ and $e_{uj}$): it is
 shown to $u$ alone, and DP protects each user against what the others see.
 Everything is computed in the sorted order of the user and item lists
 ([`DPBaseline`][dprec.DPBaseline]'s canonical space: `users=` / `items=`
 catalogues, or the lists read from the data, with the conditions and
 out-of-scope users the report then states), so that nothing released follows
-the data's order.  With few users the noise drowns the covariance (each entry
-is a sum of $w_u \approx 1/|I_u|^2$ terms): the stabiliser $\beta$ then pulls the
-similarities to 0 and the model falls back to the baseline.
+the data's order.  With few users the noise drowns the covariance (each entry is a sum
+of $w_u \approx 1/|I_u|$ terms, $1/|I_u|^2$ with Laplace): its pairs are then dropped and
+the model answers with its baseline.
 
 See `docs/end_to_end.md` for the construction, its accounting and its accuracy.
 """
@@ -58,24 +64,37 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 from surprise import AlgoBase
 
 from ._arrays import pattern_matrix, safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
-from ._validation import check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import DPBaseline
+from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
+from .dp_baseline import DPBaseline, check_mechanism_delta
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
-from .mechanisms import discrete_laplace, discrete_laplace_epsilon
+from .mechanisms import (
+    discrete_gaussian,
+    discrete_laplace,
+    discrete_laplace_epsilon,
+    zcdp_epsilon,
+    zcdp_rho,
+)
 from .mechanisms.exact_laplace import MAX_T
 from .rating_space import ListedModel
 
 __all__ = ["DPItemKNN", "grid_levels", "grid_residuals", "integer_sums", "noisy_sums"]
 
 #: the ledger's notes: the integer releases' argument in brief, and the answers'
+MECHANISMS = ("gaussian", "laplace")
 NOTES = {
+    "gaussian": "discrete Gaussian on the baseline's release and on integer sums (residuals "
+                "rounded, then clipped), l2 sensitivity bounded per user by the weights "
+                "2^-ceil(log2 |I_u|); the three releases composed in zCDP, (epsilon, delta) "
+                "by dp-accounting",
     "sums": "discrete Laplace on integer sums (residuals rounded, then clipped), l1 "
             "sensitivity bounded per user by the weights 2^-ceil(2 log2 |I_u|)",
     "answers": "every answer is post-processing of the releases; a prediction for u also "
@@ -98,16 +117,22 @@ class DPItemKNN(ListedModel, AlgoBase):
         The privacy budget of the whole model, per user, `> 0`.
     k : int, default 40
         Neighbours (items rated by the user) per prediction.
+    mechanism : {"gaussian", "laplace"}, default "gaussian"
+        The noise of all three releases (see the module docstring).
+    delta : float, optional
+        δ of the Gaussian mechanism, in (0, 1), default `1e-5`; the Laplace mechanism
+        has δ = 0.
     baseline_share : float, default 0.3
-        Share of ε for the global and item effects (in (0, 1)).
+        Share of the budget (of ρ with the Gaussian, of ε with Laplace) for the global
+        and item effects (in (0, 1)).
     clip : float, default 1.0
         $C$: residuals are rounded to the grid, then clipped to the largest
         grid point $C_h \le C$ (`> 0`, at least the grid step $2^{-b}$).
     grid_bits : int, default 4
         $b$: residuals are rounded to multiples of $h = 2^{-b}$ (0 to 12).
     shrinkage : float, optional
-        $\beta$, in units of the weights $W$; default ten times the noise
-        scale of $W$ (a function of ε alone).
+        $\beta$, in units of the weights $W$; default ten noise scales of $W$ (its noise's
+        standard deviation over $\sqrt 2$: a function of the budget alone).
     users, items : sequence of raw ids, optional
         Public catalogues, as in [`DPBaseline`][dprec.DPBaseline] (validated
         at `fit`; ratings outside them raise `ValueError`).
@@ -125,13 +150,16 @@ class DPItemKNN(ListedModel, AlgoBase):
         an array in Surprise's inner-id order, which follows the data's order.
     """
 
-    def __init__(self, *, epsilon: float = 1.0, k: int = 40, baseline_share: float = 0.3,
-                 clip: float = 1.0, grid_bits: int = 4, shrinkage: float | None = None,
+    def __init__(self, *, epsilon: float = 1.0, k: int = 40, mechanism: str = "gaussian",
+                 delta: float | None = None, baseline_share: float = 0.3, clip: float = 1.0,
+                 grid_bits: int = 4, shrinkage: float | None = None,
                  users: Iterable | None = None, items: Iterable | None = None,
                  random_state=None, verbose: bool = False) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.k = k
+        self.mechanism = mechanism
+        self.delta = delta
         self.baseline_share = baseline_share
         self.clip = clip
         self.grid_bits = grid_bits
@@ -145,6 +173,8 @@ class DPItemKNN(ListedModel, AlgoBase):
         """Release the effects and the covariance (spending `epsilon`), then the similarities."""
         epsilon = check_epsilon(self.epsilon)
         k = check_int(self.k, "k", minimum=1)
+        mechanism = check_choice(self.mechanism, "mechanism", MECHANISMS)
+        delta = check_mechanism_delta(mechanism, self.delta)
         share = check_open_unit(self.baseline_share, "baseline_share")
         clip = check_real(self.clip, "clip", low=0.0, low_inclusive=False)
         bits = check_int(self.grid_bits, "grid_bits", minimum=0, maximum=12)
@@ -153,30 +183,45 @@ class DPItemKNN(ListedModel, AlgoBase):
                                                                low=0.0)
         entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
         # the baseline's noise comes from this model's entropy (its own random_state is unused)
-        baseline = DPBaseline(epsilon=share * epsilon, unit="user", mechanism="laplace",
-                              users=self.users, items=self.items)
-        baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded)
+        baseline = DPBaseline(epsilon=share * epsilon, unit="user", mechanism=mechanism,
+                              delta=self.delta, users=self.users, items=self.items)
+        rho = zcdp_rho(epsilon, delta) if mechanism == "gaussian" else None
+        baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded,
+                          rho=None if rho is None else share * rho)
         space = baseline.rating_space          # the model is changed only once all is released
         matrix = space.matrix
         residuals = grid_residuals(baseline.residuals(), clip, bits)
 
         n_items = matrix.shape[1]
+        norm = "l2" if mechanism == "gaussian" else "l1"
         cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(matrix, residuals,
-                                                                      clip, bits)
-        epsilon_each = (1.0 - share) * epsilon / 2.0
-        if sensitivity_cov / epsilon_each > MAX_T:
-            log_scale = math.log2(sensitivity_cov / epsilon_each)
-            raise ValueError(f"grid_bits = {bits} with epsilon = {epsilon:g} needs discrete "
-                             f"Laplace noise of scale 2^{log_scale:.1f} integer steps, above "
-                             "the sampler's 2^42: give fewer grid_bits (a coarser grid) or a "
-                             "larger epsilon")
-        (cov, co), spent = noisy_sums((cov_int, w_int), (sensitivity_cov, sensitivity_w),
-                                      epsilon_each, derive_generator(entropy, "covariance"))
+                                                                      clip, bits, norm)
+        rng = derive_generator(entropy, "covariance")
+        if mechanism == "gaussian":
+            rho_each = (1.0 - share) * rho / 2.0
+            (cov, co), sd_w = gaussian_sums((cov_int, w_int), (sensitivity_cov, sensitivity_w),
+                                            rho_each, rng)
+            threshold = sd_w * NormalDist().inv_cdf(1.0 - 0.1 / n_items)
+            spent = {"effects, covariance and co-rating weights":
+                     zcdp_epsilon(share * rho + 2.0 * rho_each, delta)}
+        else:
+            epsilon_each = (1.0 - share) * epsilon / 2.0
+            if sensitivity_cov / epsilon_each > MAX_T:
+                log_scale = math.log2(sensitivity_cov / epsilon_each)
+                raise ValueError(f"grid_bits = {bits} with epsilon = {epsilon:g} needs discrete "
+                                 f"Laplace noise of scale 2^{log_scale:.1f} integer steps, "
+                                 "above the sampler's 2^42: give fewer grid_bits (a coarser "
+                                 "grid) or a larger epsilon")
+            (cov, co), epsilons = noisy_sums((cov_int, w_int),
+                                             (sensitivity_cov, sensitivity_w), epsilon_each, rng)
+            sd_w = math.sqrt(2.0) / epsilon_each
+            threshold = math.log(5.0 * n_items) / epsilon_each
+            spent = dict(zip(("covariance", "co-rating weights"), epsilons))
         cov *= 2.0 ** (-2 * bits) / sensitivity_w         # g = h² 2^-A: back to Cov
         co /= sensitivity_w                                # 2^-A: back to W
 
         if beta is None:
-            beta = 10.0 / epsilon_each            # ten noise scales of W (in W's units)
+            beta = 10.0 * sd_w / math.sqrt(2.0)      # ten noise scales of W (in W's units)
         stabilised = safe_divide(cov, np.maximum(co, 0.0) + beta)    # denominator >= 0
         variance = np.maximum(np.diag(stabilised), 1e-12)
         AlgoBase.fit(self, trainset)
@@ -184,27 +229,35 @@ class DPItemKNN(ListedModel, AlgoBase):
         sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
         # a pair counts only where its co-rating weight is above the noise: a threshold
         # that pure noise passes with probability 1/(10 n_items) (0.1 false pair per item)
-        self._sim = np.where(co > math.log(5.0 * n_items) / epsilon_each, sim, 0.0)
+        self._sim = np.where(co > threshold, sim, 0.0)
         self._sim.flags.writeable = False
         labels = space.items.labels()
         self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
         self._residuals_by_rating = residuals
-        self._accountant = self._ledger(seeded, dict(zip(("covariance", "co-rating weights"),
-                                                         spent)))
+        self._accountant = self._ledger(seeded, mechanism, delta, spent)
         if self.verbose:
             print(f"DPItemKNN: released the item effects and the {n_items}-item covariance, "
-                  f"ε = {epsilon:g} per user")
+                  f"ε = {epsilon:g}" + (f", δ = {delta:g}" if delta else "") + " per user")
         return self
 
-    def _ledger(self, seeded: bool, epsilons: dict) -> PrivacyAccountant:
-        """The accountant: the baseline's entries (void alike when seeded) and the two
-        integer releases, charged once to every listed user; the lists' scope."""
+    def _ledger(self, seeded: bool, mechanism: str, delta: float,
+                epsilons: dict) -> PrivacyAccountant:
+        """The accountant, charged once to every listed user, with the lists' scope: with
+        the Gaussian mechanism one entry (the three releases composed in zCDP), with
+        Laplace the baseline's entries (void alike when seeded) and the two integer
+        releases."""
         accountant = PrivacyAccountant(self._space.users.ids, model=f"DPItemKNN(k={self.k_})",
                                        seeded=seeded)
-        indices = [accountant.register(entry) for entry in self.baseline_.privacy_report().entries]
-        indices += [accountant.register(LedgerEntry(
-            component, "discrete laplace", eps, 0.0, Unit.USER, Status.HOLDS, "user",
-            NOTES["sums"])) for component, eps in epsilons.items()]
+        if mechanism == "gaussian":
+            indices = [accountant.register(LedgerEntry(
+                component, "discrete gaussian (zCDP)", eps, delta, Unit.USER, Status.HOLDS,
+                "user", NOTES["gaussian"])) for component, eps in epsilons.items()]
+        else:
+            indices = [accountant.register(entry)
+                       for entry in self.baseline_.privacy_report().entries]
+            indices += [accountant.register(LedgerEntry(
+                component, "discrete laplace", eps, 0.0, Unit.USER, Status.HOLDS, "user",
+                NOTES["sums"])) for component, eps in epsilons.items()]
         accountant.release_once(indices, OUTPUTS, NOTES["answers"])
         self._space.declare_scope(accountant, Unit.USER)
         return accountant
@@ -291,6 +344,26 @@ def noisy_sums(sums, sensitivities, epsilon: float,
     return out, spent
 
 
+def gaussian_sums(sums, sensitivities, rho: float,
+                  rng) -> tuple[list[np.ndarray], float]:
+    r"""Each symmetric integer matrix of `sums` released: its upper triangle plus discrete
+    Gaussian noise of scale $\sigma = \Delta/\sqrt{2\rho}$ ($\Delta$ its ℓ2 sensitivity in
+    `sensitivities`), so $\rho$-zCDP each, mirrored below the diagonal (post-processing).
+
+    Returns the noisy matrices (integers) and the standard deviation of the noise on the
+    last one divided by its sensitivity (the co-rating weights' noise, in $W$'s units).
+    """
+    out = []
+    for total, sensitivity in zip(sums, sensitivities):
+        n = len(total)
+        upper = np.triu_indices(n)
+        sigma = sensitivity / math.sqrt(2.0 * rho)
+        noisy = np.zeros((n, n))
+        noisy[upper] = discrete_gaussian(total[upper], sigma, rng)
+        out.append(noisy + np.triu(noisy, 1).T)
+    return out, 1.0 / math.sqrt(2.0 * rho)
+
+
 def grid_levels(clip: float, bits: int) -> int:
     r"""$m = \lfloor C / h \rfloor$, $h = 2^{-b}$: the clipped residuals are the multiples
     $k h$ with $|k| \le m$ (so $|e| \le m h \le C$).
@@ -317,8 +390,8 @@ def grid_residuals(raw: np.ndarray, clip: float, bits: int) -> np.ndarray:
                    -levels, levels) * 2.0**-bits
 
 
-def integer_sums(matrix, residuals: np.ndarray, clip: float,
-                 bits: int) -> tuple[np.ndarray, np.ndarray, float, float]:
+def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
+                 norm: str = "l1") -> tuple[np.ndarray, np.ndarray, float, float]:
     r"""The covariance and co-rating sums as exact integers, and their ℓ1 sensitivities.
 
     $\mathrm{Cov}/g$ and $W 2^A$ (see the module docstring) for the users × items
@@ -341,20 +414,20 @@ def integer_sums(matrix, residuals: np.ndarray, clip: float,
     if np.any(np.abs(scaled) > levels) or np.any(scaled != np.round(scaled)):
         raise ValueError(f"residuals must be multiples of 2^-grid_bits within ±{levels} "
                          "steps (round, then clip: grid_residuals)")
-    top = math.ceil(2 * math.log2(max(n_items, 2)))           # A: public
+    power = 2 if norm == "l1" else 1           # w_u |I_u|^2 <= 1 (l1) or w_u |I_u| <= 1 (l2)
+    top = math.ceil(power * math.log2(max(n_items, 2)))       # A: public
     if n_users * levels**2 * 2.0**top >= 2.0**53:
         raise ValueError(f"clip = {clip!r} and grid_bits = {bits} give integer sums beyond "
                          f"2^53 for {n_users} users and {n_items} items (float64 would round "
                          "them): lower clip or grid_bits")
     counts = np.diff(matrix.indptr)
-    weights = 2.0 ** -np.ceil(2 * np.log2(np.maximum(counts, 1)))
+    weights = 2.0 ** -np.ceil(power * np.log2(np.maximum(counts, 1)))
     values = matrix.copy()
     values.data = scaled
     pattern = pattern_matrix(matrix)
 
     def gram(m) -> np.ndarray:        # Σ_u w_u x_u x_uᵀ, exact on the common dyadic grid
-        dense = m.toarray()
-        return (dense * weights[:, None]).T @ dense
+        return (m.T @ sp.diags(weights) @ m).toarray()
 
     scale = 2.0**top
     return gram(values) * scale, gram(pattern) * scale, float(levels**2) * scale, scale
