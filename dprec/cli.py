@@ -32,6 +32,8 @@ EXPERIMENTS = {
     "ranking": ("ranking_dp", "ranking DP: Mallows against Laplace, the private ranker"),
     "attack": ("attack_resistance", "the β-kNN attack against every configuration"),
     "endtoend": ("end_to_end", "end-to-end DP models against ε, Surprise's and the published"),
+    "scaling": ("users_scaling", "end-to-end DP models against the number of users: where "
+                                 "user-level privacy pays"),
     "audit": ("privacy_audit", "neighbouring-dataset audits: which printed ε hold"),
 }
 

@@ -125,3 +125,49 @@ def test_end_to_end_rows_take_public_hyperparameters(small_data):
     assert table["rmse"].notna().all()
     for model in models[1:] + ("KNNBasic", "PNCF (as published)"):
         assert end_to_end.make_algo(model, 1.0).k == 40
+
+
+def test_users_scaling_quick_measures_every_model_at_every_size(tmp_path):
+    from dprec.experiments import users_scaling
+
+    results = users_scaling.main(["--quick", "--out", str(tmp_path)])
+    written = pd.read_csv(tmp_path / "users_scaling.csv")
+    assert len(written) == len(results) and (tmp_path / "users_scaling.png").stat().st_size > 0
+    assert sorted(written["users"].unique()) == [200, 400, 1200]
+    expected = set(users_scaling.REFERENCES) | set(users_scaling.PRIVATE)
+    assert all(set(g["model"]) == expected for _, g in written.groupby("users"))
+    assert written["rmse"].between(0.5, 2.0).all()
+    pays = users_scaling.knn_pays(results)
+    assert list(pays["epsilon"]) == [1.0]
+
+
+def test_knn_pays_reads_the_first_size_where_the_knn_is_below_the_baseline():
+    from dprec.experiments.users_scaling import knn_pays
+
+    rows = [(100, "DPBaseline", 1.0), (100, "DPItemKNN", 1.1), (1000, "DPBaseline", 1.0),
+            (1000, "DPItemKNN", 0.98), (9000, "DPBaseline", 0.9), (9000, "DPItemKNN", 0.85)]
+    results = pd.DataFrame([{"users": u, "model": m, "rmse": r, "epsilon": 1.0}
+                            for u, m, r in rows])
+    pays = knn_pays(results).iloc[0]
+    assert pays["first users"] == 1000
+    assert pays["gain there"] == pytest.approx(0.02) and pays["gain at the largest"] == \
+        pytest.approx(0.05)
+
+
+def test_the_user_mean_is_each_users_own_mean():
+    import numpy as np
+
+    from dprec.datasets import synthetic
+    from dprec.experiments.users_scaling import UserMean, subsample_users
+
+    data = synthetic(50, 30, 600, random_state=0)
+    trainset = data.build_full_trainset()
+    algo = UserMean().fit(trainset)
+    for u in (0, 7):
+        ratings = [r for _, r in trainset.ur[u]]
+        uid = trainset.to_raw_uid(u)
+        assert algo.predict(uid, "anything").est == pytest.approx(np.mean(ratings))
+    assert algo.predict("nobody", "x").est == pytest.approx(trainset.global_mean)
+    half = subsample_users(data, 0.5, seed=1)
+    assert len({r[0] for r in half.raw_ratings}) == 25
+    assert set(half.raw_ratings) <= set(data.raw_ratings)

@@ -1,0 +1,217 @@
+"""Where user-level privacy pays: accuracy against the number of users.
+
+User-level noise is the same whatever the number of users, while an item's signal
+grows with its raters: every end-to-end model gets closer to its non-private
+counterpart as users grow, and the private kNN's neighbours start to add something
+to the private baseline at some size.  This experiment measures where, on
+
+* MovieLens 100k subsampled by users (about a quarter, half and all of its 943
+  users; synthetic data of its shape when the copy is absent, saying so), and
+* synthetic data of the MovieLens-1M shape (6,040 users), 20,000 users, and the
+  MovieLens-10M shape (69,878 users, 10,677 items, 10,000,054 ratings),
+
+at ε ∈ {0.5, 1, 2, 5}, per user and per rating, every end-to-end model
+(`DPBaseline`, `DPItemKNN`, `LocalKNN` up to 20,000 users: its reports are dense,
+users × items) next to the user's own mean (free under joint DP), Surprise's
+`BaselineOnly` and item-based `KNNBaseline` (dprec's, equal to Surprise's).  Each
+shape is one seeded 80/20 split; every private fit is seeded (reproducible, so its
+guarantee is void: the guarantee is that of the same configuration fitted with
+`random_state=None`).  Hyper-parameters are the models' defaults and `k = 40`,
+the same at every size.
+
+Writes `users_scaling.csv` (one row per shape, model, unit and ε), and
+`users_scaling.png` (RMSE against the number of users, one panel per ε), and
+prints the table and, per ε, the first size at which `DPItemKNN` beats
+`DPBaseline` per user.
+
+Run: `python experiments/users_scaling.py [--quick] [--max-users N] [--out DIR]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from surprise import AlgoBase, BaselineOnly, accuracy
+from surprise.model_selection import train_test_split
+
+from .._plotting import subplots
+from ..datasets import load_or_synthetic, synthetic
+from ..dp_baseline import DPBaseline
+from ..dp_item_knn import DPItemKNN
+from ..knn import PrivateKNNBaseline
+from ..local_knn import LocalKNN
+from ._options import add_common_options
+from .hyperparameters import PUBLIC_K
+
+EPSILONS = (0.5, 1.0, 2.0, 5.0)
+#: MovieLens 100k's share of users kept (about 236, 471 and 943 users)
+ML100K_SHARES = (0.25, 0.5, 1.0)
+#: (users, items, ratings) of the synthetic shapes
+SHAPES = ((6040, 3706, 1_000_209), (20_000, 3706, 3_000_000), (69_878, 10_677, 10_000_054))
+#: LocalKNN's reports are dense (users × items): it runs up to this many users
+LOCAL_MAX_USERS = 20_000
+#: the private models: name -> (unit, factory(ε, seed))
+PRIVATE = {
+    "DPBaseline": ("user", lambda eps, seed: DPBaseline(epsilon=eps, random_state=seed)),
+    "DPItemKNN": ("user", lambda eps, seed: DPItemKNN(epsilon=eps, k=PUBLIC_K,
+                                                      random_state=seed)),
+    "DPBaseline (rating)": ("rating", lambda eps, seed: DPBaseline(epsilon=eps, unit="rating",
+                                                                   random_state=seed)),
+    "LocalKNN": ("rating", lambda eps, seed: LocalKNN(epsilon=eps, k=PUBLIC_K,
+                                                      random_state=seed)),
+}
+#: the references (no privacy, or free)
+REFERENCES = {
+    "user mean": lambda: UserMean(),
+    "BaselineOnly": lambda: BaselineOnly(verbose=False),
+    "KNNBaseline (item)": lambda: PrivateKNNBaseline(k=PUBLIC_K, sim_options={
+        "name": "pearson_baseline", "user_based": False}, verbose=False),
+}
+
+
+class UserMean(AlgoBase):
+    """Each user's own mean rating (the global mean for an unknown user): what a user's
+    own data give for free under joint differential privacy."""
+
+    def fit(self, trainset):
+        AlgoBase.fit(self, trainset)
+        sums = np.zeros(trainset.n_users)
+        counts = np.zeros(trainset.n_users)
+        for u, ratings in trainset.ur.items():
+            sums[u] = sum(r for _, r in ratings)
+            counts[u] = len(ratings)
+        self.means_ = sums / np.maximum(counts, 1)
+        return self
+
+    def estimate(self, u, i):
+        if not self.trainset.knows_user(u):
+            return self.trainset.global_mean
+        return float(self.means_[u])
+
+
+def subsample_users(data, share: float, seed: int = 0):
+    """A copy of `data` with a random `share` of its users (all of their ratings)."""
+    users = sorted({r[0] for r in data.raw_ratings})
+    rng = np.random.default_rng(seed)
+    kept = set(rng.choice(len(users), round(share * len(users)), replace=False).tolist())
+    kept = {users[n] for n in kept}
+    out = copy.copy(data)
+    out.raw_ratings = [r for r in data.raw_ratings if r[0] in kept]
+    return out
+
+
+def datasets(quick: bool, seed: int, max_users: int | None = None):
+    """`(label, data)` of every shape, in growing numbers of users."""
+    if quick:
+        base = synthetic(400, 300, 16_000, random_state=seed)
+        yield from ((f"synthetic 400, {s:.0%} of users", subsample_users(base, s, seed))
+                    for s in (0.5, 1.0))
+        yield "synthetic 1,200 users", synthetic(1200, 300, 48_000, random_state=seed)
+        return
+    base, label = load_or_synthetic("auto", seed)
+    for share in ML100K_SHARES:
+        yield f"{label}, {share:.0%} of users", subsample_users(base, share, seed)
+    for n_users, n_items, n_ratings in SHAPES:
+        if max_users is None or n_users <= max_users:
+            yield (f"synthetic {n_users:,} × {n_items:,}, {n_ratings:,} ratings",
+                   synthetic(n_users, n_items, n_ratings, random_state=seed))
+
+
+def evaluate(algo, trainset, testset) -> tuple[float, float]:
+    """RMSE of `algo` fitted on `trainset`, and its fit and test seconds."""
+    start = time.perf_counter()
+    predictions = algo.fit(trainset).test(testset)
+    return accuracy.rmse(predictions, verbose=False), time.perf_counter() - start
+
+
+def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0,
+        max_users: int | None = None, progress: bool = True) -> pd.DataFrame:
+    """One row per shape, model, unit and ε (`None` for the references): `rmse`,
+    `seconds`, the shape's `users`, `items` and `ratings`."""
+    rows = []
+    for label, data in datasets(quick, seed, max_users):
+        trainset, testset = train_test_split(data, test_size=0.2, random_state=seed)
+        shape = {"dataset": label, "users": trainset.n_users, "items": trainset.n_items,
+                 "ratings": trainset.n_ratings}
+        jobs = [(name, "none", None, make) for name, make in REFERENCES.items()]
+        jobs += [(name, unit, eps, (lambda make=make, eps=eps: make(eps, seed)))
+                 for name, (unit, make) in PRIVATE.items() for eps in epsilons
+                 if name != "LocalKNN" or trainset.n_users <= LOCAL_MAX_USERS]
+        for name, unit, eps, make in jobs:
+            rmse, seconds = evaluate(make(), trainset, testset)
+            rows.append({**shape, "model": name, "unit": unit, "epsilon": eps, "rmse": rmse,
+                         "seconds": seconds})
+            if progress:
+                print(f"{label}: {name} ε={eps} RMSE {rmse:.4f} ({seconds:.0f} s)", flush=True)
+    return pd.DataFrame(rows)
+
+
+def table(results: pd.DataFrame) -> pd.DataFrame:
+    """RMSE per model and ε (rows) against the number of users (columns)."""
+    results = results.assign(epsilon=results["epsilon"].fillna(np.inf))
+    out = results.pivot_table(index=["model", "unit", "epsilon"], columns="users",
+                              values="rmse", sort=False)
+    return out.rename(index={np.inf: "—"}, level="epsilon")
+
+
+def knn_pays(results: pd.DataFrame) -> pd.DataFrame:
+    """Per ε, the smallest number of users at which `DPItemKNN` is below `DPBaseline`
+    (per user), and by how much (`None` when it never is)."""
+    rows = []
+    for eps, group in results[results["model"].isin(["DPBaseline", "DPItemKNN"])].groupby(
+            "epsilon"):
+        wide = group.pivot_table(index="users", columns="model", values="rmse")
+        gain = (wide["DPBaseline"] - wide["DPItemKNN"]).sort_index()
+        first = gain[gain > 0]
+        rows.append({"epsilon": eps, "first users": first.index[0] if len(first) else None,
+                     "gain there": first.iloc[0] if len(first) else None,
+                     "gain at the largest": gain.iloc[-1]})
+    return pd.DataFrame(rows)
+
+
+def plot(results: pd.DataFrame, path: Path) -> None:
+    """RMSE against the number of users, one panel per ε; the references dashed."""
+    epsilons = sorted(results["epsilon"].dropna().unique())
+    fig, axes = subplots(1, len(epsilons), figsize=(3.6 * len(epsilons), 3.6), sharey=True)
+    axes = np.atleast_1d(axes)
+    references = results[results["epsilon"].isna()]
+    for ax, eps in zip(axes, epsilons):
+        for model, rows in results[results["epsilon"] == eps].groupby("model", sort=False):
+            ax.plot(rows["users"], rows["rmse"], marker="o", label=model)
+        for model, rows in references.groupby("model", sort=False):
+            ax.plot(rows["users"], rows["rmse"], ls="--", lw=1, label=model)
+        ax.set(xscale="log", xlabel="users", title=f"ε = {eps:g}")
+    axes[0].set_ylabel("RMSE")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    """The command line of `dprec scaling`: run the experiment on `argv` and write its
+    results under `--out` (`--help` for the options)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    add_common_options(parser, "results/users_scaling")
+    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
+                        help="privacy budgets (default 0.5 1 2 5)")
+    parser.add_argument("--max-users", type=int, default=None,
+                        help="skip the synthetic shapes with more users")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run: synthetic 200 to 1,200 users, ε ∈ {1}")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    epsilons = (1.0,) if args.quick else tuple(args.epsilons)
+    results = run(args.quick, epsilons, args.seed, args.max_users, progress=not args.quick)
+    results.to_csv(out / "users_scaling.csv", index=False)
+    plot(results, out / "users_scaling.png")
+    print(table(results).to_string(float_format=lambda x: f"{x:.4f}"))
+    print(knn_pays(results).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    print(f"written: {out}")
+    return results
