@@ -32,6 +32,9 @@ From the releases alone the server computes
   $\hat e_{vi} = B \hat x_{vi} - \hat n_{vi} (\mu + b_i - c)$ (unbiased for $v$'s
   residual on $i$, 0 when unrated);
 
+an item's $b_i$ and a pair's $d_{ui}$ being 0 where the weight behind them ($N_i$,
+$\sum_v w_{uv} \hat n_{vi}$) is not above two standard deviations of its noise (what the
+noise would swamp adds nothing: the answer is then the user's own mean), and
 where the stabilisers $\beta$ and $\gamma$ are, by default, the standard deviation
 of the numerator's noise divided by `noise_tolerance`: the noise of $b_i$ and
 $d_{ui}$ then has a standard deviation of about `noise_tolerance` (in rating
@@ -80,7 +83,7 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._rng import derive_generator, fit_entropy, is_seeded, stable_keys, validate_random_state
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import own_effects, stabilised_effects
+from .dp_baseline import SIGNAL, own_effects, stabilised_effects
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     laplace,
@@ -145,8 +148,9 @@ class LocalKNN(ListedModel, AlgoBase):
         $b_i$ and $d_{ui}$ (`> 0`).
     item_shrinkage, neighbour_shrinkage : float, optional
         $\beta$ and $\gamma$ (`>= 0`), overriding the defaults.
-    user_shrinkage : float, default 10.0
-        $\lambda$ in the user's own effect (`>= 0`).
+    user_shrinkage : float, default 0.0
+        $\lambda$ in the user's own effect (`>= 0`): 0 keeps the noisy $\mu$ out of the
+        answers (they are then the user's own mean plus what the releases add).
     users, items : sequence of raw ids, optional
         Public catalogues: who reports, and about which items (validated at
         `fit`; ratings outside them raise `ValueError` naming the parameter).
@@ -180,7 +184,7 @@ class LocalKNN(ListedModel, AlgoBase):
     def __init__(self, *, epsilon: float = 1.0, k: int = 40, sketch_share: float = 0.5,
                  rating_release: str = "krr", sim_options: Mapping | None = None,
                  noise_tolerance: float = 0.2, item_shrinkage: float | None = None,
-                 neighbour_shrinkage: float | None = None, user_shrinkage: float = 10.0,
+                 neighbour_shrinkage: float | None = None, user_shrinkage: float = 0.0,
                  users: Iterable | None = None, items: Iterable | None = None,
                  random_state=None, verbose: bool = False) -> None:
         AlgoBase.__init__(self)
@@ -262,8 +266,10 @@ class LocalKNN(ListedModel, AlgoBase):
         self.mu_ = float(np.clip(centre + half * sums.sum() / max(counts.sum(), 1.0), low, high))
         if beta is None:
             beta = math.sqrt(n_users) * self._stabiliser_unit
-        self._item_effects = stabilised_effects(half * sums, counts, self.mu_ - centre, beta,
-                                                high - low)
+        effects = stabilised_effects(half * sums, counts, self.mu_ - centre, beta, high - low)
+        # an item whose aggregate weight is below its noise adds nothing (SIGNAL noise sd)
+        self._item_effects = np.where(counts > SIGNAL * sd_n * math.sqrt(n_users), effects, 0.0)
+        self._count_sd = sd_n
         self.item_effects_ = pd.Series(self._item_effects.copy(), index=space.items.labels(),
                                        name="item_effect")
         self._residual_reports = half * x_hat - n_hat * (self.mu_ + self._item_effects - centre)
@@ -345,7 +351,10 @@ class LocalKNN(ListedModel, AlgoBase):
         if gamma is None:
             gamma = np.sqrt((weights**2).sum(axis=1)) * self._stabiliser_unit
         denominator = np.maximum(count, 0.0) + gamma
-        return safe_divide(numerator, denominator)          # denominator >= 0
+        deviations = safe_divide(numerator, denominator)          # denominator >= 0
+        # neighbours whose weighted reports on i are below their noise add nothing
+        noise = SIGNAL * self._count_sd * np.sqrt((weights**2).sum(axis=1))
+        return np.where(count > noise, deviations, 0.0)
 
 
 def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

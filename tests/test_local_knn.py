@@ -389,12 +389,13 @@ def test_the_stabilisers_default_to_the_noise_tolerance(trainset):
 
 @pytest.mark.parametrize("gamma", [None, 0.7])
 def test_every_prediction_adds_the_neighbourhood_deviation(trainset, gamma):
-    algo = LocalKNN(epsilon=3.0, k=4, neighbour_shrinkage=gamma, random_state=None)
+    algo = LocalKNN(epsilon=300.0, k=4, neighbour_shrinkage=gamma, random_state=None)
     algo.fit(trainset)
     space = algo._space
     pairs = trainset.build_testset()[:200] + [(space.users.ids[0], space.items.ids[0], 1.0),
                                                (space.users.ids[-1], "nothing", 1.0),
                                                ("nobody", space.items.ids[-1], 1.0)]
+    gated = 0
     for prediction in algo.test(pairs):
         u = space.users.index.get(prediction.uid, -1)
         i = space.items.index.get(prediction.iid, -1)
@@ -407,10 +408,13 @@ def test_every_prediction_adds_the_neighbourhood_deviation(trainset, gamma):
             count = weights @ algo._count_reports[rows, i]
             shrink = gamma if gamma is not None else \
                 np.sqrt((weights**2).sum()) * algo._stabiliser_unit
-            if max(count, 0.0) + shrink > 0:
+            noise = 2.0 * algo._count_sd * np.sqrt((weights**2).sum())   # the gate (#34)
+            if max(count, 0.0) + shrink > 0 and count > noise:
                 expected += numerator / (max(count, 0.0) + shrink)
+                gated += 1
         assert prediction.est == pytest.approx(np.clip(expected, 1, 5), abs=1e-9)
         assert prediction.details == {"was_impossible": False}
+    assert gated > 20                    # the deviations above their noise are added
 
 
 def test_reports_without_noise_are_the_centred_ratings():
@@ -452,7 +456,7 @@ def test_defaults():
         "random_state", "verbose")} == {
         "epsilon": 1.0, "k": 40, "sketch_share": 0.5, "rating_release": "krr",
         "sim_options": None, "noise_tolerance": 0.2, "item_shrinkage": None,
-        "neighbour_shrinkage": None, "user_shrinkage": 10.0, "users": None, "items": None,
+        "neighbour_shrinkage": None, "user_shrinkage": 0.0, "users": None, "items": None,
         "random_state": None, "verbose": False}
     assert LocalKNN(neighbour_shrinkage=0.5).neighbour_shrinkage == 0.5
 
@@ -522,7 +526,7 @@ def test_releases_are_keyed_as_stated_and_read_only(data, trainset):
 def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset):
     # μ, b_i and the stabiliser unit from the reports the server holds (the residual
     # reports give back B Σ x̂), with the default β = √n · unit
-    for epsilon, release in ((1.0, "krr"), (4.0, "laplace")):
+    for epsilon, release in ((60.0, "krr"), (60.0, "laplace")):
         algo = LocalKNN(epsilon=epsilon, rating_release=release, noise_tolerance=0.3,
                         random_state=None).fit(trainset)
         matrix = algo._space.matrix
@@ -538,7 +542,9 @@ def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset):
         beta = np.sqrt(matrix.shape[0]) * unit
         expected = np.clip((sums - counts * (algo.mu_ - 3.0)) / (np.maximum(counts, 0) + beta),
                            -4, 4)
-        np.testing.assert_allclose(effects, expected, atol=1e-9)
+        above = counts > 2.0 * sd_n * np.sqrt(matrix.shape[0])   # the gate (#34): else 0
+        assert above.sum() > 0
+        np.testing.assert_allclose(effects, np.where(above, expected, 0.0), atol=1e-9)
     for seed in range(10):
         assert 1.0 <= LocalKNN(epsilon=0.01, random_state=seed).fit(trainset).mu_ <= 5.0
 
@@ -564,11 +570,13 @@ def test_a_single_rating_gives_its_own_mean_and_effects_stay_in_bounds(trainset)
     one = Dataset.load_from_df(pd.DataFrame([("u", "i", 4.5)]), Reader(rating_scale=(1, 5)))
     algo = LocalKNN(epsilon=1e6, rating_release="laplace", random_state=None)
     assert algo.fit(one.build_full_trainset()).mu_ == pytest.approx(4.5, abs=1e-3)
-    wide = [LocalKNN(epsilon=0.05, item_shrinkage=0.0, random_state=s).fit(trainset)
-            for s in range(10)]
+    wide = [LocalKNN(epsilon=0.05, item_shrinkage=0.0, user_shrinkage=10.0,
+                     random_state=s).fit(trainset) for s in range(10)]
     assert all(np.abs(a.item_effects_).max() <= 4 for a in wide)
-    assert any(np.abs(a.item_effects_).max() == 4 for a in wide)      # the clip is reached
-    from dprec.dp_baseline import own_effects
+    from dprec.dp_baseline import own_effects, stabilised_effects
+
+    np.testing.assert_array_equal(stabilised_effects(np.array([100.0, -9.0]), np.ones(2), 0.0,
+                                                     0.0, 4.0), [4.0, -4.0])   # the clip
 
     for algo in wide[:2]:
         np.testing.assert_array_equal(algo._user_effects, own_effects(
@@ -581,3 +589,19 @@ def test_a_plain_minhash_object_is_refused_by_name(trainset):
     with pytest.raises(ValueError, match="^sim_options\\['name'\\] must be a private "):
         LocalKNN(sim_options=MinHash(width=8)).fit(trainset)
     assert LocalKNN(k=2, sim_options={"name": "SJLT"}).fit(trainset).privacy_report()
+
+
+def test_below_the_noise_every_answer_is_the_users_own_mean(trainset):
+    # #34: at ε = 0.01 no item aggregate and no neighbour report is above its noise: every
+    # known user's answer is their own mean (μ cancels with user_shrinkage = 0), never a
+    # noisy effect that makes it worse than what their own data give for free
+    space = None
+    for seed in range(3):
+        algo = LocalKNN(epsilon=0.01, random_state=seed).fit(trainset)
+        space = algo._space
+        assert not algo._item_effects.any()
+        pairs = [(uid, iid, 0.0) for uid in space.users.ids[:15] for iid in space.items.ids[:6]]
+        for prediction in algo.test(pairs):
+            row = space.users.index[prediction.uid]
+            own = space.matrix.data[space.matrix.indptr[row]:space.matrix.indptr[row + 1]]
+            assert prediction.est == pytest.approx(own.mean(), abs=1e-12)
