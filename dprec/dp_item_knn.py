@@ -19,9 +19,14 @@ the unit:
    covariance $\hat C_{ij} = \mathrm{Cov}_{ij} / (\max(W_{ij}, 0) + \beta)$, set to 0 where
    the noisy $W_{ij}$ is not above a threshold pure noise passes with probability
    $1/(10 n_{\text{items}})$ (about 0.1 false pair per item; the answer then falls back
-   to the baseline's), and Surprise's `KNNBaseline` rule on it:
-   $\hat r_{ui} = b_{ui} + \sum_j s_{ij} e_{uj} / \sum_j s_{ij}$ over the `k` items rated by
-   $u$ most similar to $i$ ($s_{ij} > 0$; ties by the items' sorted rank).
+   to the baseline's), and Surprise's `KNNBaseline` rule on it, its weights shrunk by
+   their noise: $\hat r_{ui} = b_{ui} + \sum_j s_{ij} e_{uj} / (\sum_j s_{ij} + \kappa_{ui})$
+   over the `k` items rated by $u$ most similar to $i$ ($s_{ij} > 0$; ties by the items'
+   sorted rank), with $\kappa_{ui} = 2 \sqrt{\sum_j \tau_{ij}^2}$ and $\tau_{ij} = C_h^2
+   \sigma_W / ((\max(W_{ij}, 0) + \beta) \sqrt{\hat C_{ii} \hat C_{jj}})$ the noise of
+   $s_{ij}$ ($\sigma_W$ the public noise sd of $W$; that of $\mathrm{Cov}$ is $C_h^2 \sigma_W$):
+   a few weak, noisy neighbours move the answer little, and without noise
+   $\kappa_{ui} = 0$.
 
 **Exact integer release.**  $w_u = 2^{-a_u}$ and the residuals are $e_{ui} = k_{ui} h$
 with integers $|k_{ui}| \le m = \lfloor C/h \rfloor$: every term $w_u e_{ui} e_{uj}$ is
@@ -74,7 +79,7 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import DPBaseline, check_mechanism_delta
+from .dp_baseline import SIGNAL, DPBaseline, check_mechanism_delta
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     discrete_gaussian,
@@ -226,7 +231,12 @@ class DPItemKNN(ListedModel, AlgoBase):
         variance = np.maximum(np.diag(stabilised), 1e-12)
         AlgoBase.fit(self, trainset)
         self.k_, self.baseline_, self._space = k, baseline, space
-        sim = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1.0, 1.0)
+        scale = np.sqrt(np.outer(variance, variance))
+        sim = np.clip(stabilised / scale, -1.0, 1.0)
+        # each similarity's noise sd (Cov's noise is C_h² times W's), for the weights' κ
+        levels = grid_levels(clip, bits) * 2.0**-bits
+        self._sim_noise = (levels**2 * sd_w / ((np.maximum(co, 0.0) + beta) * scale)).astype(
+            np.float32)
         # a pair counts only where its co-rating weight is above the noise: a threshold
         # that pure noise passes with probability 1/(10 n_items) (0.1 false pair per item)
         self._sim = np.where(co > threshold, sim, 0.0)
@@ -317,7 +327,9 @@ class DPItemKNN(ListedModel, AlgoBase):
             counted = chosen > 0
             weights = np.where(counted, chosen, 0.0)
             residuals = self._residuals_by_rating[np.take_along_axis(cells, best, axis=1)]
-            total = weights.sum(axis=1)
+            noise = self._sim_noise[items[block][:, None], np.take_along_axis(rated, best, axis=1)]
+            kappa = SIGNAL * np.sqrt((np.where(counted, noise, 0.0) ** 2).sum(axis=1))
+            total = weights.sum(axis=1) + kappa
             shift[block] = safe_divide((weights * residuals).sum(axis=1), total)  # total >= 0
             actual_k[block] = counted.sum(axis=1)
         return shift, actual_k
