@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import copy
+import functools
 import math
+import re
+from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
@@ -13,9 +16,15 @@ from surprise import Dataset, Reader
 
 from dprec import DPItemKNN, datasets
 from dprec.audit import audit_release, threshold_events
-from dprec.dp_baseline import sorted_ids
-from dprec.dp_item_knn import grid_levels, grid_residuals, integer_sums
+from dprec.dp_baseline import SIGNAL, sorted_ids
+from dprec.dp_item_knn import gaussian_sums, grid_levels, grid_residuals, integer_sums
 from dprec.ledger import SEEDED, Status, Unit
+from dprec.mechanisms import zcdp_epsilon, zcdp_rho
+
+MECHANISMS = ("gaussian", "laplace")
+#: w_u = 2^-ceil(p log2 |I_u|) and A = ceil(p log2 n_items), p = 1 (l2) or 2 (l1)
+POWER = {"gaussian": 1, "laplace": 2, "l2": 1, "l1": 2}
+NORM = {"gaussian": "l2", "laplace": "l1"}
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +52,50 @@ def without_user(data, uid):
     return smaller
 
 
-def test_without_noise_the_release_is_the_weighted_covariance(trainset):
-    algo = DPItemKNN(epsilon=1e12, shrinkage=0.0, random_state=0).fit(trainset)
+def noiseless(monkeypatch, mechanism, trainset, **kwargs):
+    """A fit whose covariance and weights are released without noise: Laplace at ε = 10^12;
+    the Gaussian's least noise (ρ capped at MAX_RHO) is still ~10^-3 C² on the covariance,
+    so its sampler is replaced by the identity (its scales: the sampler spy's tests)."""
+    if mechanism == "gaussian":
+        monkeypatch.setattr("dprec.dp_item_knn.discrete_gaussian",
+                            lambda values, sigma, rng: np.array(values, dtype=np.float64))
+    return DPItemKNN(epsilon=1e12, mechanism=mechanism, random_state=0,
+                     **kwargs).fit(trainset)
+
+
+def size(change, norm: str) -> float:
+    """The l1 or l2 norm of an array of changes."""
+    return np.abs(change).sum() if norm == "l1" else math.sqrt(np.square(change).sum())
+
+
+@pytest.fixture
+def fast_accounting(monkeypatch):
+    """The zCDP conversions memoised (pure functions of their arguments): the audits fit
+    thousands of times with one budget, and dp-accounting's bisection would dominate."""
+    import dprec.dp_baseline
+    import dprec.dp_item_knn
+
+    for module, name in ((dprec.dp_item_knn, "zcdp_rho"), (dprec.dp_item_knn, "zcdp_epsilon"),
+                         (dprec.dp_baseline, "zcdp_epsilon")):
+        monkeypatch.setattr(module, name, functools.lru_cache(getattr(module, name)))
+
+
+#: shrinkage = 0 divides by max(W, 0) + β = 0 in the similarities' noise τ (infinite where W
+#: <= 0, never counted: those pairs are gated out); the bug is pinned by the xfail below
+BETA_ZERO = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+
+
+@BETA_ZERO
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_without_noise_the_release_is_the_weighted_covariance(trainset, monkeypatch, mechanism):
+    algo = noiseless(monkeypatch, mechanism, trainset, shrinkage=0.0)
     base = algo.baseline_
     items = sorted_ids(trainset.to_raw_iid(i) for i in trainset.all_items())
     where = {iid: n for n, iid in enumerate(items)}
     n = len(items)
     cov, co = np.zeros((n, n)), np.zeros((n, n))
     for u, rated in trainset.ur.items():
-        w = 2.0 ** -np.ceil(2 * np.log2(len(rated)))
+        w = 2.0 ** -np.ceil(POWER[mechanism] * np.log2(len(rated)))
         raw = [trainset.to_raw_iid(i) for i, _ in rated]
         own = base._user_effects[base._space.users.index[trainset.to_raw_uid(u)]]
         e = np.array([r - base.mu_ - base.item_effects_[iid] - own
@@ -69,12 +113,14 @@ def test_without_noise_the_release_is_the_weighted_covariance(trainset):
                                atol=1e-6)
 
 
-def test_one_user_moves_the_integer_sums_by_at_most_the_stated_sensitivity(trainset):
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_one_user_moves_the_integer_sums_by_at_most_the_stated_sensitivity(trainset, norm):
     # the residuals are fixed by the first release (adaptive composition): remove one
-    # user's row and compare the upper triangles; the sums must also be exact integers
+    # user's row and compare the upper triangles (l1: Laplace, l2: Gaussian); the sums
+    # must also be exact integers
     algo = DPItemKNN(random_state=0).fit(trainset)
     matrix, residuals = algo._space.matrix, algo._residuals_by_rating
-    cov, w, d_cov, d_w = integer_sums(matrix, residuals, 1.0, 4)
+    cov, w, d_cov, d_w = integer_sums(matrix, residuals, 1.0, 4, norm)
     assert np.array_equal(cov, np.round(cov)) and np.array_equal(w, np.round(w))
     upper = np.triu_indices(matrix.shape[1])
     counts = np.diff(matrix.indptr)
@@ -82,9 +128,9 @@ def test_one_user_moves_the_integer_sums_by_at_most_the_stated_sensitivity(train
     for u in np.argsort(-counts)[:5].tolist() + [int(np.argmin(counts))]:
         keep = np.arange(matrix.shape[0]) != u
         rows = np.repeat(np.arange(matrix.shape[0]), counts)
-        cov_u, w_u, _, _ = integer_sums(matrix[keep], residuals[rows != u], 1.0, 4)
-        worst[0] = max(worst[0], np.abs(cov - cov_u)[upper].sum() / d_cov)
-        worst[1] = max(worst[1], np.abs(w - w_u)[upper].sum() / d_w)
+        cov_u, w_u, _, _ = integer_sums(matrix[keep], residuals[rows != u], 1.0, 4, norm)
+        worst[0] = max(worst[0], size((cov - cov_u)[upper], norm) / d_cov)
+        worst[1] = max(worst[1], size((w - w_u)[upper], norm) / d_w)
     assert worst[0] <= 1.0 and worst[1] <= 1.0
     assert worst[1] > 0.25           # the bound is not loose by orders of magnitude
 
@@ -108,11 +154,13 @@ def worst_case_matrix(clip: float, bits: int, n_items: int = 5):
     return matrix, np.concatenate(raw)
 
 
+@pytest.mark.parametrize("norm", ["l1", "l2"])
 @pytest.mark.parametrize("bits", range(13))
-def test_the_covariance_sensitivity_bounds_every_accepted_clip_and_grid(trainset, bits):
+def test_the_covariance_sensitivity_bounds_every_accepted_clip_and_grid(trainset, bits, norm):
     # finding 3 (#33): for every (clip, grid_bits) the model accepts, one user added or
     # removed moves the upper triangle of the integer covariance by at most the declared
-    # sensitivity (rounding first, clipping after, keeps every residual within C)
+    # sensitivity, in l1 (Laplace: w_u |I_u|^2 <= 1) and in l2 (Gaussian: w_u |I_u| <= 1)
+    # (rounding first, clipping after, keeps every residual within C)
     for clip in CLIPS:
         if clip < 2.0**-bits:                                   # refused, by name
             with pytest.raises(ValueError, match="clip.*grid_bits"):
@@ -121,7 +169,8 @@ def test_the_covariance_sensitivity_bounds_every_accepted_clip_and_grid(trainset
         matrix, raw = worst_case_matrix(clip, bits)
         residuals = grid_residuals(raw, clip, bits)
         assert np.abs(residuals).max() <= clip
-        cov, w, d_cov, d_w = integer_sums(matrix, residuals, clip, bits)
+        cov, w, d_cov, d_w = integer_sums(matrix, residuals, clip, bits, norm)
+        assert d_w == 2.0 ** math.ceil(POWER[norm] * math.log2(5))        # A, of 5 items
         assert d_cov == grid_levels(clip, bits) ** 2 * d_w <= clip**2 * 2.0 ** (2 * bits) * d_w
         assert np.array_equal(cov, np.round(cov)) and float(d_cov).is_integer()
         upper = np.triu_indices(matrix.shape[1])
@@ -130,11 +179,13 @@ def test_the_covariance_sensitivity_bounds_every_accepted_clip_and_grid(trainset
         changes = []
         for u in range(matrix.shape[0]):
             keep = np.arange(matrix.shape[0]) != u
-            cov_u, w_u, _, _ = integer_sums(matrix[keep], residuals[users != u], clip, bits)
-            changes.append((np.abs(cov - cov_u)[upper].sum(), np.abs(w - w_u)[upper].sum()))
+            cov_u, w_u, _, _ = integer_sums(matrix[keep], residuals[users != u], clip, bits,
+                                            norm)
+            changes.append((size((cov - cov_u)[upper], norm), size((w - w_u)[upper], norm)))
         changes = np.array(changes)
         assert np.all(changes[:, 0] <= d_cov) and np.all(changes[:, 1] <= d_w), (clip, bits)
-        assert changes[0, 0] == d_cov          # the single-rating user attains the bound
+        assert changes[0, 0] == d_cov and changes[0, 1] == d_w    # the single-rating user:
+        assert changes[1:, 0].max() > 0.1 * d_cov                 # tight; others not far off
 
 
 def test_rounded_residuals_never_exceed_the_clip():
@@ -159,27 +210,36 @@ def test_integer_sums_refuse_residuals_the_sensitivity_does_not_bound():
     np.testing.assert_array_equal(raw, raw_copy)                       # input not modified
 
 
-def test_every_release_is_charged_once_and_queries_add_nothing(data, trainset):
-    algo = DPItemKNN(epsilon=0.8, k=10, random_state=None, **catalogues(data)).fit(trainset)
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_every_release_is_charged_once_and_queries_add_nothing(data, trainset, mechanism):
+    algo = DPItemKNN(epsilon=0.8, k=10, mechanism=mechanism, random_state=None,
+                     **catalogues(data)).fit(trainset)
     report = algo.privacy_report()
     eps, delta = report.total(Unit.USER)
-    assert eps == pytest.approx(0.8) and delta == 0.0
+    if mechanism == "gaussian":        # one entry: the three releases composed in zCDP
+        assert len(report.entries) == 1 and delta == 1e-5
+        assert eps == pytest.approx(0.8, rel=1e-6) and eps <= 0.8
+    else:                              # the baseline's two, the covariance, the weights
+        assert len(report.entries) == 4 and delta == 0.0
+        assert eps == pytest.approx(0.8)
     assert {e.status for e in report.entries} == {Status.HOLDS}
-    assert report.guarantee == {Unit.USER: (eps, 0.0)}
+    assert report.guarantee == {Unit.USER: (eps, delta)}
     assert list(report.user_ids) == sorted_ids(catalogues(data)["users"])
     predictions = algo.test(trainset.build_testset()[:300])
     assert all(np.isfinite(p.est) for p in predictions)
     assert report.total(Unit.USER) == (eps, delta)
 
 
-def test_seeded_noise_voids_every_entry_the_baselines_too(trainset):
-    algo = DPItemKNN(random_state=5).fit(trainset)
+@pytest.mark.parametrize(("mechanism", "components"), [
+    ("gaussian", ["effects, covariance and co-rating weights"]),
+    ("laplace", ["global effect", "item effects", "covariance", "co-rating weights"])])
+def test_seeded_noise_voids_every_entry_the_baselines_too(trainset, mechanism, components):
+    algo = DPItemKNN(mechanism=mechanism, random_state=5).fit(trainset)
     report = algo.privacy_report()
     assert {e.status for e in report.entries} == {Status.VOID} and report.guarantee is None
     assert all(e.note.startswith(SEEDED) for e in report.entries)
     assert {e.status for e in algo.baseline_.privacy_report().entries} == {Status.VOID}
-    assert [e.component for e in report.entries] == ["global effect", "item effects",
-                                                     "covariance", "co-rating weights"]
+    assert [e.component for e in report.entries] == components
 
 
 def test_without_users_every_user_is_outside_the_user_level_guarantee(data, trainset):
@@ -217,7 +277,7 @@ def test_ties_between_equally_similar_items_go_to_the_lower_sorted_rank(trainset
     # first k items in the sorted order of the item ids, whatever Surprise's inner ids
     algo = DPItemKNN(k=2, random_state=0).fit(trainset)
     space = algo._space
-    algo._sim = np.full_like(algo._sim, 0.5)
+    algo._sim, algo._sim_noise = np.full_like(algo._sim, 0.5), np.zeros_like(algo._sim_noise)
     algo._residuals_by_rating = np.arange(space.matrix.nnz, dtype=np.float64) ** 2
     users = np.arange(10)
     shift, actual_k = algo._shifts(users, np.zeros(10, dtype=np.int64))
@@ -229,7 +289,7 @@ def test_ties_between_equally_similar_items_go_to_the_lower_sorted_rank(trainset
                                trainset.ur[trainset.to_inner_uid(space.users.ids[0])])[:2]
 
 
-def test_renumbering_removal_audit_of_the_similarities():
+def test_renumbering_removal_audit_of_the_similarities(fast_accounting):
     # finding 2 (#33): "lead" rates c first, so Surprise numbers c 0 and a 1; without lead
     # a is 0 and b is 1.  a and b are alike, a and c opposite: an event on the position
     # (0, 1) of the similarities then saw two different pairs (bound 2.41 against ε = 1
@@ -248,14 +308,17 @@ def test_renumbering_removal_audit_of_the_similarities():
                           .sim)[0, 1]
 
     bound = audit_release(release, a, b, threshold_events([-0.5, 0.0, 0.5]), n_runs=300,
-                          random_state=0)
+                          delta=1e-5, random_state=0)
     assert not bound.violates(epsilon), bound
 
 
-def test_user_level_audit_of_a_similarity_stays_below_the_claim():
+@BETA_ZERO
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_user_level_audit_of_a_similarity_stays_below_the_claim(fast_accounting, mechanism):
     # a target user who rated exactly the two items whose similarity is released; at
     # ε = 1 no event sees them at all (bound < 0), so the audit runs at ε = 20, where the
-    # events do separate the datasets, and the bound must stay below the claim
+    # events do separate the datasets, and the bound must stay below the claim (the
+    # Gaussian's at its δ = 1e-5)
     rows = [(f"u{u}", f"i{i}", float(1 + (u * 3 + i * 5) % 5)) for u in range(10)
             for i in range(4)]
     rows += [("target", "i0", 5.0), ("target", "i1", 1.0)]
@@ -264,19 +327,23 @@ def test_user_level_audit_of_a_similarity_stays_below_the_claim():
     epsilon, listed = 20.0, catalogues(a)
 
     def release(trainset, seed):
-        algo = DPItemKNN(epsilon=epsilon, baseline_share=0.1, shrinkage=0.0,
-                         random_state=seed, **listed).fit(trainset)
+        algo = DPItemKNN(epsilon=epsilon, mechanism=mechanism, baseline_share=0.1,
+                         shrinkage=0.0, random_state=seed, **listed).fit(trainset)
         return algo.sim.loc["i0", "i1"]
 
     bound = audit_release(release, a.build_full_trainset(), b.build_full_trainset(),
                           threshold_events(np.linspace(-0.95, 0.95, 20)), n_runs=2000,
-                          random_state=0)
+                          delta=1e-5 if mechanism == "gaussian" else 0.0, random_state=0)
     assert not bound.violates(epsilon), bound
     assert bound.epsilon > 1.0, bound
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [
     ({"epsilon": -1.0}, "epsilon"), ({"k": 0}, "k"), ({"baseline_share": 0.0}, "baseline_share"),
+    ({"mechanism": "uniform"}, "mechanism"), ({"mechanism": 1}, "mechanism"),
+    ({"delta": 0.0}, "delta"), ({"delta": 1.0}, "delta"), ({"delta": -1e-5}, "delta"),
+    ({"mechanism": "laplace", "delta": 1e-5}, "delta"),
+    ({"mechanism": "laplace", "epsilon": 0.0}, "epsilon"),
     ({"clip": 0.0}, "clip"), ({"clip": math.inf}, "clip"), ({"grid_bits": -1}, "grid_bits"),
     ({"grid_bits": 13}, "grid_bits"), ({"clip": 0.01, "grid_bits": 4}, "clip"),
     ({"shrinkage": -1.0}, "shrinkage"), ({"random_state": 1.5}, "random_state"),
@@ -288,10 +355,19 @@ def test_bad_parameters_are_named_at_fit(trainset, kwargs, name):
 
 
 def test_a_noise_scale_beyond_the_sampler_is_refused_with_its_size(trainset):
-    # Δ = m² 2^A = 2^24 2^11 over ε_each = 0.00035: 2^46.5 integer steps, above 2^42
+    # Laplace: Δ = m² 2^A = 2^24 2^11 over ε_each = 0.00035: 2^46.5 integer steps, above 2^42
     with pytest.raises(ValueError, match=r"^grid_bits = 12 with epsilon = 0\.001 needs discrete "
                                          r"Laplace noise of scale 2\^46\.5 integer steps"):
-        DPItemKNN(epsilon=0.001, grid_bits=12).fit(trainset)
+        DPItemKNN(epsilon=0.001, grid_bits=12, mechanism="laplace").fit(trainset)
+    # Gaussian: σ = m² 2^A / √(2 ρ_each) = 2^24 2^6 / √(0.7 ρ), above 2^42 at this ε (the
+    # sampler's refusal names epsilon, not grid_bits); nothing is kept of the fit
+    sigma = 2.0**30 / math.sqrt(2.0 * ((1.0 - 0.3) * zcdp_rho(0.00355, 1e-5) / 2.0))
+    assert math.log2(sigma) > 42
+    algo = DPItemKNN(epsilon=0.00355, grid_bits=12)
+    with pytest.raises(ValueError, match=re.escape(f"sigma = {sigma:g} is above the sampler's "
+                                                   "largest scale 2^42") + ".*epsilon"):
+        algo.fit(trainset)
+    assert not hasattr(algo, "_accountant") and not hasattr(algo, "baseline_")
 
 
 def test_batched_test_equals_predict_and_never_reads_the_raw_mean(trainset):
@@ -331,35 +407,51 @@ def test_listed_users_and_items_without_ratings_are_known(data, trainset):
         DPItemKNN().privacy_report()
 
 
-def test_the_report_states_the_models_texts(data, trainset, capsys):
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_report_states_the_models_texts(data, trainset, capsys, mechanism):
     from dprec.dp_baseline import NOTES as BASELINE_NOTES
     from dprec.dp_baseline import SCOPE
     from dprec.dp_item_knn import NOTES, OUTPUTS
 
-    algo = DPItemKNN(epsilon=0.8, k=7, verbose=True, **catalogues(data)).fit(trainset)
+    algo = DPItemKNN(epsilon=0.8, k=7, mechanism=mechanism, verbose=True,
+                     **catalogues(data)).fit(trainset)
+    spent = "ε = 0.8, δ = 1e-05" if mechanism == "gaussian" else "ε = 0.8"
     assert capsys.readouterr().out == ("DPItemKNN: released the item effects and the 40-item "
-                                       "covariance, ε = 0.8 per user\n")
+                                       f"covariance, {spent} per user\n")
     report = algo.privacy_report()
     assert report.model == "DPItemKNN(k=7)" and algo.k_ == 7
-    baseline_note = BASELINE_NOTES["laplace"].format(unit="user", weights="1/|I_u|")
-    assert [(e.component, e.mechanism, e.note) for e in report.entries] == [
-        ("global effect", "laplace (lattice)", baseline_note),
-        ("item effects", "laplace (lattice)", baseline_note),
-        ("covariance", "discrete laplace", NOTES["sums"]),
-        ("co-rating weights", "discrete laplace", NOTES["sums"])]
-    epsilons = [e.epsilon for e in report.entries]
-    assert sum(epsilons[:2]) == pytest.approx(0.3 * 0.8)
-    assert epsilons[2] == pytest.approx(0.28) and epsilons[3] == pytest.approx(0.28)
+    assert {(e.unit, e.status, e.applies_to) for e in report.entries} == {
+        (Unit.USER, Status.HOLDS, "user")}
+    if mechanism == "gaussian":
+        assert [(e.component, e.mechanism, e.note, e.delta) for e in report.entries] == [
+            ("effects, covariance and co-rating weights", "discrete gaussian (zCDP)",
+             NOTES["gaussian"], 1e-5)]
+        assert report.entries[0].epsilon == pytest.approx(0.8, rel=1e-6)
+        baseline_note = BASELINE_NOTES["gaussian"].format(unit="user", weights="1/sqrt(|I_u|)")
+        assert [(e.mechanism, e.note) for e in algo.baseline_.privacy_report().entries] == [
+            ("discrete gaussian (zCDP)", baseline_note)]
+    else:
+        baseline_note = BASELINE_NOTES["laplace"].format(unit="user", weights="1/|I_u|")
+        assert [(e.component, e.mechanism, e.note, e.delta) for e in report.entries] == [
+            ("global effect", "laplace (lattice)", baseline_note, 0.0),
+            ("item effects", "laplace (lattice)", baseline_note, 0.0),
+            ("covariance", "discrete laplace", NOTES["sums"], 0.0),
+            ("co-rating weights", "discrete laplace", NOTES["sums"], 0.0)]
+        epsilons = [e.epsilon for e in report.entries]
+        assert sum(epsilons[:2]) == pytest.approx(0.3 * 0.8)
+        assert epsilons[2] == pytest.approx(0.28) and epsilons[3] == pytest.approx(0.28)
+    n = len(report.entries)
     assert [o.name for o in report.outputs] == list(OUTPUTS)
-    assert all(o.covered_by == (0, 1, 2, 3) for o in report.outputs)
+    assert all(o.covered_by == tuple(range(n)) for o in report.outputs)
     assert report.notes == [NOTES["answers"]]
     assert report.conditions == [SCOPE["items given"], SCOPE["users given"]]
-    assert all(report.applications(n).tolist() == [1] * report.n_users for n in range(4))
-    quiet = DPItemKNN(k=2).fit(trainset)
+    assert all(report.applications(i).tolist() == [1] * report.n_users for i in range(n))
+    quiet = DPItemKNN(k=2, mechanism=mechanism).fit(trainset)
     assert capsys.readouterr().out == ""
     assert quiet.privacy_report().conditions == [SCOPE["items from data"],
                                                  SCOPE["users from data"]]
     assert quiet.baseline_.epsilon == pytest.approx(0.3) and quiet.baseline_.unit == "user"
+    assert quiet.baseline_.mechanism == mechanism
 
 
 def test_the_integer_release_is_noised_with_its_sensitivity(trainset):
@@ -379,13 +471,75 @@ def test_the_integer_release_is_noised_with_its_sensitivity(trainset):
         assert abs(noise.mean()) < 0.15 * scale
     assert sums[0][0, 0] == 7.0 and not sums[1].any()                  # inputs not modified
     assert grid_levels(2.0, 2) == 8 and grid_levels(0.75, 1) == 1 and grid_levels(7.3, 3) == 58
+
+
+def test_the_gaussian_release_is_noised_with_its_sensitivity():
+    # each upper triangle gets discrete Gaussian noise of σ = Δ/√(2ρ) (its own Δ), mirrored;
+    # the returned sd is the weights' noise in W's units, 1/√(2ρ); without noise, the sums
+    n = 60
+    sums = (np.full((n, n), 7.0), np.zeros((n, n)))
+    (first, second), sd = gaussian_sums(sums, (4.0, 40.0), 0.125, np.random.default_rng(0))
+    assert sd == 2.0
+    for noisy, sigma, centre in ((first, 8.0, 7.0), (second, 80.0, 0.0)):
+        assert np.array_equal(noisy, noisy.T) and np.array_equal(noisy, np.round(noisy))
+        noise = (noisy - centre)[np.triu_indices(n)]
+        assert noise.std() == pytest.approx(sigma, rel=0.06)
+        assert abs(noise.mean()) < 0.15 * sigma
+    assert sums[0][0, 0] == 7.0 and not sums[1].any()                  # inputs not modified
+    exact = (np.arange(16.0).reshape(4, 4) + np.arange(16.0).reshape(4, 4).T, np.eye(4))
+    (cov, w), sd = gaussian_sums(exact, (1.0, 3.0), 1e12, np.random.default_rng(0))
+    np.testing.assert_array_equal(cov, exact[0])
+    np.testing.assert_array_equal(w, exact[1])
+    assert sd == pytest.approx(1 / math.sqrt(2e12))
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_each_release_gets_its_sums_its_sensitivity_and_its_share(trainset, monkeypatch,
+                                                                  mechanism):
+    # the sampler receives the upper triangles of integer_sums in the mechanism's norm, each
+    # with its own sensitivity: σ = Δ/√(2ρ_each), ρ_each = (1 − s)ρ/2, the baseline's zCDP
+    # sρ, the ledger's ε that of ρ (Gaussian; δ given); t = Δ/ε_each, ε_each = (1 − s)ε/2
+    # (Laplace)
+    import dprec.dp_item_knn as module
+
+    name = "discrete_gaussian" if mechanism == "gaussian" else "discrete_laplace"
+    real, calls = getattr(module, name), []
+
+    def spy(values, scale, rng):
+        calls.append((np.array(values), scale))
+        return real(values, scale, rng)
+
+    monkeypatch.setattr(module, name, spy)
+    delta = 1e-7 if mechanism == "gaussian" else None
+    algo = DPItemKNN(epsilon=3.0, mechanism=mechanism, delta=delta, baseline_share=0.2,
+                     clip=0.5, grid_bits=3, random_state=1).fit(trainset)
+    cov, w, d_cov, d_w = integer_sums(algo._space.matrix, algo._residuals_by_rating, 0.5, 3,
+                                      NORM[mechanism])
+    assert d_w == 2.0 ** math.ceil(POWER[mechanism] * math.log2(40)) and d_cov == 16 * d_w
+    upper = np.triu_indices(len(w))
+    assert len(calls) == 2
+    np.testing.assert_array_equal(calls[0][0], cov[upper])
+    np.testing.assert_array_equal(calls[1][0], w[upper])
+    entries, base = algo.privacy_report().entries, algo.baseline_.privacy_report().entries
+    if mechanism == "gaussian":
+        rho = zcdp_rho(3.0, 1e-7)
+        each = math.sqrt(2.0 * (0.8 * rho / 2.0))
+        assert [c[1] for c in calls] == pytest.approx([d_cov / each, d_w / each], rel=1e-12)
+        assert [(e.epsilon, e.delta) for e in base] == [
+            (pytest.approx(zcdp_epsilon(0.2 * rho, 1e-7), rel=1e-9), 1e-7)]
+        assert len(entries) == 1 and entries[0].delta == 1e-7
+        assert entries[0].epsilon == pytest.approx(3.0, rel=1e-6) and entries[0].epsilon <= 3.0
+    else:
+        assert [c[1] for c in calls] == pytest.approx([d_cov / 1.2, d_w / 1.2], rel=1e-12)
+        assert sum(e.epsilon for e in base) == pytest.approx(0.6)
+        assert [e.epsilon for e in entries[2:]] == pytest.approx([1.2, 1.2])
     np.testing.assert_array_equal(grid_residuals([0.26, -0.24, 0.74, 5.0, -5.0], 0.75, 1),
                                   [0.5, -0.0, 0.5, 0.5, -0.5])
 
 
 def reference_shift(algo, uid, iid):
     """The KNNBaseline rule by hand: u's rated items by similarity to i (ties by sorted
-    id), the first k, those with s > 0: (Σ s e / Σ s, their number)."""
+    id), the first k, those with s > 0: (Σ s e / (Σ s + κ), their number), κ = 2 √(Σ τ²)."""
     space = algo._space
     u, i = space.users.index[uid], space.items.index[iid]
     start, end = space.matrix.indptr[u], space.matrix.indptr[u + 1]
@@ -395,7 +549,8 @@ def reference_shift(algo, uid, iid):
     chosen = [n for n in order[: algo.k_] if sims[n] > 0]
     weights = sims[chosen]
     residuals = algo._residuals_by_rating[start + np.array(chosen, dtype=int)]
-    shift = float(weights @ residuals / weights.sum()) if chosen else 0.0
+    kappa = SIGNAL * np.sqrt(np.sum(algo._sim_noise[i, rated[chosen]].astype(float) ** 2))
+    shift = float(weights @ residuals / (weights.sum() + kappa)) if chosen else 0.0
     return shift, len(chosen), i
 
 
@@ -414,7 +569,7 @@ def test_every_prediction_follows_the_knn_baseline_rule(trainset, k):
         shift, count, i = reference_shift(algo, uid, iid)
         own = base._user_effects[algo._space.users.index[uid]]
         expected = np.clip(base.mu_ + own + base._item_effects[i] + shift, 1, 5)
-        assert prediction.est == pytest.approx(expected, abs=1e-9)
+        assert prediction.est == pytest.approx(expected, abs=1e-7)      # κ: float32 τ
         assert prediction.details == {"actual_k": count, "was_impossible": False}
         assert type(prediction.details["actual_k"]) is int
         positives += count > 0
@@ -437,11 +592,36 @@ def test_ties_among_many_rated_items_go_to_the_lower_sorted_rank(trainset):
     counts = np.diff(space.matrix.indptr)
     users = np.flatnonzero(counts >= 18)          # longer than numpy's small-sort cut-off
     assert len(users) >= 10
-    algo._sim = np.full_like(algo._sim, 0.5)
+    algo._sim, algo._sim_noise = np.full_like(algo._sim, 0.5), np.zeros_like(algo._sim_noise)
     algo._residuals_by_rating = np.arange(space.matrix.nnz, dtype=np.float64)
     shift, actual_k = algo._shifts(users, np.zeros(len(users), dtype=np.int64))
     np.testing.assert_array_equal(actual_k, 5)
     np.testing.assert_array_equal(shift, space.matrix.indptr[users] + 2.0)   # mean of 0..4
+
+
+def test_the_neighbours_weights_are_shrunk_by_their_noise(trainset):
+    # Σ s e / (Σ s + κ), κ = 2 √(Σ τ²) over the counted neighbours only (s > 0), τ the
+    # noise of each (query item, neighbour) similarity
+    algo = DPItemKNN(k=3, random_state=0).fit(trainset)
+    space = algo._space
+    n_items = space.matrix.shape[1]
+    sims = np.tile(np.linspace(-0.2, 0.6, n_items), (n_items, 1))       # s_ij by neighbour j
+    noise = np.tile(np.linspace(0.1, 0.9, n_items, dtype=np.float32)[:, None], (1, n_items))
+    noise[:, 0] = 1e6                                     # s_i0 < 0: never counted
+    algo._sim, algo._sim_noise = sims, noise + np.arange(n_items, dtype=np.float32) / 100
+    algo._residuals_by_rating = np.cos(np.arange(space.matrix.nnz, dtype=np.float64))
+    users = np.arange(space.matrix.shape[0])
+    items = users % n_items
+    shift, actual_k = algo._shifts(users, items)
+    for u, i, got, count in zip(users, items, shift, actual_k):
+        rated = space.matrix.indices[space.matrix.indptr[u]:space.matrix.indptr[u + 1]]
+        top = sorted(range(len(rated)), key=lambda n: -sims[i, rated[n]])[:3]
+        chosen = [n for n in top if sims[i, rated[n]] > 0]
+        s, tau = sims[i, rated[chosen]], algo._sim_noise[i, rated[chosen]].astype(float)
+        e = algo._residuals_by_rating[space.matrix.indptr[u] + np.array(chosen, dtype=int)]
+        kappa = SIGNAL * math.sqrt((tau**2).sum())
+        assert SIGNAL == 2.0 and count == len(chosen)
+        assert got == pytest.approx(s @ e / (s.sum() + kappa) if chosen else 0.0, abs=1e-7)
 
 
 def test_predict_passes_its_arguments_on(trainset, capsys):
@@ -460,17 +640,19 @@ def test_predict_passes_its_arguments_on(trainset, capsys):
 
 def test_defaults():
     params = vars(DPItemKNN())
-    assert {key: params[key] for key in ("epsilon", "k", "baseline_share", "clip", "grid_bits",
-                                         "shrinkage", "users", "items", "random_state",
-                                         "verbose")} == {
-        "epsilon": 1.0, "k": 40, "baseline_share": 0.3, "clip": 1.0, "grid_bits": 4,
-        "shrinkage": None, "users": None, "items": None, "random_state": None,
-        "verbose": False}
+    assert {key: params[key] for key in ("epsilon", "k", "mechanism", "delta", "baseline_share",
+                                         "clip", "grid_bits", "shrinkage", "users", "items",
+                                         "random_state", "verbose")} == {
+        "epsilon": 1.0, "k": 40, "mechanism": "gaussian", "delta": None, "baseline_share": 0.3,
+        "clip": 1.0, "grid_bits": 4, "shrinkage": None, "users": None, "items": None,
+        "random_state": None, "verbose": False}
 
 
-@pytest.mark.parametrize("beta", [0.0, 2.0])
-def test_without_noise_the_similarity_is_the_stabilised_covariance(trainset, beta):
-    algo = DPItemKNN(epsilon=1e12, shrinkage=beta, k=1, random_state=0).fit(trainset)
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+@pytest.mark.parametrize("beta", [pytest.param(0.0, marks=BETA_ZERO), 2.0])
+def test_without_noise_the_similarity_is_the_stabilised_covariance(trainset, monkeypatch, beta,
+                                                                   mechanism):
+    algo = noiseless(monkeypatch, mechanism, trainset, shrinkage=beta, k=1)
     space, residuals = algo._space, algo._residuals_by_rating
     dense = space.matrix.copy()
     dense.data = residuals
@@ -478,7 +660,7 @@ def test_without_noise_the_similarity_is_the_stabilised_covariance(trainset, bet
     pattern = np.zeros_like(dense, dtype=bool)
     pattern[np.repeat(np.arange(space.matrix.shape[0]), np.diff(space.matrix.indptr)),
             space.matrix.indices] = True
-    weights = 2.0 ** -np.ceil(2 * np.log2(np.maximum(pattern.sum(axis=1), 1)))
+    weights = 2.0 ** -np.ceil(POWER[mechanism] * np.log2(np.maximum(pattern.sum(axis=1), 1)))
     cov = (dense * weights[:, None]).T @ dense
     co = (pattern * weights[:, None]).T @ pattern
     stabilised = cov / (co + beta) if beta else np.divide(cov, co, out=np.zeros_like(cov),
@@ -486,27 +668,49 @@ def test_without_noise_the_similarity_is_the_stabilised_covariance(trainset, bet
     variance = np.maximum(np.diag(stabilised), 1e-12)
     expected = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1, 1)
     np.testing.assert_allclose(algo.sim.to_numpy(), expected, atol=1e-6)
+    # each similarity's noise τ = C_h² sd_w / ((max(W, 0) + β) √(Ĉ_ii Ĉ_jj)), sd_w W's noise
+    # sd: 1/√(2ρ_each) (ρ = MAX_RHO here) or √2/ε_each
+    sd_w = (1.0 / math.sqrt(0.7e6) if mechanism == "gaussian" else math.sqrt(2.0) / 0.35e12)
+    if beta:
+        tau = sd_w / ((co + beta) * np.sqrt(np.outer(variance, variance)))
+        np.testing.assert_allclose(algo._sim_noise, tau, rtol=1e-6)
+        assert algo._sim_noise.dtype == np.float32
 
 
-def test_the_default_shrinkage_is_ten_noise_scales_of_the_weights(trainset):
-    # β = 10 / ε_each, ε_each = (1 − baseline_share) ε / 2: the same seed with β given
-    # explicitly releases the same similarities (ε large enough for pairs above the noise)
-    default = DPItemKNN(epsilon=200.0, baseline_share=0.2, random_state=3).fit(trainset)
-    given = DPItemKNN(epsilon=200.0, baseline_share=0.2, shrinkage=10.0 / 80,
-                      random_state=3).fit(trainset)
-    assert (default.sim.to_numpy() != 0).sum() > 100
-    pd.testing.assert_frame_equal(default.sim, given.sim, rtol=0, atol=0)
-    other = DPItemKNN(epsilon=200.0, baseline_share=0.2, shrinkage=10.0 / 70, random_state=3)
-    assert not other.fit(trainset).sim.equals(default.sim)
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_default_shrinkage_is_ten_noise_scales_of_the_weights(trainset, mechanism):
+    # β = 10 sd_w / √2, sd_w the standard deviation of W's noise in W's units: 1/√(2ρ_each),
+    # ρ_each = (1 − baseline_share) ρ / 2 (Gaussian), or √2/ε_each, ε_each = (1 −
+    # baseline_share) ε / 2 (Laplace: β = 10/ε_each): the same seed with β given explicitly
+    # releases the same similarities (ε large enough for pairs above the noise)
+    if mechanism == "gaussian":
+        sd_w = 1.0 / math.sqrt(2.0 * ((1.0 - 0.2) * zcdp_rho(200.0, 1e-5) / 2.0))
+    else:
+        sd_w = math.sqrt(2.0) / ((1.0 - 0.2) * 200.0 / 2.0)
+    beta = 10.0 * sd_w / math.sqrt(2.0)
+    assert mechanism == "gaussian" or beta == pytest.approx(10.0 / 80, rel=1e-15)
+
+    def fit(shrinkage):
+        return DPItemKNN(epsilon=200.0, mechanism=mechanism, baseline_share=0.2,
+                         shrinkage=shrinkage, random_state=3).fit(trainset).sim
+
+    default = fit(None)
+    assert (default.to_numpy() != 0).sum() > 100
+    pd.testing.assert_frame_equal(default, fit(beta), rtol=0, atol=0)
+    assert not fit(beta * 1.01).equals(default)
     assert DPItemKNN(k=1, random_state=0).fit(trainset).k_ == 1        # k = 1 is accepted
 
 
-def test_the_integer_sums_state_their_grid_and_refuse_what_it_does_not_bound():
-    # three users of every item: W 2^A = 3 w_u 2^A, w_u = 2^-⌈2 log₂ n⌉ (1 for one item)
-    for n_items, top, each in ((1, 2, 12.0), (2, 2, 3.0), (5, 5, 3.0), (40, 11, 3.0)):
+@pytest.mark.parametrize(("norm", "grid"), [
+    ("l1", ((1, 2, 12.0), (2, 2, 3.0), (5, 5, 3.0), (40, 11, 3.0))),
+    ("l2", ((1, 1, 6.0), (2, 1, 3.0), (5, 3, 3.0), (40, 6, 3.0)))])
+def test_the_integer_sums_state_their_grid_and_refuse_what_it_does_not_bound(norm, grid):
+    # three users of every item: W 2^A = 3 w_u 2^A, w_u = 2^-⌈p log₂ n⌉ (1 for one item),
+    # A = ⌈p log₂ max(n, 2)⌉, p = 2 (l1) or 1 (l2); m = 2
+    for n_items, top, each in grid:
         matrix = sp.csr_matrix(np.ones((3, n_items)))
-        _, w, d_cov, d_w = integer_sums(matrix, np.full(3 * n_items, 0.5), 1.0, 1)
-        assert d_w == 2.0**top and d_cov == 4 * 2.0**top                 # A = ⌈2 log₂ n⌉, m = 2
+        _, w, d_cov, d_w = integer_sums(matrix, np.full(3 * n_items, 0.5), 1.0, 1, norm)
+        assert d_w == 2.0**top and d_cov == 4 * 2.0**top
         assert np.array_equal(w, np.full((n_items, n_items), each))
     matrix, raw = worst_case_matrix(0.75, 1)
     on_grid = grid_residuals(raw, 0.75, 1)
@@ -516,9 +720,10 @@ def test_the_integer_sums_state_their_grid_and_refuse_what_it_does_not_bound():
         integer_sums(matrix, on_grid * 0.5, 0.75, 1)
     clip = 1e7 / 4096                                                  # m = 10^7 at 12 bits
     small = sp.csr_matrix(np.ones((5, 5)))
-    with pytest.raises(ValueError, match="2\\^53"):                   # 5 · 10^14 · 2^5 ≥ 2^53
-        integer_sums(small, np.zeros(25), clip, 12)
-    integer_sums(small[:2], np.zeros(10), clip, 12)                   # 2 · 10^14 · 2^5 < 2^53
+    if norm == "l1":
+        with pytest.raises(ValueError, match="2\\^53"):               # 5 · 10^14 · 2^5 ≥ 2^53
+            integer_sums(small, np.zeros(25), clip, 12)
+        integer_sums(small[:2], np.zeros(10), clip, 12)               # 2 · 10^14 · 2^5 < 2^53
 
 
 def test_without_noise_the_released_sums_are_the_sums():
@@ -537,22 +742,56 @@ def test_the_baseline_draws_from_the_models_seed(trainset):
     assert not a.baseline_.item_effects_.equals(c.baseline_.item_effects_)
 
 
-def test_the_exactness_bound_is_strict_at_two_to_the_53():
-    # 2 users, 64 items (A = 12), m = 2^20: n m² 2^A = 2^53 exactly, which float64 may round
+@pytest.mark.parametrize(("norm", "levels"), [("l1", 2.0**20), ("l2", 2.0**23)])
+def test_the_exactness_bound_is_strict_at_two_to_the_53(norm, levels):
+    # 2 users, 64 items (A = 12 with l1, 6 with l2), m = 2^20 or 2^23: n m² 2^A = 2^53
+    # exactly, which float64 may round
     matrix = sp.csr_matrix(np.ones((2, 64)))
     with pytest.raises(ValueError, match="2\\^53"):
-        integer_sums(matrix, np.zeros(128), 2.0**20 / 4096, 12)
-    integer_sums(matrix, np.zeros(128), (2.0**20 - 1) / 4096, 12)
+        integer_sums(matrix, np.zeros(128), levels / 4096, 12, norm)
+    integer_sums(matrix, np.zeros(128), (levels - 1) / 4096, 12, norm)
 
 
-def test_pairs_below_the_noise_get_no_similarity(trainset):
-    # #34: on 40 items whose co-rating weights are far below the noise at ε = 1, a pair
-    # passes with probability 1/(10 n_items): about 0.1 false pair per item and fit
-    # (Poisson mean 4 per fit of 40 items, over 20 fits: 80; the ungated model released
-    # every pair, 780 per fit); the diagonal is the item's own
-    n_items = trainset.n_items
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_pairs_below_the_noise_get_no_similarity(mechanism):
+    # #34: 200 users of one item each, so no pair of the 40 items is co-rated (W = 0: the
+    # data are all noise) and every pair released is false; at ε = 1 a pair passes with
+    # probability 1/(10 n_items), about 0.1 false pair per item: 780/400 = 1.95 pairs per
+    # fit, 97.5 over 50 fits (the ungated model released all 780 per fit)
+    rows = [(f"u{u:03d}", f"i{u % 40:02d}", float(1 + u % 5)) for u in range(200)]
+    trainset = frame(rows).build_full_trainset()
     passed = 0
-    for seed in range(20):
-        sim = DPItemKNN(epsilon=1.0, random_state=seed).fit(trainset).sim.to_numpy()
-        passed += int(np.count_nonzero(np.triu(sim, 1)))
-    assert passed <= 20 * 0.1 * n_items * 2, passed
+    for seed in range(50):
+        sim = DPItemKNN(epsilon=1.0, mechanism=mechanism, random_state=seed).fit(trainset).sim
+        passed += int(np.count_nonzero(np.triu(sim.to_numpy(), 1)))
+    assert 0.6 * 97.5 <= passed <= 1.5 * 97.5, passed
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_gate_is_the_stated_threshold(trainset, monkeypatch, mechanism):
+    # the sampler replaced by a ramp of released values over [0, 2 T] (in W's units): a
+    # pair keeps its similarity exactly where its W is above T = sd_w Φ⁻¹(1 − 0.1/n_items),
+    # sd_w = 1/√(2ρ_each) (Gaussian), or T = ln(5 n_items)/ε_each (Laplace)
+    if mechanism == "gaussian":
+        sd_w = 1.0 / math.sqrt(2.0 * ((1.0 - 0.3) * zcdp_rho(1.0, 1e-5) / 2.0))
+        threshold = sd_w * NormalDist().inv_cdf(1.0 - 0.1 / 40)
+    else:
+        threshold = math.log(5.0 * 40) / ((1.0 - 0.3) * 1.0 / 2.0)
+    top = 2.0 ** math.ceil(POWER[mechanism] * math.log2(40))
+    ramp = np.linspace(0.0, 2.0 * threshold * top, 820)                  # 40·41/2 entries
+    monkeypatch.setattr(f"dprec.dp_item_knn.discrete_{mechanism}",
+                        lambda values, scale, rng: ramp.copy())
+    sim = DPItemKNN(epsilon=1.0, mechanism=mechanism, random_state=0).fit(trainset).sim
+    upper = np.triu_indices(40, 1)
+    co = np.zeros((40, 40))
+    co[np.triu_indices(40)] = ramp / top
+    kept = sim.to_numpy()[upper] != 0
+    np.testing.assert_array_equal(kept, co[upper] > threshold)
+    assert 300 < kept.sum() < 480
+
+
+@pytest.mark.xfail(strict=True, reason="bug: shrinkage=0 divides by max(W, 0) + β = 0 in "
+                                       "the similarities' noise τ (dp_item_knn.py, _sim_noise)")
+def test_no_shrinkage_fits_without_a_division_by_zero(trainset):
+    with np.errstate(divide="raise", invalid="raise"):
+        DPItemKNN(shrinkage=0.0, random_state=0).fit(trainset)
