@@ -184,10 +184,12 @@ def integer_l2_sums(rows: np.ndarray, columns: np.ndarray, values: np.ndarray,
     columns = np.asarray(columns, dtype=np.int64)
     if len(np.unique(rows * n_columns + columns)) != len(rows):
         raise ValueError("each (row, column) pair must appear at most once")
-    steps = np.round(values * 2.0**bits).astype(np.int64)
+    with np.errstate(over="ignore"):   # a huge value: an infinite square, refused below
+        steps = np.round(values * 2.0**bits)      # float64 integers: no int64 wrap-around
+        squared = steps * steps
     if len(rows):
         n_rows = int(rows.max()) + 1
-        squares = np.bincount(rows, (steps * steps).astype(np.float64), n_rows)
+        squares = np.bincount(rows, squared, n_rows)
         while True:          # float squares are exact integers while below 2^53 (checked)
             if squares.max() >= 2.0**53:
                 raise ValueError("a unit's contributions are too large for exact integer "
@@ -198,9 +200,9 @@ def integer_l2_sums(rows: np.ndarray, columns: np.ndarray, values: np.ndarray,
             shrink = limit / np.sqrt(squares[over]) * (1.0 - 2.0**-40)
             factor = np.ones(n_rows)
             factor[np.flatnonzero(over)] = shrink
-            steps = np.trunc(steps * factor[rows]).astype(np.int64)     # |c| only shrinks
-            squares = np.bincount(rows, (steps * steps).astype(np.float64), n_rows)
+            steps = np.trunc(steps * factor[rows])     # |c| only shrinks
+            squares = np.bincount(rows, steps * steps, n_rows)
     if len(rows) and float(len(np.unique(rows))) * limit >= 2.0**52:
         raise ValueError("the integer sums could pass 2^52: lower bits")
-    sums = np.bincount(columns, steps.astype(np.float64), n_columns)
+    sums = np.bincount(columns, steps, n_columns)
     return sums, float(limit)
