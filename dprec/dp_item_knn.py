@@ -235,8 +235,9 @@ class DPItemKNN(ListedModel, AlgoBase):
         sim = np.clip(stabilised / scale, -1.0, 1.0)
         # each similarity's noise sd (Cov's noise is C_h² times W's), for the weights' κ
         levels = grid_levels(clip, bits) * 2.0**-bits
-        self._sim_noise = (levels**2 * sd_w / ((np.maximum(co, 0.0) + beta) * scale)).astype(
-            np.float32)
+        support = (np.maximum(co, 0.0) + beta) * scale        # > 0 wherever a pair counts
+        self._sim_noise = safe_divide(np.full_like(support, levels**2 * sd_w),
+                                      support).astype(np.float32)
         # a pair counts only where its co-rating weight is above the noise: a threshold
         # that pure noise passes with probability 1/(10 n_items) (0.1 false pair per item)
         self._sim = np.where(co > threshold, sim, 0.0)

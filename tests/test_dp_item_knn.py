@@ -80,12 +80,6 @@ def fast_accounting(monkeypatch):
         monkeypatch.setattr(module, name, functools.lru_cache(getattr(module, name)))
 
 
-#: shrinkage = 0 divides by max(W, 0) + β = 0 in the similarities' noise τ (infinite where W
-#: <= 0, never counted: those pairs are gated out); the bug is pinned by the xfail below
-BETA_ZERO = pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
-
-
-@BETA_ZERO
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_without_noise_the_release_is_the_weighted_covariance(trainset, monkeypatch, mechanism):
     algo = noiseless(monkeypatch, mechanism, trainset, shrinkage=0.0)
@@ -312,7 +306,6 @@ def test_renumbering_removal_audit_of_the_similarities(fast_accounting):
     assert not bound.violates(epsilon), bound
 
 
-@BETA_ZERO
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_user_level_audit_of_a_similarity_stays_below_the_claim(fast_accounting, mechanism):
     # a target user who rated exactly the two items whose similarity is released; at
@@ -790,8 +783,6 @@ def test_the_gate_is_the_stated_threshold(trainset, monkeypatch, mechanism):
     assert 300 < kept.sum() < 480
 
 
-@pytest.mark.xfail(strict=True, reason="bug: shrinkage=0 divides by max(W, 0) + β = 0 in "
-                                       "the similarities' noise τ (dp_item_knn.py, _sim_noise)")
 def test_no_shrinkage_fits_without_a_division_by_zero(trainset):
     with np.errstate(divide="raise", invalid="raise"):
         DPItemKNN(shrinkage=0.0, random_state=0).fit(trainset)
