@@ -106,19 +106,24 @@ def subsample_users(data, share: float, seed: int = 0):
     return out
 
 
-def datasets(quick: bool, seed: int, max_users: int | None = None):
-    """`(label, data)` of every shape, in growing numbers of users."""
+def datasets(quick: bool, seed: int, max_users: int | None = None,
+             min_users: int | None = None):
+    """`(label, data)` of every shape, in growing numbers of users (the synthetic shapes
+    with `min_users` to `max_users` users, when given; `min_users` also skips MovieLens
+    100k when above its 943)."""
     if quick:
         base = synthetic(400, 300, 16_000, random_state=seed)
         yield from ((f"synthetic 400, {s:.0%} of users", subsample_users(base, s, seed))
                     for s in (0.5, 1.0))
         yield "synthetic 1,200 users", synthetic(1200, 300, 48_000, random_state=seed)
         return
-    base, label = load_or_synthetic("auto", seed)
-    for share in ML100K_SHARES:
-        yield f"{label}, {share:.0%} of users", subsample_users(base, share, seed)
+    if min_users is None or min_users <= 943:
+        base, label = load_or_synthetic("auto", seed)
+        for share in ML100K_SHARES:
+            yield f"{label}, {share:.0%} of users", subsample_users(base, share, seed)
     for n_users, n_items, n_ratings in SHAPES:
-        if max_users is None or n_users <= max_users:
+        if (max_users is None or n_users <= max_users) and (min_users is None
+                                                              or n_users >= min_users):
             yield (f"synthetic {n_users:,} × {n_items:,}, {n_ratings:,} ratings",
                    synthetic(n_users, n_items, n_ratings, random_state=seed))
 
@@ -131,11 +136,13 @@ def evaluate(algo, trainset, testset) -> tuple[float, float]:
 
 
 def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0,
-        max_users: int | None = None, progress: bool = True) -> pd.DataFrame:
+        max_users: int | None = None, progress: bool = True, min_users: int | None = None,
+        models: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per shape, model, unit and ε (`None` for the references): `rmse`,
-    `seconds`, the shape's `users`, `items` and `ratings`."""
+    `seconds`, the shape's `users`, `items` and `ratings`; only the shapes with
+    `min_users` to `max_users` users and the `models` named, when given."""
     rows = []
-    for label, data in datasets(quick, seed, max_users):
+    for label, data in datasets(quick, seed, max_users, min_users):
         trainset, testset = train_test_split(data, test_size=0.2, random_state=seed)
         shape = {"dataset": label, "users": trainset.n_users, "items": trainset.n_items,
                  "ratings": trainset.n_ratings}
@@ -144,6 +151,8 @@ def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0
                  for name, (unit, make) in PRIVATE.items() for eps in epsilons
                  if name != "LocalKNN" or trainset.n_users <= LOCAL_MAX_USERS]
         for name, unit, eps, make in jobs:
+            if models is not None and name not in models:
+                continue
             rmse, seconds = evaluate(make(), trainset, testset)
             rows.append({**shape, "model": name, "unit": unit, "epsilon": eps, "rmse": rmse,
                          "seconds": seconds})
@@ -202,13 +211,19 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help="privacy budgets (default 0.5 1 2 5)")
     parser.add_argument("--max-users", type=int, default=None,
                         help="skip the synthetic shapes with more users")
+    parser.add_argument("--min-users", type=int, default=None,
+                        help="skip the shapes with fewer users")
+    parser.add_argument("--models", nargs="+", default=None,
+                        choices=sorted(set(PRIVATE) | set(REFERENCES)), metavar="MODEL",
+                        help="only these models (default: all)")
     parser.add_argument("--quick", action="store_true",
                         help="a small run: synthetic 200 to 1,200 users, ε ∈ {1}")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     epsilons = (1.0,) if args.quick else tuple(args.epsilons)
-    results = run(args.quick, epsilons, args.seed, args.max_users, progress=not args.quick)
+    results = run(args.quick, epsilons, args.seed, args.max_users, progress=not args.quick,
+                  min_users=args.min_users, models=args.models)
     results.to_csv(out / "users_scaling.csv", index=False)
     plot(results, out / "users_scaling.png")
     print(table(results).to_string(float_format=lambda x: f"{x:.4f}"))
