@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 from surprise import Dataset, Reader
 
-from dprec import DPItemKNN, datasets
+from dprec import DPItemKNN, datasets, dp_item_knn
 from dprec.audit import audit_release, threshold_events
 from dprec.dp_baseline import SIGNAL, sorted_ids
 from dprec.dp_item_knn import gaussian_sums, grid_levels, grid_residuals, integer_sums
@@ -25,6 +25,15 @@ MECHANISMS = ("gaussian", "laplace")
 #: w_u = 2^-ceil(p log2 |I_u|) and A = ceil(p log2 n_items), p = 1 (l2) or 2 (l1)
 POWER = {"gaussian": 1, "laplace": 2, "l2": 1, "l1": 2}
 NORM = {"gaussian": "l2", "laplace": "l1"}
+
+
+@pytest.fixture(autouse=True)
+def covariance_on_small_data(request, monkeypatch):
+    """The tests of the covariance release run it on small data: the public rule
+    (`default_share`) would release none there (too few users); its own test is
+    `test_the_public_rule_...`."""
+    if not request.node.name.startswith("test_the_public_rule"):
+        monkeypatch.setattr(dp_item_knn, "COVARIANCE_SNR", 0.0)
 
 
 @pytest.fixture(scope="module")
@@ -636,7 +645,7 @@ def test_defaults():
     assert {key: params[key] for key in ("epsilon", "k", "mechanism", "delta", "baseline_share",
                                          "clip", "grid_bits", "shrinkage", "users", "items",
                                          "random_state", "verbose")} == {
-        "epsilon": 1.0, "k": 40, "mechanism": "gaussian", "delta": None, "baseline_share": 0.3,
+        "epsilon": 1.0, "k": 40, "mechanism": "gaussian", "delta": None, "baseline_share": None,
         "clip": 1.0, "grid_bits": 4, "shrinkage": None, "users": None, "items": None,
         "random_state": None, "verbose": False}
 
@@ -786,3 +795,21 @@ def test_the_gate_is_the_stated_threshold(trainset, monkeypatch, mechanism):
 def test_no_shrinkage_fits_without_a_division_by_zero(trainset):
     with np.errstate(divide="raise", invalid="raise"):
         DPItemKNN(shrinkage=0.0, random_state=0).fit(trainset)
+
+
+def test_the_public_rule_releases_the_covariance_only_with_enough_users(trainset):
+    # #34: n_users · sqrt(ρ) >= 10,000 (measured on dprec's synthetic shapes): 0.3 of ρ
+    # for the baseline, else none of the covariance (the baseline with all of ρ)
+    rho = zcdp_rho(1.0, 1e-5)
+    assert dp_item_knn.default_share(60_000, rho) == 0.3           # 60,000 · 0.175 > 10^4
+    assert dp_item_knn.default_share(50_000, rho) == 1.0
+    assert dp_item_knn.default_share(10, None) == 0.3              # Laplace: always
+    algo = DPItemKNN(epsilon=1.0, random_state=3).fit(trainset)     # 120 users: too few
+    assert not algo.sim.to_numpy().any()
+    entries = algo.privacy_report().entries
+    assert len(entries) == 1 and entries[0].epsilon == pytest.approx(zcdp_epsilon(rho, 1e-5))
+    assert "no covariance" in entries[0].component
+    baseline = algo.baseline_                            # the baseline had all of ρ
+    assert baseline.privacy_report().entries[0].epsilon == pytest.approx(entries[0].epsilon)
+    pairs = trainset.build_testset()[:300]
+    assert [p.est for p in algo.test(pairs)] == [p.est for p in baseline.test(pairs)]
