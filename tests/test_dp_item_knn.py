@@ -798,12 +798,12 @@ def test_no_shrinkage_fits_without_a_division_by_zero(trainset):
 
 
 def test_the_public_rule_releases_the_covariance_only_with_enough_users(trainset):
-    # #34: n_users · sqrt(ρ) >= 10,000 (measured on dprec's synthetic shapes): 0.3 of ρ
-    # for the baseline, else none of the covariance (the baseline with all of ρ)
-    rho = zcdp_rho(1.0, 1e-5)
-    assert dp_item_knn.default_share(60_000, rho) == 0.3           # 60,000 · 0.175 > 10^4
-    assert dp_item_knn.default_share(50_000, rho) == 1.0
-    assert dp_item_knn.default_share(10, None) == 0.3              # Laplace: always
+    # #34: n_users / n_items · sqrt(ρ) >= 3 (measured on dprec's synthetic shapes): 0.3 of
+    # ρ for the baseline, else none of the covariance (the baseline with all of ρ)
+    rho = zcdp_rho(1.0, 1e-5)                                      # sqrt(ρ) = 0.1748
+    assert dp_item_knn.default_share(18_000, 1000, rho) == 0.3     # 18 · 0.1748 = 3.15
+    assert dp_item_knn.default_share(17_000, 1000, rho) == 1.0     # 2.97
+    assert dp_item_knn.default_share(10, 1000, None) == 0.3        # Laplace: always
     algo = DPItemKNN(epsilon=1.0, random_state=3).fit(trainset)     # 120 users: too few
     assert not algo.sim.to_numpy().any()
     entries = algo.privacy_report().entries
