@@ -169,19 +169,24 @@ def table(results: pd.DataFrame) -> pd.DataFrame:
     return out.rename(index={np.inf: "—"}, level="epsilon")
 
 
-def knn_pays(results: pd.DataFrame) -> pd.DataFrame:
+def knn_pays(results: pd.DataFrame, min_gain: float = 0.001) -> pd.DataFrame:
     """Per ε, the smallest number of users at which `DPItemKNN` is below `DPBaseline`
-    (per user), and by how much (`None` when it never is)."""
+    (per user) by more than `min_gain` RMSE (a tie within the noise of one split is no
+    gain), that gain, and the gain at the largest size (`None` when never, or when
+    either model was not run)."""
     rows = []
-    for eps, group in results[results["model"].isin(["DPBaseline", "DPItemKNN"])].groupby(
-            "epsilon"):
+    both = results[results["model"].isin(["DPBaseline", "DPItemKNN"])]
+    for eps, group in both.groupby("epsilon"):
         wide = group.pivot_table(index="users", columns="model", values="rmse")
-        gain = (wide["DPBaseline"] - wide["DPItemKNN"]).sort_index()
-        first = gain[gain > 0]
+        if not {"DPBaseline", "DPItemKNN"} <= set(wide.columns):
+            continue
+        gain = (wide["DPBaseline"] - wide["DPItemKNN"]).dropna().sort_index()
+        first = gain[gain > min_gain]
         rows.append({"epsilon": eps, "first users": first.index[0] if len(first) else None,
                      "gain there": first.iloc[0] if len(first) else None,
-                     "gain at the largest": gain.iloc[-1]})
-    return pd.DataFrame(rows)
+                     "gain at the largest": gain.iloc[-1] if len(gain) else None})
+    return pd.DataFrame(rows, columns=["epsilon", "first users", "gain there",
+                                       "gain at the largest"])
 
 
 def plot(results: pd.DataFrame, path: Path) -> None:
