@@ -80,6 +80,7 @@ class UserMean(AlgoBase):
     own data give for free under joint differential privacy."""
 
     def fit(self, trainset):
+        """Each user's mean rating."""
         AlgoBase.fit(self, trainset)
         sums = np.zeros(trainset.n_users)
         counts = np.zeros(trainset.n_users)
@@ -90,6 +91,7 @@ class UserMean(AlgoBase):
         return self
 
     def estimate(self, u, i):
+        """The user's mean (the global mean for an unknown user)."""
         if not self.trainset.knows_user(u):
             return self.trainset.global_mean
         return float(self.means_[u])
