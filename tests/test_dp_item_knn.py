@@ -603,13 +603,16 @@ def test_ties_among_many_rated_items_go_to_the_lower_sorted_rank(trainset):
 
 def test_the_neighbours_weights_are_shrunk_by_their_noise(trainset):
     # Σ s e / (Σ s + κ), κ = 2 √(Σ τ²) over the counted neighbours only (s > 0), τ the
-    # noise of each (query item, neighbour) similarity
+    # noise of each (query item, neighbour) similarity; similarities of three values, so
+    # that the k chosen are ties broken by the sorted rank (a sort that is not stable
+    # breaks them otherwise, on rows of mixed values)
     algo = DPItemKNN(k=3, random_state=0).fit(trainset)
     space = algo._space
     n_items = space.matrix.shape[1]
-    sims = np.tile(np.linspace(-0.2, 0.6, n_items), (n_items, 1))       # s_ij by neighbour j
+    values = np.array([0.5, 0.25, -0.2, 0.25])[np.arange(n_items) % 4]
+    sims = np.tile(values, (n_items, 1))                                 # s_ij by neighbour j
     noise = np.tile(np.linspace(0.1, 0.9, n_items, dtype=np.float32)[:, None], (1, n_items))
-    noise[:, 0] = 1e6                                     # s_i0 < 0: never counted
+    noise[:, values < 0] = 1e6                                  # s < 0: never counted
     algo._sim, algo._sim_noise = sims, noise + np.arange(n_items, dtype=np.float32) / 100
     algo._residuals_by_rating = np.cos(np.arange(space.matrix.nnz, dtype=np.float64))
     users = np.arange(space.matrix.shape[0])
@@ -654,7 +657,7 @@ def test_defaults():
 @pytest.mark.parametrize("beta", [0.0, 2.0])
 def test_without_noise_the_similarity_is_the_stabilised_covariance(trainset, monkeypatch, beta,
                                                                    mechanism):
-    algo = noiseless(monkeypatch, mechanism, trainset, shrinkage=beta, k=1)
+    algo = noiseless(monkeypatch, mechanism, trainset, shrinkage=beta, k=1, clip=0.5)
     space, residuals = algo._space, algo._residuals_by_rating
     dense = space.matrix.copy()
     dense.data = residuals
@@ -670,11 +673,11 @@ def test_without_noise_the_similarity_is_the_stabilised_covariance(trainset, mon
     variance = np.maximum(np.diag(stabilised), 1e-12)
     expected = np.clip(stabilised / np.sqrt(np.outer(variance, variance)), -1, 1)
     np.testing.assert_allclose(algo.sim.to_numpy(), expected, atol=1e-6)
-    # each similarity's noise τ = C_h² sd_w / ((max(W, 0) + β) √(Ĉ_ii Ĉ_jj)), sd_w W's noise
-    # sd: 1/√(2ρ_each) (ρ = MAX_RHO here) or √2/ε_each
+    # each similarity's noise τ = C_h² sd_w / ((max(W, 0) + β) √(Ĉ_ii Ĉ_jj)), C_h = 0.5, sd_w
+    # W's noise sd: 1/√(2ρ_each) (ρ = MAX_RHO here) or √2/ε_each
     sd_w = (1.0 / math.sqrt(0.7e6) if mechanism == "gaussian" else math.sqrt(2.0) / 0.35e12)
     if beta:
-        tau = sd_w / ((co + beta) * np.sqrt(np.outer(variance, variance)))
+        tau = 0.25 * sd_w / ((co + beta) * np.sqrt(np.outer(variance, variance)))
         np.testing.assert_allclose(algo._sim_noise, tau, rtol=1e-6)
         assert algo._sim_noise.dtype == np.float32
 
