@@ -465,7 +465,7 @@ def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator
     sigma = sensitivity / math.sqrt(2.0 * rho)
     noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
     noisy[-2:] /= a
-    spent = zcdp_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta)
+    spent = stated_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta, s.epsilon)
     sd = sigma * 2.0**-GRID_BITS
     return noisy, (sd, sd), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
 
@@ -490,6 +490,14 @@ def laplace_release(parts: Contributions, s: Settings,
          laplace_epsilon(scale_items, 2.0, max_changed=changed), 0.0)]
 
 
+def stated_epsilon(rho: float, delta: float, target: float) -> float:
+    """The ε a ledger entry states for a ρ-zCDP release at `delta`: the accountant's, or
+    `target` where it proves ε = 0 (tiny ρ: the release is then (0, δ)-DP, so any ε ≥ 0
+    holds, and a ledger entry needs ε > 0)."""
+    spent = zcdp_epsilon(rho, delta)
+    return spent if spent > 0.0 else target
+
+
 # ------------------------------------------------------------------ the answers' effects
 def shrunk_effects(sums: np.ndarray, counts: np.ndarray, noise_sd: tuple[float, float],
                    shrinkage: float, prior_variance: float, bound: float) -> np.ndarray:
@@ -498,17 +506,17 @@ def shrunk_effects(sums: np.ndarray, counts: np.ndarray, noise_sd: tuple[float, 
     $b_i = \tilde S_i / (\max(\tilde N_i, 0) + \beta + \sigma_S^2 / (\tau^2 (\tilde N_i -
     2\sigma_N)))$ where $\tilde N_i > 2 \sigma_N$ (`SIGNAL`), 0 elsewhere — the posterior
     mean of an effect of prior variance $\tau^2$ seen through noise of standard deviations
-    `noise_sd` $= (\sigma_S, \sigma_N)$, its weight taken at a low estimate — then
-    centred at their weighted mean (weights $\max(\tilde N_i, 0)$) and clipped to
-    `[-bound, bound]`.  Everything read is released or public (post-processing)."""
+    `noise_sd` $= (\sigma_S, \sigma_N)$, its weight taken at a low estimate — then the
+    effects above the noise centred at their mean weighted by $\tilde N_i$ (the others
+    stay 0) and all clipped to `[-bound, bound]`.  Everything read is released or public
+    (post-processing)."""
     sd_sum, sd_count = noise_sd
     signal = counts > SIGNAL * sd_count
     support = np.where(signal, counts - SIGNAL * sd_count, 1.0)
     denominator = np.maximum(counts, 0.0) + shrinkage + sd_sum**2 / (prior_variance * support)
     effects = np.where(signal, safe_divide(sums, denominator), 0.0)     # denominator > 0
-    weights = np.maximum(counts, 0.0)
-    if weights.sum() > 0:
-        effects -= np.dot(weights, effects) / weights.sum()
+    if signal.any():             # centred among the items above the noise; the rest stay 0
+        effects[signal] -= np.dot(counts[signal], effects[signal]) / counts[signal].sum()
     return np.clip(effects, -bound, bound)
 
 

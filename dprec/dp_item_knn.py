@@ -79,13 +79,12 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import SIGNAL, DPBaseline, check_mechanism_delta
+from .dp_baseline import SIGNAL, DPBaseline, check_mechanism_delta, stated_epsilon
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     discrete_gaussian,
     discrete_laplace,
     discrete_laplace_epsilon,
-    zcdp_epsilon,
     zcdp_rho,
 )
 from .mechanisms.exact_laplace import MAX_T
@@ -221,7 +220,7 @@ class DPItemKNN(ListedModel, AlgoBase):
                                             rho_each, rng)
             threshold = sd_w * NormalDist().inv_cdf(1.0 - 0.1 / n_items)
             spent = {"effects, covariance and co-rating weights":
-                     zcdp_epsilon(share * rho + 2.0 * rho_each, delta)}
+                     stated_epsilon(share * rho + 2.0 * rho_each, delta, epsilon)}
         else:
             epsilon_each = (1.0 - share) * epsilon / 2.0
             if sensitivity_cov / epsilon_each > MAX_T:
@@ -280,7 +279,8 @@ class DPItemKNN(ListedModel, AlgoBase):
         self._residuals_by_rating = residuals
         self._accountant = self._ledger(seeded, "gaussian", delta,
                                         {"effects (no covariance: too few users for "
-                                         "this budget)": zcdp_epsilon(rho, delta)})
+                                         "this budget)": stated_epsilon(rho, delta,
+                                                                        self.epsilon)})
         if self.verbose:
             print(f"DPItemKNN: released the item effects only ({len(self._space.users)} users "
                   f"are too few for the covariance at this budget), ε = {self.epsilon:g}, "

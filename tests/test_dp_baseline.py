@@ -13,7 +13,7 @@ from surprise import Dataset, Reader
 from dprec import DPBaseline, datasets
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.dp_baseline import RatingSpace, contributions, sorted_ids
+from dprec.dp_baseline import RatingSpace, contributions, shrunk_effects, sorted_ids
 from dprec.ledger import SEEDED, Status, Unit
 
 
@@ -40,23 +40,39 @@ def shuffled(data, seed: int = 0):
     return out
 
 
-def test_large_epsilon_gives_the_exact_baseline(data):
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+def test_large_epsilon_gives_the_exact_baseline(data, mechanism):
+    # at ε = 1e7 the noise is below 1e-4: μ is the mean of the units' means, each item
+    # effect the stated ratio of the weighted clipped sums, centred at their weighted
+    # mean, and b_u the user's own shrunk residual
     trainset = data.build_full_trainset()
-    algo = DPBaseline(epsilon=1e7, unit="rating", item_shrinkage=5.0, user_shrinkage=3.0,
-                      random_state=0).fit(trainset)
-    assert algo.mu_ == pytest.approx(trainset.global_mean, abs=1e-4)
-    expected = pd.Series({trainset.to_raw_iid(i): np.sum([r - algo.mu_ for _, r in ratings])
-                          / (len(ratings) + 5.0) for i, ratings in trainset.ir.items()})
+    unit = "rating" if mechanism == "laplace" else "user"
+    algo = DPBaseline(epsilon=1e7, unit=unit, mechanism=mechanism, item_shrinkage=5.0,
+                      user_shrinkage=3.0, clip=1.0, random_state=0).fit(trainset)
+    weight = (lambda n: 1.0) if unit == "rating" else (lambda n: 1.0 / np.sqrt(n))
+    means = {u: np.mean([r for _, r in rs]) for u, rs in trainset.ur.items()}
+    mu = trainset.global_mean if unit == "rating" else np.mean(list(means.values()))
+    assert algo.mu_ == pytest.approx(mu, abs=1e-3)
+    sums, counts = {}, {}
+    for rs in trainset.ur.values():
+        for i, r in rs:
+            iid = trainset.to_raw_iid(i)
+            sums[iid] = sums.get(iid, 0.0) + weight(len(rs)) * np.clip(r - 3.0, -1, 1)
+            counts[iid] = counts.get(iid, 0.0) + weight(len(rs))
+    raw = pd.Series({i: sums[i] / (counts[i] + 5.0) for i in sums})
+    weights = pd.Series(counts)
+    expected = raw - np.dot(weights[raw.index], raw) / weights.sum()
     effects = algo.item_effects_
     assert list(effects.index) == sorted_ids(expected.index)      # raw ids, sorted
-    np.testing.assert_allclose(effects[expected.index], expected, atol=1e-4)
+    np.testing.assert_allclose(effects[expected.index], expected, atol=2e-3)
     u = 7
     uid = trainset.to_raw_uid(u)
     residual = [r - algo.mu_ - effects[trainset.to_raw_iid(i)] for i, r in trainset.ur[u]]
     own = algo._user_effects[algo._space.users.index[uid]]          # not a release
     assert own == pytest.approx(sum(residual) / (len(residual) + 3.0))
     iid = trainset.to_raw_iid(3)
-    assert algo.predict(uid, iid).est == pytest.approx(algo.mu_ + own + effects[iid])
+    assert algo.predict(uid, iid).est == pytest.approx(np.clip(algo.mu_ + own + effects[iid],
+                                                               1, 5))
     assert not hasattr(algo, "user_effects_")
 
 
@@ -67,9 +83,10 @@ def test_the_ledger_states_epsilon_for_the_unit_and_queries_add_nothing(data, un
     report = algo.fit(trainset).privacy_report()
     unit_ = Unit.USER if unit == "user" else Unit.RATING
     eps, delta = report.total(unit_)
-    assert 0.7 * (1 - 1e-6) <= eps <= 0.7 and delta == 0.0
+    expected_delta = 1e-5 if unit == "user" else 0.0         # Gaussian per user, Laplace
+    assert 0.7 * (1 - 1e-6) <= eps <= 0.7 and delta == expected_delta
     assert {e.status for e in report.entries} == {Status.HOLDS}
-    assert report.guarantee == {unit_: (eps, 0.0)}
+    assert report.guarantee == {unit_: (eps, expected_delta)}
     assert len(report.conditions) == 2 and all("catalogue" in c for c in report.conditions)
     algo.test(trainset.build_testset()[:500])
     assert report.total(unit_) == (eps, delta)
@@ -156,16 +173,20 @@ def test_user_level_audit_stays_below_the_claim():
     claim = DPBaseline(epsilon=epsilon, **listed).fit(trainset_a).privacy_report()
     assert claim.per_user(Unit.USER).loc["target", "epsilon"] == pytest.approx(epsilon)
 
-    def release(trainset, seed):
-        algo = DPBaseline(epsilon=epsilon, unit="user", global_share=0.05, item_shrinkage=0.5,
-                          random_state=seed, **listed).fit(trainset)
-        return algo.item_effects_["i0"]
+    # audited at ε = 4, where the noise is small enough for the events to see the user
+    # through the gate (an item whose weight is below twice its noise has no effect)
+    for mechanism, epsilon in (("gaussian", 4.0), ("laplace", 4.0)):
+        def release(trainset, seed, mechanism=mechanism, epsilon=epsilon):
+            algo = DPBaseline(epsilon=epsilon, unit="user", mechanism=mechanism,
+                              global_share=0.05, item_shrinkage=0.5, prior_variance=100.0,
+                              random_state=seed, **listed).fit(trainset)
+            return algo.item_effects_["i0"] - algo.item_effects_["i1"]
 
-    events = threshold_events(np.linspace(-1.5, 1.5, 13))
-    bound = audit_release(release, trainset_a, trainset_b, events, n_runs=3000,
-                          random_state=0)
-    assert not bound.violates(epsilon), bound
-    assert bound.epsilon > 0.1, bound      # the events do see the user (the audit has power)
+        events = threshold_events(np.linspace(-1.5, 1.5, 13))
+        bound = audit_release(release, trainset_a, trainset_b, events, n_runs=3000,
+                              random_state=0)
+        assert not bound.violates(epsilon), (mechanism, bound)
+        assert bound.epsilon > 0.1, (mechanism, bound)   # the events see the user (power)
 
 
 def sole_rater_data() -> Dataset:
@@ -301,17 +322,25 @@ def test_no_stabiliser_and_no_count_gives_a_zero_effect_not_nan(data):
     assert np.isfinite(effects).all() and any((e == 0).any() for e in effects)
 
 
-def test_one_unit_moves_the_released_sums_by_at_most_two(data):
+@pytest.mark.parametrize("centre", ["scale", "user"])
+def test_one_unit_moves_the_released_sums_by_at_most_their_sensitivity(data, centre):
     # the construction's sensitivity, on data: remove one user (user level) or one of
-    # their ratings (rating level) and compare the true vectors in l1; extreme ratings
-    # make the bound nearly tight
+    # their ratings (rating level) and compare the true vectors — per Laplace block (global,
+    # items) at most 2 in l1; with the Gaussian weights each unit's whole vector at most
+    # sqrt(2 + 2) in l2 (before the global pair's scaling); extreme ratings make the
+    # bounds nearly tight
     trainset = data.build_full_trainset()
     matrix = RatingArrays.from_trainset(trainset).matrix.copy()
     matrix.data = np.where(matrix.data >= 3, 5.0, 1.0)
     counts = np.diff(matrix.indptr)
     rows = np.repeat(np.arange(matrix.shape[0]), counts)
-    for unit in ("user", "rating"):
-        full = effect_sums(matrix, unit, (1, 5))
+    n_items = matrix.shape[1]
+    for unit, mechanism in (("user", "laplace"), ("rating", "laplace"), ("user", "gaussian"),
+                            ("rating", "gaussian")):
+        if centre == "user" and unit == "rating":
+            continue
+        settings = DPBaseline(unit=unit, mechanism=mechanism, centre=centre)._settings((1, 5))
+        full = contributions(matrix, settings, (1, 5)).totals()
         largest = np.zeros(2)
         for u in np.argsort(-counts)[:4].tolist() + [int(np.argmin(counts))]:
             drop = rows == u if unit == "user" else np.arange(len(rows)) == matrix.indptr[u]
@@ -320,9 +349,17 @@ def test_one_unit_moves_the_released_sums_by_at_most_two(data):
             keep.eliminate_zeros()
             keep = keep[np.diff(keep.indptr) > 0] if unit == "user" else keep
             assert keep.nnz == matrix.nnz - drop.sum()
-            less = effect_sums(keep, unit, (1, 5))
-            largest = np.maximum(largest, [np.abs(a - b).sum() for a, b in zip(full, less)])
-        assert np.all(largest >= 1.9) and np.all(largest <= 2.0 + 1e-12), (unit, largest)
+            change = full - contributions(keep, settings, (1, 5)).totals()
+            if mechanism == "laplace":
+                norms = [np.abs(change[:2 * n_items]).sum(), np.abs(change[2 * n_items:]).sum()]
+            else:
+                norms = [np.linalg.norm(change[:2 * n_items]), np.linalg.norm(change[2 * n_items:])]
+            largest = np.maximum(largest, norms)
+        bound = 2.0 if mechanism == "laplace" else np.sqrt(2.0)
+        assert np.all(largest <= bound + 1e-12), (unit, mechanism, largest)
+        assert largest[1] >= 0.95 * bound or centre == "user", (unit, mechanism, largest)
+        assert largest[0] >= (0.9 if centre == "scale" else 0.6) * bound, (unit, mechanism,
+                                                                            largest)
 
 
 def test_the_rating_space_follows_the_sorted_lists(data):
@@ -344,27 +381,34 @@ def test_released_values_stay_on_the_rating_scale(data):
         assert 1 <= algo.mu_ <= 5
         assert np.all(np.abs(algo.item_effects_) <= 4) and np.all(np.isfinite(
             algo._user_effects))
-    wide = [DPBaseline(epsilon=0.01, item_shrinkage=0.0, random_state=s).fit(trainset)
-            for s in range(30)]
-    assert any(np.abs(a.item_effects_).max() == 4 for a in wide)   # the clip is reached
+    clipped = shrunk_effects(np.array([900.0, -900.0, 0.5]), np.array([1.0, 1.0, 1.0]),
+                             (0.0, 0.0), 0.0, 1.0, 4.0)
+    assert clipped[0] == 4.0 and clipped[1] == -4.0       # the clip is reached
 
 
 def test_the_report_states_the_models_texts(data):
-    from dprec.dp_baseline import NOTES, OUTPUTS, SCOPE
+    from dprec.dp_baseline import NOTES, OUTPUTS, SCOPE, WEIGHTS
 
     trainset = data.build_full_trainset()
-    for unit in ("user", "rating"):
-        report = DPBaseline(unit=unit).fit(trainset).privacy_report()
-        assert report.model == f"DPBaseline(unit={unit!r})"
-        assert [(e.component, e.mechanism, e.applies_to, e.note) for e in report.entries] == [
-            ("global effect", "laplace (lattice)", "user", NOTES[unit]),
-            ("item effects", "laplace (lattice)", "user", NOTES[unit])]
+    for unit, mechanism in (("user", "gaussian"), ("rating", "laplace"),
+                            ("user", "laplace")):
+        report = DPBaseline(unit=unit, mechanism=mechanism).fit(trainset).privacy_report()
+        assert report.model == f"DPBaseline(unit={unit!r}, mechanism={mechanism!r})"
+        note = NOTES[mechanism].format(unit=unit, weights=WEIGHTS[unit, mechanism])
+        if mechanism == "gaussian":
+            expected = [("effects", "discrete gaussian (zCDP)", "user", note)]
+        else:
+            expected = [("global effect", "laplace (lattice)", "user", note),
+                        ("item effects", "laplace (lattice)", "user", note)]
+        assert [(e.component, e.mechanism, e.applies_to, e.note)
+                for e in report.entries] == expected
+        indices = tuple(range(len(expected)))
         assert [o.name for o in report.outputs] == list(OUTPUTS)
-        assert all(o.covered_by == (0, 1) and o.gap is None for o in report.outputs)
+        assert all(o.covered_by == indices and o.gap is None for o in report.outputs)
         assert report.notes == [NOTES["answers"]]
         assert report.conditions == [SCOPE["items from data"], SCOPE["users from data"]]
-        assert report.applications(0).tolist() == report.applications(1).tolist() == \
-            [1] * report.n_users
+        for index in indices:
+            assert report.applications(index).tolist() == [1] * report.n_users
     given = DPBaseline(**catalogues(data)).fit(trainset).privacy_report()
     assert given.conditions == [SCOPE["items given"], SCOPE["users given"]]
     text = str(DPBaseline(unit="rating").fit(sole_rater_data().build_full_trainset())
@@ -378,8 +422,8 @@ def test_the_report_states_the_models_texts(data):
 def test_verbose_fit_and_predict_print_what_they_did(data, capsys):
     trainset = data.build_full_trainset()
     algo = DPBaseline(epsilon=0.5, unit="rating", verbose=True).fit(trainset)
-    assert capsys.readouterr().out == ("DPBaseline: released μ and 60 item effects, ε = 0.5 "
-                                       "per one rating\n")
+    assert capsys.readouterr().out == ("DPBaseline: released μ and 60 item effects (laplace), "
+                                       "ε = 0.5, δ = 0 per one rating\n")
     uid, iid = trainset.to_raw_uid(0), trainset.to_raw_iid(0)
     prediction = algo.predict(uid, iid, r_ui=4.0, verbose=True)
     assert capsys.readouterr().out == f"{prediction}\n"
@@ -441,32 +485,49 @@ def test_every_answer_is_mu_plus_the_effects_of_what_is_known(data):
 
 def test_defaults():
     params = vars(DPBaseline())
-    assert {key: params[key] for key in ("epsilon", "unit", "global_share", "item_shrinkage",
-                                         "user_shrinkage", "users", "items", "random_state",
-                                         "verbose")} == {
-        "epsilon": 1.0, "unit": "user", "global_share": 0.1, "item_shrinkage": None,
-        "user_shrinkage": 10.0, "users": None, "items": None, "random_state": None,
+    assert {key: params[key] for key in (
+        "epsilon", "unit", "mechanism", "delta", "centre", "clip", "global_share",
+        "item_shrinkage", "prior_variance", "user_shrinkage", "users", "items", "random_state",
+        "verbose")} == {
+        "epsilon": 1.0, "unit": "user", "mechanism": None, "delta": None, "centre": "scale",
+        "clip": None, "global_share": 0.1, "item_shrinkage": None, "prior_variance": None,
+        "user_shrinkage": 3.0, "users": None, "items": None, "random_state": None,
         "verbose": False}
+    settings = DPBaseline()._settings((1.0, 5.0))
+    assert (settings.mechanism, settings.delta, settings.clip, settings.item_shrinkage,
+            settings.prior_variance) == ("gaussian", 1e-5, 1.0, 1.0, 0.4)
+    settings = DPBaseline(unit="rating")._settings((1.0, 5.0))
+    assert (settings.mechanism, settings.delta, settings.clip, settings.item_shrinkage) == (
+        "laplace", 0.0, 2.0, 10.0)
+    assert DPBaseline(mechanism="laplace")._settings((1.0, 5.0)).item_shrinkage == \
+        pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("unit", ["user", "rating"])
-def test_the_item_release_is_calibrated_for_every_coordinate_one_unit_changes(data, unit):
-    # one rating changes 2 coordinates, one user up to 2 per item: the lattice sampler's
-    # privacy map counts them (max_changed), and β defaults to ten of its noise scales
-    from dprec.mechanisms import laplace_epsilon, laplace_scale
+def test_the_releases_are_calibrated_to_the_budget(data, unit):
+    # Laplace: one rating changes 2 coordinates, one user up to 2 per item: the lattice
+    # sampler's privacy map counts them (max_changed); Gaussian: the largest ρ whose
+    # (ε, δ) is the budget, and the entry states it
+    from dprec.mechanisms import laplace_epsilon, laplace_scale, zcdp_epsilon, zcdp_rho
 
     trainset = data.build_full_trainset()
     changed = 2 if unit == "rating" else 2 * trainset.n_items
     scale = laplace_scale(0.9 * 2.0, 2.0, max_changed=changed)
-    default = DPBaseline(epsilon=2.0, unit=unit, random_state=4).fit(trainset)
+    default = DPBaseline(epsilon=2.0, unit=unit, mechanism="laplace",
+                         random_state=4).fit(trainset)
     assert default.privacy_report().entries[1].epsilon == laplace_epsilon(
         scale, 2.0, max_changed=changed)
-    given = DPBaseline(epsilon=2.0, unit=unit, item_shrinkage=10.0 * scale,
-                       random_state=4).fit(trainset)
-    pd.testing.assert_series_equal(default.item_effects_, given.item_effects_, rtol=0, atol=0)
     global_scale = laplace_scale(0.1 * 2.0, 2.0, max_changed=2)
     assert default.privacy_report().entries[0].epsilon == laplace_epsilon(
         global_scale, 2.0, max_changed=2)
+    assert default.noise_sd_[1] == pytest.approx(np.sqrt(2) * scale)
+    gaussian = DPBaseline(epsilon=2.0, unit=unit, mechanism="gaussian", delta=1e-6,
+                          random_state=4).fit(trainset)
+    entry = gaussian.privacy_report().entries[0]
+    rho = zcdp_rho(2.0, 1e-6)
+    assert entry.delta == 1e-6 and entry.epsilon == pytest.approx(zcdp_epsilon(rho, 1e-6))
+    sensitivity = np.floor(np.sqrt(2.0 + 2.0 * 0.1 / 0.9) * 2.0**12)
+    assert gaussian.noise_sd_[1] == pytest.approx(sensitivity / np.sqrt(2 * rho) / 2.0**12)
 
 
 def test_one_rating_gives_its_own_mean():
@@ -481,9 +542,12 @@ def test_the_sums_clip_every_rating_to_the_public_scale():
     matrix.data = np.array([9.0, -3.0, 3.0])          # stored: 9, −3 (outside), 3
     matrix.indices = np.array([1, 0, 1])
     matrix.indptr = np.array([0, 1, 3])
-    global_sums, items = effect_sums(matrix, "rating", (1.0, 5.0))
-    np.testing.assert_allclose(global_sums, [1.0 - 1.0 + 0.0, 3.0])
-    np.testing.assert_allclose(items, [-1.0, 1.0, 1.0, 2.0])
+    settings = DPBaseline(unit="rating", clip=1.5)._settings((1.0, 5.0))
+    totals = contributions(matrix, settings, (1.0, 5.0)).totals()
+    # items: (clip(r) − 3) clipped to ±1.5, / 1.5: 9 → 1, −3 → −1, 3 → 0; weights 1
+    np.testing.assert_allclose(totals[:4], [-1.0, 1.0, 1.0, 2.0])
+    # global: (clip(r) − 3) / 2 per rating: 1, −1, 0; count 3
+    np.testing.assert_allclose(totals[4:], [0.0, 3.0])
 
 
 def test_catalogue_errors_say_what_is_wrong(data):
@@ -502,3 +566,57 @@ def test_catalogue_errors_say_what_is_wrong(data):
     flat = frame([("u", ("x", 1), 4.0), ("v", ("y", 2), 2.0)]).build_full_trainset()
     index = DPBaseline().fit(flat).item_effects_.index
     assert index.nlevels == 1 and list(index) == [("x", 1), ("y", 2)]
+
+
+def test_below_the_noise_every_answer_is_the_users_own_mean(data):
+    # #34: at ε = 10^-3 no item's weight is above twice its noise: every effect is 0 and
+    # each user's answer is their own mean shrunk towards μ by λ — their own mean when
+    # λ = 0 — never a noisy effect that makes it worse than what their data give for free
+    # (noise passes the gate with a fixed small probability: the users checked are those
+    # whose items, and the item asked, all have no effect)
+    trainset = data.build_full_trainset()
+    for shrinkage in (0.0, 3.0):
+        algo = DPBaseline(epsilon=1e-3, user_shrinkage=shrinkage, random_state=2).fit(trainset)
+        effects = algo.item_effects_
+        assert (effects == 0).mean() > 0.9
+        iid = effects.index[effects.to_numpy() == 0][0]
+        checked = 0
+        for u, rated in trainset.ur.items():
+            if effects[[trainset.to_raw_iid(i) for i, _ in rated]].any():
+                continue
+            ratings = [r for _, r in rated]
+            expected = (sum(ratings) + shrinkage * algo.mu_) / (len(ratings) + shrinkage)
+            prediction = algo.predict(trainset.to_raw_uid(u), iid, clip=False)
+            assert prediction.est == pytest.approx(expected, abs=1e-12)
+            checked += 1
+        assert checked > 20
+
+
+def test_the_shrinkage_reads_the_noise():
+    # b_i = S / (max(N, 0) + β + σ_S² / (τ² (N − 2σ_N))) above the gate N > 2σ_N, else 0;
+    # then centred at the weighted mean; without noise the plain ratio S / (N + β)
+    sums, counts = np.array([6.0, 3.0, 2.0, 5.0]), np.array([10.0, 4.0, 2.0, -1.0])
+    got = shrunk_effects(sums, counts, (2.0, 1.0), 1.0, 0.5, 10.0)
+    raw = np.array([6.0 / (10 + 1 + 4.0 / (0.5 * 8)), 3.0 / (4 + 1 + 4.0 / (0.5 * 2))])
+    centred = raw - np.dot([10.0, 4.0], raw) / 14.0         # among the items above the gate
+    np.testing.assert_allclose(got, [*centred, 0.0, 0.0])   # N = 2 is not above 2σ_N
+    plain = shrunk_effects(sums, counts, (0.0, 0.0), 1.0, 0.5, 10.0)
+    ratio = np.array([6 / 11, 3 / 5, 2 / 3])
+    np.testing.assert_allclose(plain, [*(ratio - np.dot([10.0, 4.0, 2.0], ratio) / 16.0),
+                                       0.0])
+    assert np.isfinite(shrunk_effects(sums, np.zeros(4), (1.0, 1.0), 0.0, 0.5, 4.0)).all()
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    ({"mechanism": "exact"}, "mechanism"),
+    ({"mechanism": "laplace", "delta": 1e-6}, "delta"),
+    ({"mechanism": "gaussian", "delta": 0.0}, "delta"),
+    ({"centre": "user", "unit": "rating"}, "centre"),
+    ({"centre": "median"}, "centre"),
+    ({"clip": 0.0}, "clip"),
+    ({"prior_variance": 0.0}, "prior_variance"),
+    ({"delta": 1.0}, "delta"),
+])
+def test_the_new_parameters_are_checked(data, params, match):
+    with pytest.raises(ValueError, match=match):
+        DPBaseline(**params).fit(data.build_full_trainset())

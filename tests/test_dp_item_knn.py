@@ -84,7 +84,7 @@ def fast_accounting(monkeypatch):
     import dprec.dp_baseline
     import dprec.dp_item_knn
 
-    for module, name in ((dprec.dp_item_knn, "zcdp_rho"), (dprec.dp_item_knn, "zcdp_epsilon"),
+    for module, name in ((dprec.dp_item_knn, "zcdp_rho"), (dprec.dp_baseline, "zcdp_rho"),
                          (dprec.dp_baseline, "zcdp_epsilon")):
         monkeypatch.setattr(module, name, functools.lru_cache(getattr(module, name)))
 
