@@ -316,7 +316,8 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
                      make(DPBaseline, epsilon=eps, unit="rating", **listed), Unit.RATING,
                      "first", "i5"),
             Scenario(f"DPItemKNN ε={eps:g}, first user removed (catalogue)",
-                     make(DPItemKNN, epsilon=eps, k=3, **listed), Unit.USER, "first"),
+                     make(DPItemKNN, epsilon=eps, k=3, baseline_share=0.3, **listed),
+                     Unit.USER, "first"),
             Scenario(f"LocalKNN ε={eps:g}, first rating removed (catalogue)",
                      make(LocalKNN, epsilon=eps, k=3, **listed), Unit.RATING, "first", "i5"),
         ]
@@ -330,9 +331,10 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
         Scenario("DPBaseline rating, single-rating user's rating (catalogue)",
                  make(DPBaseline, unit="rating", **listed), Unit.RATING, "single", "i1"),
         Scenario("DPItemKNN, sole rater removed (catalogue)",
-                 make(DPItemKNN, k=3, **listed), Unit.USER, "sole"),
+                 make(DPItemKNN, k=3, baseline_share=0.3, **listed), Unit.USER, "sole"),
         Scenario("DPItemKNN clip=0.75 grid_bits=1, target removed (catalogue)",
-                 make(DPItemKNN, k=3, clip=0.75, grid_bits=1, **listed), Unit.USER, "target"),
+                 make(DPItemKNN, k=3, clip=0.75, grid_bits=1, baseline_share=0.3,
+                      **listed), Unit.USER, "target"),
         Scenario("LocalKNN krr, sole rater's rating (no catalogue)",
                  make(LocalKNN, k=3), Unit.RATING, "sole", "solo"),
         Scenario("LocalKNN laplace rr_minhash τ=3, a rating of a user above τ (catalogue)",
@@ -351,7 +353,8 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
                                                       "small_users": "exclude"}, **listed),
                      Unit.RATING, "target", "i0"),
             Scenario("DPItemKNN k=1 shrinkage=0 (catalogue)",
-                     make(DPItemKNN, k=1, shrinkage=0.0, **listed), Unit.USER, "target"),
+                     make(DPItemKNN, k=1, shrinkage=0.0, baseline_share=0.3, **listed),
+                     Unit.USER, "target"),
         ]
     return out
 
