@@ -117,8 +117,8 @@ def test_the_cores_check_their_arguments():
 def test_a_noise_scale_beyond_the_sampler_is_refused_naming_the_parameters_and_changes_nothing():
     trainset = datasets.synthetic(30, 20, 300, random_state=1).build_full_trainset()
     with pytest.raises(ValueError, match="grid_bits"):
-        DPItemKNN(epsilon=0.001, grid_bits=12).fit(trainset)   # 2^33 / 0.00035 > 2^42
-    model = DPItemKNN(epsilon=1.0, k=3).fit(trainset)
+        DPItemKNN(epsilon=0.001, grid_bits=12, mechanism="laplace").fit(trainset)  # > 2^42
+    model = DPItemKNN(epsilon=1.0, k=3, mechanism="laplace").fit(trainset)
     before, text = model.test([("0", "1", 3.0)]), str(model.privacy_report())
     other = datasets.synthetic(25, 30, 300, random_state=2).build_full_trainset()
     model.epsilon, model.grid_bits = 0.001, 12
