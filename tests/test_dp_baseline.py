@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 
 import numpy as np
 import pandas as pd
@@ -10,10 +11,11 @@ import pytest
 import scipy.sparse as sp
 from surprise import Dataset, Reader
 
-from dprec import DPBaseline, datasets
+from dprec import DPBaseline, datasets, dp_baseline
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.dp_baseline import RatingSpace, contributions, shrunk_effects, sorted_ids
+from dprec.dp_baseline import (RatingSpace, Settings, contributions, shrunk_effects,
+                                sorted_ids)
 from dprec.ledger import SEEDED, Status, Unit
 
 
@@ -40,24 +42,30 @@ def shuffled(data, seed: int = 0):
     return out
 
 
-@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
-def test_large_epsilon_gives_the_exact_baseline(data, mechanism):
-    # at ε = 1e7 the noise is below 1e-4: μ is the mean of the units' means, each item
+@pytest.mark.parametrize(("unit", "mechanism", "centre"), [
+    ("rating", "laplace", "scale"), ("user", "gaussian", "scale"), ("user", "laplace", "scale"),
+    ("user", "gaussian", "user"), ("rating", "gaussian", "scale")])
+def test_large_epsilon_gives_the_exact_baseline(data, unit, mechanism, centre):
+    # at ε = 1e7 the noise is below 2e-3: μ is the mean of the units' means, each item
     # effect the stated ratio of the weighted clipped sums, centred at their weighted
     # mean, and b_u the user's own shrunk residual
     trainset = data.build_full_trainset()
-    unit = "rating" if mechanism == "laplace" else "user"
-    algo = DPBaseline(epsilon=1e7, unit=unit, mechanism=mechanism, item_shrinkage=5.0,
-                      user_shrinkage=3.0, clip=1.0, random_state=0).fit(trainset)
-    weight = (lambda n: 1.0) if unit == "rating" else (lambda n: 1.0 / np.sqrt(n))
+    algo = DPBaseline(epsilon=1e7, unit=unit, mechanism=mechanism, centre=centre,
+                      item_shrinkage=5.0, user_shrinkage=3.0, clip=0.75,
+                      random_state=0).fit(trainset)
+    weights_of = {("rating", "laplace"): lambda n: 1.0, ("rating", "gaussian"): lambda n: 1.0,
+                  ("user", "laplace"): lambda n: 1.0 / n,
+                  ("user", "gaussian"): lambda n: 1.0 / np.sqrt(n)}
+    weight = weights_of[unit, mechanism]
     means = {u: np.mean([r for _, r in rs]) for u, rs in trainset.ur.items()}
     mu = trainset.global_mean if unit == "rating" else np.mean(list(means.values()))
     assert algo.mu_ == pytest.approx(mu, abs=1e-3)
     sums, counts = {}, {}
-    for rs in trainset.ur.values():
+    for u, rs in trainset.ur.items():
+        origin = 3.0 if centre == "scale" else means[u]
         for i, r in rs:
             iid = trainset.to_raw_iid(i)
-            sums[iid] = sums.get(iid, 0.0) + weight(len(rs)) * np.clip(r - 3.0, -1, 1)
+            sums[iid] = sums.get(iid, 0.0) + weight(len(rs)) * np.clip(r - origin, -0.75, 0.75)
             counts[iid] = counts.get(iid, 0.0) + weight(len(rs))
     raw = pd.Series({i: sums[i] / (counts[i] + 5.0) for i in sums})
     weights = pd.Series(counts)
@@ -65,6 +73,8 @@ def test_large_epsilon_gives_the_exact_baseline(data, mechanism):
     effects = algo.item_effects_
     assert list(effects.index) == sorted_ids(expected.index)      # raw ids, sorted
     np.testing.assert_allclose(effects[expected.index], expected, atol=2e-3)
+    assert 0 < algo.noise_sd_[1] < 2e-3                                     # ρ at its cap
+    assert algo.noise_sd_[0] == pytest.approx(0.75 * algo.noise_sd_[1])    # sums in units of C
     u = 7
     uid = trainset.to_raw_uid(u)
     residual = [r - algo.mu_ - effects[trainset.to_raw_iid(i)] for i, r in trainset.ur[u]]
@@ -115,13 +125,15 @@ def test_seeded_noise_is_reproducible_and_fresh_noise_is_not(data):
         DPBaseline().fit(trainset).item_effects_)
 
 
-@pytest.mark.parametrize("unit", ["user", "rating"])
-def test_a_renumbering_of_the_same_data_gives_bit_identical_answers(data, unit):
+@pytest.mark.parametrize(("unit", "mechanism"), [("user", "gaussian"), ("rating", "laplace"),
+                                                ("user", "laplace")])
+def test_a_renumbering_of_the_same_data_gives_bit_identical_answers(data, unit, mechanism):
     # finding 2 (#33): the same ratings in another order renumber Surprise's inner ids; the
     # releases (in the sorted order of the lists) and the answers must not move at all
     a, b = data.build_full_trainset(), shuffled(data).build_full_trainset()
     assert [a.to_raw_iid(i) for i in range(5)] != [b.to_raw_iid(i) for i in range(5)]
-    fits = [DPBaseline(unit=unit, random_state=11).fit(t) for t in (a, b)]
+    fits = [DPBaseline(unit=unit, mechanism=mechanism, random_state=11).fit(t)
+            for t in (a, b)]
     pd.testing.assert_series_equal(fits[0].item_effects_, fits[1].item_effects_, rtol=0,
                                    atol=0)
     assert fits[0].mu_ == fits[1].mu_
@@ -160,9 +172,11 @@ def test_renumbering_removal_audit_of_the_item_effects():
     assert not bound.violates(epsilon), bound
 
 
-def test_user_level_audit_stays_below_the_claim():
-    # one user who rated only item "x" (weight 1: their whole contribution lands on
-    # one item); neighbouring datasets: with and without that user
+def test_user_level_audit_stays_below_the_claim(monkeypatch):
+    # one user who rated only item "i0" (weight 1: their whole contribution lands on
+    # one item); neighbouring datasets: with and without that user.  ρ(ε, δ) is a
+    # deterministic bisection on dp-accounting (12 ms, most of a fit): memoised here
+    monkeypatch.setattr(dp_baseline, "zcdp_rho", functools.lru_cache(dp_baseline.zcdp_rho))
     rows = [(f"u{u}", f"i{i}", float(1 + (u * 7 + i) % 5)) for u in range(12) for i in range(4)]
     rows += [("target", "i0", 5.0)] + [(f"u{u}", "i0", 1.0) for u in range(12, 14)]
     a = frame(rows)
@@ -501,6 +515,19 @@ def test_defaults():
         "laplace", 0.0, 2.0, 10.0)
     assert DPBaseline(mechanism="laplace")._settings((1.0, 5.0)).item_shrinkage == \
         pytest.approx(0.1)
+    # on 0–10 (B = 5): C = B/2 per user, B per rating; τ² = (B/2)²/2.5; β in the weights
+    wide = DPBaseline()._settings((0.0, 10.0))
+    assert (wide.unit, wide.mechanism, wide.centre, wide.delta, wide.share) == (
+        "user", "gaussian", "scale", 1e-5, 0.1)
+    assert (wide.clip, wide.prior_variance, wide.item_shrinkage, wide.user_shrinkage) == (
+        pytest.approx(2.5), pytest.approx(2.5), pytest.approx(1.0), 3.0)
+    wide = DPBaseline(unit="rating", mechanism="gaussian")._settings((0.0, 10.0))
+    assert (wide.mechanism, wide.delta, wide.clip, wide.prior_variance, wide.item_shrinkage) == (
+        "gaussian", 1e-5, pytest.approx(5.0), pytest.approx(2.5), pytest.approx(10.0))
+    given = DPBaseline(epsilon=2.0, mechanism="laplace", centre="user", clip=0.5, delta=0.0,
+                       global_share=0.3, item_shrinkage=2.0, prior_variance=0.7,
+                       user_shrinkage=1.5)._settings((0.0, 10.0))
+    assert given == Settings(2.0, 0.0, "user", "laplace", "user", 0.5, 0.3, 2.0, 0.7, 1.5)
 
 
 @pytest.mark.parametrize("unit", ["user", "rating"])
@@ -520,14 +547,38 @@ def test_the_releases_are_calibrated_to_the_budget(data, unit):
     global_scale = laplace_scale(0.1 * 2.0, 2.0, max_changed=2)
     assert default.privacy_report().entries[0].epsilon == laplace_epsilon(
         global_scale, 2.0, max_changed=2)
-    assert default.noise_sd_[1] == pytest.approx(np.sqrt(2) * scale)
+    clip = 1.0 if unit == "user" else 2.0
+    assert default.noise_sd_ == (pytest.approx(clip * np.sqrt(2) * scale, rel=1e-12),
+                                 pytest.approx(np.sqrt(2) * scale, rel=1e-12))
     gaussian = DPBaseline(epsilon=2.0, unit=unit, mechanism="gaussian", delta=1e-6,
                           random_state=4).fit(trainset)
     entry = gaussian.privacy_report().entries[0]
     rho = zcdp_rho(2.0, 1e-6)
     assert entry.delta == 1e-6 and entry.epsilon == pytest.approx(zcdp_epsilon(rho, 1e-6))
     sensitivity = np.floor(np.sqrt(2.0 + 2.0 * 0.1 / 0.9) * 2.0**12)
-    assert gaussian.noise_sd_[1] == pytest.approx(sensitivity / np.sqrt(2 * rho) / 2.0**12)
+    sd = sensitivity / np.sqrt(2 * rho) / 2.0**12
+    assert gaussian.noise_sd_ == (pytest.approx(clip * sd, rel=1e-12), pytest.approx(sd, rel=1e-12))
+
+
+def test_a_release_as_part_of_another_model_takes_its_entropy_and_rho(data):
+    # fit_part: the noise from the caller's entropy (random_state unused), the caller's
+    # seeded flag, and with the Gaussian mechanism the caller's ρ (epsilon unused): the
+    # noise K / √(2ρ) and the entry's ε = zcdp_epsilon(ρ, δ)
+    from dprec.mechanisms import zcdp_epsilon
+
+    trainset = data.build_full_trainset()
+    fits = [DPBaseline(epsilon=epsilon, random_state=seed).fit_part(
+        trainset, b"0123456789abcdef", False, rho=0.05) for epsilon, seed in ((1.0, 1), (3.0, 2))]
+    pd.testing.assert_series_equal(fits[0].item_effects_, fits[1].item_effects_)
+    sensitivity = np.floor(np.sqrt(2.0 + 2.0 * 0.1 / 0.9) * 2.0**12)
+    assert fits[0].noise_sd_[1] == pytest.approx(sensitivity / np.sqrt(0.1) / 2.0**12, rel=1e-12)
+    (entry,) = fits[0].privacy_report().entries
+    assert entry.epsilon == pytest.approx(zcdp_epsilon(0.05, 1e-5), rel=1e-12)
+    assert entry.delta == 1e-5 and entry.status == Status.HOLDS
+    seeded = DPBaseline().fit_part(trainset, b"0123456789abcdef", True, rho=0.05)
+    assert {e.status for e in seeded.privacy_report().entries} == {Status.VOID}
+    other = DPBaseline(random_state=1).fit_part(trainset, b"fedcba9876543210", False, rho=0.05)
+    assert not other.item_effects_.equals(fits[0].item_effects_)
 
 
 def test_one_rating_gives_its_own_mean():
@@ -535,6 +586,32 @@ def test_one_rating_gives_its_own_mean():
     trainset = frame([("u", "i", 4.5)]).build_full_trainset()
     algo = DPBaseline(epsilon=1e6, unit="rating", random_state=None).fit(trainset)
     assert algo.mu_ == pytest.approx(4.5, abs=1e-3)
+    # one user, Gaussian: the global pair is released scaled by a = √(s/(1−s)) and divided
+    # back (N ≈ 1: a scaled pair would meet the max(N, 1))
+    trainset = frame([("u", "i", 4.5), ("u", "j", 2.0)]).build_full_trainset()
+    for seed in range(5):       # the noise on μ: sd 0.005 (ρ at its cap); scaled: 3.03
+        algo = DPBaseline(epsilon=1e6, unit="user", random_state=seed).fit(trainset)
+        assert algo.mu_ == pytest.approx(3.25, abs=0.02)
+
+
+def test_a_zcdp_entry_states_the_accountants_epsilon_or_the_target_where_it_proves_0():
+    from dprec.dp_baseline import stated_epsilon
+    from dprec.mechanisms import zcdp_epsilon
+
+    for rho in (0.005, 0.05, 2.0):                     # ε 0.38, 1.31, 10.6: the accountant's
+        assert stated_epsilon(rho, 1e-5, 7.0) == zcdp_epsilon(rho, 1e-5) > 0
+    assert zcdp_epsilon(1e-14, 1e-5) == 0.0 and stated_epsilon(1e-14, 1e-5, 0.3) == 0.3
+
+
+def test_the_stabilised_effects_formula():
+    # (S − N·offset) / (max(N, 0) + β), 0 where the denominator is 0, clipped (LocalKNN's)
+    from dprec.dp_baseline import stabilised_effects
+
+    sums, counts = np.array([1.0, 2.0, 3.0, 50.0, -50.0]), np.array([0.5, -1.0, 0.0, 2.0, 2.0])
+    np.testing.assert_allclose(stabilised_effects(sums, counts, 0.25, 0.0, 10.0),
+                               [(1 - 0.125) / 0.5, 0.0, 0.0, 10.0, -10.0])
+    np.testing.assert_allclose(stabilised_effects(sums, counts, 0.25, 0.5, 10.0),
+                               [(1 - 0.125) / 1.0, 2.25 / 0.5, 3.0 / 0.5, 10.0, -10.0])
 
 
 def test_the_sums_clip_every_rating_to_the_public_scale():
@@ -548,6 +625,61 @@ def test_the_sums_clip_every_rating_to_the_public_scale():
     np.testing.assert_allclose(totals[:4], [-1.0, 1.0, 1.0, 2.0])
     # global: (clip(r) − 3) / 2 per rating: 1, −1, 0; count 3
     np.testing.assert_allclose(totals[4:], [0.0, 3.0])
+    empty = sp.csr_matrix((2, 3))                       # no rating: every coordinate 0
+    np.testing.assert_array_equal(contributions(empty, settings, (1.0, 5.0)).totals(),
+                                  np.zeros(8))
+
+
+@pytest.mark.parametrize(("mechanism", "centre", "expected"), [
+    # user 0 rates 9 (→ 5), 1, 4 (mean 10/3, weight 1/√3 or 1/3); user 1 rates 0 (→ 1, mean 1)
+    ("gaussian", "scale", [[1 / 3**.5, -1 / 3**.5, 2 / 3 / 3**.5, 1 / 3**.5, 1 / 3**.5,
+                            1 / 3**.5, 1 / 6, 1], [0, -1, 0, 0, 1, 0, -1, 1]]),
+    ("laplace", "scale", [[1 / 3, -1 / 3, 2 / 9, 1 / 3, 1 / 3, 1 / 3, 1 / 6, 1],
+                          [0, -1, 0, 0, 1, 0, -1, 1]]),
+    ("gaussian", "user", [[1 / 3**.5, -1 / 3**.5, 4 / 9 / 3**.5, 1 / 3**.5, 1 / 3**.5,
+                           1 / 3**.5, 1 / 6, 1], [0, 0, 0, 0, 1, 0, -1, 1]]),
+])
+def test_each_users_contribution_is_clipped_centred_and_weighted(mechanism, centre, expected):
+    # per user: ratings clipped to the scale (before the user's mean), centred at 3 or at
+    # the user's own mean, clipped to ±C = ±1.5 and divided by C, times the weight;
+    # the weights; then the global pair ((mean − 3) / 2, 1)
+    matrix = sp.csr_matrix((np.array([9.0, 1.0, 4.0, 0.0]), np.array([0, 1, 2, 1]),
+                            np.array([0, 3, 3, 4])), shape=(3, 3))  # 0.0 stored: a rating
+    expected = [expected[0], [0.0] * 8, expected[1]]       # user 1 rated nothing: no entry
+    settings = DPBaseline(mechanism=mechanism, centre=centre, clip=1.5)._settings((1.0, 5.0))
+    parts = contributions(matrix, settings, (1.0, 5.0))
+    per_unit = sp.coo_matrix((parts.values, (parts.rows, parts.columns)), shape=(3, 8))
+    np.testing.assert_allclose(per_unit.toarray(), expected, atol=1e-15)
+    assert 1 not in parts.rows
+    np.testing.assert_array_equal(parts.columns[parts.global_rows], [6, 6, 7, 7])  # a mask
+    assert parts.n_coordinates == 8
+    np.testing.assert_allclose(parts.totals(), np.sum(expected, axis=0), atol=1e-15)
+
+
+@pytest.mark.parametrize(("unit", "mechanism", "centre"), [
+    ("user", "gaussian", "scale"), ("user", "laplace", "scale"), ("rating", "laplace", "scale"),
+    ("rating", "gaussian", "scale"), ("user", "gaussian", "user"), ("user", "laplace", "user")])
+def test_each_units_contribution_is_within_its_bounds(data, unit, mechanism, centre):
+    # every unit's own vector (the entries of contributions() by unit): the item block
+    # (sums and weights) and the global pair each of l1 norm at most 2 (Laplace weights)
+    # or l2 norm at most √2 (Gaussian weights); user 0 rating 5 everywhere (and the
+    # others' extreme ratings) reach both bounds exactly
+    matrix = RatingArrays.from_trainset(data.build_full_trainset()).matrix.copy()
+    matrix.data = np.where(matrix.data >= 3, 5.0, 1.0)
+    matrix.data[:matrix.indptr[1]] = 5.0
+    n_units = matrix.nnz if unit == "rating" else matrix.shape[0]
+    settings = DPBaseline(unit=unit, mechanism=mechanism, centre=centre)._settings((1, 5))
+    parts = contributions(matrix, settings, (1, 5))
+    assert parts.n_coordinates == 2 * matrix.shape[1] + 2
+    np.testing.assert_array_equal(parts.global_rows, parts.columns >= 2 * matrix.shape[1])
+    vectors = sp.coo_matrix((parts.values, (parts.rows, parts.columns)),
+                            shape=(n_units, parts.n_coordinates)).toarray()
+    bound = 2.0 if mechanism == "laplace" else np.sqrt(2.0)
+    for block in (vectors[:, :-2], vectors[:, -2:]):
+        norms = (np.abs(block).sum(axis=1) if mechanism == "laplace"
+                 else np.linalg.norm(block, axis=1))
+        assert norms.max() <= bound * (1 + 1e-12), (unit, mechanism, centre, norms.max())
+        assert norms.max() >= bound * (1 - 1e-12), (unit, mechanism, centre, norms.max())
 
 
 def test_catalogue_errors_say_what_is_wrong(data):
@@ -566,6 +698,25 @@ def test_catalogue_errors_say_what_is_wrong(data):
     flat = frame([("u", ("x", 1), 4.0), ("v", ("y", 2), 2.0)]).build_full_trainset()
     index = DPBaseline().fit(flat).item_effects_.index
     assert index.nlevels == 1 and list(index) == [("x", 1), ("y", 2)]
+
+
+def test_with_nothing_above_the_noise_every_answer_is_the_users_own_mean():
+    # #34, "never worse than free": at ε = 10^-3 on small data no item passes the gate
+    # (seed 1): every effect is exactly 0, and each known user's answer for any item is
+    # (Σ r + λ μ) / (n + λ) — with λ = 0 exactly their own mean
+    trainset = datasets.synthetic(40, 10, 300, random_state=3).build_full_trainset()
+    for shrinkage in (0.0, 3.0, 7.5):
+        algo = DPBaseline(epsilon=1e-3, user_shrinkage=shrinkage, random_state=1).fit(trainset)
+        assert (algo.item_effects_ == 0.0).all()
+        for u, rated in trainset.ur.items():
+            ratings = [r for _, r in rated]
+            expected = (sum(ratings) + shrinkage * algo.mu_) / (len(ratings) + shrinkage)
+            for i in (0, 9):
+                prediction = algo.predict(trainset.to_raw_uid(u), trainset.to_raw_iid(i),
+                                          clip=False)
+                assert prediction.est == pytest.approx(expected, rel=1e-12, abs=1e-12)
+            if shrinkage == 0.0:
+                assert expected == pytest.approx(np.mean(ratings), rel=1e-12)
 
 
 def test_below_the_noise_every_answer_is_the_users_own_mean(data):
@@ -598,8 +749,8 @@ def test_the_shrinkage_reads_the_noise():
     # b_i = S / (max(N, 0) + β + σ_S² / (τ² (N − 2σ_N))) above the gate N > 2σ_N, else 0;
     # then centred at the weighted mean; without noise the plain ratio S / (N + β)
     sums, counts = np.array([6.0, 3.0, 2.0, 5.0]), np.array([10.0, 4.0, 2.0, -1.0])
-    got = shrunk_effects(sums, counts, (2.0, 1.0), 1.0, 0.5, 10.0)
-    raw = np.array([6.0 / (10 + 1 + 4.0 / (0.5 * 8)), 3.0 / (4 + 1 + 4.0 / (0.5 * 2)), 0.0,
+    got = shrunk_effects(sums, counts, (3.0, 1.0), 1.0, 0.5, 10.0)
+    raw = np.array([6.0 / (10 + 1 + 9.0 / (0.5 * 8)), 3.0 / (4 + 1 + 9.0 / (0.5 * 2)), 0.0,
                     0.0])                                    # N = 2 is not above 2σ_N
     weights = np.maximum(counts, 0)
     np.testing.assert_allclose(got, raw - np.dot(weights, raw) / weights.sum())
@@ -607,6 +758,9 @@ def test_the_shrinkage_reads_the_noise():
     ratio = np.array([6 / 11, 3 / 5, 2 / 3, 0.0])
     np.testing.assert_allclose(plain, ratio - np.dot(weights, ratio) / weights.sum())
     assert not shrunk_effects(sums, counts, (9.0, 9.0), 1.0, 0.5, 10.0).any()   # all noise
+    small = shrunk_effects(np.array([0.4, 0.0]), np.array([0.5, 0.3]), (0.0, 0.0), 0.0, 1.0,
+                           4.0)                              # total weight < 1: centred too
+    np.testing.assert_allclose(small, [0.8 - 0.5, -0.5])
     assert np.isfinite(shrunk_effects(sums, np.zeros(4), (1.0, 1.0), 0.0, 0.5, 4.0)).all()
 
 
@@ -619,7 +773,33 @@ def test_the_shrinkage_reads_the_noise():
     ({"clip": 0.0}, "clip"),
     ({"prior_variance": 0.0}, "prior_variance"),
     ({"delta": 1.0}, "delta"),
+    ({"mechanism": "gaussian", "delta": -0.1}, "delta"),
+    ({"clip": -1.0}, "clip"),
+    ({"prior_variance": -0.5}, "prior_variance"),
+    ({"centre": "user", "unit": "rating", "mechanism": "gaussian"}, "centre"),
 ])
 def test_the_new_parameters_are_checked(data, params, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=rf"^{match}\b"):
         DPBaseline(**params).fit(data.build_full_trainset())
+
+
+def test_the_model_refuses_what_its_samplers_would_refuse_later():
+    # the model's own messages, before any sampler: δ = 0 with the Gaussian (zcdp_rho also
+    # refuses it, but is skipped when a caller gives ρ), a bad random_state (also unused
+    # when a caller gives the entropy)
+    with pytest.raises(ValueError, match="^delta must be > 0 with mechanism='gaussian'"):
+        DPBaseline(delta=0.0)._settings((1.0, 5.0))
+    with pytest.raises((TypeError, ValueError), match="^random_state"):
+        DPBaseline(random_state="seed")._settings((1.0, 5.0))
+
+
+def test_another_rating_scale_centres_and_bounds_at_its_own_middle_and_range():
+    # scale −2..2 (c = 0, B = 2): at large ε with β = 0, item a (all 2) and item b (all −2)
+    # get ±C = ±2 (not above the bound 4 = max − min), μ = 0
+    rows = [(f"u{u}", "a", 2.0) for u in range(10)] + [(f"u{u}", "b", -2.0) for u in range(10)]
+    data = Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(-2, 2)))
+    algo = DPBaseline(epsilon=1e6, unit="rating", item_shrinkage=0.0, user_shrinkage=0.0,
+                      random_state=0).fit(data.build_full_trainset())
+    assert algo.mu_ == pytest.approx(0.0, abs=1e-3)
+    np.testing.assert_allclose(algo.item_effects_[["a", "b"]], [2.0, -2.0], atol=1e-3)
+    assert algo.predict("u0", "a").est == pytest.approx(2.0, abs=1e-3)
