@@ -35,15 +35,16 @@ most 2, McSherry & Mironov's weighting).
 
 **What is answered** (post-processing, and the user's own data).  Each item effect
 reads the release and its public noise scale (empirical Bayes with a known noise
-variance): $b_i = (\tilde S_i - \tilde N_i o) / (\tilde N_i + \beta + \sigma_S^2 / (\tau^2
-\max(\tilde N_i, \sigma_N)))$ where $\tilde N_i > 2 \sigma_N$, else $b_i = 0$ ($o = \mu - c$
-or 0, $\sigma_S, \sigma_N$ the noise's standard deviations, $\beta$ =
-`item_shrinkage`, $\tau^2$ = `prior_variance`): an item whose statistics are below their
-noise costs nothing and adds nothing.  Then $b_u = \sum_{i \in I_u} (r_{ui} - \mu - b_i) /
+variance): $b_i = \tilde S_i / (\tilde N_i + \beta + \sigma_S^2 / (\tau^2 (\tilde N_i -
+2\sigma_N)))$ where $\tilde N_i > 2 \sigma_N$, else 0 ($\sigma_S, \sigma_N$ the noise's
+standard deviations, $\beta$ = `item_shrinkage`, $\tau^2$ = `prior_variance`), then all
+centred at their mean weighted by $\max(\tilde N_i, 0)$: the items below their noise
+share one effect and add nothing between them.  Then $b_u = \sum_{i \in I_u} (r_{ui} - \mu - b_i) /
 (|I_u| + \lambda)$ from the user's own ratings: a prediction for $u$ is shown to $u$
 alone, and differential privacy protects each user against what the *others* see.
-Where every $b_i$ is 0 the answer is the user's own mean (shrunk by $\lambda$ towards
-$\mu$): the model is never far from what the user's own data give for free.
+Where no item is above its noise every $b_i$ is 0 and the answer is the user's own
+mean (shrunk by $\lambda$ towards $\mu$): the model is never far from what the
+user's own data give for free.
 
 **Nothing structural depends on the data's order.**  Surprise numbers users and items
 by first appearance, so one rating removed renumbers many of them.  The model works in
