@@ -3,6 +3,7 @@
 # _environment first: it fixes SURPRISE_DATA_FOLDER before Surprise's import would crash on it
 from . import _environment, datasets, mechanisms, metrics  # noqa: F401
 from .attacks import BetaKNNAttack
+from .dp_als import DPALS
 from .dp_baseline import DPBaseline
 from .dp_item_knn import DPItemKNN
 from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
@@ -12,7 +13,7 @@ from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
-__all__ = ["BetaKNNAttack", "DPBaseline", "DPItemKNN", "LocalKNN", "MallowsRanker",
+__all__ = ["BetaKNNAttack", "DPALS", "DPBaseline", "DPItemKNN", "LocalKNN", "MallowsRanker",
            "PrivacyAccountant", "PrivateKNN", "PrivateKNNBaseline", "PrivateKNNWithMeans",
            "PrivateKNNWithZScore", "__version__", "datasets", "mechanisms", "metrics"]
 

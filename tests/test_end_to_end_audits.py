@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from surprise import Dataset, Reader
 
-from dprec import DPBaseline, DPItemKNN, LocalKNN
+from dprec import DPALS, DPBaseline, DPItemKNN, LocalKNN
 from dprec.audit import audit_release, threshold_events, with_rating
 from dprec.ledger import Unit
 
@@ -66,6 +66,9 @@ CONFIGURATIONS = {
                                                      baseline_share=0.3,   # the covariance
                                                      random_state=seed, **CATALOGUES),
                          Unit.USER),
+    "DPALS (user)": (lambda eps, seed: DPALS(epsilon=eps, n_factors=2, baseline_share=0.3,
+                                             random_state=seed, **CATALOGUES),   # the factors
+                     Unit.USER),
     "LocalKNN (rating)": (lambda eps, seed: LocalKNN(epsilon=eps, k=3, item_shrinkage=1.0,
                                                      neighbour_shrinkage=1.0,
                                                      random_state=seed, **CATALOGUES),
@@ -135,7 +138,7 @@ def test_no_event_beats_the_stated_epsilon(pairs, answers, configuration, event)
     epsilon = 2.0
     a, b = pairs[unit]
     stated = factory(epsilon, None).fit(a).privacy_report().total(unit)   # fresh noise
-    gaussian = configuration in ("DPBaseline (user)", "DPItemKNN (user)")   # δ = 1e-5
+    gaussian = configuration in ("DPBaseline (user)", "DPItemKNN (user)", "DPALS (user)")
     assert stated[0] == pytest.approx(epsilon) and stated[1] == (1e-5 if gaussian else 0.0)
     fitted = answers.setdefault(configuration, {})
 
@@ -179,7 +182,7 @@ def edge_data() -> Dataset:
     return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
 
 
-@pytest.mark.parametrize("model", [DPBaseline, DPItemKNN])
+@pytest.mark.parametrize("model", [DPBaseline, DPItemKNN, DPALS])
 def test_the_sole_raters_removal_flips_no_answer_with_an_item_catalogue(model):
     # finding 5 (#33): without a catalogue the sole rater's removal removed "solo", and a
     # stranger's prediction of it became impossible (bound 4.22 against ε = 1); with
@@ -187,6 +190,8 @@ def test_the_sole_raters_removal_flips_no_answer_with_an_item_catalogue(model):
     data, epsilon = edge_data(), 1.0
     a, b = data.build_full_trainset(), without_target(data, "sole").build_full_trainset()
     catalogue = listed(data)
+    if model is DPALS:                         # the factors released, not the rule's baseline
+        catalogue["baseline_share"] = 0.3
     claim = model(epsilon=epsilon, **catalogue).fit(a).privacy_report().per_user(Unit.USER)
     assert claim.loc["sole", "epsilon"] == pytest.approx(epsilon)
 

@@ -1,0 +1,346 @@
+r"""Private alternating least squares: the strongest published user-level DP yardstick.
+
+Chien, Jain, Krichene, Rendle, Song, Thakurta & Zhang, "Private Alternating Least
+Squares: Practical Private Matrix Completion with Tighter Rates", ICML 2021, under
+*joint* differential privacy (a user's own factor and predictions are shown to them
+alone; everything shared is private), one user (all of their ratings) as the unit, on
+top of [`DPBaseline`][dprec.DPBaseline]:
+
+1. **global and item effects** $\mu$, $b_i$: a [`DPBaseline`][dprec.DPBaseline]
+   release (discrete Gaussian, `baseline_share` of the zCDP budget $\rho$), and each
+   user's residuals $e_{ui} = \mathrm{clip}(r_{ui} - \mu - b_i - b_u, -C, C) / C$ from
+   their own ratings;
+2. **item factors**, `n_epochs` times: every user solves their own factor from the
+   released item factors $V$ (the first $V$ drawn at random, independent of the data),
+   $x_u = \Pi\big((V_{I_u}^\top V_{I_u} + \lambda I)^{-1} V_{I_u}^\top e_u\big)$, with
+   $\Pi$ the projection on the unit ball; then, per item, the sufficient statistics
+
+   $$G_i = \sum_{u \ni i} w_u x_u x_u^\top, \qquad g_i = \sum_{u \ni i} w_u e_{ui} x_u,
+   \qquad w_u = \min\big(1, \sqrt{m / |I_u|}\big)$$
+
+   ($m$ = `max_ratings`, the weights doing what the paper's sampling of at most $m$
+   ratings per user does) are released with discrete Gaussian noise, the upper triangle
+   of $G_i$ mirrored below it, and $v_i = (\Pi_+(\tilde G_i) + \lambda_i I)^{-1} \tilde g_i$,
+   with $\Pi_+$ the projection on positive semi-definite matrices and the ridge
+   $\lambda_i = \lambda + \gamma \cdot 2\sigma\sqrt d$ grown by `noise_reg` $\gamma$ times the
+   noise's spectral norm ($\sigma$ its public standard deviation): an item whose
+   statistics are mostly noise gets a factor near 0 and answers the baseline's.
+3. **Answers**: $\hat r_{ui} = \mu + b_i + b_u + C\, x_u^\top v_i$, with $x_u$ solved once
+   more from the last $V$ and $u$'s own ratings.
+
+**Privacy.**  One user's vector of statistics (over every item, both blocks) has ℓ2
+norm at most $\sqrt{\sum_{i \in I_u} w_u^2 (\lVert x_u x_u^\top \rVert_F^2 + e_{ui}^2
+\lVert x_u \rVert^2)} \le \sqrt{2 m}$, since $\lVert x_u \rVert \le 1$, $|e_{ui}| \le 1$
+and $w_u^2 |I_u| \le m$; every other user's $x_v$ depends only on released $V$ and $v$'s
+own data.  The statistics are put on the grid $2^{-12}$ with each user's integer vector
+clipped to ℓ2 norm $K = \lfloor \sqrt{2m}\, 2^{12} \rfloor$
+([`integer_l2_block_sums`][dprec.mechanisms.discrete_gaussian.integer_l2_block_sums]),
+and discrete Gaussian noise of scale $K / \sqrt{2\rho_t}$ makes each epoch
+$\rho_t$-zCDP (Canonne, Kamath & Steinke 2020).  The baseline's release and the
+epochs compose adaptively: $\rho = \rho_b + T \rho_t$, the largest $\rho$ whose
+$(\varepsilon, \delta)$ by `dp-accounting` is (`epsilon`, `delta`).  Everything released
+(the effects, the item factors, each epoch's) is post-processing of these releases;
+$x_u$ and $b_u$ are $u$'s own and used in $u$'s predictions only.  The lists of users
+and items are [`DPBaseline`][dprec.DPBaseline]'s (sorted by raw id, public catalogues
+or the data's, with the scope the report then states).
+
+**Where it pays.**  User-level noise per item shrinks as users grow: by default
+(`baseline_share=None`) the factors get $1 - 0.3$ of $\rho$ only where
+$(n_{\text{users}} / n_{\text{items}}) \sqrt\rho \ge$ `FACTOR_SNR`, and otherwise the
+model is the baseline with the whole budget (its measured break-even, see
+`docs/end_to_end.md`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from surprise import AlgoBase
+
+from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
+from ._validation import check_epsilon, check_int, check_open_unit, check_positive, check_real
+from .dp_baseline import GRID_BITS, DPBaseline, check_mechanism_delta, stated_epsilon
+from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+from .mechanisms.discrete_gaussian import discrete_gaussian, integer_l2_block_sums, zcdp_rho
+from .rating_space import ListedModel, RatingSpace
+
+__all__ = ["DPALS", "default_share", "item_factors", "item_statistics", "user_factors"]
+
+#: the public rule's threshold on $(n_{\text{users}} / n_{\text{items}}) \sqrt\rho$ above
+#: which the factors get a share of the budget (measured: see `default_share`)
+FACTOR_SNR = 1.0
+#: the factors' share of ρ when the rule releases them
+FACTOR_SHARE = 0.7
+#: ratings per block of the vectorised passes (memory: about 100 floats per rating)
+BLOCK_RATINGS = 1 << 17
+NOTES = {
+    "gaussian": "discrete Gaussian on the baseline's release and, each epoch, on every "
+                "item's integer (G_i, g_i) = sums of w_u (x_u x_u^T, e_ui x_u), |x_u| <= 1, "
+                "|e_ui| <= 1, w_u = min(1, sqrt(m/|I_u|)): l2 sensitivity sqrt(2m) per user; "
+                "the releases composed in zCDP, (epsilon, delta) by dp-accounting",
+    "answers": "every shared output is post-processing of the releases; a prediction for u "
+               "also uses u's own ratings (b_u, x_u), shown to u alone",
+}
+OUTPUTS = ("predictions", "details", "recommendations", "item effects", "item factors")
+
+
+class DPALS(ListedModel, AlgoBase):
+    r"""Matrix factorisation by private alternating least squares (user-level, joint DP).
+
+    See the module docstring for the construction, the privacy argument and the public
+    rule that decides whether the factors are released at all.
+
+    Parameters
+    ----------
+    epsilon : float, default 1.0
+        The privacy budget of everything released, `> 0`.
+    delta : float, optional
+        δ in (0, 1), default `1e-5`.
+    n_factors : int, default 8
+        $d$, the factors' dimension (Surprise's `SVD` name).
+    n_epochs : int, default 3
+        $T$, the item-factor releases (each spends $\rho_t$).
+    max_ratings : int, default 50
+        $m$: each user's weight is $\min(1, \sqrt{m/|I_u|})$ and the sensitivity
+        $\sqrt{2m}$.
+    reg : float, default 1.0
+        $\lambda$, the ridge of both solves (`> 0`).
+    noise_reg : float, default 1.0
+        $\gamma$ (`>= 0`): the item solves' ridge grows by $\gamma$ times the noise's
+        spectral norm $2\sigma\sqrt d$.
+    clip : float, default 1.0
+        $C$ (rating units, `> 0`): residuals are clipped to $[-C, C]$.
+    baseline_share : float, optional
+        The baseline's share of ρ, in (0, 1); default the public rule
+        (`default_share`).
+    users, items : sequence of raw ids, optional
+        Public catalogues, as [`DPBaseline`][dprec.DPBaseline]'s.
+    random_state : None, int, RandomState or Generator
+        `None` (default) draws fresh entropy at each fit; an int gives **seeded noise**,
+        for experiments only (the report's entries are then void).
+    verbose : bool, default False
+
+    Attributes
+    ----------
+    baseline_ : DPBaseline
+        The fitted global and item effects (and each user's own $b_u$).
+    item_factors_ : pandas.DataFrame
+        The released $v_i$ (rating units per unit of $x_u$ are $C$), indexed by raw item
+        id in sorted order; all 0 when the rule releases no factors.
+    noise_sd_ : float
+        $\sigma$, the standard deviation of each epoch's noise on a coordinate of $G_i$
+        or $g_i$ (0 when no factors are released).
+
+    References
+    ----------
+    S. Chien, P. Jain, W. Krichene, S. Rendle, S. Song, A. Thakurta and L. Zhang,
+    "Private Alternating Least Squares: Practical Private Matrix Completion with Tighter
+    Rates", ICML 2021.
+    """
+
+    def __init__(self, *, epsilon: float = 1.0, delta: float | None = None, n_factors: int = 8,
+                 n_epochs: int = 3, max_ratings: int = 50, reg: float = 1.0,
+                 noise_reg: float = 1.0, clip: float = 1.0, baseline_share: float | None = None,
+                 users: Iterable | None = None, items: Iterable | None = None,
+                 random_state=None, verbose: bool = False) -> None:
+        AlgoBase.__init__(self)
+        self.epsilon = epsilon
+        self.delta = delta
+        self.n_factors = n_factors
+        self.n_epochs = n_epochs
+        self.max_ratings = max_ratings
+        self.reg = reg
+        self.noise_reg = noise_reg
+        self.clip = clip
+        self.baseline_share = baseline_share
+        self.users = users
+        self.items = items
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def fit(self, trainset):
+        """Release the effects and `n_epochs` item factors (spending `epsilon`)."""
+        epsilon = check_epsilon(self.epsilon)
+        delta = check_mechanism_delta("gaussian", self.delta)
+        d = check_int(self.n_factors, "n_factors", minimum=1, maximum=64)
+        epochs = check_int(self.n_epochs, "n_epochs", minimum=1, maximum=1000)
+        m = check_int(self.max_ratings, "max_ratings", minimum=1, maximum=1 << 20)
+        reg = check_positive(self.reg, "reg")
+        noise_reg = check_real(self.noise_reg, "noise_reg", low=0.0)
+        clip = check_positive(self.clip, "clip")
+        share = None if self.baseline_share is None else check_open_unit(
+            self.baseline_share, "baseline_share")
+        validate_random_state(self.random_state)
+        entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
+        rho = zcdp_rho(epsilon, delta)
+        if share is None:
+            lists = RatingSpace.build(trainset, self.users, self.items)
+            share = default_share(len(lists.users), len(lists.items), rho)
+        baseline = DPBaseline(epsilon=epsilon, unit="user", mechanism="gaussian", delta=delta,
+                              users=self.users, items=self.items)
+        baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded,
+                          rho=share * rho)
+        space = baseline.rating_space
+        matrix = space.matrix
+        residuals = np.clip(baseline.residuals(), -clip, clip) / clip
+        n_items = matrix.shape[1]
+        factors, sd = np.zeros((n_items, d)), 0.0
+        if share < 1.0:
+            rng = derive_generator(entropy, "factors")
+            factors = rng.normal(0.0, 1.0 / math.sqrt(d), (n_items, d))
+            weights = np.minimum(1.0, np.sqrt(m / np.maximum(np.diff(matrix.indptr), 1)))
+            rho_epoch = (1.0 - share) * rho / epochs
+            for epoch in range(epochs):
+                own = user_factors(matrix, residuals, factors, reg)
+                sums, sensitivity = item_statistics(matrix, residuals, own, weights,
+                                                    math.sqrt(2.0 * m), GRID_BITS)
+                sigma = sensitivity / math.sqrt(2.0 * rho_epoch)
+                noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
+                sd = sigma * 2.0**-GRID_BITS
+                factors = item_factors(noisy, d, reg + noise_reg * 2.0 * sd * math.sqrt(d))
+                if self.verbose:
+                    print(f"DPALS: epoch {epoch + 1}/{epochs} released")
+        AlgoBase.fit(self, trainset)            # the model is changed only after the releases
+        self.baseline_, self._space, self._factors = baseline, space, factors
+        self._user_factors = user_factors(matrix, residuals, factors, reg)
+        self._clip, self.noise_sd_ = clip, float(sd)
+        self.item_factors_ = pd.DataFrame(factors.copy(), index=space.items.labels(),
+                                          columns=[f"f{j}" for j in range(d)])
+        component = (f"effects and item factors ({epochs} epochs)" if share < 1.0 else
+                     "effects (no factors: too few users for this budget)")
+        self._accountant = self._ledger(seeded, delta,
+                                        {component: stated_epsilon(rho, delta, epsilon)})
+        if self.verbose:
+            print(f"DPALS: ε = {epsilon:g}, δ = {delta:g} per user")
+        return self
+
+    def _ledger(self, seeded: bool, delta: float, epsilons: dict) -> PrivacyAccountant:
+        """The accountant: one entry (the releases composed in zCDP) charged once to every
+        listed user, every output covered, the lists' scope."""
+        accountant = PrivacyAccountant(self._space.users.ids,
+                                       model=f"DPALS(n_factors={self._factors.shape[1]})",
+                                       seeded=seeded)
+        indices = [accountant.register(LedgerEntry(
+            component, "discrete gaussian (zCDP)", eps, delta, Unit.USER, Status.HOLDS,
+            "user", NOTES["gaussian"])) for component, eps in epsilons.items()]
+        accountant.release_once(indices, OUTPUTS, NOTES["answers"])
+        self._space.declare_scope(accountant, Unit.USER)
+        return accountant
+
+    def privacy_report(self) -> PrivacyAccountant:
+        """The fitted model's privacy accountant."""
+        self._check_fitted()
+        return self._accountant
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "_accountant"):
+            raise AttributeError("this DPALS is not fitted yet: call fit first")
+
+    def default_prediction(self) -> float:
+        """The released global mean (Surprise's default reads the raw data's)."""
+        self._check_fitted()
+        return self.baseline_.default_prediction()
+
+    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
+        """Estimates and `details` for positions in the lists (`-1`: unknown): the
+        baseline's, plus $C x_u^\\top v_i$ where both are listed."""
+        est, details = self.baseline_._answers(users, items)
+        known = (users >= 0) & (items >= 0)
+        dot = np.einsum("nd,nd->n", self._user_factors[np.maximum(users, 0)],
+                        self._factors[np.maximum(items, 0)])
+        return est + np.where(known, self._clip * dot, 0.0), details
+
+
+def default_share(n_users: int, n_items: int, rho: float) -> float:
+    r"""The public rule for `baseline_share`: $1 -$ `FACTOR_SHARE` when
+    $(n_{\text{users}} / n_{\text{items}}) \sqrt\rho \ge$ `FACTOR_SNR`, else 1 (no
+    factors).  Raters per item grow with $n_{\text{users}} / n_{\text{items}}$ and the
+    noise's scale is $\propto 1/\sqrt\rho$; the threshold is where the factors were
+    measured to start paying on dprec's synthetic MovieLens-shaped data
+    (`docs/end_to_end.md`).  It reads the sizes of the lists, which are public
+    (catalogues) or a condition of the guarantee."""
+    return 1.0 - FACTOR_SHARE if n_users / max(n_items, 1) * math.sqrt(rho) >= FACTOR_SNR \
+        else 1.0
+
+
+def _blocks(indptr: np.ndarray) -> list[tuple[int, int]]:
+    """Ranges of users holding about `BLOCK_RATINGS` ratings each (at least one user)."""
+    bounds, start, n_users = [], 0, len(indptr) - 1
+    while start < n_users:
+        stop = int(np.searchsorted(indptr, indptr[start] + BLOCK_RATINGS, side="right")) - 1
+        stop = min(max(stop, start + 1), n_users)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def _row_sums(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per-row sums of `values` (one row of it per rating, rows contiguous per user)."""
+    local = indptr - indptr[0]
+    summing = sp.csr_matrix((np.ones(local[-1]), np.arange(local[-1]), local),
+                            shape=(len(indptr) - 1, local[-1]))
+    return np.asarray(summing @ values.reshape(len(values), -1)).reshape(
+        (len(indptr) - 1,) + values.shape[1:])
+
+
+def user_factors(matrix, residuals: np.ndarray, factors: np.ndarray, reg: float) -> np.ndarray:
+    r"""Every user's $x_u = \Pi((V_{I_u}^\top V_{I_u} + \lambda I)^{-1} V_{I_u}^\top e_u)$ from
+    their own `residuals` (in the order of `matrix.data`) and the item `factors` $V$,
+    projected on the unit ball (0 for a user without ratings)."""
+    n_users, d = matrix.shape[0], factors.shape[1]
+    out = np.zeros((n_users, d))
+    for start, stop in _blocks(matrix.indptr):
+        indptr = matrix.indptr[start:stop + 1]
+        cells = slice(indptr[0], indptr[-1])
+        rated = factors[matrix.indices[cells]]
+        gram = _row_sums(indptr, rated[:, :, None] * rated[:, None, :]) + reg * np.eye(d)
+        target = _row_sums(indptr, rated * residuals[cells, None])
+        out[start:stop] = np.linalg.solve(gram, target[:, :, None])[:, :, 0]
+    norms = np.linalg.norm(out, axis=1)
+    return out / np.maximum(norms, 1.0)[:, None]
+
+
+def item_statistics(matrix, residuals: np.ndarray, own: np.ndarray, weights: np.ndarray,
+                    bound: float, bits: int) -> tuple[np.ndarray, float]:
+    r"""Every item's integer sums of $w_u (\mathrm{upper}(x_u x_u^\top), e_{ui} x_u)$, each
+    user's vector clipped to ℓ2 norm $K = \lfloor \text{bound} \cdot 2^{\text{bits}}
+    \rfloor$ on the grid $2^{-\text{bits}}$; shape `(n_items, d(d+1)/2 + d)`, and $K$."""
+    n_users, n_items = matrix.shape
+    d = own.shape[1]
+    upper = np.triu_indices(d)
+    total, sensitivity = None, 0.0
+    if float(n_users) * math.floor(bound * 2.0**bits) >= 2.0**52:
+        raise ValueError("the integer sums could pass 2^52: too many users for this grid")
+    for start, stop in _blocks(matrix.indptr):
+        cells = slice(matrix.indptr[start], matrix.indptr[stop])
+        counts = np.diff(matrix.indptr[start:stop + 1])
+        rows = np.repeat(np.arange(stop - start), counts)
+        x = own[start:stop] * weights[start:stop, None]
+        outer = (x[:, upper[0]] * own[start:stop, upper[1]])[rows]
+        blocks = np.hstack([outer, x[rows] * residuals[cells, None]])
+        sums, sensitivity = integer_l2_block_sums(rows, matrix.indices[cells], blocks, n_items,
+                                                  bound, bits)
+        total = sums if total is None else total + sums
+    if total is None:            # no user: nothing to sum, the sensitivity all the same
+        total = np.zeros((n_items, len(upper[0]) + d))
+        sensitivity = float(math.floor(bound * 2.0**bits))
+    return total, sensitivity
+
+
+def item_factors(statistics: np.ndarray, d: int, ridge: np.ndarray | float) -> np.ndarray:
+    r"""$v_i = (\Pi_+(\tilde G_i) + \lambda_i I)^{-1} \tilde g_i$ from the released
+    `statistics` (rows: the upper triangle of $\tilde G_i$, then $\tilde g_i$), $\Pi_+$
+    setting negative eigenvalues to 0 (post-processing)."""
+    upper = np.triu_indices(d)
+    n_items = statistics.shape[0]
+    gram = np.zeros((n_items, d, d))
+    gram[:, upper[0], upper[1]] = statistics[:, : len(upper[0])]
+    gram[:, upper[1], upper[0]] = statistics[:, : len(upper[0])]
+    target = statistics[:, len(upper[0]):]
+    values, vectors = np.linalg.eigh(gram)
+    inverse = 1.0 / (np.maximum(values, 0.0) + ridge)
+    return np.einsum("nij,nj,nkj,nk->ni", vectors, inverse, vectors, target)
