@@ -63,7 +63,7 @@ from surprise import AlgoBase
 
 from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
 from ._validation import check_epsilon, check_int, check_open_unit, check_positive, check_real
-from .dp_baseline import GRID_BITS, DPBaseline, check_mechanism_delta, stated_epsilon
+from .dp_baseline import GRID_BITS, SIGNAL, DPBaseline, check_mechanism_delta, stated_epsilon
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms.discrete_gaussian import discrete_gaussian, integer_l2_block_sums, zcdp_rho
 from .rating_space import ListedModel, RatingSpace
@@ -201,7 +201,7 @@ class DPALS(ListedModel, AlgoBase):
                 sigma = sensitivity / math.sqrt(2.0 * rho_epoch)
                 noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
                 sd = sigma * 2.0**-GRID_BITS
-                factors = item_factors(noisy, d, reg + noise_reg * 2.0 * sd * math.sqrt(d))
+                factors = item_factors(noisy, d, reg + noise_reg * 2.0 * sd * math.sqrt(d), sd)
                 if self.verbose:
                     print(f"DPALS: epoch {epoch + 1}/{epochs} released")
         AlgoBase.fit(self, trainset)            # the model is changed only after the releases
@@ -331,16 +331,20 @@ def item_statistics(matrix, residuals: np.ndarray, own: np.ndarray, weights: np.
     return total, sensitivity
 
 
-def item_factors(statistics: np.ndarray, d: int, ridge: np.ndarray | float) -> np.ndarray:
-    r"""$v_i = (\Pi_+(\tilde G_i) + \lambda_i I)^{-1} \tilde g_i$ from the released
-    `statistics` (rows: the upper triangle of $\tilde G_i$, then $\tilde g_i$), $\Pi_+$
-    setting negative eigenvalues to 0 (post-processing)."""
+def item_factors(statistics: np.ndarray, d: int, ridge: float, sd: float) -> np.ndarray:
+    r"""$v_i = (\Pi_+(\tilde G_i) + \lambda I)^{-1} \tilde g_i$ (`ridge` $\lambda$) from the
+    released `statistics` (rows: the upper triangle of $\tilde G_i$, then $\tilde g_i$),
+    $\Pi_+$ setting negative eigenvalues to 0, where the item carries signal:
+    $\operatorname{tr} \tilde G_i > 2 \sigma \sqrt d$ (`SIGNAL` times the noise sd of the
+    trace, `sd` $= \sigma$ that of a coordinate); $v_i = 0$ elsewhere (post-processing)."""
     upper = np.triu_indices(d)
     n_items = statistics.shape[0]
     gram = np.zeros((n_items, d, d))
     gram[:, upper[0], upper[1]] = statistics[:, : len(upper[0])]
     gram[:, upper[1], upper[0]] = statistics[:, : len(upper[0])]
     target = statistics[:, len(upper[0]):]
+    signal = np.trace(gram, axis1=1, axis2=2) > SIGNAL * sd * math.sqrt(d)
+    target = np.where(signal[:, None], target, 0.0)
     values, vectors = np.linalg.eigh(gram)
     inverse = 1.0 / (np.maximum(values, 0.0) + ridge)
     return np.einsum("nij,nj,nkj,nk->ni", vectors, inverse, vectors, target)

@@ -35,11 +35,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from surprise import BaselineOnly
+from surprise import SVD, BaselineOnly
 
 from .._plotting import subplots
 from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
+from ..dp_als import DPALS, FACTOR_SHARE
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..evaluation import grid_table
@@ -50,8 +51,9 @@ from ._options import add_common_options
 from .hyperparameters import PUBLIC_K, PUBLIC_RULE
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
-REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline")
-PRIVATE = ("DPBaseline (user)", "DPBaseline (rating)", "DPItemKNN (user)",
+REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline", "SVD")
+PRIVATE = ("DPBaseline (user)", "DPBaseline (rating)", "DPItemKNN (user)", "DPALS (user)",
+           "DPALS (user, factors always)",
            "LocalKNN (krr, rating)", "LocalKNN (laplace, rating)")
 PUBLISHED = ("PNCF (as published)", "PPNS (as published)")
 #: PNCF's selection corrected to hold (neighbour lists only: predictions use raw ratings)
@@ -74,6 +76,11 @@ def make_algo(model: str, epsilon: float | None = None, seed: int | None = 0):
         return PrivateKNN(k=PUBLIC_K, verbose=False)
     if model == "KNNBaseline":
         return PrivateKNNBaseline(k=PUBLIC_K, verbose=False)
+    if model == "SVD":
+        return SVD(random_state=0)
+    if model.startswith("DPALS"):      # "factors always": the factors' share whatever the rule
+        share = 1.0 - FACTOR_SHARE if "always" in model else None
+        return DPALS(epsilon=epsilon, baseline_share=share, random_state=seed)
     if model.startswith("DPBaseline"):
         unit = "user" if "user" in model else "rating"
         return DPBaseline(epsilon=epsilon, unit=unit, random_state=seed)

@@ -37,11 +37,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from surprise import AlgoBase, BaselineOnly, accuracy
+from surprise import SVD, AlgoBase, BaselineOnly, accuracy
 from surprise.model_selection import train_test_split
 
 from .._plotting import subplots
 from ..datasets import load_or_synthetic, synthetic
+from ..dp_als import DPALS
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..knn import PrivateKNNBaseline
@@ -61,6 +62,7 @@ PRIVATE = {
     "DPBaseline": ("user", lambda eps, seed: DPBaseline(epsilon=eps, random_state=seed)),
     "DPItemKNN": ("user", lambda eps, seed: DPItemKNN(epsilon=eps, k=PUBLIC_K,
                                                       random_state=seed)),
+    "DPALS": ("user", lambda eps, seed: DPALS(epsilon=eps, random_state=seed)),
     "DPBaseline (rating)": ("rating", lambda eps, seed: DPBaseline(epsilon=eps, unit="rating",
                                                                    random_state=seed)),
     "LocalKNN": ("rating", lambda eps, seed: LocalKNN(epsilon=eps, k=PUBLIC_K,
@@ -72,6 +74,7 @@ REFERENCES = {
     "BaselineOnly": lambda: BaselineOnly(verbose=False),
     "KNNBaseline (item)": lambda: PrivateKNNBaseline(k=PUBLIC_K, sim_options={
         "name": "pearson_baseline", "user_based": False}, verbose=False),
+    "SVD": lambda: SVD(random_state=0),
 }
 
 
@@ -171,18 +174,19 @@ def table(results: pd.DataFrame) -> pd.DataFrame:
     return out.rename(index={np.inf: "—"}, level="epsilon")
 
 
-def knn_pays(results: pd.DataFrame, min_gain: float = 0.001) -> pd.DataFrame:
-    """Per ε, the smallest number of users at which `DPItemKNN` is below `DPBaseline`
-    (per user) by more than `min_gain` RMSE (a tie within the noise of one split is no
-    gain), that gain, and the gain at the largest size (`None` when never, or when
-    either model was not run)."""
+def knn_pays(results: pd.DataFrame, min_gain: float = 0.001,
+             model: str = "DPItemKNN") -> pd.DataFrame:
+    """Per ε, the smallest number of users at which `model` (the DP kNN by default) is
+    below `DPBaseline` (per user) by more than `min_gain` RMSE (a tie within the noise of
+    one split is no gain), that gain, and the gain at the largest size (`None` when
+    never, or when either model was not run)."""
     rows = []
-    both = results[results["model"].isin(["DPBaseline", "DPItemKNN"])]
+    both = results[results["model"].isin(["DPBaseline", model])]
     for eps, group in both.groupby("epsilon"):
         wide = group.pivot_table(index="users", columns="model", values="rmse")
-        if not {"DPBaseline", "DPItemKNN"} <= set(wide.columns):
+        if not {"DPBaseline", model} <= set(wide.columns):
             continue
-        gain = (wide["DPBaseline"] - wide["DPItemKNN"]).dropna().sort_index()
+        gain = (wide["DPBaseline"] - wide[model]).dropna().sort_index()
         first = gain[gain > min_gain]
         rows.append({"epsilon": eps, "first users": first.index[0] if len(first) else None,
                      "gain there": first.iloc[0] if len(first) else None,
@@ -234,6 +238,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results.to_csv(out / "users_scaling.csv", index=False)
     plot(results, out / "users_scaling.png")
     print(table(results).to_string(float_format=lambda x: f"{x:.4f}"))
-    print(knn_pays(results).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    for model in ("DPItemKNN", "DPALS"):
+        print(f"where {model} first beats DPBaseline:")
+        print(knn_pays(results, model=model).to_string(index=False,
+                                                       float_format=lambda x: f"{x:.4f}"))
     print(f"written: {out}")
     return results
