@@ -16,7 +16,7 @@ references, on the same folds and against the same attack:
   (``neighbour_shrinkage`` λ; λ = ∞ *is* the fallback, μ_u or ``b_ui``, so
   the user semantics never lose to it on the validation folds); the
   end-to-end DP models
-  ``DPItemKNN``, ``LocalKNN`` (k-RR and Laplace ratings) and ``DPBaseline``;
+  ``DPItemKNN``, ``LocalKNN`` (k-RR and Laplace ratings), ``DPBaseline`` and ``DPALS``;
   references: the global mean, ``BaselineOnly`` and ``KNNBaseline``
   (pearson-baseline, computed by dprec's top-k, equal to Surprise's).  The
   non-private top-k of each rule and neighbourhood is in the grid.
@@ -41,7 +41,7 @@ references, on the same folds and against the same attack:
   the target's closest raters only where the known items are all they
   share, so exposure there is per item.  The fake users ask for the hidden
   items only (``inference=False``).  Models without neighbours (global
-  mean, ``BaselineOnly``, ``DPBaseline``) are not attacked.
+  mean, ``BaselineOnly``, ``DPBaseline``, ``DPALS``) are not attacked.
 * **security (b): vulnerable users without any attacker** — ReuseKNN's
   measure (Müllner et al., ACM TIST 2023; :mod:`dprec.data_usage`): per
   outer fold, how many test predictions each user's ratings contribute to,
@@ -92,6 +92,7 @@ from .._surprise import inner_ids
 from ..attacks import BetaKNNAttack
 from ..data_usage import data_usage, reuseknn_threshold, vulnerable_share
 from ..datasets import synthetic
+from ..dp_als import DPALS
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..knn import PrivateKNN
@@ -112,7 +113,7 @@ PRIVATE_SELECTORS = ("pncf", "ppns", "pncf_corrected")
 SIMILARITIES = ("cosine", "rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")
 RULES = ("basic", "means", "baseline")
 NEIGHBOURHOODS = ("item", "user")
-END_TO_END = ("DPItemKNN", "LocalKNN (krr)", "LocalKNN (laplace)", "DPBaseline (user)")
+END_TO_END = ("DPItemKNN", "LocalKNN (krr)", "LocalKNN (laplace)", "DPBaseline (user)", "DPALS")
 REFERENCES = ("global mean", "BaselineOnly", "KNNBaseline")
 #: PPNS's geometric parameter (the papers' p = 0.5)
 PPNS_P = 0.5
@@ -190,7 +191,8 @@ def make_algo(config: dict, k: int | None, shrinkage: float = 0.0, *, seed: int 
         if model.startswith("LocalKNN"):
             release = "krr" if "krr" in model else "laplace"
             return LocalKNN(epsilon=epsilon, k=k, rating_release=release, random_state=seed)
-        return DPBaseline(epsilon=epsilon, unit="user", random_state=seed)
+        return (DPALS(epsilon=epsilon, random_state=seed) if model == "DPALS" else
+                DPBaseline(epsilon=epsilon, unit="user", random_state=seed))
     similarity, selector = config["similarity"], config["selector"]
     options = ({"name": "cosine"} if similarity == "cosine"
                else backend_options(similarity, epsilon, N_KNOWN))

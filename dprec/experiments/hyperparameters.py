@@ -74,7 +74,7 @@ def tunes_k(config: dict) -> bool:
         A configuration of :func:`dprec.experiments.frontier.configurations`.
     """
     return config["config"] not in ("global mean", "BaselineOnly") and not \
-        config.get("model", "").startswith("DPBaseline")
+        config.get("model", "").startswith(("DPBaseline", "DPALS"))
 
 
 def tunes_shrinkage(config: dict) -> bool:
