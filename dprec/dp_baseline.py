@@ -72,6 +72,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy.special import ndtr
 from surprise import AlgoBase
 
 from ._arrays import safe_divide
@@ -521,6 +522,27 @@ def shrunk_effects(sums: np.ndarray, counts: np.ndarray, noise_sd: tuple[float, 
     if weights.sum() > 0:     # centred: an item below the noise sits at the scale's middle
         effects -= np.dot(weights, effects) / weights.sum()
     return np.clip(effects, -bound, bound)
+
+
+def noise_shares(counts: np.ndarray, count_sd: float) -> np.ndarray:
+    r"""Each item's estimated share of pure noise among the items released at least as
+    heavy: the Benjamini–Hochberg tail-area false discovery rate
+    $q_i = \min_{j: \tilde N_j \le \tilde N_i} \min(1, n\, \bar\Phi(\tilde N_j / \sigma_N)
+    / \#\{k : \tilde N_k \ge \tilde N_j\})$ of the noisy weights `counts` against
+    Gaussian noise of standard deviation `count_sd` (an item with no raters).  Where the
+    release is mostly noise (as many items above a level as noise alone would put there)
+    $q_i \to 1$; public noise scale and released statistics only (post-processing)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    n = len(counts)
+    if n == 0:
+        return np.zeros(0)
+    # P(noise > Ñ_i); without noise, 1 exactly where nothing was released
+    tail = ndtr(-counts / count_sd) if count_sd > 0 else (counts <= 0).astype(np.float64)
+    order = np.argsort(-counts, kind="stable")          # heaviest first
+    q = np.minimum(1.0, n * tail[order] / np.arange(1, n + 1))
+    shares = np.empty(n)
+    shares[order] = np.minimum.accumulate(q[::-1])[::-1]
+    return shares
 
 
 def stabilised_effects(sums: np.ndarray, counts: np.ndarray, offset: float, beta: float,

@@ -83,7 +83,7 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._rng import derive_generator, fit_entropy, is_seeded, stable_keys, validate_random_state
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import SIGNAL, own_effects, stabilised_effects
+from .dp_baseline import SIGNAL, noise_shares, own_effects, shrunk_effects
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     laplace,
@@ -264,11 +264,13 @@ class LocalKNN(ListedModel, AlgoBase):
         # 3. the server's aggregates
         sums, counts = x_hat.sum(axis=0), n_hat.sum(axis=0)
         self.mu_ = float(np.clip(centre + half * sums.sum() / max(counts.sum(), 1.0), low, high))
-        if beta is None:
-            beta = math.sqrt(n_users) * self._stabiliser_unit
-        effects = stabilised_effects(half * sums, counts, self.mu_ - centre, beta, high - low)
-        # an item whose aggregate weight is below its noise adds nothing (SIGNAL noise sd)
-        self._item_effects = np.where(counts > SIGNAL * sd_n * math.sqrt(n_users), effects, 0.0)
+        # b_i: DPBaseline's posterior mean under the aggregates' noise (0 below SIGNAL noise
+        # sd, centred over the items: no noisy μ in it), weighted by its chance of not being
+        # pure noise (#34: never worse than the user's own mean)
+        noise_sd = (half * sd_x * math.sqrt(n_users), sd_n * math.sqrt(n_users))
+        effects = shrunk_effects(half * sums, counts, noise_sd, 0.0 if beta is None else beta,
+                                 (half / 2.0) ** 2 / 2.5, high - low)
+        self._item_effects = effects * (1.0 - noise_shares(counts, noise_sd[1]))
         self._count_sd = sd_n
         self.item_effects_ = pd.Series(self._item_effects.copy(), index=space.items.labels(),
                                        name="item_effect")
@@ -347,14 +349,18 @@ class LocalKNN(ListedModel, AlgoBase):
         neighbours, weights = self._neighbours[users], self._weights[users]
         numerator = (weights * self._residual_reports[neighbours, items[:, None]]).sum(axis=1)
         count = (weights * self._count_reports[neighbours, items[:, None]]).sum(axis=1)
-        gamma = self._gamma
-        if gamma is None:
-            gamma = np.sqrt((weights**2).sum(axis=1)) * self._stabiliser_unit
-        denominator = np.maximum(count, 0.0) + gamma
-        deviations = safe_divide(numerator, denominator)          # denominator >= 0
+        spread = np.sqrt((weights**2).sum(axis=1))
+        noise = SIGNAL * self._count_sd * spread       # the gate: SIGNAL noise sd of the count
+        passed = count > noise
+        # the posterior mean of a deviation of prior sd `noise_tolerance` seen through the
+        # numerator's noise (sd ≤ spread · unit · tolerance), its weight at a low estimate
+        support = np.where(passed, count - noise, 1.0)
+        sd_numerator = spread * self._stabiliser_unit * self.noise_tolerance
+        denominator = (np.maximum(count, 0.0) + (0.0 if self._gamma is None else self._gamma)
+                       + sd_numerator**2 / (self.noise_tolerance**2 * support))
+        deviations = safe_divide(numerator, denominator)          # denominator > 0
         # neighbours whose weighted reports on i are below their noise add nothing
-        noise = SIGNAL * self._count_sd * np.sqrt((weights**2).sum(axis=1))
-        return np.where(count > noise, deviations, 0.0)
+        return np.where(passed, deviations, 0.0)
 
 
 def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -426,4 +432,8 @@ def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
                         Status.HOLDS, "user",
                         f"every item's symbol (unrated or one of {len(grid)} levels); a rating "
                         "added or removed changes one symbol")
-    return (x_hat, n_hat), (1.0 / (p - q), 0.5 / (p - q)), entry
+    # the debiased reports' noise: a report differs from the truth with probability 1 − p,
+    # by at most 2 in x, and the rated indicator is Bernoulli(p or 1 − q)
+    sd_x = min(1.0, 2.0 * math.sqrt(1.0 - p)) / (p - q)
+    sd_n = math.sqrt(max(p * (1.0 - p), q * (1.0 - q))) / (p - q)
+    return (x_hat, n_hat), (sd_x, sd_n), entry

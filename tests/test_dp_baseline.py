@@ -14,8 +14,7 @@ from surprise import Dataset, Reader
 from dprec import DPBaseline, datasets, dp_baseline
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.dp_baseline import (RatingSpace, Settings, contributions, shrunk_effects,
-                                sorted_ids)
+from dprec.dp_baseline import RatingSpace, Settings, contributions, shrunk_effects, sorted_ids
 from dprec.ledger import SEEDED, Status, Unit
 
 
