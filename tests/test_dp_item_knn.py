@@ -628,3 +628,58 @@ def test_the_public_rule_states_the_target_where_the_accountant_proves_zero(trai
     report = DPItemKNN(epsilon=0.003, baseline_share=share).fit(trainset).privacy_report()
     assert [(e.epsilon, e.delta) for e in report.entries] == [(0.003, 1e-5)]
     assert ("no covariance" in report.entries[0].component) == (share is None)
+
+
+def test_the_covariance_is_released_in_its_own_units_where_a_variance_is_floored(trainset,
+                                                                               monkeypatch):
+    # the released integers back to Cov by g = h² 2^-A (2^-8 2^-6 = 2^-14 here), W by 2^-A:
+    # a scale on Cov cancels in Ĉ_ij / √(Ĉ_ii Ĉ_jj) except where a noisy variance is below
+    # the floor 10^-12.  The sampler replaced by a chosen release: W = 1 everywhere (β = 0,
+    # so Ĉ = Cov), Cov_00 = -g (floored), Cov_11 = 2^40 g, Cov_01 = g, Cov_ii = g elsewhere:
+    # s_01 = 2^-14 / √(10^-12 · 2^26) = 2^-27 · 10^6; Cov_02 = -Cov_03 = 2^20 g give ±8·10^9
+    # before the clip to [-1, 1]
+    n = 40
+    cov = np.eye(n)
+    cov[0, 0], cov[1, 1], cov[0, 1], cov[0, 2], cov[0, 3] = -1.0, 2.0**40, 1.0, 2.0**20, -2.0**20
+    upper = np.triu_indices(n)
+    released = iter([cov[upper], np.full(len(upper[0]), 2.0**6)])
+    monkeypatch.setattr("dprec.dp_item_knn.discrete_gaussian",
+                        lambda values, sigma, rng: next(released).copy())
+    sim = DPItemKNN(epsilon=1e12, shrinkage=0.0, random_state=0).fit(trainset).sim.to_numpy()
+    assert sim[0, 1] == sim[1, 0] == pytest.approx(2.0**-27 * 1e6, rel=1e-12)
+    assert sim[0, 0] == -1.0 and np.all(np.diag(sim)[1:] == 1.0)
+    assert sim[0, 2] == sim[2, 0] == 1.0 and sim[0, 3] == sim[3, 0] == -1.0
+    off = ~np.eye(n, dtype=bool)
+    off[0, 1:4] = off[1:4, 0] = False
+    assert not sim[off].any()
+
+
+def test_a_laplace_scale_of_exactly_the_samplers_largest_is_accepted(trainset):
+    # Δ = m² 2^A = 2^24 2^11 (grid_bits = 12, 40 items) over ε_each = (1 − 0.5) 2^-5 / 2
+    # = 2^-7: t = 2^42 exactly, which the sampler accepts (only a larger t is refused)
+    algo = DPItemKNN(epsilon=2.0**-5, grid_bits=12, mechanism="laplace", baseline_share=0.5,
+                     random_state=0).fit(trainset)
+    assert [e.epsilon for e in algo.privacy_report().entries[2:]] == [2.0**-7, 2.0**-7]
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_gate_is_strict(trainset, monkeypatch, mechanism):
+    # a released W exactly at the threshold T (computed as the model states it) gets no
+    # similarity, the next float above it does; W 2^A / 2^A is exact (a power of two)
+    if mechanism == "gaussian":
+        sd_w = 1.0 / math.sqrt(2.0 * ((1.0 - 0.3) * zcdp_rho(1.0, 1e-5) / 2.0))
+        threshold = sd_w * NormalDist().inv_cdf(1.0 - 0.1 / 40)
+    else:
+        threshold = math.log(5.0 * 40) / ((1.0 - 0.3) * 1.0 / 2.0)
+    top = 2.0 ** math.ceil(POWER[mechanism] * math.log2(40))
+    at = np.full(820, threshold * top)                                   # 40·41/2 entries
+    at[1::2] = np.nextafter(threshold * top, np.inf)
+    released = iter([np.ones(820), at])
+    monkeypatch.setattr(f"dprec.dp_item_knn.discrete_{mechanism}",
+                        lambda values, scale, rng: next(released).copy())
+    sim = DPItemKNN(epsilon=1.0, mechanism=mechanism, random_state=0).fit(trainset).sim
+    co = np.zeros((40, 40))
+    co[np.triu_indices(40)] = at / top
+    upper = np.triu_indices(40, 1)
+    assert (co[upper] == threshold).sum() > 300 and (co[upper] > threshold).sum() > 300
+    np.testing.assert_array_equal(sim.to_numpy()[upper] != 0, co[upper] > threshold)
