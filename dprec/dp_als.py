@@ -134,6 +134,10 @@ class DPALS(ListedModel, AlgoBase):
     noise_sd_ : float
         $\sigma$, the standard deviation of each epoch's noise on a coordinate of $G_i$
         or $g_i$ (0 when no factors are released).
+    factor_noise_ : pandas.Series
+        The noise of each $v_i$ the noise on $\tilde g_i$ makes,
+        $\sigma \sqrt{\operatorname{tr} A_i^{-2}}$ ($A_i$ the item's solve), 0 where
+        $v_i = 0$: a function of the release and its public scale.
 
     References
     ----------
@@ -164,6 +168,12 @@ class DPALS(ListedModel, AlgoBase):
 
     def fit(self, trainset):
         """Release the effects and `n_epochs` item factors (spending `epsilon`)."""
+        return self.fit_part(trainset)
+
+    def fit_part(self, trainset, entropy: bytes | None = None, seeded: bool | None = None):
+        """`fit` as part of another model (e.g. [`DPItemKNN`][dprec.DPItemKNN] on the
+        factors' similarities): the noise from that model's `entropy` (this one's
+        `random_state` is then unused) and its accountant `seeded` alike."""
         epsilon = check_epsilon(self.epsilon)
         delta = check_mechanism_delta("gaussian", self.delta)
         d = check_int(self.n_factors, "n_factors", minimum=1, maximum=64)
@@ -175,7 +185,8 @@ class DPALS(ListedModel, AlgoBase):
         share = None if self.baseline_share is None else check_open_unit(
             self.baseline_share, "baseline_share")
         validate_random_state(self.random_state)
-        entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
+        if entropy is None:
+            entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
         rho = zcdp_rho(epsilon, delta)
         if share is None:
             lists = RatingSpace.build(trainset, self.users, self.items)
@@ -188,7 +199,7 @@ class DPALS(ListedModel, AlgoBase):
         matrix = space.matrix
         residuals = np.clip(baseline.residuals(), -clip, clip) / clip
         n_items = matrix.shape[1]
-        factors, sd = np.zeros((n_items, d)), 0.0
+        factors, noise, sd = np.zeros((n_items, d)), np.zeros(n_items), 0.0
         if share < 1.0:
             rng = derive_generator(entropy, "factors")
             factors = rng.normal(0.0, 1.0 / math.sqrt(d), (n_items, d))
@@ -201,7 +212,8 @@ class DPALS(ListedModel, AlgoBase):
                 sigma = sensitivity / math.sqrt(2.0 * rho_epoch)
                 noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
                 sd = sigma * 2.0**-GRID_BITS
-                factors = item_factors(noisy, d, reg + noise_reg * 2.0 * sd * math.sqrt(d), sd)
+                factors, noise = item_factors(noisy, d, reg + noise_reg * 2.0 * sd * math.sqrt(d),
+                                              sd)
                 if self.verbose:
                     print(f"DPALS: epoch {epoch + 1}/{epochs} released")
         AlgoBase.fit(self, trainset)            # the model is changed only after the releases
@@ -210,6 +222,7 @@ class DPALS(ListedModel, AlgoBase):
         self._clip, self.noise_sd_ = clip, float(sd)
         self.item_factors_ = pd.DataFrame(factors.copy(), index=space.items.labels(),
                                           columns=[f"f{j}" for j in range(d)])
+        self.factor_noise_ = pd.Series(noise, index=space.items.labels(), name="factor_noise")
         component = (f"effects and item factors ({epochs} epochs)" if share < 1.0 else
                      "effects (no factors: too few users for this budget)")
         self._accountant = self._ledger(seeded, delta,
@@ -331,20 +344,24 @@ def item_statistics(matrix, residuals: np.ndarray, own: np.ndarray, weights: np.
     return total, sensitivity
 
 
-def item_factors(statistics: np.ndarray, d: int, ridge: float, sd: float) -> np.ndarray:
-    r"""$v_i = (\Pi_+(\tilde G_i) + \lambda I)^{-1} \tilde g_i$ (`ridge` $\lambda$) from the
-    released `statistics` (rows: the upper triangle of $\tilde G_i$, then $\tilde g_i$),
-    $\Pi_+$ setting negative eigenvalues to 0, where the item carries signal:
-    $\operatorname{tr} \tilde G_i > 2 \sigma \sqrt d$ (`SIGNAL` times the noise sd of the
-    trace, `sd` $= \sigma$ that of a coordinate); $v_i = 0$ elsewhere (post-processing)."""
+def item_factors(statistics: np.ndarray, d: int, ridge: float,
+                 sd: float) -> tuple[np.ndarray, np.ndarray]:
+    r"""$v_i = A_i^{-1} \tilde g_i$, $A_i = \Pi_+(\tilde G_i) + \lambda I$ (`ridge` $\lambda$),
+    from the released `statistics` (rows: the upper triangle of $\tilde G_i$, then
+    $\tilde g_i$), $\Pi_+$ setting negative eigenvalues to 0, where the item carries
+    signal: $\operatorname{tr} \tilde G_i > 2 \sigma \sqrt d$ (`SIGNAL` times the noise sd
+    of the trace, `sd` $= \sigma$ that of a coordinate); $v_i = 0$ elsewhere.  Also each
+    $v_i$'s noise from that of $\tilde g_i$, $\sigma \sqrt{\operatorname{tr} A_i^{-2}}$ (0
+    where $v_i = 0$).  Post-processing."""
     upper = np.triu_indices(d)
     n_items = statistics.shape[0]
     gram = np.zeros((n_items, d, d))
     gram[:, upper[0], upper[1]] = statistics[:, : len(upper[0])]
     gram[:, upper[1], upper[0]] = statistics[:, : len(upper[0])]
-    target = statistics[:, len(upper[0]):]
     signal = np.trace(gram, axis1=1, axis2=2) > SIGNAL * sd * math.sqrt(d)
-    target = np.where(signal[:, None], target, 0.0)
+    target = np.where(signal[:, None], statistics[:, len(upper[0]):], 0.0)
     values, vectors = np.linalg.eigh(gram)
     inverse = 1.0 / (np.maximum(values, 0.0) + ridge)
-    return np.einsum("nij,nj,nkj,nk->ni", vectors, inverse, vectors, target)
+    factors = np.einsum("nij,nj,nkj,nk->ni", vectors, inverse, vectors, target)
+    noise = np.where(signal, sd * np.sqrt((inverse**2).sum(axis=1)), 0.0)
+    return factors, noise

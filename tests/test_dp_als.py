@@ -177,12 +177,16 @@ def test_item_factors_solve_on_the_psd_part_and_keep_only_items_above_the_noise(
     grams[4] = np.diag([0.5, 0.5, 0.5])                  # trace 1.5 < 2 sd sqrt(3) = 1.73
     targets = rng.normal(0, 1, (n_items, d))
     stats = np.hstack([np.array([g[upper] for g in grams]), targets])
-    got = item_factors(stats, d, 0.3, sd)
+    got, noise = item_factors(stats, d, 0.3, sd)
     for i in range(n_items):
         values, vectors = np.linalg.eigh(grams[i])
         solve = vectors @ np.diag(1.0 / (np.maximum(values, 0) + 0.3)) @ vectors.T
-        expected = solve @ targets[i] if np.trace(grams[i]) > 2 * sd * math.sqrt(d) else 0.0
-        np.testing.assert_allclose(got[i], expected, rtol=1e-10, atol=1e-12)
+        kept = np.trace(grams[i]) > 2 * sd * math.sqrt(d)
+        np.testing.assert_allclose(got[i], solve @ targets[i] if kept else 0.0, rtol=1e-10,
+                                   atol=1e-12)
+        # the noise of v_i = A^-1 g from iid noise of sd σ on g: σ ||A^-1||_F
+        assert noise[i] == pytest.approx(sd * np.linalg.norm(solve) if kept else 0.0,
+                                         rel=1e-10)
     assert np.all(got[4] == 0.0) and np.any(got[1] != 0.0)
 
 
@@ -302,3 +306,18 @@ def test_the_factors_do_not_move_the_answers_when_the_noise_drowns_them(trainset
     quiet = [i for i in factors.index if i not in set(kept)][:5]
     pairs = [(u, i, 0.0) for u in ("1", "7") for i in quiet]
     assert [p.est for p in model.test(pairs)] == [p.est for p in model.baseline_.test(pairs)]
+
+
+def test_fit_part_draws_its_noise_from_the_entropy_given(trainset):
+    # as part of another model: the noise from that model's entropy, its random_state
+    # unused, and the report seeded as that model says
+    options = {"epsilon": 5.0, "baseline_share": 0.3, **catalogues(trainset)}
+    a = DPALS(random_state=1, **options).fit_part(trainset, b"\1" * 16, False)
+    b = DPALS(random_state=2, **options).fit_part(trainset, b"\1" * 16, False)
+    c = DPALS(random_state=2, **options).fit_part(trainset, b"\2" * 16, True)
+    pd.testing.assert_frame_equal(a.item_factors_, b.item_factors_)
+    assert not a.item_factors_.equals(c.item_factors_)
+    assert not a.privacy_report().seeded and c.privacy_report().seeded
+    pd.testing.assert_series_equal(a.factor_noise_, b.factor_noise_)
+    kept = (a.item_factors_ != 0).any(axis=1)
+    assert (a.factor_noise_[kept] > 0).all() and (a.factor_noise_[~kept] == 0).all()
