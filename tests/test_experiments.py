@@ -144,7 +144,8 @@ def test_users_scaling_quick_measures_every_model_at_every_size(tmp_path):
 def test_knn_pays_reads_the_first_size_where_the_knn_is_below_the_baseline():
     from dprec.experiments.users_scaling import knn_pays
 
-    rows = [(50, "DPBaseline", 1.0), (50, "DPItemKNN", 0.9995),             # a tie: no gain
+    rows = [(10, "DPBaseline", 1.0), (10, "DPItemKNN", 0.99),     # a gain, then none: noise
+            (50, "DPBaseline", 1.0), (50, "DPItemKNN", 0.9995),             # a tie: no gain
             (100, "DPBaseline", 1.0), (100, "DPItemKNN", 1.1), (1000, "DPBaseline", 1.0),
             (1000, "DPItemKNN", 0.98), (9000, "DPBaseline", 0.9), (9000, "DPItemKNN", 0.85)]
     results = pd.DataFrame([{"users": u, "model": m, "rmse": r, "epsilon": 1.0}
@@ -154,6 +155,9 @@ def test_knn_pays_reads_the_first_size_where_the_knn_is_below_the_baseline():
     assert pays["gain there"] == pytest.approx(0.02) and pays["gain at the largest"] == \
         pytest.approx(0.05)
     assert knn_pays(results[results["model"] == "DPItemKNN"]).empty     # one model: no row
+    renamed = results.replace({"model": {"DPItemKNN": "DPALS"}})
+    assert knn_pays(renamed, model="DPALS").iloc[0]["first users"] == 1000
+    assert knn_pays(renamed).empty
 
 
 def test_the_user_mean_is_each_users_own_mean():

@@ -176,10 +176,11 @@ def table(results: pd.DataFrame) -> pd.DataFrame:
 
 def knn_pays(results: pd.DataFrame, min_gain: float = 0.001,
              model: str = "DPItemKNN") -> pd.DataFrame:
-    """Per ε, the smallest number of users at which `model` (the DP kNN by default) is
-    below `DPBaseline` (per user) by more than `min_gain` RMSE (a tie within the noise of
-    one split is no gain), that gain, and the gain at the largest size (`None` when
-    never, or when either model was not run)."""
+    """Per ε, the smallest number of users from which `model` (the DP kNN by default) is
+    below `DPBaseline` (per user) by more than `min_gain` RMSE at that size and every
+    larger one measured (a tie within the noise of one split is no gain, and a gain at
+    one small size alone is noise), that gain, and the gain at the largest size (`None`
+    when never, or when either model was not run)."""
     rows = []
     both = results[results["model"].isin(["DPBaseline", model])]
     for eps, group in both.groupby("epsilon"):
@@ -187,7 +188,9 @@ def knn_pays(results: pd.DataFrame, min_gain: float = 0.001,
         if not {"DPBaseline", model} <= set(wide.columns):
             continue
         gain = (wide["DPBaseline"] - wide[model]).dropna().sort_index()
-        first = gain[gain > min_gain]
+        # a size counts when it and every larger one gain: reversed cumulative minimum
+        holds = (gain > min_gain)[::-1].cummin()[::-1]
+        first = gain[holds]
         rows.append({"epsilon": eps, "first users": first.index[0] if len(first) else None,
                      "gain there": first.iloc[0] if len(first) else None,
                      "gain at the largest": gain.iloc[-1] if len(gain) else None})
