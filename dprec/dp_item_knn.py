@@ -79,6 +79,7 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
+from .dp_als import DPALS
 from .dp_baseline import SIGNAL, DPBaseline, check_mechanism_delta, stated_epsilon
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
@@ -95,6 +96,7 @@ __all__ = ["DPItemKNN", "default_share", "gaussian_sums", "grid_levels", "grid_r
 
 #: the ledger's notes: the integer releases' argument in brief, and the answers'
 MECHANISMS = ("gaussian", "laplace")
+SIMILARITIES = ("covariance", "factors")
 #: the Gaussian covariance is released when n_users / n_items · sqrt(ρ) reaches this
 #: (`default_share`)
 COVARIANCE_SNR = 3.0
@@ -142,6 +144,14 @@ class DPItemKNN(ListedModel, AlgoBase):
     shrinkage : float, optional
         $\beta$, in units of the weights $W$; default ten noise scales of $W$ (its noise's
         standard deviation over $\sqrt 2$: a function of the budget alone).
+    similarity : {"covariance", "factors"}, default "covariance"
+        The released covariance (above), or the cosine of the item factors of a
+        [`DPALS`][dprec.DPALS] release with the whole budget (Gaussian only; its
+        `baseline_share` this model's, default its own rule): $s_{ij} = \cos(v_i, v_j)$,
+        0 for an item whose factor is 0 (below its noise), and $\tau_{ij} = \nu_i /
+        \lVert v_i \rVert + \nu_j / \lVert v_j \rVert$ in $\kappa_{ui}$, $\nu_i$ the factor's
+        released noise (`DPALS.factor_noise_`).  Every similarity is post-processing of
+        that release; `shrinkage` is then unused.
     users, items : sequence of raw ids, optional
         Public catalogues, as in [`DPBaseline`][dprec.DPBaseline] (validated
         at `fit`; ratings outside them raise `ValueError`).
@@ -163,11 +173,13 @@ class DPItemKNN(ListedModel, AlgoBase):
                  delta: float | None = None, baseline_share: float | None = None,
                  clip: float = 1.0,
                  grid_bits: int = 4, shrinkage: float | None = None,
+                 similarity: str = "covariance",
                  users: Iterable | None = None, items: Iterable | None = None,
                  random_state=None, verbose: bool = False) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.k = k
+        self.similarity = similarity
         self.mechanism = mechanism
         self.delta = delta
         self.baseline_share = baseline_share
@@ -192,7 +204,14 @@ class DPItemKNN(ListedModel, AlgoBase):
         grid_levels(clip, bits)
         beta = None if self.shrinkage is None else check_real(self.shrinkage, "shrinkage",
                                                                low=0.0)
+        similarity = check_choice(self.similarity, "similarity", SIMILARITIES)
         entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
+        if similarity == "factors":
+            if mechanism != "gaussian":
+                raise ValueError("similarity='factors' needs mechanism='gaussian' (DPALS's "
+                                 "release is a discrete Gaussian)")
+            self._fit_factors(trainset, k, epsilon, share, (clip, bits), entropy, seeded)
+            return self
         rho = zcdp_rho(epsilon, delta) if mechanism == "gaussian" else None
         if share is None:
             lists = RatingSpace.build(trainset, self.users, self.items)
@@ -286,18 +305,46 @@ class DPItemKNN(ListedModel, AlgoBase):
                   f"are too few for the covariance at this budget), ε = {self.epsilon:g}, "
                   f"δ = {delta:g} per user")
 
+    def _fit_factors(self, trainset, k: int, epsilon: float, share: float | None,
+                     grid: tuple[float, int], entropy: bytes, seeded: bool) -> None:
+        """The fitted model on the cosine of a [`DPALS`][dprec.DPALS] release's item
+        factors (`similarity="factors"`): that release is the whole model's."""
+        als = DPALS(epsilon=epsilon, delta=self.delta, baseline_share=share, users=self.users,
+                    items=self.items).fit_part(trainset,
+                                               derive_generator(entropy, "factors").bytes(16),
+                                               seeded)
+        factors = als.item_factors_.to_numpy()
+        norms = np.linalg.norm(factors, axis=1)
+        unit = safe_divide(factors, norms[:, None])               # 0 where v_i = 0
+        relative = safe_divide(als.factor_noise_.to_numpy(), norms)
+        AlgoBase.fit(self, trainset)
+        self.k_, self.baseline_, self._space = k, als.baseline_, als.baseline_.rating_space
+        self.factors_ = als
+        self._sim = np.clip(unit @ unit.T, -1.0, 1.0)
+        self._sim.flags.writeable = False
+        self._sim_noise = (relative[:, None] + relative[None, :]).astype(np.float32)
+        labels = self._space.items.labels()
+        self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
+        self._residuals_by_rating = grid_residuals(als.baseline_.residuals(), *grid)
+        self._accountant = self._ledger(seeded, "factors", 0.0, {})
+        if self.verbose:
+            print(f"DPItemKNN: the cosine of the DPALS item factors, ε = {epsilon:g} per user")
+
     def _ledger(self, seeded: bool, mechanism: str, delta: float,
                 epsilons: dict) -> PrivacyAccountant:
         """The accountant, charged once to every listed user, with the lists' scope: with
         the Gaussian mechanism one entry (the three releases composed in zCDP), with
         Laplace the baseline's entries (void alike when seeded) and the two integer
-        releases."""
+        releases; on factors (`mechanism="factors"`) the DPALS release's entry."""
         accountant = PrivacyAccountant(self._space.users.ids, model=f"DPItemKNN(k={self.k_})",
                                        seeded=seeded)
         if mechanism == "gaussian":
             indices = [accountant.register(LedgerEntry(
                 component, "discrete gaussian (zCDP)", eps, delta, Unit.USER, Status.HOLDS,
                 "user", NOTES["gaussian"])) for component, eps in epsilons.items()]
+        elif mechanism == "factors":           # the DPALS release's entry (void alike)
+            indices = [accountant.register(entry)
+                       for entry in self.factors_.privacy_report().entries]
         else:
             indices = [accountant.register(entry)
                        for entry in self.baseline_.privacy_report().entries]

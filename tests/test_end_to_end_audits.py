@@ -66,6 +66,9 @@ CONFIGURATIONS = {
                                                      baseline_share=0.3,   # the covariance
                                                      random_state=seed, **CATALOGUES),
                          Unit.USER),
+    "DPItemKNN (factors)": (lambda eps, seed: DPItemKNN(
+        epsilon=eps, k=3, similarity="factors", baseline_share=0.3, random_state=seed,
+        **CATALOGUES), Unit.USER),
     "DPALS (user)": (lambda eps, seed: DPALS(epsilon=eps, n_factors=2, baseline_share=0.3,
                                              random_state=seed, **CATALOGUES),   # the factors
                      Unit.USER),
@@ -138,7 +141,8 @@ def test_no_event_beats_the_stated_epsilon(pairs, answers, configuration, event)
     epsilon = 2.0
     a, b = pairs[unit]
     stated = factory(epsilon, None).fit(a).privacy_report().total(unit)   # fresh noise
-    gaussian = configuration in ("DPBaseline (user)", "DPItemKNN (user)", "DPALS (user)")
+    gaussian = configuration in ("DPBaseline (user)", "DPItemKNN (user)", "DPItemKNN (factors)",
+                                 "DPALS (user)")
     assert stated[0] == pytest.approx(epsilon) and stated[1] == (1e-5 if gaussian else 0.0)
     fitted = answers.setdefault(configuration, {})
 
