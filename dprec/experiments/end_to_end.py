@@ -52,7 +52,8 @@ from .hyperparameters import PUBLIC_K, PUBLIC_RULE
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline", "SVD")
-PRIVATE = ("DPBaseline (user)", "DPBaseline (rating)", "DPItemKNN (user)", "DPALS (user)",
+PRIVATE = ("DPBaseline (user)", "DPBaseline (rating)", "DPItemKNN (user)",
+           "DPItemKNN (user, factors)", "DPALS (user)",
            "DPALS (user, factors always)",
            "LocalKNN (krr, rating)", "LocalKNN (laplace, rating)")
 PUBLISHED = ("PNCF (as published)", "PPNS (as published)")
@@ -85,7 +86,8 @@ def make_algo(model: str, epsilon: float | None = None, seed: int | None = 0):
         unit = "user" if "user" in model else "rating"
         return DPBaseline(epsilon=epsilon, unit=unit, random_state=seed)
     if model.startswith("DPItemKNN"):
-        return DPItemKNN(epsilon=epsilon, k=PUBLIC_K, random_state=seed)
+        similarity = "factors" if "factors" in model else "covariance"
+        return DPItemKNN(epsilon=epsilon, k=PUBLIC_K, similarity=similarity, random_state=seed)
     if model.startswith("LocalKNN"):
         release = "krr" if "krr" in model else "laplace"
         return LocalKNN(epsilon=epsilon, k=PUBLIC_K, rating_release=release, random_state=seed)

@@ -62,6 +62,8 @@ PRIVATE = {
     "DPBaseline": ("user", lambda eps, seed: DPBaseline(epsilon=eps, random_state=seed)),
     "DPItemKNN": ("user", lambda eps, seed: DPItemKNN(epsilon=eps, k=PUBLIC_K,
                                                       random_state=seed)),
+    "DPItemKNN (factors)": ("user", lambda eps, seed: DPItemKNN(
+        epsilon=eps, k=PUBLIC_K, similarity="factors", random_state=seed)),
     "DPALS": ("user", lambda eps, seed: DPALS(epsilon=eps, random_state=seed)),
     "DPBaseline (rating)": ("rating", lambda eps, seed: DPBaseline(epsilon=eps, unit="rating",
                                                                    random_state=seed)),
@@ -241,7 +243,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results.to_csv(out / "users_scaling.csv", index=False)
     plot(results, out / "users_scaling.png")
     print(table(results).to_string(float_format=lambda x: f"{x:.4f}"))
-    for model in ("DPItemKNN", "DPALS"):
+    for model in ("DPItemKNN", "DPItemKNN (factors)", "DPALS"):
         print(f"where {model} first beats DPBaseline:")
         print(knn_pays(results, model=model).to_string(index=False,
                                                        float_format=lambda x: f"{x:.4f}"))
