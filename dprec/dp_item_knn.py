@@ -62,6 +62,11 @@ the data's order.  With few users the noise drowns the covariance (each entry is
 of $w_u \approx 1/|I_u|$ terms, $1/|I_u|^2$ with Laplace): its pairs are then dropped and
 the model answers with its baseline.
 
+With `similarity="factors"` the similarities are instead the cosines of the item
+factors of a [`DPALS`][dprec.DPALS] release made with the whole budget ($d$ numbers
+per item instead of $n_{\text{items}}$ pairs), and that release's ledger entry is the
+model's.
+
 See `docs/end_to_end.md` for the construction, its accounting and its accuracy.
 """
 
