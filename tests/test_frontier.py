@@ -17,7 +17,7 @@ def test_the_grid_covers_every_combination():
     knn = [c for c in configs if c["family"] == "knn"]
     # exact cosine: 2 non-private selectors + 3 private × 4 ε; each private sketch: 5 × 4 ε
     assert len(knn) == (2 + 3 * 4) * 3 * 2 + 4 * 5 * 4 * 3 * 2
-    assert len(configs) == len(knn) + 4 * 4 + 3
+    assert len(configs) == len(knn) + 5 * 4 + 3      # 5 end-to-end models × 4 ε, 3 references
     assert len({c["config"] for c in configs}) == len(configs)
     seen = {(c["similarity"], c["selector"], c["rule"], c["neighbourhood"]) for c in knn}
     assert len(seen) == 5 * 5 * 3 * 2
