@@ -23,8 +23,9 @@ top of [`DPBaseline`][dprec.DPBaseline]:
    of $G_i$ mirrored below it, and $v_i = (\Pi_+(\tilde G_i) + \lambda_i I)^{-1} \tilde g_i$,
    with $\Pi_+$ the projection on positive semi-definite matrices and the ridge
    $\lambda_i = \lambda + \gamma \cdot 2\sigma\sqrt d$ grown by `noise_reg` $\gamma$ times the
-   noise's spectral norm ($\sigma$ its public standard deviation): an item whose
-   statistics are mostly noise gets a factor near 0 and answers the baseline's.
+   noise's spectral norm ($\sigma$ its public standard deviation); $v_i = 0$ where
+   $\operatorname{tr} \tilde G_i$ is not above twice its noise, $2\sigma\sqrt d$: such an
+   item answers the baseline's.
 3. **Answers**: $\hat r_{ui} = \mu + b_i + b_u + C\, x_u^\top v_i$, with $x_u$ solved once
    more from the last $V$ and $u$'s own ratings.
 
