@@ -22,6 +22,7 @@ from surprise import Dataset, Reader, accuracy
 from surprise.model_selection import train_test_split
 
 from dprec import DPALS, DPBaseline, datasets, dp_als
+from dprec._rng import derive_generator
 from dprec.dp_als import (
     FACTOR_SHARE,
     FACTOR_SNR,
@@ -32,7 +33,7 @@ from dprec.dp_als import (
 )
 from dprec.dp_baseline import GRID_BITS
 from dprec.ledger import Unit
-from dprec.mechanisms.discrete_gaussian import zcdp_rho
+from dprec.mechanisms.discrete_gaussian import zcdp_epsilon, zcdp_rho
 
 
 @pytest.fixture(scope="module")
@@ -321,3 +322,292 @@ def test_fit_part_draws_its_noise_from_the_entropy_given(trainset):
     pd.testing.assert_series_equal(a.factor_noise_, b.factor_noise_)
     kept = (a.item_factors_ != 0).any(axis=1)
     assert (a.factor_noise_[kept] > 0).all() and (a.factor_noise_[~kept] == 0).all()
+
+
+# ------------------------------------------------------------------ the defaults and ranges
+def spy(monkeypatch, name: str) -> list:
+    """Record every call of `dp_als.<name>` made by the fit: (positional args, result)."""
+    calls, original = [], getattr(dp_als, name)
+
+    def recorded(*args):
+        out = original(*args)
+        calls.append((args, out))
+        return out
+
+    monkeypatch.setattr(dp_als, name, recorded)
+    return calls
+
+
+def test_the_defaults_are_stored_and_the_fit_uses_them(trainset, monkeypatch, capsys):
+    model = DPALS(baseline_share=0.3)
+    assert (model.epsilon, model.delta, model.n_factors, model.n_epochs, model.max_ratings,
+            model.reg, model.noise_reg, model.clip, model.users, model.items,
+            model.random_state) == (1.0, None, 8, 3, 50, 1.0, 1.0, 1.0, None, None, None)
+    assert model.verbose is False
+    draws, solves, users = (spy(monkeypatch, name) for name in
+                            ("discrete_gaussian", "item_factors", "user_factors"))
+    model.fit_part(trainset, b"\3" * 16, True)
+    # ε = 1, δ = 1e-5, 3 epochs of (1 - 0.3) ρ, m = 50: K = floor(sqrt(100) 2^12)
+    sigma = math.floor(math.sqrt(100) * 2**GRID_BITS) / math.sqrt(
+        2 * 0.7 * zcdp_rho(1.0, 1e-5) / 3)
+    sd = sigma * 2.0**-GRID_BITS
+    assert len(draws) == 3 and all(args[1] == pytest.approx(sigma, rel=1e-12)
+                                   for args, _ in draws)
+    assert model.noise_sd_ == pytest.approx(sd, rel=1e-12)
+    assert len(solves) == 3
+    for args, _ in solves:               # d = 8, λ = 1 + γ 2σ sqrt(d) with γ = 1
+        assert args[1] == 8 and args[3] == pytest.approx(sd, rel=1e-12)
+        assert args[2] == pytest.approx(1.0 + 2.0 * sd * math.sqrt(8), rel=1e-12)
+    assert len(users) == 4               # each epoch's, then the answers'
+    residuals = model.baseline_.residuals()
+    assert (np.abs(residuals) > 1.0).any()
+    for args, _ in users:                # C = 1: the residuals clipped to [-1, 1]; λ = 1
+        np.testing.assert_array_equal(args[1], np.minimum(np.maximum(residuals, -1.0), 1.0))
+        assert args[3] == 1.0
+    assert model.item_factors_.shape == (40, 8)
+    assert list(model.item_factors_.columns) == [f"f{j}" for j in range(8)]
+    report = model.privacy_report()
+    assert report.model == "DPALS(n_factors=8)"
+    assert report.entries[0].component == "effects and item factors (3 epochs)"
+    assert report.entries[0].delta == 1e-5
+    assert capsys.readouterr().out == ""                 # not verbose
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("n_factors", 65), ("n_factors", 0), ("n_epochs", 1001), ("n_epochs", 0),
+    ("max_ratings", (1 << 20) + 1), ("max_ratings", 0), ("reg", 0.0), ("noise_reg", -0.5),
+    ("clip", 0.0), ("baseline_share", 1.0)])
+def test_a_parameter_out_of_its_range_is_refused_by_its_own_name(trainset, name, value):
+    # the message starts with the parameter's name, then its range
+    with pytest.raises(ValueError, match=f"^{name} must be "):
+        DPALS(**{name: value}).fit(trainset)
+
+
+def test_the_smallest_values_of_the_ranges_are_accepted(trainset):
+    model = DPALS(epsilon=5.0, n_factors=1, n_epochs=1, max_ratings=1, noise_reg=0.5,
+                  baseline_share=0.3, random_state=0).fit(trainset)
+    assert model.item_factors_.shape == (40, 1)
+    assert model.privacy_report().entries[0].component == "effects and item factors (1 epochs)"
+    assert DPALS(noise_reg=0.0, random_state=0).fit(trainset).noise_reg == 0.0
+
+
+def test_fit_part_checks_the_random_state_it_does_not_use(trainset):
+    with pytest.raises(TypeError, match="random_state"):
+        DPALS(random_state="seed").fit_part(trainset, b"\1" * 16, True)
+
+
+def test_the_public_rule_reads_the_sizes_of_the_catalogues(trainset):
+    # ε = 1 (sqrt ρ = 0.17): the data's 60 users / 40 items release no factors, 460 listed
+    # users do; ε = 5 (sqrt ρ = 0.74): the data's sizes release factors, 60 listed items not
+    def component(**options):
+        return DPALS(random_state=0, **options).fit(trainset).privacy_report().entries[
+            0].component
+
+    users = catalogues(trainset)["users"] + [f"new{j}" for j in range(400)]
+    items = catalogues(trainset)["items"] + [f"new{j}" for j in range(20)]
+    assert "no factors" in component(epsilon=1.0)
+    assert component(epsilon=1.0, users=users) == "effects and item factors (3 epochs)"
+    assert component(epsilon=5.0) == "effects and item factors (3 epochs)"
+    assert component(epsilon=5.0, items=items) == \
+        "effects (no factors: too few users for this budget)"
+    assert default_share(2, 1, 0.25) == pytest.approx(1.0 - FACTOR_SHARE)   # one item: 2·0.5
+
+
+def test_the_report_states_the_release_its_mechanism_and_its_notes(trainset):
+    model = DPALS(epsilon=2.0, n_factors=5, baseline_share=0.3, **catalogues(trainset)).fit(
+        trainset)
+    report = model.privacy_report()
+    assert report.model == "DPALS(n_factors=5)"
+    (entry,) = report.entries
+    assert entry.component == "effects and item factors (3 epochs)"
+    assert entry.mechanism == "discrete gaussian (zCDP)"
+    assert entry.note == dp_als.NOTES["gaussian"]
+    assert entry.unit is Unit.USER and entry.applies_to == "user"
+    assert report.notes == [dp_als.NOTES["answers"]]
+    assert model.factor_noise_.name == "factor_noise"
+
+
+def test_a_budget_below_the_accountants_resolution_is_stated_as_given(trainset):
+    # at ε = 1e-3 the largest ρ spending at most ε is one the accountant proves ε = 0 for:
+    # the entries (the model's and its baseline's) then state the ε given
+    rho = zcdp_rho(1e-3, 1e-5)
+    assert zcdp_epsilon(rho, 1e-5) == 0.0
+    model = DPALS(epsilon=1e-3, **catalogues(trainset)).fit(trainset)
+    assert model.privacy_report().entries[0].epsilon == 1e-3
+    assert model.baseline_.privacy_report().entries[0].epsilon == 1e-3
+
+
+def test_verbose_prints_each_epoch_and_the_budget(trainset, capsys):
+    DPALS(epsilon=5.0, n_factors=2, n_epochs=2, baseline_share=0.3, verbose=True,
+          random_state=0).fit(trainset)
+    assert capsys.readouterr().out == ("DPALS: epoch 1/2 released\nDPALS: epoch 2/2 released\n"
+                                       "DPALS: ε = 5, δ = 1e-05 per user\n")
+
+
+# ------------------------------------------------------------------ the fit, step by step
+@pytest.fixture(scope="module")
+def varied():
+    """Users with different numbers of ratings (30 % of the ratings dropped) and a user
+    ("solo", sorted last) with a single rating."""
+    data = datasets.synthetic(60, 40, 900, random_state=0)
+    keep = random.Random(1)
+    rows = [r[:3] for r in data.raw_ratings if keep.random() > 0.3] + [("solo", "1", 5.0)]
+    return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5))
+                                ).build_full_trainset()
+
+
+def reference_user_factors(matrix, residuals, factors, reg):
+    """Each user's ridge solve by a loop, projected on the unit ball."""
+    d = factors.shape[1]
+    out = np.zeros((matrix.shape[0], d))
+    for u in range(matrix.shape[0]):
+        cells = slice(matrix.indptr[u], matrix.indptr[u + 1])
+        v = factors[matrix.indices[cells]]
+        x = np.linalg.solve(v.T @ v + reg * np.eye(d), v.T @ residuals[cells])
+        out[u] = x / max(1.0, np.linalg.norm(x))
+    return out
+
+
+def reference_item_factors(statistics, d, ridge, sd):
+    """Each item's solve on the PSD part of its symmetric G, above the gate, by a loop."""
+    upper = np.triu_indices(d)
+    factors, noise = np.zeros((len(statistics), d)), np.zeros(len(statistics))
+    for i, row in enumerate(statistics):
+        gram = np.zeros((d, d))
+        gram[upper] = row[:len(upper[0])]
+        gram = gram + np.triu(gram, 1).T
+        if np.trace(gram) > 2.0 * sd * math.sqrt(d):
+            values, vectors = np.linalg.eigh(gram)
+            solve = vectors @ np.diag(1.0 / (np.maximum(values, 0.0) + ridge)) @ vectors.T
+            factors[i] = solve @ row[len(upper[0]):]
+            noise[i] = sd * np.linalg.norm(solve)
+    return factors, noise
+
+
+@pytest.mark.parametrize(("epsilon", "options"), [
+    (50.0, {"n_factors": 3, "n_epochs": 2, "max_ratings": 10, "reg": 0.5, "noise_reg": 0.7,
+            "clip": 0.5}),
+    (500.0, {"n_factors": 2, "n_epochs": 2, "max_ratings": 1, "reg": 2.0, "noise_reg": 0.0,
+             "clip": 1.5})])
+def test_each_step_of_the_fit_is_the_documented_construction(varied, monkeypatch, epsilon,
+                                                             options):
+    delta, share, entropy = 1e-6, 0.3, b"\7" * 16
+    d, epochs, m = options["n_factors"], options["n_epochs"], options["max_ratings"]
+    reg, gamma, c = options["reg"], options["noise_reg"], options["clip"]
+    spies = {name: spy(monkeypatch, name) for name in
+             ("user_factors", "item_statistics", "discrete_gaussian", "item_factors")}
+    model = DPALS(epsilon=epsilon, delta=delta, baseline_share=share, **options).fit_part(
+        varied, entropy, True)
+    rho = zcdp_rho(epsilon, delta)
+    # 1. the effects: DPBaseline's release at share·ρ, its noise from the "effects" stream
+    base = DPBaseline(epsilon=epsilon, delta=delta).fit_part(
+        varied, derive_generator(entropy, "effects").bytes(16), True, rho=share * rho)
+    assert model.baseline_.mu_ == base.mu_ and model.baseline_.noise_sd_ == base.noise_sd_
+    pd.testing.assert_series_equal(model.baseline_.item_effects_, base.item_effects_)
+    assert model.baseline_.privacy_report().entries == base.privacy_report().entries
+    assert model.baseline_.privacy_report().seeded
+    matrix = base.rating_space.matrix
+    raw = base.residuals()
+    residuals = np.minimum(np.maximum(raw, -c), c) / c
+    counts = np.diff(matrix.indptr)
+    weights = np.array([min(1.0, math.sqrt(m / n)) for n in counts])
+    if c < 1.0:                                          # clipped on both sides
+        assert (raw > c).any() and (raw < -c).any()
+    if m > 1:                                            # weights below 1 and at 1
+        assert (counts < m).any() and (counts > m).any()
+    else:                                                # "solo": a weight 1 at m = 1
+        assert counts[-1] == 1 and weights[-1] == 1.0
+    # 2. the epochs: x_u from V, the integer statistics, the noise, the items' solves
+    assert len(spies["user_factors"]) == epochs + 1
+    assert len(spies["discrete_gaussian"]) == len(spies["item_factors"]) == epochs
+    factors = derive_generator(entropy, "factors").normal(0.0, 1.0 / math.sqrt(d),
+                                                          (matrix.shape[1], d))
+    k = math.floor(math.sqrt(2 * m) * 2**GRID_BITS)
+    sigma = k / math.sqrt(2 * (1 - share) * rho / epochs)
+    sd = sigma * 2.0**-GRID_BITS
+    ridge = reg + gamma * 2 * sd * math.sqrt(d)
+    for epoch in range(epochs):
+        (_, data, given, lam), own = spies["user_factors"][epoch]
+        np.testing.assert_array_equal(given, factors)
+        np.testing.assert_array_equal(data, residuals)
+        assert lam == reg
+        np.testing.assert_allclose(own, reference_user_factors(matrix, residuals, factors, reg),
+                                   rtol=1e-9, atol=1e-12)
+        sums, sensitivity = item_statistics(matrix, residuals, own, weights,
+                                            math.sqrt(2 * m), GRID_BITS)
+        assert sensitivity == k
+        (values, scale, _), noisy = spies["discrete_gaussian"][epoch]
+        np.testing.assert_array_equal(values, sums)
+        assert scale == pytest.approx(sigma, rel=1e-12)
+        (released, dim, lam, noise_sd), (factors, noise) = spies["item_factors"][epoch]
+        np.testing.assert_array_equal(released, noisy * 2.0**-GRID_BITS)
+        assert dim == d and noise_sd == pytest.approx(sd, rel=1e-12)
+        assert lam == pytest.approx(ridge, rel=1e-12)
+        expected, expected_noise = reference_item_factors(released, d, ridge, sd)
+        np.testing.assert_allclose(factors, expected, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(noise, expected_noise, rtol=1e-9, atol=1e-12)
+    # 3. the release and the answers: μ + b_i + b_u + C x_u·v_i, x_u from the last V
+    np.testing.assert_array_equal(model.item_factors_.to_numpy(), factors)
+    np.testing.assert_array_equal(model.factor_noise_.to_numpy(), noise)
+    assert model.noise_sd_ == pytest.approx(sd, rel=1e-12)
+    own = reference_user_factors(matrix, residuals, factors, reg)
+    users, items = base.rating_space.users.ids, base.rating_space.items.ids
+    assert list(model.item_factors_.index) == list(items)
+    assert np.all(factors[0] != 0) and np.all(own[0] != 0)       # the first user and item
+    assert own[0] @ factors[0] != pytest.approx(own[1] @ factors[0])
+    assert own[0] @ factors[0] != pytest.approx(own[0] @ factors[1])
+    for u in (0, 1, len(users) - 1):
+        for i in (0, 1, len(items) - 1):
+            est = model.predict(users[u], items[i], clip=False).est
+            assert est == pytest.approx(base.predict(users[u], items[i], clip=False).est
+                                        + c * own[u] @ factors[i], rel=1e-12, abs=1e-12)
+    for u, i in (("stranger", items[0]), (users[0], "nope"), ("stranger", "nope")):
+        assert model.predict(u, i, clip=False).est == base.predict(u, i, clip=False).est
+
+
+# ------------------------------------------------------------------ the helpers' edges
+def test_blocks_are_maximal_runs_of_users_of_at_most_block_ratings(monkeypatch):
+    # in order, each block as many users as fit in BLOCK_RATINGS ratings, a user with
+    # more alone
+    monkeypatch.setattr(dp_als, "BLOCK_RATINGS", 4)
+    indptr = np.concatenate([[0], np.cumsum([2, 2, 1, 3, 6, 0, 1, 4, 0])])
+    assert dp_als._blocks(indptr) == [(0, 2), (2, 4), (4, 5), (5, 7), (7, 9)]
+
+
+def test_item_statistics_refuse_integer_sums_that_could_pass_2_52():
+    # n_users · K < 2^52 keeps every integer sum exact in float64: K = 1024 · 2^30 = 2^40
+    below = sp.csr_matrix((4095, 2))
+    sums, k = item_statistics(below, np.zeros(0), np.zeros((4095, 2)), np.ones(4095),
+                              1024.0, 30)
+    assert k == 2.0**40 and sums.shape == (2, 5) and not sums.any()
+    with pytest.raises(ValueError, match="2\\^52"):
+        item_statistics(sp.csr_matrix((4096, 2)), np.zeros(0), np.zeros((4096, 2)),
+                        np.ones(4096), 1024.0, 30)
+
+
+def test_item_statistics_without_users_are_zeros_with_the_same_sensitivity():
+    sums, k = item_statistics(sp.csr_matrix((0, 3)), np.zeros(0), np.zeros((0, 2)),
+                              np.zeros(0), 2.0, 4)
+    assert k == 32.0
+    np.testing.assert_array_equal(sums, np.zeros((3, 3 + 2)))
+
+
+def test_an_item_exactly_at_the_gate_gets_no_factor():
+    # d = 4, σ = 0.25: the gate 2σ sqrt(d) = 1 exactly; trace 1 is not above it
+    d, upper = 4, np.triu_indices(4)
+    grams = [0.25 * np.eye(d), 0.26 * np.eye(d)]
+    stats = np.array([np.concatenate([g[upper], np.ones(d)]) for g in grams])
+    factors, noise = item_factors(stats, d, 1.0, 0.25)
+    assert not factors[0].any() and noise[0] == 0.0
+    np.testing.assert_allclose(factors[1], np.ones(d) / 1.26, rtol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="bug: a block of users without any rating fails in _row_sums' "
+                          "reshape (a listed user without ratings after one with more than "
+                          "BLOCK_RATINGS ratings)")
+def test_a_listed_user_without_ratings_after_a_user_beyond_a_block(trainset, monkeypatch):
+    monkeypatch.setattr(dp_als, "BLOCK_RATINGS", 10)     # every user here has 15 ratings
+    users = catalogues(trainset)["users"] + ["zz-new"]   # sorted last, without ratings
+    model = DPALS(epsilon=5.0, baseline_share=0.3, users=users, random_state=0).fit(trainset)
+    assert (model.item_factors_.to_numpy() != 0).any()
