@@ -293,8 +293,11 @@ def _blocks(indptr: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _row_sums(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Per-row sums of `values` (one row of it per rating, rows contiguous per user)."""
+    """Per-row sums of `values` (one row of it per rating, rows contiguous per user); 0
+    for rows without any (a block of users without ratings included)."""
     local = indptr - indptr[0]
+    if local[-1] == 0:
+        return np.zeros((len(indptr) - 1,) + values.shape[1:])
     summing = sp.csr_matrix((np.ones(local[-1]), np.arange(local[-1]), local),
                             shape=(len(indptr) - 1, local[-1]))
     return np.asarray(summing @ values.reshape(len(values), -1)).reshape(

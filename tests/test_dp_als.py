@@ -602,12 +602,10 @@ def test_an_item_exactly_at_the_gate_gets_no_factor():
     np.testing.assert_allclose(factors[1], np.ones(d) / 1.26, rtol=1e-12)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="bug: a block of users without any rating fails in _row_sums' "
-                          "reshape (a listed user without ratings after one with more than "
-                          "BLOCK_RATINGS ratings)")
 def test_a_listed_user_without_ratings_after_a_user_beyond_a_block(trainset, monkeypatch):
     monkeypatch.setattr(dp_als, "BLOCK_RATINGS", 10)     # every user here has 15 ratings
     users = catalogues(trainset)["users"] + ["zz-new"]   # sorted last, without ratings
     model = DPALS(epsilon=5.0, baseline_share=0.3, users=users, random_state=0).fit(trainset)
     assert (model.item_factors_.to_numpy() != 0).any()
+    item = model.item_factors_.index[0]                  # no ratings: x_u = 0, the baseline's
+    assert model.predict("zz-new", item).est == model.baseline_.predict("zz-new", item).est
