@@ -320,11 +320,6 @@ class DPBaseline(ListedModel, AlgoBase):
         space.declare_scope(accountant, UNITS[s.unit])
         return accountant
 
-    def privacy_report(self) -> PrivacyAccountant:
-        """The fitted model's privacy accountant."""
-        self._check_fitted()
-        return self._accountant
-
     @property
     def rating_space(self) -> RatingSpace:
         """The fitted lists and the ratings in their sorted order (the private data)."""
@@ -340,17 +335,10 @@ class DPBaseline(ListedModel, AlgoBase):
         return (matrix.data - self.mu_ - self._item_effects[matrix.indices]
                 - self._user_effects[space.rows])
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "_accountant"):
-            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit "
-                                 "first")
-
     def default_prediction(self) -> float:
         """The released global mean $\\mu$ (Surprise's default reads the raw data's)."""
         self._check_fitted()
         return self.mu_
-
-
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""

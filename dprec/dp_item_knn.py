@@ -360,21 +360,10 @@ class DPItemKNN(ListedModel, AlgoBase):
         self._space.declare_scope(accountant, Unit.USER)
         return accountant
 
-    def privacy_report(self) -> PrivacyAccountant:
-        """The fitted model's privacy accountant."""
-        self._check_fitted()
-        return self._accountant
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "_accountant"):
-            raise AttributeError("this DPItemKNN is not fitted yet: call fit first")
-
     def default_prediction(self) -> float:
         """The released global mean (Surprise's default reads the raw data's)."""
+        self._check_fitted()
         return self.baseline_.default_prediction()
-
-
-
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates and `details` for positions in the lists (`-1`: unknown): the

@@ -316,22 +316,10 @@ class LocalKNN(ListedModel, AlgoBase):
         return accountant
 
     # ------------------------------------------------------------- answers
-    def privacy_report(self) -> PrivacyAccountant:
-        """The fitted model's privacy accountant."""
-        self._check_fitted()
-        return self._accountant
-
     def default_prediction(self) -> float:
         """The released global mean (Surprise's default reads the raw data's)."""
         self._check_fitted()
         return self.mu_
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "_accountant"):
-            raise AttributeError("this LocalKNN is not fitted yet: call fit first")
-
-
-
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""

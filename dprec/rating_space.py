@@ -227,19 +227,28 @@ class ListedModel:
     """Surprise's `estimate`, `predict` and `test` for a model of the lists.
 
     A private model inherits this before `surprise.AlgoBase`, sets `_space` (its
-    [`RatingSpace`][dprec.rating_space.RatingSpace]) at `fit` and defines
-    `_answers(users, items)` — estimates (not clipped) and `details` for positions in
-    the lists (`-1`: not listed) — and `_check_fitted()`.  Raw ids are resolved against
-    the lists: listed users and items without ratings are known.
+    [`RatingSpace`][dprec.rating_space.RatingSpace]) and `_accountant` (its
+    [`PrivacyAccountant`][dprec.PrivacyAccountant], set last: the model is fitted once
+    it exists) at `fit`, and defines `_answers(users, items)` — estimates (not clipped)
+    and `details` for positions in the lists (`-1`: not listed).  Raw ids are resolved
+    against the lists: listed users and items without ratings are known.
     """
 
     _space: RatingSpace
+    _accountant: PrivacyAccountant
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         raise NotImplementedError
 
     def _check_fitted(self) -> None:
-        raise NotImplementedError
+        if not hasattr(self, "_accountant"):
+            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit "
+                                 "first")
+
+    def privacy_report(self) -> PrivacyAccountant:
+        """The fitted model's privacy accountant."""
+        self._check_fitted()
+        return self._accountant
 
     def estimate(self, u, i):
         """Estimate one rating from inner ids (or Surprise's `"UKN__"` strings), as `test`
