@@ -612,3 +612,23 @@ def test_below_the_noise_every_answer_is_the_users_own_mean(trainset):
             own = space.matrix.data[space.matrix.indptr[row]:space.matrix.indptr[row + 1]]
             assert prediction.est == pytest.approx(own.mean(), abs=0.01)
 
+
+
+def test_noise_shares_are_the_benjamini_hochberg_q_values_of_the_released_weights():
+    # by loops: q_i = min over items j at most as heavy of min(1, n P(noise > N_j) / #{k:
+    # N_k >= N_j}); no noise: 1 exactly where nothing was released; pure noise: near 1
+    from statistics import NormalDist
+
+    rng = np.random.default_rng(0)
+    counts = np.concatenate([rng.normal(0, 1.0, 40), [8.0, 6.0, 3.5, 3.5]])
+    sd = 1.0
+    n = len(counts)
+    expected = np.empty(n)
+    for i in range(n):
+        expected[i] = min(min(1.0, n * NormalDist().cdf(-counts[j] / sd)
+                              / (counts >= counts[j]).sum())
+                          for j in range(n) if counts[j] <= counts[i])
+    np.testing.assert_allclose(noise_shares(counts, sd), expected, rtol=1e-9, atol=1e-15)
+    assert noise_shares(counts, sd)[40] < 1e-10 and np.median(noise_shares(counts, sd)[:40]) > 0.9
+    np.testing.assert_array_equal(noise_shares(np.array([2.0, 0.0, -1.0]), 0.0), [0.0, 1.0, 1.0])
+    assert noise_shares(np.zeros(0), 1.0).shape == (0,)
