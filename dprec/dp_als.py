@@ -35,7 +35,7 @@ norm at most $\sqrt{\sum_{i \in I_u} w_u^2 (\lVert x_u x_u^\top \rVert_F^2 + e_{
 and $w_u^2 |I_u| \le m$; every other user's $x_v$ depends only on released $V$ and $v$'s
 own data.  The statistics are put on the grid $2^{-12}$ with each user's integer vector
 clipped to ℓ2 norm $K = \lfloor \sqrt{2m}\, 2^{12} \rfloor$
-([`integer_l2_block_sums`][dprec.mechanisms.discrete_gaussian.integer_l2_block_sums]),
+(`dprec.mechanisms.discrete_gaussian.integer_l2_block_sums`),
 and discrete Gaussian noise of scale $K / \sqrt{2\rho_t}$ makes each epoch
 $\rho_t$-zCDP (Canonne, Kamath & Steinke 2020).  The baseline's release and the
 epochs compose adaptively: $\rho = \rho_b + T \rho_t$, the largest $\rho$ whose
