@@ -541,17 +541,24 @@ def test_pairs_below_the_noise_get_no_similarity(mechanism):
     assert 0.6 * 97.5 <= passed <= 1.5 * 97.5, passed
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_the_gate_is_the_stated_threshold(trainset, monkeypatch, mechanism):
-    # the sampler replaced by a ramp of released values over [0, 2 T] (in W's units): a
-    # pair keeps its similarity exactly where its W is above T = sd_w Φ⁻¹(1 − 0.1/n_items),
-    # sd_w = 1/√(2ρ_each) (Gaussian), or T = ln(5 n_items)/ε_each (Laplace)
+def gate_threshold(mechanism: str) -> tuple[float, float]:
+    """The gate's threshold T on W for 40 items, ε = 1, share 0.3, as the model states it
+    (Gaussian: sd_w Φ⁻¹(1 − 0.1/n_items), sd_w = 1/√(2ρ_each); Laplace: ln(5 n_items) /
+    ε_each), and the scale 2^A of the integer W."""
     if mechanism == "gaussian":
         sd_w = 1.0 / math.sqrt(2.0 * ((1.0 - 0.3) * zcdp_rho(1.0, 1e-5) / 2.0))
         threshold = sd_w * NormalDist().inv_cdf(1.0 - 0.1 / 40)
     else:
         threshold = math.log(5.0 * 40) / ((1.0 - 0.3) * 1.0 / 2.0)
-    top = 2.0 ** math.ceil(POWER[mechanism] * math.log2(40))
+    return threshold, 2.0 ** math.ceil(POWER[mechanism] * math.log2(40))
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_the_gate_is_the_stated_threshold(trainset, monkeypatch, mechanism):
+    # the sampler replaced by a ramp of released values over [0, 2 T] (in W's units): a
+    # pair keeps its similarity exactly where its W is above T = sd_w Φ⁻¹(1 − 0.1/n_items),
+    # sd_w = 1/√(2ρ_each) (Gaussian), or T = ln(5 n_items)/ε_each (Laplace)
+    threshold, top = gate_threshold(mechanism)
     ramp = np.linspace(0.0, 2.0 * threshold * top, 820)                  # 40·41/2 entries
     monkeypatch.setattr(f"dprec.dp_item_knn.discrete_{mechanism}",
                         lambda values, scale, rng: ramp.copy())
@@ -666,12 +673,7 @@ def test_a_laplace_scale_of_exactly_the_samplers_largest_is_accepted(trainset):
 def test_the_gate_is_strict(trainset, monkeypatch, mechanism):
     # a released W exactly at the threshold T (computed as the model states it) gets no
     # similarity, the next float above it does; W 2^A / 2^A is exact (a power of two)
-    if mechanism == "gaussian":
-        sd_w = 1.0 / math.sqrt(2.0 * ((1.0 - 0.3) * zcdp_rho(1.0, 1e-5) / 2.0))
-        threshold = sd_w * NormalDist().inv_cdf(1.0 - 0.1 / 40)
-    else:
-        threshold = math.log(5.0 * 40) / ((1.0 - 0.3) * 1.0 / 2.0)
-    top = 2.0 ** math.ceil(POWER[mechanism] * math.log2(40))
+    threshold, top = gate_threshold(mechanism)
     at = np.full(820, threshold * top)                                   # 40·41/2 entries
     at[1::2] = np.nextafter(threshold * top, np.inf)
     released = iter([np.ones(820), at])
