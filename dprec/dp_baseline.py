@@ -512,6 +512,36 @@ def shrunk_effects(sums: np.ndarray, counts: np.ndarray, noise_sd: tuple[float, 
     return np.clip(effects, -bound, bound)
 
 
+def moment_prior_variance(sums: np.ndarray, counts: np.ndarray,
+                          noise_sd: tuple[np.ndarray | float, np.ndarray | float],
+                          cap: float) -> float:
+    r"""The effects' prior variance $\tau^2$ for `shrunk_effects`, estimated from the
+    releases by the method of moments (empirical Bayes with a known noise variance):
+    over the items whose weight is above `SIGNAL` noise standard deviations,
+    $\hat\tau^2 = \sum_i \tilde N_i ((\tilde S_i/\tilde N_i)^2 - \sigma_{S,i}^2/\tilde N_i^2)
+    / \sum_i \tilde N_i$, the mean square of the raw effects less their noise's
+    ($\mathrm{Var}(\tilde S_i/\tilde N_i)$ to first order in both noises), less `SIGNAL`
+    standard errors of it where there is no effect; kept in `(0, cap]` (a floor of `cap`
+    times machine epsilon where the releases show no effect beyond their noise: the
+    effects then shrink to 0).  The noise standard deviations broadcast against the
+    statistics.  Post-processing."""
+    sd_sum, sd_count = (np.broadcast_to(np.asarray(sd, dtype=np.float64), counts.shape)
+                        for sd in noise_sd)
+    signal = counts > SIGNAL * sd_count
+    weights = counts[signal]
+    floor = cap * np.finfo(np.float64).eps
+    if weights.size == 0:
+        return floor
+    sd_sum, sd_count = sd_sum[signal], sd_count[signal]
+    # N ((S/N)² − Var(S/N)), the ratio's variance to first order in both noises
+    variance = sd_sum**2 + (sums[signal] / weights) ** 2 * sd_count**2
+    excess = (sums[signal] ** 2 - variance) / weights
+    # its standard error where there is no effect (S ~ N(0, σ²): Var(S² − σ²) = 2σ⁴)
+    null_se = math.sqrt(2.0 * np.sum(sd_sum**4 / weights**2)) / weights.sum()
+    estimate = (excess.sum() - SIGNAL * null_se * weights.sum()) / weights.sum()
+    return float(np.clip(estimate, floor, cap))
+
+
 def noise_shares(counts: np.ndarray, count_sd: float) -> np.ndarray:
     r"""Each item's estimated share of pure noise among the items released at least as
     heavy: the Benjamini–Hochberg tail-area false discovery rate
@@ -550,3 +580,5 @@ def own_effects(matrix, base: np.ndarray, shrinkage: float) -> np.ndarray:
     users = np.repeat(np.arange(matrix.shape[0]), counts)
     residuals = matrix.data - base[matrix.indices]
     return safe_divide(np.bincount(users, residuals, matrix.shape[0]), counts + shrinkage)
+
+
