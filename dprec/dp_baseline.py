@@ -512,34 +512,31 @@ def shrunk_effects(sums: np.ndarray, counts: np.ndarray, noise_sd: tuple[float, 
     return np.clip(effects, -bound, bound)
 
 
-def moment_prior_variance(sums: np.ndarray, counts: np.ndarray,
-                          noise_sd: tuple[np.ndarray | float, np.ndarray | float],
-                          cap: float) -> float:
-    r"""The effects' prior variance $\tau^2$ for `shrunk_effects`, estimated from the
-    releases by the method of moments (empirical Bayes with a known noise variance):
-    over the items whose weight is above `SIGNAL` noise standard deviations,
-    $\hat\tau^2 = \sum_i \tilde N_i ((\tilde S_i/\tilde N_i)^2 - \sigma_{S,i}^2/\tilde N_i^2)
-    / \sum_i \tilde N_i$, the mean square of the raw effects less their noise's
-    ($\mathrm{Var}(\tilde S_i/\tilde N_i)$ to first order in both noises), less `SIGNAL`
-    standard errors of it where there is no effect; kept in `(0, cap]` (a floor of `cap`
-    times machine epsilon where the releases show no effect beyond their noise: the
-    effects then shrink to 0).  The noise standard deviations broadcast against the
-    statistics.  Post-processing."""
+def effects_above_noise(sums: np.ndarray, counts: np.ndarray,
+                        noise_sd: tuple[np.ndarray | float, np.ndarray | float]) -> bool:
+    r"""Whether the releases show any effect beyond their noise: a one-sided test of
+    "every ratio $\tilde S_i / \tilde N_i$ is 0 plus noise" over the items whose weight is
+    above `SIGNAL` noise standard deviations.  With $e_i = \tilde S_i / \tilde N_i$ and
+    its noise's variance $v_i = (\sigma_{S,i}^2 + e_i^2 \sigma_{N,i}^2) / \tilde N_i^2$ (first
+    order in the noise of both), the statistic $\sum_i w_i (e_i^2 - v_i) / \sum_i w_i$
+    with $w_i = v_i^{-2}$ (the most powerful weights against no effect) has standard error
+    $\sqrt{2 / \sum_i w_i}$ without effects; the test passes above `SIGNAL` of them.
+    The noise standard deviations `noise_sd` $= (\sigma_S, \sigma_N)$ broadcast against
+    the statistics; an upper bound on them makes the test conservative.
+    Post-processing: public noise scales and released statistics only."""
     sd_sum, sd_count = (np.broadcast_to(np.asarray(sd, dtype=np.float64), counts.shape)
                         for sd in noise_sd)
     signal = counts > SIGNAL * sd_count
+    if not signal.any():
+        return False
     weights = counts[signal]
-    floor = cap * np.finfo(np.float64).eps
-    if weights.size == 0:
-        return floor
-    sd_sum, sd_count = sd_sum[signal], sd_count[signal]
-    # N ((S/N)² − Var(S/N)), the ratio's variance to first order in both noises
-    variance = sd_sum**2 + (sums[signal] / weights) ** 2 * sd_count**2
-    excess = (sums[signal] ** 2 - variance) / weights
-    # its standard error where there is no effect (S ~ N(0, σ²): Var(S² − σ²) = 2σ⁴)
-    null_se = math.sqrt(2.0 * np.sum(sd_sum**4 / weights**2)) / weights.sum()
-    estimate = (excess.sum() - SIGNAL * null_se * weights.sum()) / weights.sum()
-    return float(np.clip(estimate, floor, cap))
+    ratios = sums[signal] / weights
+    variance = (sd_sum[signal] ** 2 + ratios**2 * sd_count[signal] ** 2) / weights**2
+    if not (variance > 0).all():        # a ratio seen without noise: an effect if not 0
+        return bool(np.any(ratios[variance == 0] != 0))
+    precision = variance**-2.0
+    statistic = np.dot(precision, ratios**2 - variance) / precision.sum()
+    return bool(statistic > SIGNAL * math.sqrt(2.0 / precision.sum()))
 
 
 def noise_shares(counts: np.ndarray, count_sd: float) -> np.ndarray:
@@ -580,5 +577,3 @@ def own_effects(matrix, base: np.ndarray, shrinkage: float) -> np.ndarray:
     users = np.repeat(np.arange(matrix.shape[0]), counts)
     residuals = matrix.data - base[matrix.indices]
     return safe_divide(np.bincount(users, residuals, matrix.shape[0]), counts + shrinkage)
-
-

@@ -34,10 +34,9 @@ From the releases alone the server computes
 
 an item's $b_i$ and a pair's $d_{ui}$ being 0 where the weight behind them ($N_i$,
 $\sum_v w_{uv} \hat n_{vi}$) is not above two standard deviations of its noise (what the
-noise would swamp adds nothing: the answer is then the user's own mean), each a
-posterior mean whose prior variance is estimated from the releases
-(`moment_prior_variance`: 0, and so are they, where the releases show nothing beyond
-their noise), and
+noise would swamp adds nothing: the answer is then the user's own mean), every
+$b_i$ (every $d_{ui}$) being 0 unless the releases show an effect (a deviation) above
+their noise at all (`effects_above_noise`), and
 where the stabilisers $\beta$ and $\gamma$ are, by default, the standard deviation
 of the numerator's noise divided by `noise_tolerance`: the noise of $b_i$ and
 $d_{ui}$ then has a standard deviation of about `noise_tolerance` (in rating
@@ -90,7 +89,7 @@ from ._rng import derive_generator, fit_entropy, is_seeded, stable_keys, validat
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from .dp_baseline import (
     SIGNAL,
-    moment_prior_variance,
+    effects_above_noise,
     noise_shares,
     own_effects,
     shrunk_effects,
@@ -275,21 +274,23 @@ class LocalKNN(ListedModel, AlgoBase):
         sums, counts = x_hat.sum(axis=0), n_hat.sum(axis=0)
         self.mu_ = float(np.clip(centre + half * sums.sum() / max(counts.sum(), 1.0), low, high))
         # b_i: DPBaseline's posterior mean under the aggregates' noise (0 below SIGNAL noise
-        # sd, centred over the items: no noisy μ in it), its prior's variance estimated from
-        # the releases, weighted by its chance of not being pure noise (#34: never worse
-        # than the user's own mean)
-        noise_sd = (half * noise.sum_sd(counts, n_users), noise.count * math.sqrt(n_users))
-        prior = moment_prior_variance(half * sums, counts, noise_sd, (half / 2.0) ** 2 / 2.5)
+        # sd, centred over the items: no noisy μ in it), weighted by its chance of not being
+        # pure noise; all 0 where the releases show no effect beyond their noise (#34:
+        # never worse than the user's own mean)
+        noise_sd = (half * noise.x * math.sqrt(n_users), noise.count * math.sqrt(n_users))
         effects = shrunk_effects(half * sums, counts, noise_sd, 0.0 if beta is None else beta,
-                                 prior, high - low)
-        self._item_effects = effects * (1.0 - noise_shares(counts, noise_sd[1]))
+                                 (half / 2.0) ** 2 / 2.5, high - low)
+        effects *= 1.0 - noise_shares(counts, noise_sd[1])
+        tested_sd = (half * noise.sum_sd(counts, n_users), noise_sd[1])     # mostly exact
+        self._item_effects = effects if effects_above_noise(half * sums, counts,
+                                                            tested_sd) else 0.0 * effects
         self._count_sd = noise.count
         self.item_effects_ = pd.Series(self._item_effects.copy(), index=space.items.labels(),
                                        name="item_effect")
         self._residual_reports = half * x_hat - n_hat * (self.mu_ + self._item_effects - centre)
         self._count_reports = n_hat
         self._gamma = gamma
-        self._deviation_prior = self._deviation_prior_variance(tolerance)
+        self._deviates = self._deviations_above_noise()
 
         # 4. each user's own effect (their raw ratings, used in their own predictions only)
         self._user_effects = own_effects(matrix, self.mu_ + self._item_effects, lam)
@@ -300,18 +301,18 @@ class LocalKNN(ListedModel, AlgoBase):
                   f"ratings ({release}), ε = {epsilon:g} per rating")
         return self
 
-    def _deviation_prior_variance(self, tolerance: float) -> float:
-        """The deviations' prior variance (at most `tolerance`²), estimated from every
-        user × item pair's neighbour-weighted reports as the item effects' is
-        (`moment_prior_variance`): where the releases show no deviation beyond their
-        noise, the deviations shrink to 0."""
+    def _deviations_above_noise(self) -> bool:
+        """Whether the neighbours' weighted reports over every user × item pair show any
+        deviation beyond their noise (`effects_above_noise`, with the numerator's bound
+        `spread · unit · tolerance`): if not, no deviation is added."""
         n_users, k = self._neighbours.shape
         weights = sparse.csr_matrix((self._weights.ravel(), self._neighbours.ravel(),
                                      np.arange(n_users + 1) * k), shape=(n_users,) * 2)
         spread = np.sqrt((self._weights**2).sum(axis=1))[:, None]
-        noise_sd = (spread * self._stabiliser_unit * tolerance, spread * self._count_sd)
-        return moment_prior_variance(weights @ self._residual_reports,
-                                     weights @ self._count_reports, noise_sd, tolerance**2)
+        noise_sd = (spread * self._stabiliser_unit * self.noise_tolerance,
+                    spread * self._count_sd)
+        return effects_above_noise(weights @ self._residual_reports,
+                                   weights @ self._count_reports, noise_sd)
 
     def _publish(self, space: RatingSpace) -> None:
         """The released similarities and neighbour lists, keyed by raw user id (sorted)."""
@@ -371,10 +372,10 @@ class LocalKNN(ListedModel, AlgoBase):
         support = np.where(passed, count - noise, 1.0)
         sd_numerator = spread * self._stabiliser_unit * self.noise_tolerance
         denominator = (np.maximum(count, 0.0) + (0.0 if self._gamma is None else self._gamma)
-                       + sd_numerator**2 / (self._deviation_prior * support))
+                       + sd_numerator**2 / (self.noise_tolerance**2 * support))
         deviations = safe_divide(numerator, denominator)          # denominator > 0
         # neighbours whose weighted reports on i are below their noise add nothing
-        return np.where(passed, deviations, 0.0)
+        return np.where(passed & self._deviates, deviations, 0.0)
 
 
 def _top_k_neighbours(sim: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -401,20 +402,22 @@ _BLOCK_CELLS = 1 << 22
 
 
 class ReportNoise(NamedTuple):
-    r"""Standard deviations of the debiased reports' noise (public functions of ε and the
-    scale): of $\hat x$ at its largest over the true values (`x`) and in a cell the user did
-    not rate (`x_unrated`), and of $\hat n$ at its largest (`count`)."""
+    r"""Standard deviations of the debiased reports' noise, public functions of ε and the
+    scale: of $\hat x$ the bound the shrinkage reads (`x`), exactly at its largest over
+    the ratings (`x_rated`) and in a cell the user did not rate (`x_unrated`); of
+    $\hat n$ at its largest (`count`)."""
 
     x: float
+    x_rated: float
     x_unrated: float
     count: float
 
     def sum_sd(self, counts: np.ndarray, n_users: int) -> np.ndarray:
-        r"""Per item, the noise sd of $\sum_v \hat x_{vi}$ over `n_users` reports, with the
-        released weights `counts` (clipped to `[0, n_users]`) as the number of rated cells:
-        post-processing, exact where the weights are."""
+        r"""Per item, a bound on the noise sd of $\sum_v \hat x_{vi}$ over `n_users`
+        reports (exact where no one rated), the released weights `counts` (clipped to
+        `[0, n_users]`) standing for the number of rated cells (post-processing)."""
         rated = np.clip(counts, 0.0, n_users)
-        return np.sqrt((n_users - rated) * self.x_unrated**2 + rated * self.x**2)
+        return np.sqrt((n_users - rated) * self.x_unrated**2 + rated * self.x_rated**2)
 
 
 def laplace_reports(matrix, scale_range: tuple[float, float], epsilon: float,
@@ -431,15 +434,15 @@ def laplace_reports(matrix, scale_range: tuple[float, float], epsilon: float,
     noisy = laplace(np.stack([values.toarray(), pattern.toarray()]), scale, rng)
     entry = LedgerEntry("ratings", "laplace (lattice)", laplace_epsilon(scale, 2.0, max_changed=2),
                         0.0, Unit.RATING, Status.HOLDS, "user", NOTES["laplace"])
-    return (noisy[0], noisy[1]), ReportNoise(*(math.sqrt(2.0) * scale,) * 3), entry
+    return (noisy[0], noisy[1]), ReportNoise(*(math.sqrt(2.0) * scale,) * 4), entry
 
 
 def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
                 rng) -> tuple[tuple[np.ndarray, np.ndarray], ReportNoise, LedgerEntry]:
     """Every user's symbol per item of the users × items ratings `matrix` (not modified;
     `0` unrated, `1..L` the integer grid of the scale) through k-ary randomised response,
-    debiased; returns the reports, the standard deviations of their noise, and the
-    entry."""
+    debiased; returns the reports, bounds on the standard deviations of their noise, and
+    the entry."""
     low, high = scale_range
     centre, half = (low + high) / 2.0, (high - low) / 2.0
     grid = np.arange(math.ceil(low), math.floor(high) + 1)
@@ -462,11 +465,13 @@ def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
                         Status.HOLDS, "user",
                         f"every item's symbol (unrated or one of {len(grid)} levels); a rating "
                         "added or removed changes one symbol")
-    # the debiased reports' noise: the reported symbol is the true one with probability p,
-    # each other with q (row s of `given`); the rated indicator is Bernoulli(1 − p) when
-    # unrated, Bernoulli(1 − q) when rated
+    # the debiased reports' noise: a report differs from the truth with probability 1 − p,
+    # by at most 2 in x (the bound), each other symbol with probability q (row s of
+    # `given`: exact); the rated indicator is Bernoulli(1 − p) or Bernoulli(1 − q)
+    bound = min(1.0, 2.0 * math.sqrt(1.0 - p)) / (p - q)
     given = q + (p - q) * np.eye(n_symbols)
-    variance = np.maximum(given @ levels**2 - (given @ levels) ** 2, 0.0)
+    variances = np.maximum(given @ levels**2 - (given @ levels) ** 2, 0.0)
+    sd_x = np.sqrt(variances) / (p - q)
     sd_n = math.sqrt(max(p * (1.0 - p), q * (1.0 - q))) / (p - q)
-    return ((x_hat, n_hat), ReportNoise(math.sqrt(variance.max()) / (p - q),
-                                        math.sqrt(variance[0]) / (p - q), sd_n), entry)
+    return ((x_hat, n_hat), ReportNoise(bound, float(sd_x[1:].max()), float(sd_x[0]), sd_n),
+            entry)

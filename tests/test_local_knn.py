@@ -13,7 +13,7 @@ from surprise import Dataset, Reader
 from dprec import LocalKNN, datasets
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.dp_baseline import moment_prior_variance, noise_shares, shrunk_effects, sorted_ids
+from dprec.dp_baseline import effects_above_noise, noise_shares, shrunk_effects, sorted_ids
 from dprec.ledger import SEEDED, Status, Unit
 from dprec.local_knn import _top_k_neighbours, krr_reports, laplace_reports
 from dprec.similarity import PrivateSJLT
@@ -70,8 +70,9 @@ def test_debiased_reports_are_unbiased(trainset, reports, scale):
         variances.append(variance)
         if value == 0.0 and not true_n[cells].any():      # unrated cells: their exact sd
             assert variance == pytest.approx(noise.x_unrated**2, rel=0.05)
-    # the stated sd of x is its largest over the true values (the extremes, for krr)
-    assert max(variances) == pytest.approx(sd_x**2, rel=0.05)
+    # the largest over the ratings is exact (the extremes, for krr), the bound above it
+    assert max(variances) == pytest.approx(noise.x_rated**2, rel=0.05)
+    assert max(variances) <= 1.05 * sd_x**2
     for value in (0.0, 1.0):
         cells = true_n == value
         assert abs(n_sum[cells].mean() / runs - value) < 5 * sd_n / np.sqrt(runs * cells.sum())
@@ -141,8 +142,9 @@ def test_seeded_noise_is_reproducible_and_voids_the_entries(trainset):
     pd.testing.assert_series_equal(a.item_effects_, b.item_effects_)
     pd.testing.assert_frame_equal(a.sim, b.sim)
     pd.testing.assert_frame_equal(a.neighbours_, b.neighbours_)
-    assert not LocalKNN().fit(trainset).item_effects_.equals(LocalKNN().fit(trainset)
-                                                             .item_effects_)
+    # fresh noise (at an ε where the effects are released: below, both are all 0)
+    assert not LocalKNN(epsilon=10.0).fit(trainset).item_effects_.equals(
+        LocalKNN(epsilon=10.0).fit(trainset).item_effects_)
     report = a.privacy_report()
     assert {e.status for e in report.entries} == {Status.VOID} and report.guarantee is None
     assert all(e.note.startswith(SEEDED) for e in report.entries)
@@ -395,19 +397,23 @@ def test_the_shrinkage_reads_the_noise_and_the_tolerance_only_the_deviations(tra
     _, noise, _ = krr_reports(RatingArrays.from_trainset(trainset).matrix, (1.0, 5.0),
                               np.log(p * (n - 1) / (1 - p)), np.random.default_rng(0))
     q = (1 - p) / (n - 1)
-    # the exact sds (#34), by enumeration of the reported symbol given the true one
+    # the shrinkage's bound, 2 sqrt(1 - p) in x, vanishes with the noise; the exact sds
+    # (#34) by enumeration of the reported symbol given the true one
+    assert noise.x == pytest.approx(min(1.0, 2.0 * np.sqrt(1 - p)) / (p - q))
     levels = [0.0, -1.0, -0.5, 0.0, 0.5, 1.0]
     variances = []
     for truth in range(n):
         probability = [p if s == truth else q for s in range(n)]
         mean = sum(w * v for w, v in zip(probability, levels))
         variances.append(sum(w * (v - mean) ** 2 for w, v in zip(probability, levels)))
-    assert noise.x == pytest.approx(np.sqrt(max(variances)) / (p - q), rel=1e-12)
+    assert noise.x_rated == pytest.approx(np.sqrt(max(variances[1:])) / (p - q), rel=1e-12)
     assert noise.x_unrated == pytest.approx(np.sqrt(variances[0]) / (p - q), rel=1e-12)
+    assert noise.x_unrated < noise.x_rated < noise.x
     assert noise.count == pytest.approx(np.sqrt(max(p * (1 - p), q * (1 - q))) / (p - q))
     counts = np.array([-5.0, 0.0, 3.0, 7.0])
     np.testing.assert_allclose(noise.sum_sd(counts, 5), np.sqrt(
-        (5 - np.clip(counts, 0, 5)) * noise.x_unrated**2 + np.clip(counts, 0, 5) * noise.x**2))
+        (5 - np.clip(counts, 0, 5)) * noise.x_unrated**2
+        + np.clip(counts, 0, 5) * noise.x_rated**2))
 
 
 @pytest.mark.parametrize("gamma", [None, 0.7])
@@ -495,7 +501,7 @@ def test_the_rating_reports_state_their_scales_and_entries():
         reports, sds, entry = laplace_reports(matrix, (1.0, 5.0), epsilon,
                                               np.random.default_rng(1))
         scale = laplace_scale(epsilon, 2.0, max_changed=2)
-        assert sds == (np.sqrt(2.0) * scale,) * 3          # x (rated or not) and n
+        assert sds == (np.sqrt(2.0) * scale,) * 4          # x (every bound) and n
         assert entry.epsilon == laplace_epsilon(scale, 2.0, max_changed=2) <= epsilon
         assert (entry.component, entry.mechanism, entry.note) == ("ratings", "laplace (lattice)",
                                                                   NOTES["laplace"])
@@ -549,7 +555,8 @@ def test_releases_are_keyed_as_stated_and_read_only(data, trainset):
 def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset):
     # μ, b_i and the stabiliser unit from the reports the server holds (the residual
     # reports give back B Σ x̂): b_i is DPBaseline's posterior mean under the aggregates'
-    # noise (β = 0, τ² estimated, no μ in it), weighted by its chance of not being noise
+    # noise (β = 0, τ² = 0.4, no μ in it), weighted by its chance of not being noise, and
+    # 0 where the releases show no effect above their noise (#34)
     for epsilon, release in ((60.0, "krr"), (60.0, "laplace")):
         algo = LocalKNN(epsilon=epsilon, rating_release=release, noise_tolerance=0.3,
                         random_state=None).fit(trainset)
@@ -564,11 +571,11 @@ def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset):
         mu = 3.0 + sums.sum() / max(counts.sum(), 1.0)
         assert algo.mu_ == pytest.approx(np.clip(mu, 1, 5), abs=1e-9)
         n_users = matrix.shape[0]
-        noise_sd = (2.0 * noise.sum_sd(counts, n_users), noise.count * np.sqrt(n_users))
+        noise_sd = (2.0 * noise.x * np.sqrt(n_users), noise.count * np.sqrt(n_users))
         shares = noise_shares(counts, noise_sd[1])
-        prior = moment_prior_variance(sums, counts, noise_sd, 0.4)
-        assert 0.0 < prior <= 0.4
-        expected = shrunk_effects(sums, counts, noise_sd, 0.0, prior, 4.0) * (1.0 - shares)
+        tested = (2.0 * noise.sum_sd(counts, n_users), noise_sd[1])
+        assert effects_above_noise(sums, counts, tested)
+        expected = shrunk_effects(sums, counts, noise_sd, 0.0, 0.4, 4.0) * (1.0 - shares)
         assert (counts > 2.0 * noise_sd[1]).sum() > 0     # some items above the gate
         np.testing.assert_allclose(effects, expected, atol=1e-9)
     for seed in range(10):
@@ -625,14 +632,14 @@ def test_below_the_noise_every_answer_is_the_users_own_mean(trainset):
     for seed in range(3):
         algo = LocalKNN(epsilon=0.01, random_state=seed).fit(trainset)
         space = algo._space
-        # one shared shift (it cancels), and what noise passes the gate is weighted by its
-        # chance of not being noise: nearly nothing
-        assert np.ptp(algo._item_effects) < 0.01
+        # the releases show no effect above their noise: none is used (the gate alone
+        # lets 2.3 % of pure-noise items through)
+        np.testing.assert_array_equal(algo._item_effects, 0.0)
         pairs = [(uid, iid, 0.0) for uid in space.users.ids[:15] for iid in space.items.ids[:6]]
         for prediction in algo.test(pairs):
             row = space.users.index[prediction.uid]
             own = space.matrix.data[space.matrix.indptr[row]:space.matrix.indptr[row + 1]]
-            assert prediction.est == pytest.approx(own.mean(), abs=0.01)
+            assert prediction.est == pytest.approx(own.mean(), abs=1e-12)
 
 
 
@@ -656,43 +663,40 @@ def test_noise_shares_are_the_benjamini_hochberg_q_values_of_the_released_weight
     assert noise_shares(np.zeros(0), 1.0).shape == (0,)
 
 
-def test_the_prior_variance_is_the_effects_mean_square_above_their_noise():
-    # effects b ~ N(0, τ²) seen as S = N b + noise (sd σ_S) with a noisy weight N (sd σ_N):
-    # the estimate is near τ² (its standard error is small at 4,000 items); without
-    # effects it is the floor (shrink to 0) but for SIGNAL standard errors' worth of luck
+def test_effects_above_noise_tests_every_ratio_being_noise():
+    # S = N b + noise (sd σ_S) with a noisy weight N (sd σ_N): with effects of sd 0.05 the
+    # test passes; without, it fails but for SIGNAL standard errors' worth of luck
     rng = np.random.default_rng(0)
-    true_counts = rng.integers(20, 400, size=4000).astype(float)
     sd_sum, sd_count = 30.0, 5.0
-    for tau2 in (0.05, 0.2):
-        effects = rng.normal(0.0, np.sqrt(tau2), size=true_counts.size)
-        sums = true_counts * effects + rng.normal(0.0, sd_sum, size=true_counts.size)
-        counts = true_counts + rng.normal(0.0, sd_count, size=true_counts.size)
-        estimate = moment_prior_variance(sums, counts, (sd_sum, sd_count), 1.0)
-        assert estimate == pytest.approx(tau2, rel=0.1)
-        assert moment_prior_variance(sums, counts, (sd_sum, sd_count), tau2 / 2) == tau2 / 2
-    floor = np.finfo(np.float64).eps
-    lucky = 0
-    for _ in range(200):
-        sums = rng.normal(0.0, sd_sum, size=300)
-        counts = rng.integers(1, 50, size=300) + rng.normal(0.0, sd_count, size=300)
-        lucky += moment_prior_variance(sums, counts, (sd_sum, sd_count), 1.0) > floor
-    assert lucky <= 12               # P(Z > 2) = 2.3 %: 4.6 expected, 12 is 3.5 sd above
-    # no item above the gate: the floor; per-item noise sds broadcast
-    assert moment_prior_variance(np.ones(3), np.zeros(3), (1.0, 1.0), 0.5) == 0.5 * floor
+
+    def release(effect_sd, size):
+        true_counts = rng.integers(20, 400, size=size).astype(float)
+        sums = true_counts * rng.normal(0.0, effect_sd, size) + rng.normal(0.0, sd_sum, size)
+        return sums, true_counts + rng.normal(0.0, sd_count, size)
+
+    assert all(effects_above_noise(*release(0.05, 2000), (sd_sum, sd_count))
+               for _ in range(20))
+    lucky = sum(effects_above_noise(*release(0.0, 300), (sd_sum, sd_count))
+                for _ in range(400))
+    assert 1 <= lucky <= 18          # P(Z > 2) = 2.3 %: 9 expected, 18 is 3 sd above
+    # no weight above the gate; per-item noise sds broadcast; a ratio seen without noise
+    assert not effects_above_noise(np.ones(3), np.zeros(3), (1.0, 1.0))
     sums, counts = np.array([50.0, -40.0, 10.0]), np.array([100.0, 90.0, 80.0])
-    per_item = moment_prior_variance(sums, counts, (np.full(3, 2.0), np.full(3, 1.0)), 1.0)
-    assert per_item == moment_prior_variance(sums, counts, (2.0, 1.0), 1.0)
+    assert (effects_above_noise(sums, counts, (np.full(3, 2.0), np.full(3, 1.0)))
+            == effects_above_noise(sums, counts, (2.0, 1.0)))
+    assert effects_above_noise(sums, counts, (0.0, 0.0))
+    assert not effects_above_noise(0.0 * sums, counts, (0.0, 0.0))
 
 
 def test_where_the_neighbours_reports_are_noise_the_deviations_are_zero(trainset):
-    # the deviations' prior variance is estimated like the effects': at ε = 0.05 every
-    # pair's weighted reports are noise, its estimate is the floor, and no deviation is
-    # added even where a pair's count passes its gate by chance; at ε = 300 it is not
+    # the deviations pass the same test over every user × item pair: at ε = 0.05 every
+    # pair's weighted reports are noise and no deviation is added, even where a pair's
+    # count passes its gate by chance; at ε = 300 they are added
     quiet = LocalKNN(epsilon=0.05, k=10, random_state=3).fit(trainset)
-    assert quiet._deviation_prior == 0.2**2 * np.finfo(np.float64).eps
+    assert not quiet._deviates
     users, items = np.divmod(np.arange(quiet._count_reports.size),
                              quiet._count_reports.shape[1])
-    np.testing.assert_allclose(quiet._deviations(users, items), 0.0, atol=1e-9)
+    np.testing.assert_array_equal(quiet._deviations(users, items), 0.0)
     loud = LocalKNN(epsilon=300.0, k=10, random_state=3).fit(trainset)
-    assert 0.0 < loud._deviation_prior <= 0.2**2
+    assert loud._deviates
     assert np.abs(loud._deviations(users, items)).max() > 0.1
