@@ -51,6 +51,14 @@ def small_data():
 
 
 @pytest.fixture(scope="session")
+def small_ratings(small_data):
+    """`small_data` as a users × items rating matrix (`dprec.datasets.user_item_matrix`)."""
+    from dprec.datasets import user_item_matrix
+
+    return user_item_matrix(small_data.build_full_trainset())
+
+
+@pytest.fixture(scope="session")
 def quick_release_audit():
     """``dprec.experiments.release_audit.run(quick=True, seed=0)``, computed once a
     session: every quick scenario of the release audit (200 runs, 100 pilot runs each),

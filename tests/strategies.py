@@ -409,3 +409,33 @@ class TailDraws(np.random.Generator):
             return words
         self._level += 1
         return self._more(self._level, np.arange(size))
+
+
+def sketch_backends(random_state=0, tau=3) -> list:
+    """One of each sketch backend at small widths, the private ones with a public τ."""
+    from dprec.similarity import GaussianJL, MinHash, NoisyMinHash, PrivateSJLT, RRMinHash
+
+    return [
+        MinHash(32, 4, random_state=random_state),
+        RRMinHash(32, 4, epsilon=6.0, delta=1e-4, tau=tau, random_state=random_state),
+        NoisyMinHash(32, 4, epsilon=6.0, delta=1e-4, tau=tau, random_state=random_state),
+        PrivateSJLT(32, 4, epsilon=2.0, rating_bound=5.0, random_state=random_state),
+        GaussianJL(32, epsilon=2.0, delta=1e-4, rating_bound=5.0, random_state=random_state),
+    ]
+
+
+def random_sets(sizes, n_items=400, seed=0):
+    """A 0/1 set matrix whose rows are random sets of the given sizes."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    rows = [rng.choice(n_items, size, replace=False) for size in sizes]
+    indptr = np.concatenate([[0], np.cumsum(sizes)])
+    indices = np.concatenate(rows).astype(np.int64) if rows else np.zeros(0, np.int64)
+    return sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(len(sizes), n_items))
+
+
+def catalogues(data) -> dict:
+    """The users and items of ``data`` as public catalogues (``users=``, ``items=``)."""
+    return {"users": list(dict.fromkeys(r[0] for r in data.raw_ratings)),
+            "items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}

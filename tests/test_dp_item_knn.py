@@ -12,6 +12,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 import pytest
+from strategies import catalogues
 from surprise import Dataset, Reader
 
 from dprec import DPItemKNN, datasets, dp_item_knn
@@ -42,11 +43,6 @@ def data():
 @pytest.fixture(scope="module")
 def trainset(data):
     return data.build_full_trainset()
-
-
-def catalogues(data) -> dict:
-    return {"users": list(dict.fromkeys(r[0] for r in data.raw_ratings)),
-            "items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}
 
 
 def frame(rows) -> Dataset:

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from strategies import catalogues
 from surprise import Dataset, Reader
 
 from dprec import LocalKNN, datasets
@@ -27,11 +28,6 @@ def data():
 @pytest.fixture(scope="module")
 def trainset(data):
     return data.build_full_trainset()
-
-
-def catalogues(data) -> dict:
-    return {"users": list(dict.fromkeys(r[0] for r in data.raw_ratings)),
-            "items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}
 
 
 def frame(rows) -> Dataset:

@@ -46,8 +46,8 @@ SCOPES: dict[str, list[str]] = {
                   "dprec.selectors.probabilistic.*", "dprec.selectors.topk.*",
                   "dprec.selectors.exponential.*"],
     "minhash privacy": [
-        "dprec.similarity.minhash.x__check_bound_args*",
-        "dprec.similarity.minhash.x_difference_bound*",
+        "dprec.similarity.minhash_functions.x_check_bound_arguments*",
+        "dprec.similarity.minhash_functions.x_difference_bound*",
         "dprec.similarity.minhash.xǁ_MinHashFamilyǁ_init_private*",
         "dprec.similarity.minhash.xǁ_PrivateMinHashǁ*",
         "dprec.similarity.minhash.xǁRRMinHashǁ*",

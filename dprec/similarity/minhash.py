@@ -12,22 +12,11 @@ to ``[B]^K``: hash ``j`` is the bucket ``g_j(e)`` of ``e = argmin_{e ∈ S_u}
 For two sets with Jaccard similarity ``J``, ``P[g_j(x) = g_j(y)] = J + (1-J)/B``.
 
 Privacy unit: neighbouring sets differ in at most ``α`` items (parameter
-``set_difference``) and have at
-least ``τ`` items.  Then the ``K`` hash values of two neighbours differ in a
-``Binomial(K, q)`` number of coordinates with ``q ≤ r = (α/τ)(1 - 1/B)``, and
-the paper bounds it, with probability ``1 - δ``, by
-
-    ``L = K r + sqrt(3 ln(1/δ) K r)``.
-
-**Correction (choice).**  That is the Chernoff bound
-``P[X ≥ (1+η)μ] ≤ exp(-η²μ/3)``, which holds only for ``η ≤ 1``, i.e. for
-``K r ≥ 3 ln(1/δ)``.  For small ``K r`` (large sets) it fails: with ``K = 100``,
-``τ = 1000``, ``B = 2``, ``δ = 1e-4``, ``L = 1.23`` but
-``P[X ≥ 2] = 1.2e-3 > δ``.  dprec therefore uses
-``L = max(L_paper, L_bin)`` (capped at ``K``), with ``L_bin`` the smallest
-integer such that ``P[Binomial(K, r) > L_bin] ≤ δ`` (exact, by monotonicity of
-the binomial tail in ``q``): the paper's ``L`` wherever it is valid, never a
-weaker guarantee.  See :func:`difference_bound`.
+``set_difference``) and have at least ``τ`` items.  Then the ``K`` hash values of two
+neighbours differ in a ``Binomial(K, q)`` number of coordinates with
+``q ≤ r = (α/τ)(1 - 1/B)``, at most ``L`` with probability ``1 - δ``: the paper's
+``L = K r + sqrt(3 ln(1/δ) K r)``, corrected where its Chernoff step does not hold
+(`difference_bound` in `dprec.similarity.minhash_functions`).
 
 * :class:`RRMinHash`: each coordinate through ``B``-ary randomised response
   with ``ε' = ε/⌈L⌉`` (keep with ``p = e^{ε'}/(e^{ε'} + B - 1)``).
@@ -66,14 +55,12 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
 from types import MappingProxyType
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import stats
 
-from .._rng import RandomStateLike, keyed_bits, keyed_uniform
+from .._rng import RandomStateLike, keyed_uniform
 from .._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from ..ledger import LedgerEntry, PrivacyLeakWarning, Status, Unit
 from ..mechanisms import (
@@ -84,6 +71,20 @@ from ..mechanisms import (
     randomized_response_keep_probability,
 )
 from ..mechanisms.common import keyed_log_uniform
+from .minhash_functions import (
+    MAX_B,
+    MinHashFunctions,
+    check_bound_arguments,
+    difference_bound,
+    difference_bound_binomial,
+    difference_bound_paper,
+    finish_paired,
+    jaccard_from_distances,
+    jaccard_from_matches,
+    match_counts,
+    one_hot,
+    paired_sketches,
+)
 from .sketches import (
     Sketch,
     SketchBackend,
@@ -106,229 +107,9 @@ __all__ = [
     "difference_bound_paper",
 ]
 
-#: Gathered hash values per block of ``MinHashFunctions.buckets`` (fits in L2).
-_BLOCK = 1 << 18
-#: One-hot encodings wider than this are sparse in the match counts.
-_DENSE_ONE_HOT = 4096
+#: What `sketch` does with a set smaller than τ
 SMALL_USERS = ("raise", "exclude")
 
-
-# ----------------------------------------------------------------------------
-# the bound on changed coordinates
-# ----------------------------------------------------------------------------
-
-def _check_bound_args(K, B, alpha, tau, delta) -> tuple[int, int, int, int, float]:
-    K = check_int(K, "width", minimum=1)
-    B = check_int(B, "B", minimum=2)
-    alpha = check_int(alpha, "set_difference", minimum=1)
-    tau = check_int(tau, "tau", minimum=1)
-    if alpha > tau:
-        raise ValueError(f"set_difference must be <= tau (a set of at least tau items differs "
-                         f"in at most set_difference of them), got set_difference={alpha}, "
-                         f"tau={tau}")
-    delta = check_open_unit(delta, "delta")
-    return K, B, alpha, tau, delta
-
-
-def difference_bound_paper(width: int, B: int, set_difference: int, tau: int,
-                           delta: float) -> float:
-    r"""The paper's bound ``L = K r + sqrt(3 ln(1/δ) K r)``, ``r = (α/τ)(1 - 1/B)``.
-
-    Aumüller et al. 2020, §4 and §5.  A Chernoff bound valid when
-    ``K r ≥ 3 ln(1/δ)``; below, see :func:`difference_bound`.
-    """
-    K, B, alpha, tau, delta = _check_bound_args(width, B, set_difference, tau, delta)
-    mean = K * (alpha / tau) * (1.0 - 1.0 / B)
-    return mean + math.sqrt(3.0 * math.log(1.0 / delta) * mean)
-
-
-def difference_bound_binomial(width: int, B: int, set_difference: int, tau: int,
-                              delta: float) -> int:
-    r"""The smallest integer ``ℓ`` with ``P[Binomial(K, r) > ℓ] ≤ δ``, ``r = (α/τ)(1 - 1/B)``.
-
-    The exact ``1 - δ`` quantile of the number of coordinates in which the
-    sketches of two neighbouring sets differ (each hash independently, with
-    probability at most ``r``; the tail grows with the probability).
-    """
-    K, B, alpha, tau, delta = _check_bound_args(width, B, set_difference, tau, delta)
-    r = (alpha / tau) * (1.0 - 1.0 / B)
-    tail = stats.binom.sf(np.arange(K + 1), K, r)          # P[X > ℓ], ℓ = 0..K
-    return int(np.argmax(tail <= delta))                  # tail[K] = 0 <= δ
-
-
-def difference_bound(width: int, B: int, set_difference: int, tau: int,
-                     delta: float) -> float:
-    r"""``L`` used by dprec: ``min(K, max(L_paper, L_bin))``, ``K = width``, ``α = set_difference``.
-
-    With probability at least ``1 - δ`` over the hash functions, the sketches
-    of two sets that differ in at most ``α`` items and have at least ``τ``
-    items differ in at most ``L`` of the ``K`` coordinates.  ``L_paper`` is
-    :func:`difference_bound_paper` (used wherever it is valid, so the numbers
-    are the paper's), ``L_bin`` :func:`difference_bound_binomial` (raises it
-    where the paper's Chernoff step does not hold); at most ``K`` coordinates
-    can differ at all.
-    """
-    paper = difference_bound_paper(width, B, set_difference, tau, delta)
-    binomial = difference_bound_binomial(width, B, set_difference, tau, delta)
-    return float(min(width, max(paper, binomial)))
-
-
-# ----------------------------------------------------------------------------
-# the public hash functions
-# ----------------------------------------------------------------------------
-
-#: Bits of a hash rank: ``rank·B + bucket`` must fit in 64 bits for ``B <= MAX_B``.
-_RANK_BITS = 53
-#: The largest number of buckets (``2**(64 - _RANK_BITS)``).
-MAX_B = 2 ** (64 - _RANK_BITS)
-
-
-@dataclass(frozen=True)
-class MinHashFunctions:
-    r"""``K = width`` range-``B`` MinHash functions on a set of items, as one table.
-
-    ``codes[e, j] = ρ_j(e) · B + g_j(e)``: ``ρ_j(e)`` a uniformly random
-    53-bit rank of item ``e`` under hash ``j`` (a random permutation of the
-    items, up to ties of probability below ``n²/2^54``) and ``g_j(e)`` a
-    uniform bucket, both functions of the public ``hash_seed`` and the item's
-    public key only (:func:`dprec._rng.keyed_bits`), so an item's hash values
-    do not depend on which other items the data holds.  The minimum code over
-    a set is its MinHash element's code, and ``min code mod B`` its bucket.
-    """
-
-    width: int
-    B: int
-    codes: np.ndarray
-
-    @classmethod
-    def draw(cls, width: int, B: int, columns, hash_seed: int) -> MinHashFunctions:
-        """The table for the items with public keys ``columns``, from ``hash_seed``."""
-        K = check_int(width, "width", minimum=1)
-        B = check_int(B, "B", minimum=2, maximum=MAX_B)
-        columns = np.asarray(columns, dtype=np.int64)
-        ranks = keyed_bits(hash_seed, columns, K, stream=0) >> np.uint64(64 - _RANK_BITS)
-        buckets = keyed_bits(hash_seed, columns, K, stream=1) % np.uint64(B)
-        codes = ranks * np.uint64(B) + buckets
-        codes.flags.writeable = False
-        return cls(width=K, B=B, codes=codes)
-
-    @property
-    def n_items(self) -> int:
-        """The number of items the hash functions are defined on."""
-        return int(self.codes.shape[0])
-
-    def buckets(self, sets: sp.csr_matrix) -> np.ndarray:
-        """Every row's ``K`` buckets, ``-1`` for an empty row.
-
-        One gather of the hash codes at the stored indices and one
-        ``np.minimum.reduceat`` over the rows' segments, in blocks of rows of
-        about ``2**18`` gathered codes; empty rows (which ``reduceat``
-        mishandles) are left out of it.
-
-        Parameters
-        ----------
-        sets : scipy.sparse.csr_matrix of shape (n, n_items)
-            Stored entries are the members (see :func:`.sketches.set_matrix`).
-
-        Returns
-        -------
-        numpy.ndarray of int64, shape (n, K).
-        """
-        if sets.shape[1] != self.n_items:
-            raise ValueError(f"X has {sets.shape[1]} items (columns), the hash functions "
-                             f"were drawn for {self.n_items}")
-        n = sets.shape[0]
-        indptr, indices = sets.indptr.astype(np.int64), sets.indices
-        mins = np.full((n, self.width), np.iinfo(self.codes.dtype).max, dtype=self.codes.dtype)
-        step = max(1, _BLOCK // self.width)
-        start = 0
-        while start < n:
-            stop = int(np.searchsorted(indptr, indptr[start] + step, side="right")) - 1
-            stop = min(n, max(stop, start + 1))
-            self._block_minimum(indptr, indices, start, stop, mins)
-            start = stop
-        out = (mins % self.codes.dtype.type(self.B)).astype(np.int64)
-        out[np.diff(indptr) == 0] = -1
-        return out
-
-    def _block_minimum(self, indptr: np.ndarray, indices: np.ndarray, start: int, stop: int,
-                       out: np.ndarray) -> None:
-        rows = start + np.flatnonzero(np.diff(indptr[start:stop + 1]))
-        if not rows.size:
-            return
-        first = indptr[start]
-        gathered = self.codes[indices[first:indptr[stop]]]
-        out[rows] = np.minimum.reduceat(gathered, indptr[rows] - first, axis=0)
-
-
-# ----------------------------------------------------------------------------
-# estimators from matrix products
-# ----------------------------------------------------------------------------
-
-def _one_hot(codes: np.ndarray, B: int) -> np.ndarray | sp.csr_matrix:
-    """Row ``u``: ones at ``j·B + codes[u, j]`` (none for an invalid row of ``-1``)."""
-    n, K = codes.shape
-    valid = codes[:, 0] >= 0
-    cols = (np.arange(K) * B + codes)[valid]
-    if K * B <= _DENSE_ONE_HOT:
-        out = np.zeros((n, K * B), dtype=np.float32)
-        out[np.flatnonzero(valid)[:, None], cols] = 1.0
-        return out
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    indptr[1:] = np.cumsum(np.where(valid, K, 0))
-    return sp.csr_matrix((np.ones(cols.size, dtype=np.float32), cols.ravel(), indptr),
-                         shape=(n, K * B))
-
-
-def match_counts(codes_a: np.ndarray, codes_b: np.ndarray, B: int,
-                 right=None) -> np.ndarray:
-    """``M[u, v] = #{j : a_uj = b_vj}``, as the product of one-hot encodings.
-
-    float32 products of 0/1 entries are exact up to ``2**24`` matches; the
-    result is float64.  ``right``, if given, is ``_one_hot(codes_b, B)`` already
-    built (reused across blocks of ``codes_a``).
-    """
-    left = _one_hot(codes_a, B)
-    if right is None:
-        right = left if codes_b is codes_a else _one_hot(codes_b, B)
-    product = left @ right.T
-    if sp.issparse(product):
-        product = product.toarray()
-    return np.asarray(product, dtype=np.float64)
-
-
-def _jaccard_from_matches(matches: np.ndarray, K: int, B: int, keep: float) -> np.ndarray:
-    """``(B-1)(B P̂ - 1)/(B p - 1)²`` with ``P̂ = matches/K`` (unclipped, in place)."""
-    matches *= B / K
-    matches -= 1.0
-    matches *= (B - 1) / (B * keep - 1.0) ** 2
-    return matches
-
-
-def _jaccard_from_distances(D: np.ndarray, K: int, B: int, scale: float) -> np.ndarray:
-    """``1 - 6(D/K - 4s²)/(B² - 1)`` (unclipped)."""
-    return 1.0 - 6.0 * (D / K - 4.0 * scale * scale) / (B**2 - 1)
-
-
-def _paired(S: Sketch, other: Sketch, backend: str, width: int) -> tuple[Sketch, Sketch]:
-    S, T = pair_operands(S, other, backend, width)
-    if len(S) != len(T):
-        raise ValueError(f"paired estimates need as many rows in other as in S, got "
-                         f"{len(T)} and {len(S)}")
-    return S, T
-
-
-def _finish_paired(sims: np.ndarray, S: Sketch, T: Sketch, low: float, high: float,
-                   clip: bool) -> np.ndarray:
-    if clip:
-        np.clip(sims, low, high, out=sims)
-    sims[~(S.valid & T.valid)] = 0.0
-    return sims
-
-
-# ----------------------------------------------------------------------------
-# backends
-# ----------------------------------------------------------------------------
 
 class _MinHashFamily(SketchBackend):
     """Shared parts: hashing, τ handling, ``similarity_matrix`` input."""
@@ -353,7 +134,7 @@ class _MinHashFamily(SketchBackend):
         self.tau = None if tau is None else check_int(tau, "tau", minimum=1)
         self.set_difference = check_int(set_difference, "set_difference", minimum=1)
         if self.tau is not None:
-            _check_bound_args(self.width, self.B, self.set_difference, self.tau, self.delta)
+            check_bound_arguments(self.width, self.B, self.set_difference, self.tau, self.delta)
         self.small_users = check_choice(small_users, "small_users", SMALL_USERS)
         self.tau_: int | None = self.tau
 
@@ -439,16 +220,16 @@ class _MinHashFamily(SketchBackend):
     def _from_matches(self, matches: np.ndarray, S: Sketch, T: Sketch, same: bool,
                       clip: bool) -> np.ndarray:
         """``Ĵ`` of every pair from its match counts (in place), finished."""
-        sims = _jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
+        sims = jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
         return finish_estimate(sims, S.valid, T.valid, same, 0.0, 1.0, clip)
 
     def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
         """``Ĵ`` between ``S[i]`` and ``other[i]`` for each row ``i`` (1-D, O(nK))."""
         clip = check_clip(clip)
-        S, T = _paired(S, other, self.name, self.width)
+        S, T = paired_sketches(S, other, self.name, self.width)
         matches = np.sum(S.values == T.values, axis=1).astype(np.float64)
-        sims = _jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
-        return _finish_paired(sims, S, T, 0.0, 1.0, clip)
+        sims = jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
+        return finish_paired(sims, S, T, 0.0, 1.0, clip)
 
     def __getstate__(self) -> dict:
         """Pickled without the prepared one-hot encoding (rebuilt where it is used)."""
@@ -462,7 +243,7 @@ class _MinHashFamily(SketchBackend):
         S, _ = pair_operands(S, None, self.name, self.width)
         prepared = getattr(self, "_one_hot_of", None)
         if prepared is None or prepared[0] is not S:
-            prepared = self._one_hot_of = (S, _one_hot(S.values, self.B))
+            prepared = self._one_hot_of = (S, one_hot(S.values, self.B))
         block = S[rows]
         matches = match_counts(block.values, S.values, self.B, right=prepared[1])
         return self._from_matches(matches, block, S, False, True)
@@ -551,7 +332,7 @@ class _PrivateMinHash(_MinHashFamily):
                 "guarantee is void; give a public tau", PrivacyLeakWarning, stacklevel=3)
         else:
             tau = self.tau
-        _check_bound_args(self.width, self.B, self.set_difference, tau, self.delta)
+        check_bound_arguments(self.width, self.B, self.set_difference, tau, self.delta)
         small = sizes < tau
         n_small = int(small.sum())
         if n_small and self.small_users == "raise":
@@ -805,13 +586,13 @@ class NoisyMinHash(_PrivateMinHash):
         clip = check_clip(clip)
         S, T = pair_operands(S, other, self.name, self.width)
         D = squared_distances(S.values, T.values if other is not None else None)
-        sims = _jaccard_from_distances(D, self.width, self.B, S.params["scale"])
+        sims = jaccard_from_distances(D, self.width, self.B, S.params["scale"])
         return finish_estimate(sims, S.valid, T.valid, other is None, 0.0, 1.0, clip)
 
     def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
         """``Ĵ`` between ``S[i]`` and ``other[i]`` for each row ``i`` (1-D, O(nK))."""
         clip = check_clip(clip)
-        S, T = _paired(S, other, self.name, self.width)
+        S, T = paired_sketches(S, other, self.name, self.width)
         D = np.sum((S.values - T.values) ** 2, axis=1)
-        sims = _jaccard_from_distances(D, self.width, self.B, S.params["scale"])
-        return _finish_paired(sims, S, T, 0.0, 1.0, clip)
+        sims = jaccard_from_distances(D, self.width, self.B, S.params["scale"])
+        return finish_paired(sims, S, T, 0.0, 1.0, clip)
