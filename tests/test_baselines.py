@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from surprise import BaselineOnly
 
-from dprec import PrivateKNN, PrivateKNNBaseline, baselines, datasets, knn
+from dprec import PrivateKNN, PrivateKNNBaseline, baselines, datasets
 from dprec._ratings import RatingArrays
 from dprec.baselines import als_baselines
+from dprec.knn import biases
 
 
 @pytest.mark.parametrize("options", [{}, {"n_epochs": 3, "reg_u": 2.5, "reg_i": 0.0}])
@@ -46,7 +47,7 @@ def test_models_on_one_trainset_fit_the_baselines_once(monkeypatch):
         calls.append(args[-3:])
         return original(*args)
 
-    monkeypatch.setattr(knn, "als_baselines", counted)
+    monkeypatch.setattr(biases, "als_baselines", counted)
     data = datasets.synthetic(60, 50, 900, random_state=4)
     trainset = data.build_full_trainset()
     first, second = (PrivateKNN(k=5, prediction="baseline", verbose=False).fit(trainset)

@@ -142,7 +142,7 @@ def test_weighted_means_add_as_surprise_on_both_paths(seed, centered):
     """Σ w·x / Σ w (|w| centred) over the neighbours that count, padding ``-1`` and
     weights ≤ 0 (≠ 0 centred) skipped, 0 where nothing counts: Surprise's loop bit for
     bit, compiled and in numpy (knn's twin, which adds left to right too)."""
-    from dprec.knn import _weighted_mean
+    from dprec.knn.rules import weighted_mean as _weighted_mean
 
     rng = np.random.default_rng(seed)
     n, k = 200, 9
@@ -180,7 +180,7 @@ def test_weighted_means_reject_bad_arguments():
 
 def test_weighted_means_of_signed_zeros_start_from_zero_on_both_paths():
     """A loop from 0 adds ``-0.0`` to ``0.0``: the numpy twin's sums give ``+0.0`` too."""
-    from dprec.knn import _weighted_mean
+    from dprec.knn.rules import weighted_mean as _weighted_mean
 
     for compiled in (True, False):
         previous = _kernels.set_enabled(compiled)

@@ -27,6 +27,7 @@ from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN, datasets
 from dprec._surprise import inner_ids
+from dprec.knn.user_neighbourhood import SetChooser
 from dprec.ledger import BudgetExceededError, Status, Unit
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK
 from dprec.similarity import SKETCH_BACKENDS, with_public_bounds
@@ -474,10 +475,10 @@ def test_sketch_guarantees_are_not_silently_weakened(split):
 
 @pytest.mark.parametrize("neighbourhood", ["item", "user"])
 def test_threads_do_not_change_the_answers(split, monkeypatch, neighbourhood):
-    from dprec import knn
+    from dprec.knn import blocks
 
     trainset, testset = split
-    monkeypatch.setattr(knn, "_BLOCK_CELLS", 1 << 10)  # many blocks on small data
+    monkeypatch.setattr(blocks, "_BLOCK_CELLS", 1 << 10)  # many blocks on small data
     runs = []
     for threads in ("1", "3"):
         monkeypatch.setenv("DPREC_NUM_THREADS", threads)
@@ -937,14 +938,14 @@ def test_storage_auto_switches_on_the_matrix_size(split, monkeypatch):
     :data:`DENSE_SIMILARITY_BYTES`, for the sum similarities and the sketches (not
     pearson_baseline); ``sim`` then says why it is missing and ``compute_similarities``
     builds it whole (a sketch's from its one release)."""
-    from dprec import knn
+    from dprec.knn import storage
 
     trainset, _ = split
     n = trainset.n_users
     algo = PrivateKNN(k=5, sim_options={"name": "pearson"}, verbose=False)
     assert algo.fit(trainset).storage_ == "dense"
     dense = algo.sim.copy()
-    monkeypatch.setattr(knn, "DENSE_SIMILARITY_BYTES", 8 * n * n - 1)
+    monkeypatch.setattr(storage, "DENSE_SIMILARITY_BYTES", 8 * n * n - 1)
     assert algo.fit(trainset).storage_ == "blocked"
     with pytest.raises(AttributeError, match="storage_='blocked'.*compute_similarities"):
         _ = algo.sim
@@ -955,7 +956,7 @@ def test_storage_auto_switches_on_the_matrix_size(split, monkeypatch):
                         verbose=False)
     assert sketch.fit(trainset).storage_ == "blocked"
     sketched = sketch.compute_similarities()
-    monkeypatch.setattr(knn, "DENSE_SIMILARITY_BYTES", 8 * n * n)
+    monkeypatch.setattr(storage, "DENSE_SIMILARITY_BYTES", 8 * n * n)
     assert sketch.fit(trainset).storage_ == "dense"
     np.testing.assert_array_equal(sketch.sim, sketched)
     with pytest.raises(AttributeError, match="not fitted"):
@@ -980,8 +981,8 @@ def test_user_neighbour_sets_are_chosen_once_per_fit(split, monkeypatch, storage
     algo = PrivateKNN(k=5, selector="ppns", epsilon=1.0, neighbourhood="user",
                       storage=storage, random_state=2, verbose=False).fit(trainset)
     chosen_rows = []
-    choose = PrivateKNN._choose
-    monkeypatch.setattr(PrivateKNN, "_choose",
+    choose = SetChooser.choose
+    monkeypatch.setattr(SetChooser, "choose",
                         lambda self, rows: chosen_rows.append(len(rows)) or choose(self, rows))
     first = [p.est for p in algo.test(testset)]
     raw_users = {trainset.to_raw_uid(u) for u in trainset.all_users()}

@@ -1,0 +1,456 @@
+"""`PrivateKNN`: the model, its parameters, `fit` as orchestration and Surprise's API.
+
+`fit` computes the similarities into a storage (`dprec.knn.storage`) and builds the
+fit's rules (`dprec.knn.rules`), selection (`dprec.knn.selection`), neighbourhood
+engine (`dprec.knn.neighbourhoods`) and privacy book (`dprec.knn.accounting`);
+`estimate` and `test` are the engine's answers, charged to the book.  The kNN API
+is `dprec.knn.queries`; `docs/knn_internals.md` follows the data to a `Prediction`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from functools import partial
+
+import numpy as np
+from surprise import AlgoBase, PredictionImpossible
+from surprise.prediction_algorithms.predictions import Prediction
+
+from .._ratings import RatingArrays
+from .._rng import RandomStateLike, derive_seed, fit_entropy
+from .._surprise import UNKNOWN, inner_ids, predictions
+from ..selectors import Selector, TopK
+from ..similarity import EXACT_SIMILARITIES, SimilarityRows, SketchRelease, SketchRows
+from .accounting import open_book
+from .answers import Batch
+from .biases import fit_baselines
+from .neighbourhoods import engine
+from .parameters import check_params, check_precomputed
+from .queries import KNNQueries
+from .rules import Rule, Rules, unknown_baseline
+from .selection import Selection
+from .storage import held, resolves_to_blocked, similarities
+from .user_neighbourhood import KeptSets, SetChooser
+
+_TOO_FEW = "Not enough neighbors."
+
+
+class PrivateKNN(KNNQueries, AlgoBase):
+    r"""kNN collaborative filtering with pluggable neighbour selection and similarity.
+
+    Surprise's prediction rules (`prediction`), user- or item-based, over the chosen
+    neighbours $v$ with $s(u, v) > 0$ who rated $i$: `KNNBasic`'s
+    $\hat r_{ui} = \sum_v s(u,v)\, r_{vi} / \sum_v s(u,v)$, `KNNWithMeans`,
+    `KNNWithZScore` and `KNNBaseline` (Koren 2010), falling back to $\mu_u$ or
+    $b_{ui}$ below `min_k` neighbours as Surprise's do, and the papers' centred rule
+    (`centered=True`); each a short function of `dprec.knn.rules`, its formula in its
+    docstring.
+
+    Parameters are stored as given (scikit-learn's convention: changing one
+    after construction takes effect at the next `fit`) and validated by
+    `fit`, or by `check_params`, which also resolves them into the
+    fitted attributes `selector_`, `sim_options_`, `bsl_options_`,
+    `neighbourhood_`, `prediction_`, `fallback_`, `neighbour_shrinkage_` and
+    `backend_`; everything after
+    `sim_options` is keyword-only.
+
+    Parameters
+    ----------
+    k : int, default 40
+        Number of neighbours (`>= 1`).
+    min_k : int, default 1
+        Fewer contributing neighbours than this makes the prediction impossible
+        (Surprise then falls back to the global mean, `was_impossible=True`).
+    fallback : {"global_mean", "user_mean"}, default "global_mean"
+        The basic rule's answer with fewer than `min_k` contributing
+        neighbours: impossible, hence Surprise's global mean
+        (`"global_mean"`), or the user's own mean $\mu_u$
+        (`"user_mean"`, `was_impossible=False`), as `KNNWithMeans` falls
+        back.  User-based it reads only the asking user's own ratings, shown
+        to them alone: nothing to charge.  Item-based it is the item's mean
+        over its raters, which, like every prediction, no privacy claim covers
+        (the accountant says so).  The other rules always fall back to
+        $\mu_u$ or $b_{ui}$.
+    neighbour_shrinkage : float, default 0
+        $\lambda \ge 0$ (`inf` allowed): the neighbours' term of the
+        rule is weighted by $n / (n + \lambda)$, `n` the number of
+        contributing neighbours (`actual_k`), shrinking each estimate
+        towards the rule's fallback, $\mu_u$ (basic, means, zscore,
+        centred) or $b_{ui}$ (baseline), where few neighbours speak
+        (the support shrinkage of Koren, TKDD 2010, applied to the
+        prediction).  `0` is Surprise's rule; `inf` predicts
+        $\mu_u$ or $b_{ui}$ itself, so a `λ` chosen by
+        cross-validation over a grid holding `inf` is never worse than it on
+        the validation folds (the basic rule with `fallback="global_mean"`
+        stays impossible below `min_k` neighbours: use `"user_mean"` to
+        predict $\mu_u$ everywhere).  Reads nothing the rule does not
+        (`n` is in `details`).
+    sim_options : dict, optional
+        Surprise-style similarity options: `name` (`"msd"` (default),
+        `"cosine"`, `"pearson"`, `"pearson_baseline"` with `shrinkage`,
+        default 100), `user_based` (default True; False for item-based kNN,
+        exact similarities only), `min_support` (default 1); or a private
+        sketch backend (user-based), e.g.
+        `{"name": "rr_minhash", "width": 128, "B": 4, "epsilon": 4.0, "delta": 1e-4}`
+        (also `"noisy_minhash"`, `"minhash"`, `"sjlt"`, `"gaussian_jl"`;
+        see `dprec.similarity`), whose release the privacy accountant
+        records.
+        The dict is copied, never modified.
+    selector : str or Selector, default "topk"
+        Neighbour selector, by name (`"topk"`, `"probabilistic"`,
+        `"pncf"`, `"ppns"`, `"pncf_corrected"`) or as an object from
+        `dprec.selectors`.
+    epsilon, p, alpha, rho, floor : float, optional
+        The selector's parameters as flat keyword arguments (so that
+        `GridSearchCV` can grid over them): `epsilon` for PNCF, PPNS and
+        the corrected PNCF,
+        `p` or the target accuracy `alpha` for PPNS, `rho` for PNCF,
+        `floor` for probabilistic selection.
+        `None` keeps the selector's default; parameters a named selector
+        does not use are ignored with a `UserWarning` (`epsilon` with
+        `"topk"` buys no privacy).  With a selector object, leave them `None`.
+    neighbourhood : {"item", "user"}, default "item"
+        `"item"`: Surprise's kNN semantics, the neighbours of `u` are
+        chosen among the raters of `i`.  `"user"`: every user has one
+        neighbour set chosen among all other users (the semantics of the
+        papers and of the kNN attack); the members who rated `i` predict.
+        (Item-based, read "item" for "user" and conversely.)
+    prediction : {"basic", "means", "zscore", "baseline"}, default "basic"
+        Surprise's `KNNBasic`, `KNNWithMeans`, `KNNWithZScore` or
+        `KNNBaseline` rule (also as the classes `PrivateKNNWithMeans`,
+        `PrivateKNNWithZScore`, `PrivateKNNBaseline`).
+    bsl_options : dict, optional
+        Surprise's baseline options (`method` `"als"` (default) or
+        `"sgd"`, `n_epochs`, `reg_u`, `reg_i`, `reg`,
+        `learning_rate`), for `prediction="baseline"` and the
+        `pearson_baseline` similarity; computed by Surprise itself.
+    centered : bool, default False
+        The papers' mean-centred prediction (with `prediction="basic"`; either
+        neighbourhood); Surprise's is `prediction="means"`.
+    random_state : None, int, RandomState or Generator
+        Stored as given; `fit` draws 128 bits from it, from which the
+        randomness of each query (derived from it and the query's ids) and
+        of a sketch backend are derived.  `None` (default) draws fresh
+        entropy at each fit; an int gives **seeded noise**: reproducible, for
+        experiments (a refit with the same seed on neighbouring data reuses
+        the same noise, which then cancels), so the privacy report records
+        every entry void (`dprec.ledger.SEEDED`): for a guarantee, give
+        `None` or a numpy `Generator`.
+    verbose : bool, default True
+        Print progress messages during `fit` (as Surprise's kNN algorithms).
+    diagnostics : bool, default False
+        Add the selector's diagnostics to each prediction's `details`: the
+        realised accuracy `alpha`, the security `beta` and the
+        `partitions` the neighbours came from.  They are computed from the
+        exact similarities and ranks, so they reveal them: off by default,
+        and never covered by a privacy claim.
+    storage : {"auto", "dense", "blocked"}, default "auto"
+        How the fitted model holds the similarities.  `"dense"`: the whole
+        `n × n` matrix `sim` (Surprise's way).  `"blocked"` (cosine, msd,
+        pearson and the sketch backends): no `n × n` matrix at all; the rows
+        a batch of queries needs are computed for it, a block of users at a
+        time (`dprec.similarity.rows.SimilarityRows`), and so is
+        `RS`, or estimated from the users' one sketch release
+        (`dprec.similarity.rows.SketchRows`): memory `O(block)`
+        instead of `O(n²)`, the same predictions, neighbours and privacy
+        accounting bit for bit (integer ratings, code sketches; else up to
+        float64 rounding).  `"auto"` is `"dense"` while one float64
+        `n × n` matrix stays below `DENSE_SIMILARITY_BYTES` (256 MiB,
+        about 5,800 users), else `"blocked"` where it applies (on
+        MovieLens-shaped data the rows are within about 25% of the whole
+        matrix's speed, either way, from a few thousand users on:
+        `benchmarks/bench_scale.py`).
+    backend : {"threads", "dask"}, default "threads"
+        Where the blocks of similarity rows are computed and reduced.
+        `"threads"`: this machine's cores.  `"dask"`: as tasks on the
+        `dask.distributed` client in scope (blocked storage; the fitted
+        state is sent to the workers once per call, the rows never leave
+        them: each task returns its queries' answers or its users' RS, and
+        the accountant is charged here).  The same numbers either way.
+    budget : (float, float), optional
+        A per-user `(ε, δ)` budget for the privacy accountant: a query
+        whose answer would take some user past it raises
+        `dprec.ledger.BudgetExceededError` (answers already given stay
+        valid).  Composed per unit, basic composition of the entries' claims.
+
+    Attributes
+    ----------
+    sim : ndarray of shape (n_users, n_users), or (n_items, n_items) item-based
+        The similarity matrix (as in Surprise's kNN algorithms).  Like the
+        trainset, it holds the raw data: publish answers, never the fitted
+        object.  Not kept with blocked storage (`storage_ == "blocked"`;
+        `compute_similarities` builds it).
+    storage_ : {"dense", "blocked"}
+        What `storage` resolved to at `fit`.
+    means, sigmas : ndarray
+        Each user's (item's, item-based) mean rating and standard deviation
+        (Surprise's `KNNWithMeans.means` and `KNNWithZScore.sigmas`).
+    bu, bi : ndarray or None
+        The user and item baselines (`prediction="baseline"` or
+        `pearson_baseline`), as Surprise's `compute_baselines` returns them.
+    sensitivity_ : ndarray of shape (n_users,) or None
+        Each user's recommendation-aware sensitivity `RS(u)` (the private
+        selectors' score sensitivity), computed on the raw data; `None` for
+        selectors that do not use it.
+    sketch_release_ : SketchRelease or None
+        What the users released through a sketch backend (its privacy entry
+        and who released), `None` for the exact similarities.
+
+    Examples
+    --------
+    >>> from surprise.model_selection import cross_validate
+    >>> from dprec import PrivateKNN, datasets
+    >>> data = datasets.synthetic(200, 300, 6000, random_state=0)
+    >>> algo = PrivateKNN(k=20, sim_options={"name": "cosine"})
+    >>> res = cross_validate(algo, data, measures=["rmse"], cv=3)
+    """
+
+    def __init__(self, k: int = 40, min_k: int = 1, sim_options: Mapping | None = None, *,
+                 selector: str | Selector = "topk", epsilon: float | None = None,
+                 p: float | None = None, alpha: float | None = None, rho: float | None = None,
+                 floor: float | None = None, neighbourhood: str = "item",
+                 centered: bool = False, random_state: RandomStateLike = None,
+                 verbose: bool = True, diagnostics: bool = False,
+                 budget: tuple[float, float] | None = None, prediction: str = "basic",
+                 bsl_options: Mapping | None = None, storage: str = "auto",
+                 backend: str = "threads", fallback: str = "global_mean",
+                 neighbour_shrinkage: float = 0.0) -> None:
+        AlgoBase.__init__(self)  # with no options: Surprise's would add keys to the caller's
+        self.sim_options = {} if sim_options is None else sim_options
+        self.bsl_options = {} if bsl_options is None else bsl_options
+        self.k, self.min_k = k, min_k
+        self.selector, self.epsilon, self.p, self.alpha, self.rho, self.floor = (
+            selector, epsilon, p, alpha, rho, floor)
+        self.neighbourhood, self.centered, self.prediction = neighbourhood, centered, prediction
+        self.random_state, self.verbose, self.diagnostics = random_state, verbose, diagnostics
+        self.budget, self.storage, self.backend = budget, storage, backend
+        self.fallback, self.neighbour_shrinkage = fallback, neighbour_shrinkage
+
+    def check_params(self) -> PrivateKNN:
+        """Validate the parameters (as `fit` does first) and set what they resolve to:
+        `sim_options_`, `bsl_options_` (validated copies), `selector_` (the
+        `dprec.selectors.Selector` object), `neighbourhood_`, `prediction_`,
+        `fallback_`, `backend_` (lower-cased) and `neighbour_shrinkage_` (a float)
+        (`dprec.knn.parameters`).  Returns `self`.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Naming the first invalid parameter.
+        """
+        check_params(self)
+        return self
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, trainset) -> PrivateKNN:
+        """Compute the similarities (and spend any privacy budget) on `trainset`.
+
+        All or nothing: built on a copy of the model, swapped in once its release is
+        charged.  A fit that fails (e.g. refused by the `budget`) leaves the model as it
+        was, fitted before or not: nothing of a refused release is readable.
+        """
+        return self._swap_in(PrivateKNN._fit, trainset)
+
+    def _swap_in(self, fit, *args) -> PrivateKNN:
+        """`fit(copy, *args)` on a shallow copy of the model, whose state replaces this
+        one's (in one assignment) only if it returns."""
+        shadow = copy.copy(self)
+        fit(shadow, *args)
+        self.__dict__ = shadow.__dict__
+        return self
+
+    def _fit(self, trainset) -> PrivateKNN:
+        self.check_params()
+        entropy = fit_entropy(self.random_state)
+        AlgoBase.fit(self, trainset)
+        ratings = RatingArrays.from_trainset(trainset, self.sim_options_["user_based"])
+        blocked = resolves_to_blocked(self.storage, self.backend_, self.sim_options_["name"],
+                                      ratings.n_users)
+        sim, sensitivity, release = self._similarities(ratings, entropy,
+                                                       self.backend_ if blocked else None)
+        return self._fit_precomputed(trainset, ratings, sim, sensitivity, entropy, release)
+
+    def fit_precomputed(self, trainset, sim: np.ndarray, sensitivity: np.ndarray | None = None,
+                        release: SketchRelease | None = None) -> PrivateKNN:
+        """Fit with a similarity matrix computed elsewhere (e.g. extended incrementally).
+
+        For simulations that refit on slightly changed data, such as the β-kNN
+        attack adding fake users: the caller supplies `sim` (n_users ×
+        n_users, inner ids of `trainset`) and, for the private selectors,
+        each user's sensitivity `RS` — they must equal what `fit`
+        would compute.  For a sketch backend, `release` is what the users
+        released (the sketches behind `sim`), which the accountant records;
+        without it only the exact similarities are accepted (a sketch backend
+        spends its budget inside `fit`).  All or nothing, as `fit`.
+        """
+        return self._swap_in(PrivateKNN._fit_given, trainset, sim, sensitivity, release)
+
+    def _fit_given(self, trainset, sim, sensitivity, release) -> PrivateKNN:
+        self.check_params()
+        AlgoBase.fit(self, trainset)
+        ratings = RatingArrays.from_trainset(trainset, self.sim_options_["user_based"])
+        sim, sensitivity = check_precomputed(self.sim_options_["name"], release, sim,
+                                             sensitivity, ratings.n_users, self.selector_)
+        return self._fit_precomputed(trainset, ratings, sim, sensitivity,
+                                     fit_entropy(self.random_state), release)
+
+    def _fit_precomputed(self, trainset, ratings,
+                         sim: np.ndarray | SimilarityRows | SketchRows,
+                         sensitivity, entropy: bytes,
+                         release: SketchRelease | None = None) -> PrivateKNN:
+        """The fit once the similarities are known (the matrix, or its rows on demand);
+        `release` is what the users released through a sketch backend (`None` for
+        exact similarities)."""
+        if getattr(self, "trainset", None) is not trainset:
+            AlgoBase.fit(self, trainset)
+        storage = self._storage = held(sim, self.backend_)
+        self.storage_ = storage.name
+        self._ratings, self.sensitivity_ = ratings, sensitivity
+        self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
+        self._rules = Rules(ratings, self.means, self.sigmas, self.centered, self.min_k)
+        self._rule_ = self._rule((self.prediction_, self.fallback_, self.neighbour_shrinkage_))
+        selection = Selection(self.selector_, self.k, derive_seed(entropy, "queries"),
+                              sensitivity)
+        self._sets = KeptSets(SetChooser(storage, selection, ratings.n_users),
+                              apart=self.neighbourhood_ == "item")
+        self._engine = engine(self.neighbourhood_, storage, ratings, selection, self._rules,
+                              self._sets)
+        self.sketch_release_ = release
+        self._book = open_book(
+            trainset, ratings, selector=self.selector_, k=self.k, sensitivity=sensitivity,
+            sim_options=self.sim_options_, neighbourhood=self.neighbourhood_,
+            budget=self.budget, random_state=self.random_state, release=release)
+        return self
+
+    def _similarities(self, ratings: RatingArrays, entropy: bytes,
+                      rows_backend: str | None = None):
+        """`dprec.knn.storage.similarities` of `sim_options` (the baselines fitted if it
+        needs them): the matrix, or its rows on `rows_backend`."""
+        return similarities(self.sim_options_, ratings, self.selector_.needs_sensitivity,
+                            self.trainset.rating_scale, entropy,
+                            partial(fit_baselines, self, ratings), self.verbose, rows_backend)
+
+    def _rule(self, key: tuple[str, str, float]) -> Rule:
+        """The rule `(prediction, fallback, shrinkage)` of this fit (`Rules.rule`), the
+        baselines fitted (and set as `bx`, `by`) if it is the first to need them."""
+        return self._rules.rule(key, self._rule_baselines)
+
+    def _rule_baselines(self) -> tuple[np.ndarray, np.ndarray]:
+        self.bx, self.by = fit_baselines(self, self._ratings)
+        return self.bx, self.by
+
+    @property
+    def sim(self) -> np.ndarray:
+        """The similarity matrix (dense storage; see the class's attributes)."""
+        storage = getattr(self, "_storage", None)
+        if storage is None or storage.matrix is None:
+            raise AttributeError("sim: " + ("this model holds no n × n matrix "
+                                            "(storage_='blocked'); compute_similarities() "
+                                            "builds it" if storage is not None
+                                            else "the model is not fitted yet: call fit first"))
+        return storage.matrix
+
+    def compute_similarities(self) -> np.ndarray:
+        """The similarity matrix of `sim_options` on the trainset (Surprise's hook).
+
+        For an exact similarity it is computed afresh.  A sketch backend's
+        similarities come from the users' one release made by `fit`
+        (a new release would spend their budget again): a copy of `sim`, or
+        every row estimated from that release with blocked storage.
+        """
+        if not hasattr(self, "trainset"):
+            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first "
+                                 "(compute_similarities needs its trainset)")
+        if self.sim_options_["name"] not in EXACT_SIMILARITIES:
+            self._check_fitted()
+            return self._storage.all_rows()
+        ratings = RatingArrays.from_trainset(self.trainset, self.sim_options_["user_based"])
+        return self._similarities(ratings, fit_entropy(self.random_state))[0]
+
+    def default_prediction(self) -> float:
+        """The global mean rating, Surprise's fallback for impossible predictions."""
+        self._check_fitted()
+        return self._ratings.global_mean
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "_storage"):
+            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+    # ------------------------------------------------------- Surprise's API
+    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False) -> Prediction:
+        """Surprise's `predict` (raw ids), after checking the model is fitted."""
+        self._check_fitted()
+        return AlgoBase.predict(self, uid, iid, r_ui, clip, verbose)
+
+    def estimate(self, u, i):
+        """Estimate one rating from inner ids (same numbers as `test`)."""
+        self._check_fitted()
+        known_u, known_i = self.trainset.knows_user(u), self.trainset.knows_item(i)
+        if not (known_u and known_i):
+            if self.prediction_ == "baseline":  # KNNBaseline: the baseline of what is known
+                return float(self._unknown_baseline(np.array([u if known_u else -1]),
+                                                    np.array([i if known_i else -1]))[0])
+            raise PredictionImpossible(UNKNOWN)
+        batch = self._estimate_batch(*self._switch(np.array([u]), np.array([i])))
+        if not self._rules.possible(self._rule_, batch.actual_k)[0]:
+            raise PredictionImpossible(_TOO_FEW)
+        return float(batch.est[0, 0]), next(self._details(batch))
+
+    def test(self, testset, verbose: bool = False) -> list[Prediction]:
+        """Predict a whole testset at once; equal to `predict` one by one."""
+        self._check_fitted()
+        if len(testset) == 0:
+            return []
+        uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
+        known = np.flatnonzero((users >= 0) & (items >= 0))
+        batch = self._estimate_batch(*self._switch(users[known], items[known]))
+        position = np.full(len(testset), -1)
+        position[known] = np.arange(len(known))
+        possible = np.zeros(len(testset), dtype=bool)
+        possible[known] = self._rules.possible(self._rule_, batch.actual_k)
+        est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
+        est[possible] = batch.est[0, position[possible]]
+        baseline = self.prediction_ == "baseline"
+        if baseline:  # KNNBaseline answers unknown users and items with their baseline
+            unknown = position < 0
+            est[unknown] = self._unknown_baseline(users[unknown], items[unknown])
+        known_details = self._details(batch, was_impossible=False)  # one per known query
+        if len(known) == len(testset) and possible.all():
+            return predictions(self.trainset, uids, iids, r_uis, est, known_details, verbose)
+
+        def details():   # built in predictions' pause of the collector, placed in C loops
+            placed = np.empty(len(testset), dtype=object)
+            placed[known] = list(known_details)
+            impossible = np.flatnonzero(~possible)
+            placed[impossible] = [
+                {"was_impossible": False} if baseline else
+                {"was_impossible": True, "reason": UNKNOWN if j < 0 else _TOO_FEW}
+                for j in position[impossible].tolist()]
+            yield from placed.tolist()
+
+        return predictions(self.trainset, uids, iids, r_uis, est, details(), verbose)
+
+    # ----------------------------------------------------------- internals
+    def _switch(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`(x, y)` in Surprise's roles: `(users, items)`, swapped item-based."""
+        return (users, items) if self.sim_options_["user_based"] else (items, users)
+
+    def _estimate_batch(self, users: np.ndarray, items: np.ndarray,
+                        rules: list[Rule] | None = None) -> Batch:
+        """Estimates under `rules` (default: the model's own), and the selections behind
+        them, for known inner ids in the `(x, y)` roles (`_switch`), by the
+        neighbourhood's engine."""
+        rules = [self._rule_] if rules is None else rules
+        if not len(users):
+            return Batch.empty(self.k, len(rules))
+        return self._engine.answer(users, items, rules, self._book)
+
+    def _unknown_baseline(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        return unknown_baseline(self._ratings.global_mean, self.bu, self.bi, users, items)
+
+    def _details(self, batch: Batch, **extra):
+        """Each query's `details` (`Batch.details`): the diagnostics with
+        `diagnostics=True`, for every selector but top-k."""
+        return batch.details(self.diagnostics and not isinstance(self.selector_, TopK),
+                             **extra)

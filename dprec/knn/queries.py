@@ -1,0 +1,227 @@
+"""The kNN API of a fitted `PrivateKNN` (as scikit-learn's `KNeighborsMixin` is its
+estimators'): the neighbours it chooses, its estimates for arrays of inner ids under
+one rule or several, top-N lists, and what all of them have cost.
+
+Every method reads the fitted model through the hooks `PrivateKNN.fit` sets up
+(`dprec.knn.model`): its neighbourhood's engine (`_engine`), the users' kept
+neighbour sets (`_sets`), the rules (`_rules`, `_rule`, `_rule_`), the book
+(`_book`), the storage and ratings (`_storage`, `_ratings`) and `_estimate_batch`,
+`_switch`, `_check_fitted`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .._arrays import stable_descending_order
+from .._validation import check_int
+from ..ledger import PrivacyAccountant
+from ..selectors import TopK
+from ..topn import recommend_batch
+from .parameters import check_ids
+from .rules import Rule, rule_keys
+
+
+class KNNQueries:
+    """Mixin: the kNN API of `PrivateKNN` (neighbours, estimates for arrays, top-N,
+    the privacy report and the selections' summary)."""
+
+    def neighbours(self, users=None, items=None) -> np.ndarray:
+        """Deprecated: the neighbours' ids of `kneighbors` (`kneighbors(...)[0]`)."""
+        warnings.warn("PrivateKNN.neighbours is deprecated; use kneighbors(users, items)[0]",
+                      DeprecationWarning, stacklevel=2)
+        return self.kneighbors(users, items)[0]
+
+    def kneighbors(self, users=None, items=None) -> tuple[np.ndarray, np.ndarray]:
+        """The neighbours the model uses and their weights, through the selector.
+
+        The neighbours are inner ids (`-1` for empty slots): user ids, or
+        item ids item-based; the weights are what the prediction rule weighs
+        them by (the similarities, or the selector's weights), 0 for empty
+        slots.  The same draws as the predictions, charged to the accountant
+        as they are.
+
+        A selector's entries cover the ids only: the weights are the report's output
+        `"neighbour weights"`, covered where a mechanism made them (a sketch release,
+        PNCF's Laplace noise), else declared not covered (the exact similarities, for
+        every other selector).  The ids are inner ids, which follow the order of the
+        data (one removal renumbers them; the report's output `"neighbours' inner ids"`
+        says so): the selector's entries cover the lists as raw ids.  Publish
+        `trainset.to_raw_uid` of each id of `[0]`, and nothing else, to stay within
+        the selector's claim.
+
+        Parameters
+        ----------
+        users : array of inner user ids
+        items : array of inner item ids
+            With `neighbourhood="item"` both, one item per user (the
+            neighbours of `u` for item `i` are chosen among the raters of
+            `i`); with `neighbourhood="user"` only `users` (`items`
+            item-based): one neighbour set each.
+
+        Returns
+        -------
+        neighbours : ndarray of int64, shape (n_queries, k)
+        weights : ndarray of float64, shape (n_queries, k)
+        """
+        self._check_fitted()
+        user_based = self.sim_options_["user_based"]
+        given = {name: check_ids(ids, name, n) for name, ids, n in
+                 (("users", users, self.trainset.n_users), ("items", items, self.trainset.n_items))
+                 if ids is not None}
+        if self.neighbourhood_ == "user":
+            name = "users" if user_based else "items"
+            if name not in given:
+                raise ValueError(f"{name} is required with neighbourhood='user'"
+                                 + ("" if user_based else " item-based"))
+            chosen = self._sets.take(given[name], self._book)
+            return chosen.columns, chosen.weights
+        if len(given) < 2:
+            raise ValueError("users and items are both required with neighbourhood='item'")
+        if len(given["items"]) != len(given["users"]):
+            raise ValueError(f"items must have one id per user ({len(given['users'])}), got "
+                             f"{len(given['items'])}")
+        batch = self._engine.answer(*self._switch(given["users"], given["items"]),
+                                    [self._rule_], self._book)
+        return batch.neighbours[batch.row], batch.chosen.weights[batch.row]
+
+    def get_neighbors(self, iid: int, k: int) -> list[int]:
+        """The `k` neighbours of user (item, item-based) `iid`, as Surprise's
+        `AlgoBase.get_neighbors` returns them (inner ids), through the selector.
+
+        With top-k: the `k` most similar others, ties by inner id, as
+        Surprise.  With a private selector, `k` must be the model's `k` (its
+        privacy entries are for that `k`) and the answer is the user's
+        neighbour set of `neighbourhood="user"`, drawn and charged as such.  Inner ids
+        follow the data's order: publish the raw ids (as `kneighbors` says).
+        """
+        self._check_fitted()
+        n = self._ratings.n_users
+        iid = check_int(iid, "iid", minimum=0, maximum=n - 1)
+        k = check_int(k, "k", minimum=1)
+        if isinstance(self.selector_, TopK):
+            sims = self._storage.rows(np.array([iid]))[0]
+            sims[iid] = -np.inf
+            order, _ = stable_descending_order(sims[None, :], min(k, n - 1))
+            return order[0, :min(k, n - 1)].tolist()
+        if k != self.k:
+            raise ValueError(f"k must be the model's k={self.k} with the {self.selector_.name} "
+                             f"selector (its privacy entries are for that k), got {k}")
+        columns = self._sets.take(np.array([iid]), self._book).columns[0]
+        return columns[columns >= 0].tolist()
+
+    def recommend(self, uid, n: int = 10, exclude_rated: bool = True) -> list[tuple]:
+        """The top-`n` items for raw user id `uid`: `[(raw iid, est), ...]`, best
+        first (see `dprec.topn.recommend_batch`; charged as `n_items` queries)."""
+        self._check_fitted()
+        top = recommend_batch(self, [uid], n, exclude_rated)
+        return list(zip(top["iid"].tolist(), top["est"].tolist()))
+
+    def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True):
+        """Top-`n` lists of many users at once, a DataFrame (`uid`, `rank`,
+        `iid`, `est`): `dprec.topn.recommend_batch`."""
+        self._check_fitted()
+        return recommend_batch(self, uids, n, exclude_rated)
+
+    def estimate_arrays(self, users, items, with_neighbours: bool = False) -> tuple:
+        """Estimates for arrays of inner ids, as `test` computes them.
+
+        Parameters
+        ----------
+        users, items : 1-D arrays of inner ids, of the same length
+        with_neighbours : bool, default False
+            Also return each query's neighbours (as `kneighbors`).
+
+        Returns
+        -------
+        est : ndarray of float64
+            Clipped to the rating scale; the global mean where impossible.
+        possible : ndarray of bool
+            False where the prediction was impossible (`was_impossible`).
+        neighbours : ndarray of int64, shape (len(users), k), with `with_neighbours`
+        """
+        self._check_fitted()
+        [(est, possible)], chosen = self._estimate_rules(users, items, [self._rule_],
+                                                         with_neighbours)
+        return (est, possible, chosen[0]) if with_neighbours else (est, possible)
+
+    def estimate_rules(self, users, items, rules: Sequence[Mapping],
+                       with_neighbours: bool = False) -> list[tuple] | tuple[list, tuple]:
+        """The estimates of `estimate_arrays` under several prediction rules, from
+        one selection of neighbours.
+
+        The neighbours a model chooses do not depend on `RULE_PARAMETERS`
+        (`prediction`, `fallback`, `neighbour_shrinkage`): models that differ
+        only in them, fitted on the same data with the same `random_state`, make
+        the same selections.  Each rule's estimates equal those of such a model
+        (`tests/test_knn.py`), for the cost of one selection.  Charged to the
+        accountant once, as one `estimate_arrays` call (the neighbour
+        lists released are the same; predictions are covered by no claim).
+
+        Parameters
+        ----------
+        users, items : 1-D arrays of inner ids, of the same length
+        rules : list of dict
+            Each sets some of `RULE_PARAMETERS` (the model's value for the
+            others), e.g. `[{"prediction": "basic"}, {"prediction": "baseline",
+            "neighbour_shrinkage": 10}]`.
+        with_neighbours : bool, default False
+            Also return each query's neighbours and their weights, as
+            `kneighbors` returns them (the same draws).
+
+        Returns
+        -------
+        list of (est, possible)
+            One pair per rule, as `estimate_arrays` returns them.
+        (neighbours, weights) : ndarrays of shape (len(users), k), with `with_neighbours`
+        """
+        self._check_fitted()
+        keys = rule_keys(rules, self.prediction_, self.fallback_, self.neighbour_shrinkage_,
+                         self.centered)
+        answers, neighbours = self._estimate_rules(users, items,
+                                                   [self._rule(key) for key in keys],
+                                                   with_neighbours)
+        return (answers, neighbours) if with_neighbours else answers
+
+    def _estimate_rules(self, users, items, rules: list[Rule],
+                        with_neighbours: bool) -> tuple[list, tuple | None]:
+        """`[(est, possible) per rule]` and, with `with_neighbours`, the queries'
+        `(neighbours, weights)` (else None), for arrays of inner ids."""
+        self._check_fitted()
+        users = check_ids(users, "users", self.trainset.n_users)
+        items = check_ids(items, "items", self.trainset.n_items)
+        if len(items) != len(users):
+            raise ValueError(f"items must have one id per user ({len(users)}), got {len(items)}")
+        batch = self._estimate_batch(*self._switch(users, items), rules)
+        low, high = self.trainset.rating_scale
+        out = []
+        for rule, est in zip(rules, batch.est):
+            possible = self._rules.possible(rule, batch.actual_k)
+            out.append((np.where(possible, np.clip(est, low, high), self.default_prediction()),
+                        possible))
+        return out, ((batch.neighbours[batch.row], batch.chosen.weights[batch.row])
+                     if with_neighbours else None)
+
+    def privacy_report(self) -> PrivacyAccountant:
+        """The privacy accountant of the fitted model: what each mechanism claims, per
+        user, composed over everything answered so far (`print` it to read it)."""
+        self._check_fitted()
+        return self._book.accountant
+
+    def selection_summary(self) -> dict:
+        """Accuracy α and security β of the neighbour selections made so far.
+
+        Returns
+        -------
+        dict
+            `selections` (how many), `alpha` (mean realised
+            `Σ sim(chosen) / Σ sim(top-k)`, similarities clipped at 0),
+            `beta` (mean of the selector's security β), `max_partition`
+            (the furthest partition of `k` any neighbour came from) and
+            `mean_max_partition` (its mean per selection).
+        """
+        self._check_fitted()
+        return self._book.selections.summary()
