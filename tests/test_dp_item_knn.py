@@ -456,10 +456,10 @@ def test_defaults():
     params = vars(DPItemKNN())
     assert {key: params[key] for key in ("epsilon", "k", "mechanism", "delta", "baseline_share",
                                          "clip", "grid_bits", "shrinkage", "users", "items",
-                                         "random_state", "verbose")} == {
+                                         "similarity", "random_state", "verbose")} == {
         "epsilon": 1.0, "k": 40, "mechanism": "gaussian", "delta": None, "baseline_share": None,
         "clip": 1.0, "grid_bits": 4, "shrinkage": None, "users": None, "items": None,
-        "random_state": None, "verbose": False}
+        "similarity": "covariance", "random_state": None, "verbose": False}
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from surprise import accuracy
 from surprise.model_selection import train_test_split
@@ -31,7 +32,7 @@ def fitted(data):
 
 
 @pytest.mark.parametrize(("options", "match"), [
-    ({"similarity": "pearson"}, "similarity"),
+    ({"similarity": "pearson"}, "^similarity must be one of"),
     ({"similarity": "factors", "mechanism": "laplace"}, "similarity='factors'")])
 def test_a_bad_similarity_is_refused_naming_it(data, options, match):
     with pytest.raises(ValueError, match=match):
@@ -100,3 +101,65 @@ def test_with_little_noise_the_neighbours_beat_the_baseline():
     gain = (accuracy.rmse(knn.baseline_.test(test), verbose=False)
             - accuracy.rmse(knn.test(test), verbose=False))
     assert gain > 0.03
+
+
+def test_the_factors_release_gets_the_models_delta_share_and_catalogues(data, capsys):
+    trainset = data.build_full_trainset()
+    users = [trainset.to_raw_uid(u) for u in trainset.all_users()] + ["nobody"]
+    items = [trainset.to_raw_iid(i) for i in trainset.all_items()] + ["!new"]
+    algo = DPItemKNN(similarity="factors", epsilon=5.0, k=3, delta=1e-7, baseline_share=0.6,
+                     users=users, items=items, random_state=0, verbose=True).fit(trainset)
+    assert capsys.readouterr().out == "DPItemKNN: the cosine of the DPALS item factors, " \
+                                      "ε = 5 per user\n"
+    assert algo.privacy_report().model == "DPItemKNN(k=3)"
+    counts = [p.details["actual_k"] for p in algo.test(trainset.build_testset()[:300])]
+    assert max(counts) == 3                                 # k of the many rated items
+    als = algo.factors_
+    assert (als.epsilon, als.delta, als.baseline_share) == (5.0, 1e-7, 0.6)
+    assert algo.privacy_report().total(Unit.USER) == pytest.approx((5.0, 1e-7), rel=1e-6)
+    assert "!new" in algo.sim.index and "!new" in als.item_factors_.index
+    assert "nobody" in algo.privacy_report().user_ids
+
+
+def test_the_factors_similarities_are_read_only_float_tables(fitted):
+    assert not fitted._sim.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        fitted.sim.iloc[0, 1] = 2.0                       # the release is not rewritten
+    # τ_ij = ν_i/|v_i| + ν_j/|v_j|, stored in float32
+    factors = fitted.factors_.item_factors_.to_numpy()
+    norms = np.linalg.norm(factors, axis=1)
+    relative = np.where(norms > 0, fitted.factors_.factor_noise_.to_numpy()
+                        / np.where(norms > 0, norms, 1.0), 0.0)
+    assert fitted._sim_noise.dtype == np.float32
+    np.testing.assert_array_equal(fitted._sim_noise,
+                                  (relative[:, None] + relative[None, :]).astype(np.float32))
+
+
+def test_the_factors_cosines_are_clipped_to_one_in_magnitude(data, monkeypatch):
+    # a factor whose unit vector's square rounds above 1, and its opposite: their cosines
+    # 1 + 2^-52 and -(1 + 2^-52) are released as 1 and -1
+    from dprec import dp_item_knn
+
+    class Opposite(DPALS):
+        def fit_part(self, *args, **kwargs):
+            super().fit_part(*args, **kwargs)
+            factors = self.item_factors_.to_numpy().copy()
+            for i in range(len(factors) - 1):       # the first item whose cosines round out
+                factors[-1] = -factors[i]
+                norms = np.linalg.norm(factors, axis=1)[:, None]
+                units = np.divide(factors, norms, out=np.zeros_like(factors), where=norms > 0)
+                cosines = units @ units.T
+                if cosines[i, i] > 1.0 and cosines[i, -1] < -1.0:
+                    chosen.append(i)
+                    break
+            self.item_factors_ = pd.DataFrame(factors, index=self.item_factors_.index,
+                                              columns=self.item_factors_.columns)
+            return self
+
+    chosen = []
+    monkeypatch.setattr(dp_item_knn, "DPALS", Opposite)
+    sim = DPItemKNN(similarity="factors", epsilon=1e4, random_state=0).fit(
+        data.build_full_trainset()).sim.to_numpy()
+    i = chosen[0]
+    assert (sim[i, i], sim[-1, -1], sim[i, -1], sim[-1, i]) == (1.0, 1.0, -1.0, -1.0)
+    assert np.abs(sim).max() == 1.0
