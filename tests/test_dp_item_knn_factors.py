@@ -121,7 +121,11 @@ def test_the_factors_release_gets_the_models_delta_share_and_catalogues(data, ca
     assert "nobody" in algo.privacy_report().user_ids
 
 
-def test_the_factors_similarities_are_read_only_float_tables(fitted):
+def test_the_factors_similarities_are_read_only_float_tables(data):
+    # its own fit, not the module's fixture (mutmut runs a mutant with the tests that
+    # first reached it, the fixture's first user only)
+    fitted = DPItemKNN(similarity="factors", epsilon=20.0, baseline_share=0.3, k=5,
+                       random_state=0).fit(data.build_full_trainset())
     assert not fitted._sim.flags.writeable
     with pytest.raises(ValueError, match="read-only"):
         fitted.sim.iloc[0, 1] = 2.0                       # the release is not rewritten
