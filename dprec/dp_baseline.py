@@ -39,12 +39,13 @@ variance): $b_i = \tilde S_i / (\tilde N_i + \beta + \sigma_S^2 / (\tau^2 (\tild
 2\sigma_N)))$ where $\tilde N_i > 2 \sigma_N$, else 0 ($\sigma_S, \sigma_N$ the noise's
 standard deviations, $\beta$ = `item_shrinkage`, $\tau^2$ = `prior_variance`), then all
 centred at their mean weighted by $\max(\tilde N_i, 0)$: the items below their noise
-share one effect and add nothing between them.  Then $b_u = \sum_{i \in I_u} (r_{ui} - \mu - b_i) /
-(|I_u| + \lambda)$ from the user's own ratings: a prediction for $u$ is shown to $u$
-alone, and differential privacy protects each user against what the *others* see.
-Where no item is above its noise every $b_i$ is 0 and the answer is the user's own
-mean (shrunk by $\lambda$ towards $\mu$): the model is never far from what the
-user's own data give for free.
+share one effect and add nothing between them.  Then $b_u = \sum_{i \in I_u} (r_{ui} -
+\mu - b_i) / (|I_u| + \lambda')$ from the user's own ratings, $\lambda'$ the shrinkage
+$\lambda$ discounted by the noise of $\mu$ (`towards_noisy_mean`): a prediction for $u$
+is shown to $u$ alone, and differential privacy protects each user against what the
+*others* see.  Where no item is above its noise every $b_i$ is 0 and the answer is the
+user's own mean, shrunk by $\lambda'$ towards $\mu$ (not at all where $\mu$ is mostly
+noise): the model is never far from what the user's own data give for free.
 
 **Nothing structural depends on the data's order.**  Surprise numbers users and items
 by first appearance, so one rating removed renumbers many of them.  The model works in
@@ -184,7 +185,8 @@ class DPBaseline(ListedModel, AlgoBase):
         $\tau^2$, the spread of the item effects the shrinkage assumes (`> 0`, in
         squared rating units); default $(B/2)^2/2.5$ (0.4 on 1–5).
     user_shrinkage : float, default 3.0
-        $\lambda$ in the user effect (`>= 0`).
+        $\lambda$ in the user effect (`>= 0`), towards a noise-free $\mu$; the fit
+        discounts it by $\mu$'s noise (`user_shrinkage_`).
     users, items : sequence of raw ids, optional
         Public catalogues (stored as given, validated at `fit`): every rating must be
         by a listed user of a listed item (else `ValueError` naming the parameter).
@@ -205,6 +207,10 @@ class DPBaseline(ListedModel, AlgoBase):
     noise_sd_ : tuple of float
         $(\sigma_S, \sigma_N)$: the standard deviations of the noise on each item's sum
         (rating units) and weight, public functions of the parameters.
+    user_shrinkage_ : float
+        The $\lambda'$ of each $b_u$: `user_shrinkage` discounted by the noise of $\mu$
+        (`towards_noisy_mean`), so that where $\mu$ is mostly noise a user's answer is
+        their own mean, not shrunk towards noise.
 
     Notes
     -----
@@ -292,14 +298,19 @@ class DPBaseline(ListedModel, AlgoBase):
         sums, counts = s.clip * noisy[:n_items], noisy[n_items:2 * n_items]
         global_sum, global_count = noisy[2 * n_items:]
         mu = float(np.clip(centre + half_range * global_sum / max(global_count, 1.0), low, high))
-        effects = shrunk_effects(sums, counts, (s.clip * sd[0], sd[1]), s.item_shrinkage,
-                                 s.prior_variance, high - low)
+        item_sd = (s.clip * sd[0], sd[1])
+        effects = shrunk_effects(sums, counts, item_sd, s.item_shrinkage, s.prior_variance,
+                                 high - low)
+        # μ's noise: its standard deviation to first order in both noises of the global pair
+        mu_sd = half_range * sd[2] * math.hypot(1.0, global_sum / max(global_count, 1.0)) \
+            / max(global_count, 1.0)
         AlgoBase.fit(self, trainset)           # the model is changed only after the release
         self.mu_, self._item_effects, self._space = mu, effects, space
         self.noise_sd_ = (float(s.clip * sd[0]), float(sd[1]))
         self.item_effects_ = pd.Series(effects.copy(), index=space.items.labels(),
                                        name="item_effect")
-        self._user_effects = own_effects(space.matrix, mu + effects, s.user_shrinkage)
+        self.user_shrinkage_ = towards_noisy_mean(s.user_shrinkage, mu_sd, half_range)
+        self._user_effects = own_effects(space.matrix, mu + effects, self.user_shrinkage_)
         self._accountant = self._ledger(space, s, seeded, entries)
         if self.verbose:
             print(f"DPBaseline: released μ and {n_items} item effects ({s.mechanism}), "
@@ -445,7 +456,7 @@ def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator
 
     Returns the noisy vector (the global pair divided back by $a$), the standard
     deviations of the noise on an item sum and weight (in units of $C$ and of the
-    weights), and the ledger's entry.
+    weights) and on each of the global pair, and the ledger's entry.
     """
     a = math.sqrt(s.share / (1.0 - s.share))
     values = np.where(parts.global_rows, a * parts.values, parts.values)
@@ -457,14 +468,14 @@ def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator
     noisy[-2:] /= a
     spent = stated_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta, s.epsilon)
     sd = sigma * 2.0**-GRID_BITS
-    return noisy, (sd, sd), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
+    return noisy, (sd, sd, sd / a), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
 
 
 def laplace_release(parts: Contributions, s: Settings,
                     rng: np.random.Generator) -> tuple[np.ndarray, tuple, list]:
     """The two Laplace releases (global, then items), ℓ1 sensitivity 2 each per unit,
-    `global_share` of ε and the rest; the standard deviations of the item noise and the
-    ledger's entries."""
+    `global_share` of ε and the rest; the standard deviations of the item noise (sum,
+    weight) and of the global pair's, and the ledger's entries."""
     totals = parts.totals()
     n_items = (parts.n_coordinates - 2) // 2
     changed = 2 if s.unit == "rating" else 2 * n_items
@@ -473,7 +484,7 @@ def laplace_release(parts: Contributions, s: Settings,
     noisy = np.concatenate([laplace(totals[:-2], scale_items, rng),
                             laplace(totals[-2:], scale_global, rng)])
     sd = math.sqrt(2.0) * scale_items
-    return noisy, (sd, sd), [
+    return noisy, (sd, sd, math.sqrt(2.0) * scale_global), [
         ("global effect", "laplace (lattice)", laplace_epsilon(scale_global, 2.0, max_changed=2),
          0.0),
         ("item effects", "laplace (lattice)",
@@ -567,6 +578,15 @@ def stabilised_effects(sums: np.ndarray, counts: np.ndarray, offset: float, beta
     denominator = np.maximum(counts, 0.0) + beta
     effects = safe_divide(sums - counts * offset, denominator)     # denominator >= 0
     return np.clip(effects, -bound, bound)
+
+
+def towards_noisy_mean(shrinkage: float, mean_sd: float, half_range: float) -> float:
+    r"""The user shrinkage towards a released mean of noise standard deviation `mean_sd`:
+    $\lambda = \sigma^2 / \tau_u^2$ read with $\sigma = B/2$ ($B$ = `half_range`), the
+    prior variance $\tau_u^2$ of a user's offset grown by the mean's noise, $\lambda' =
+    \lambda / (1 + \lambda\, \sigma_\mu^2 / \sigma^2)$: where the mean is mostly noise
+    $\lambda' \to 0$ and $b_u$ is the user's own mean's offset, unshrunk."""
+    return shrinkage / (1.0 + shrinkage * (mean_sd / (half_range / 2.0)) ** 2)
 
 
 def own_effects(matrix, base: np.ndarray, shrinkage: float) -> np.ndarray:

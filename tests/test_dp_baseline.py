@@ -548,9 +548,10 @@ def test_with_nothing_above_the_noise_every_answer_is_the_users_own_mean():
     for shrinkage in (0.0, 3.0, 7.5):
         algo = DPBaseline(epsilon=1e-3, user_shrinkage=shrinkage, random_state=1).fit(trainset)
         assert (algo.item_effects_ == 0.0).all()
+        lam = algo.user_shrinkage_
         for u, rated in trainset.ur.items():
             ratings = [r for _, r in rated]
-            expected = (sum(ratings) + shrinkage * algo.mu_) / (len(ratings) + shrinkage)
+            expected = (sum(ratings) + lam * algo.mu_) / (len(ratings) + lam)
             for i in (0, 9):
                 prediction = algo.predict(trainset.to_raw_uid(u), trainset.to_raw_iid(i),
                                           clip=False)
@@ -577,12 +578,29 @@ def test_below_the_noise_every_answer_is_the_users_own_mean(data):
             if (effects[[trainset.to_raw_iid(i) for i, _ in rated]] != below).any():
                 continue
             ratings = [r for _, r in rated]
-            expected = (sum(ratings) + shrinkage * (algo.mu_ + below)) / (len(ratings)
-                                                                        + shrinkage)
+            lam = algo.user_shrinkage_
+            expected = (sum(ratings) + lam * (algo.mu_ + below)) / (len(ratings) + lam)
             prediction = algo.predict(trainset.to_raw_uid(u), iid, clip=False)
             assert prediction.est == pytest.approx(expected, abs=1e-12)
             checked += 1
         assert checked > 20
+
+
+def test_where_mu_is_noise_a_users_answer_is_their_own_mean_not_shrunk_towards_it(data):
+    # #34: λ = 3 pulled every user's mean towards μ whatever μ's noise; at ε = 10^-3, μ is
+    # noise (clipped to the scale) and the pull cost up to a rating.  λ' discounts the
+    # shrinkage by μ's noise: λ' = λ / (1 + λ σ_μ² / (B/2)²), ≈ λ where μ is precise
+    trainset = data.build_full_trainset()
+    noisy = DPBaseline(epsilon=1e-3, random_state=0).fit(trainset)
+    precise = DPBaseline(epsilon=1e6, random_state=0).fit(trainset)
+    assert noisy.user_shrinkage_ < 0.01 and precise.user_shrinkage_ > 2.99
+    for u, rated in list(trainset.ur.items())[:50]:
+        own = np.mean([r for _, r in rated])
+        prediction = noisy.predict(trainset.to_raw_uid(u), trainset.to_raw_iid(0), clip=False)
+        assert abs(prediction.est - own) < 0.02
+    assert dp_baseline.towards_noisy_mean(3.0, 0.0, 2.0) == 3.0
+    assert dp_baseline.towards_noisy_mean(3.0, 1.0, 2.0) == pytest.approx(0.75)
+    assert dp_baseline.towards_noisy_mean(0.0, 5.0, 2.0) == 0.0
 
 
 def test_the_shrinkage_reads_the_noise():
