@@ -81,3 +81,11 @@ def kernel_path(request):
     previous = _kernels.set_enabled(request.param == "compiled")
     yield request.param
     _kernels.set_enabled(previous)
+
+
+@pytest.fixture(scope="module")
+def split(small_data):
+    """The first of 4 folds of `small_data` (Surprise's `KFold`, seed 0): (trainset, testset)."""
+    from surprise.model_selection import KFold
+
+    return next(KFold(n_splits=4, random_state=0).split(small_data))

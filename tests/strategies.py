@@ -439,3 +439,13 @@ def catalogues(data) -> dict:
     """The users and items of ``data`` as public catalogues (``users=``, ``items=``)."""
     return {"users": list(dict.fromkeys(r[0] for r in data.raw_ratings)),
             "items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}
+
+
+def algo_users(trainset):
+    """The raw ids of the users of `trainset`."""
+    return {trainset.to_raw_uid(u) for u in trainset.all_users()}
+
+
+def algo_items(trainset):
+    """The raw ids of the items of `trainset`."""
+    return {trainset.to_raw_iid(i) for i in trainset.all_items()}

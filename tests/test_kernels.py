@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from surprise.model_selection import KFold
 
 from dprec import PrivateKNN, _kernels
 from dprec._arrays import pattern_matrix, stable_descending_order
@@ -338,11 +337,6 @@ def test_co_rated_sums_reject_mismatched_outputs():
         with pytest.raises(ValueError, match="C-contiguous"):
             _kernels.add_co_rated_sums(np.array([0, 1]), *triples,
                                        (None, good, None, bad, None, None))
-
-
-@pytest.fixture(scope="module")
-def split(small_data):
-    return next(KFold(n_splits=4, random_state=0).split(small_data))
 
 
 @pytest.mark.parametrize("storage", ["dense", "blocked"])

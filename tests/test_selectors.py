@@ -43,11 +43,6 @@ def batch(sims_row, n_rows, seed=0):
     return sims, n_valid, QueryNoise(seed, (np.arange(n_rows),)), np.ones(n_rows)
 
 
-@pytest.fixture(scope="module")
-def split(small_data):
-    return next(KFold(n_splits=4, random_state=0).split(small_data))
-
-
 # ------------------------------------------------------------------ distributions
 def test_probabilistic_frequencies_are_proportional_to_weights():
     sims, n_valid, noise, _ = batch([0.9, 0.6, 0.3, 0.1, 0.0005], 40_000)
