@@ -99,12 +99,14 @@ from .rating_space import ListedModel, RatingSpace
 __all__ = ["DPItemKNN", "default_share", "gaussian_sums", "grid_levels", "grid_residuals",
            "integer_sums", "noisy_sums"]
 
-#: the ledger's notes: the integer releases' argument in brief, and the answers'
 MECHANISMS = ("gaussian", "laplace")
 SIMILARITIES = ("covariance", "factors")
 #: the Gaussian covariance is released when n_users / n_items · sqrt(ρ) reaches this
 #: (`default_share`)
 COVARIANCE_SNR = 3.0
+#: the baseline's share of the budget where the covariance is released
+BASELINE_SHARE = 0.3
+#: the ledger's notes: the integer releases' argument in brief, and the answers'
 NOTES = {
     "gaussian": "discrete Gaussian on the baseline's release and on integer sums (residuals "
                 "rounded, then clipped), l2 sensitivity bounded per user by the weights "
@@ -426,8 +428,9 @@ def default_share(n_users: int, n_items: int, rho: float | None) -> float:
     `items=`; without them it holds for neighbouring datasets with the same lists).
     """
     if rho is None:
-        return 0.3
-    return 0.3 if n_users / max(n_items, 1) * math.sqrt(rho) >= COVARIANCE_SNR else 1.0
+        return BASELINE_SHARE
+    return BASELINE_SHARE if n_users / max(n_items, 1) * math.sqrt(rho) >= COVARIANCE_SNR \
+        else 1.0
 
 
 def noisy_sums(sums, sensitivities, epsilon: float,

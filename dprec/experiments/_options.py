@@ -7,6 +7,15 @@ import argparse
 from ..datasets import load_or_synthetic, synthetic
 
 
+def experiment_parser(prog: str | None, doc: str, out: str, **options) -> argparse.ArgumentParser:
+    """An experiment's command line: described by the first paragraph of its module's
+    docstring `doc`, with the options every experiment shares (`add_common_options`:
+    `out` the default folder, `options` its keywords)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    add_common_options(parser, out, **options)
+    return parser
+
+
 def add_common_options(parser: argparse.ArgumentParser, out: str, *, folds: int | None = None,
                        n_jobs: int | None = None, jobs: str = "jobs",
                        data: bool = False) -> None:

@@ -54,7 +54,7 @@ from surprise.model_selection import KFold
 from .._plotting import subplots
 from ..attacks import BetaKNNAttack
 from ..knn import PrivateKNN
-from ._options import add_common_options, experiment_data
+from ._options import experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -309,9 +309,8 @@ def _print_report(summary_table: pd.DataFrame, epsilon: float = 1.0) -> None:
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of ``dprec attack``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    add_common_options(parser, "results/attack_resistance", folds=3, n_jobs=2,
-                       jobs="targets attacked", data=True)
+    parser = experiment_parser(prog, __doc__, "results/attack_resistance", folds=3, n_jobs=2,
+                               jobs="targets attacked", data=True)
     parser.add_argument("--data", dest="dataset", choices=("auto", "ml-100k", "synthetic"),
                         help=argparse.SUPPRESS)                 # --dataset's former name
     parser.add_argument("--targets", type=int, default=50,

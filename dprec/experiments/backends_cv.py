@@ -10,7 +10,6 @@ Run: ``python experiments/backends_cv.py [--quick] [--out results/backends]``.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,7 +18,7 @@ import pandas as pd
 from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
-from ._options import add_common_options
+from ._options import experiment_parser
 
 #: backend name -> (sim_options without ε, the ε grid; None = not private)
 BACKENDS = {
@@ -74,9 +73,8 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of ``dprec backends``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    add_common_options(parser, "results/backends", folds=5, n_jobs=1,
-                       jobs="(configuration, fold) jobs", data=True)
+    parser = experiment_parser(prog, __doc__, "results/backends", folds=5, n_jobs=1,
+                               jobs="(configuration, fold) jobs", data=True)
     parser.add_argument("--quick", action="store_true",
                         help="a small run on synthetic data, 2 folds")
     args = parser.parse_args(argv)

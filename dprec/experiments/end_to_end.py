@@ -30,7 +30,6 @@ Run: ``python experiments/end_to_end.py [--quick] [--scaling] [--attack] [--out 
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,19 +41,20 @@ from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_als import DPALS, FACTOR_SHARE
 from ..dp_baseline import DPBaseline
-from ..dp_item_knn import DPItemKNN
+from ..dp_item_knn import BASELINE_SHARE, DPItemKNN
 from ..evaluation import grid_table
 from ..knn import PrivateKNN, PrivateKNNBaseline
 from ..local_knn import LocalKNN
 from ..selectors import CorrectedPNCF
-from ._options import add_common_options
+from ._options import experiment_parser
 from .hyperparameters import PUBLIC_K, PUBLIC_RULE
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline", "SVD")
-PRIVATE = ("DPBaseline (user)", "DPBaseline (rating)", "DPItemKNN (user)",
-           "DPItemKNN (user, factors)", "DPALS (user)",
-           "DPALS (user, factors always)",
+PRIVATE = ("DPBaseline (user)", "DPBaseline (user, centre user)",
+           "DPBaseline (user, laplace)", "DPBaseline (rating)", "DPItemKNN (user)",
+           "DPItemKNN (user, covariance always)", "DPItemKNN (user, factors)",
+           "DPALS (user)", "DPALS (user, factors always)",
            "LocalKNN (krr, rating)", "LocalKNN (laplace, rating)")
 PUBLISHED = ("PNCF (as published)", "PPNS (as published)")
 #: PNCF's selection corrected to hold (neighbour lists only: predictions use raw ratings)
@@ -84,10 +84,14 @@ def make_algo(model: str, epsilon: float | None = None, seed: int | None = 0):
         return DPALS(epsilon=epsilon, baseline_share=share, random_state=seed)
     if model.startswith("DPBaseline"):
         unit = "user" if "user" in model else "rating"
-        return DPBaseline(epsilon=epsilon, unit=unit, random_state=seed)
-    if model.startswith("DPItemKNN"):
+        return DPBaseline(epsilon=epsilon, unit=unit, random_state=seed,
+                          centre="user" if "centre user" in model else "scale",
+                          mechanism="laplace" if "laplace" in model else None)
+    if model.startswith("DPItemKNN"):      # "always": the covariance's share whatever the rule
         similarity = "factors" if "factors" in model else "covariance"
-        return DPItemKNN(epsilon=epsilon, k=PUBLIC_K, similarity=similarity, random_state=seed)
+        share = BASELINE_SHARE if "always" in model else None
+        return DPItemKNN(epsilon=epsilon, k=PUBLIC_K, similarity=similarity,
+                         baseline_share=share, random_state=seed)
     if model.startswith("LocalKNN"):
         release = "krr" if "krr" in model else "laplace"
         return LocalKNN(epsilon=epsilon, k=PUBLIC_K, rating_release=release, random_state=seed)
@@ -188,9 +192,8 @@ def plot(table: pd.DataFrame, path: Path) -> None:
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of ``dprec endtoend``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    add_common_options(parser, "results/end_to_end", folds=5, n_jobs=1,
-                       jobs="(model, ε, fold) jobs", data=True)
+    parser = experiment_parser(prog, __doc__, "results/end_to_end", folds=5, n_jobs=1,
+                               jobs="(model, ε, fold) jobs", data=True)
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
                         help="privacy budgets of the end-to-end models")
     parser.add_argument("--shape", choices=("ml-100k", "ml-1m"), default="ml-100k",

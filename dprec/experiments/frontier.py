@@ -74,7 +74,6 @@ target × β), ``frontier.csv`` (one row per configuration), ``by_accuracy.csv``
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections.abc import Sequence
@@ -102,7 +101,7 @@ from ..selectors import CorrectedPNCF
 from ..similarity import sketch_backend, with_public_bounds
 from ..similarity.exact import change_bound
 from . import hyperparameters as hp
-from ._options import add_common_options, experiment_data
+from ._options import experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
 
@@ -516,9 +515,8 @@ def _print_report(frontier: pd.DataFrame) -> None:
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of ``dprec frontier``: run the comparison on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    add_common_options(parser, "results/frontier", folds=3, n_jobs=2,
-                       jobs="folds and targets", data=True)
+    parser = experiment_parser(prog, __doc__, "results/frontier", folds=3, n_jobs=2,
+                               jobs="folds and targets", data=True)
     parser.add_argument("--targets", type=int, default=50,
                         help="users attacked per configuration (default 50)")
     parser.add_argument("--asked", type=int, default=N_ASKED,

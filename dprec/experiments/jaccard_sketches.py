@@ -47,7 +47,6 @@ Writes ``mae.csv``, ``mae_rr_minhash.png``, ``mae_noisy_minhash.png``,
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -62,7 +61,7 @@ from tqdm import tqdm
 from dprec import datasets
 from dprec._plotting import subplots
 from dprec._validation import check_int
-from dprec.experiments._options import add_common_options
+from dprec.experiments._options import experiment_parser
 from dprec.similarity.minhash import (
     MinHash,
     NoisyMinHash,
@@ -418,8 +417,7 @@ def run(out: str | os.PathLike = "results/sketches", quick: bool = False, seed: 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """The command line of ``dprec sketches``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    add_common_options(parser, "results/sketches")
+    parser = experiment_parser(prog, __doc__, "results/sketches")
     parser.add_argument("--quick", action="store_true", help="a small fast run")
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions in (a) (default 100; quick 30)")

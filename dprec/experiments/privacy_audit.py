@@ -36,7 +36,6 @@ Run ``python -m dprec.experiments.privacy_audit`` (or ``dprec audit``);
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import math
 import time
@@ -57,7 +56,7 @@ from ..knn import PrivateKNN
 from ..ledger import Unit, compose
 from ..selectors import PNCF, PPNS, Selector, ppns_schedule
 from . import release_audit
-from ._options import add_data_path
+from ._options import experiment_parser
 from ._shared_fits import SharedFits
 from .component_audits import (
     CONFIDENCE,
@@ -439,15 +438,9 @@ def run(data: Dataset, quick: bool = False, seed: int = 0,
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of ``dprec audit``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="auto",
-                        help="ml-100k, synthetic, or auto (MovieLens 100k when available)")
+    parser = experiment_parser(prog, __doc__, "results/privacy_audit", data=True)
     parser.add_argument("--quick", action="store_true",
                         help="synthetic data and a tenth of the runs (about a minute)")
-    add_data_path(parser)
-    parser.add_argument("--seed", type=int, default=0, help="the auditor's seed")
-    parser.add_argument("--out", default="results/privacy_audit",
-                        help="folder for privacy_audit.csv")
     args = parser.parse_args(argv)
     name = "synthetic" if args.quick else args.dataset
     data, label = datasets.load_or_synthetic(name, seed=args.seed, quick=args.quick,

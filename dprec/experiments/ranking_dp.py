@@ -20,7 +20,6 @@ Writes ``concordance.csv``, ``accuracy.csv`` and ``ranking_dp.png`` under
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -36,7 +35,7 @@ from tqdm import tqdm
 
 from dprec import datasets
 from dprec._plotting import subplots
-from dprec.experiments._options import add_common_options, add_data_path
+from dprec.experiments._options import add_data_path, experiment_parser
 from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
     concordant_pairs,
@@ -241,8 +240,7 @@ def run(out: str | os.PathLike = "results/ranking", quick: bool = False, folds: 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """The command line of ``dprec ranking``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    add_common_options(parser, "results/ranking")
+    parser = experiment_parser(prog, __doc__, "results/ranking")
     parser.add_argument("--quick", action="store_true",
                         help="a small fast run on synthetic data")
     parser.add_argument("--folds", type=int, default=None, help="folds (default 5; quick 2)")

@@ -14,7 +14,6 @@ Run: ``python experiments/selectors_cv.py [--quick] [--rules basic means baselin
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from .._plotting import subplots
 from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
-from ._options import add_common_options
+from ._options import experiment_parser
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 PRIVATE = ("pncf", "ppns")
@@ -104,9 +103,8 @@ def plot(table: pd.DataFrame, path: Path) -> None:
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of ``dprec selectors``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    add_common_options(parser, "results/selectors", folds=5, n_jobs=1,
-                       jobs="(configuration, fold) jobs", data=True)
+    parser = experiment_parser(prog, __doc__, "results/selectors", folds=5, n_jobs=1,
+                               jobs="(configuration, fold) jobs", data=True)
     parser.add_argument("--rules", nargs="+", default=["basic"],
                         choices=["basic", "means", "zscore", "baseline"],
                         help="prediction rules (Surprise's KNNBasic, KNNWithMeans, ...)")

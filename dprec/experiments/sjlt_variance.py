@@ -33,7 +33,6 @@ Writes ``variance.csv``, ``comparison.csv`` and ``sjlt_variance.png`` under
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -47,7 +46,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from dprec._plotting import subplots
-from dprec.experiments._options import add_common_options
+from dprec.experiments._options import experiment_parser
 from dprec.mechanisms import gaussian_sigma, laplace_scale
 from dprec.similarity.sjlt import (
     GaussianJL,
@@ -238,8 +237,7 @@ def run(out: str | os.PathLike = "results/sjlt", quick: bool = False, seed: int 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """The command line of ``dprec sjlt``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
-    add_common_options(parser, "results/sjlt")
+    parser = experiment_parser(prog, __doc__, "results/sjlt")
     parser.add_argument("--quick", action="store_true", help="a small fast run")
     parser.add_argument("--reps", type=int, default=None,
                         help="repetitions per configuration (default 2000; quick 500)")

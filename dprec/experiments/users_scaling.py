@@ -29,7 +29,6 @@ Run: `python experiments/users_scaling.py [--quick] [--max-users N] [--out DIR]`
 
 from __future__ import annotations
 
-import argparse
 import copy
 import time
 from collections.abc import Sequence
@@ -47,7 +46,7 @@ from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..knn import PrivateKNNBaseline
 from ..local_knn import LocalKNN
-from ._options import add_common_options
+from ._options import experiment_parser
 from .hyperparameters import PUBLIC_K
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -221,8 +220,7 @@ def plot(results: pd.DataFrame, path: Path) -> None:
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of `dprec scaling`: run the experiment on `argv` and write its
     results under `--out` (`--help` for the options)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    add_common_options(parser, "results/users_scaling")
+    parser = experiment_parser(prog, __doc__, "results/users_scaling")
     parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
                         help="privacy budgets (default 0.5 1 2 5)")
     parser.add_argument("--max-users", type=int, default=None,
