@@ -64,9 +64,10 @@ from surprise import AlgoBase
 
 from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
 from ._validation import check_epsilon, check_int, check_open_unit, check_positive, check_real
-from .dp_baseline import GRID_BITS, SIGNAL, DPBaseline, check_mechanism_delta, stated_epsilon
+from .dp_baseline import GRID_BITS, DPBaseline, check_mechanism_delta, stated_epsilon
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms.discrete_gaussian import discrete_gaussian, integer_l2_block_sums, zcdp_rho
+from .noisy_effects import SIGNAL
 from .rating_space import ListedModel, RatingSpace
 
 __all__ = ["DPALS", "default_share", "item_factors", "item_statistics", "user_factors"]
@@ -124,11 +125,17 @@ class DPALS(ListedModel, AlgoBase):
         `None` (default) draws fresh entropy at each fit; an int gives **seeded noise**,
         for experiments only (the report's entries are then void).
     verbose : bool, default False
+    budget : (float, float), optional
+        A per-user `(ε, δ)` budget ([`PrivateModel`][dprec.private_model.PrivateModel]):
+        a fit whose releases would spend more is refused before any noise is drawn
+        (`BudgetExceededError`, a `ValueError`), the model left as it was.
 
     Attributes
     ----------
     baseline_ : DPBaseline
         The fitted global and item effects (and each user's own $b_u$).
+    mu_ : float
+        The released global mean (the baseline's).
     item_factors_ : pandas.DataFrame
         The released $v_i$ (rating units per unit of $x_u$ are $C$), indexed by raw item
         id in sorted order; all 0 when the rule releases no factors.
@@ -151,7 +158,8 @@ class DPALS(ListedModel, AlgoBase):
                  n_epochs: int = 3, max_ratings: int = 50, reg: float = 1.0,
                  noise_reg: float = 1.0, clip: float = 1.0, baseline_share: float | None = None,
                  users: Iterable | None = None, items: Iterable | None = None,
-                 random_state=None, verbose: bool = False) -> None:
+                 random_state=None, verbose: bool = False,
+                 budget: tuple[float, float] | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.delta = delta
@@ -166,9 +174,11 @@ class DPALS(ListedModel, AlgoBase):
         self.items = items
         self.random_state = random_state
         self.verbose = verbose
+        self.budget = budget
 
     def fit(self, trainset):
-        """Release the effects and `n_epochs` item factors (spending `epsilon`)."""
+        """Release the effects and `n_epochs` item factors (spending `epsilon`); refused
+        past the `budget`, before any noise."""
         return self.fit_part(trainset)
 
     def fit_part(self, trainset, entropy: bytes | None = None, seeded: bool | None = None):
@@ -186,9 +196,11 @@ class DPALS(ListedModel, AlgoBase):
         share = None if self.baseline_share is None else check_open_unit(
             self.baseline_share, "baseline_share")
         validate_random_state(self.random_state)
+        rho = zcdp_rho(epsilon, delta)
+        spent = stated_epsilon(rho, delta, epsilon)       # the one entry's ε: known now
+        self._refuse_past_budget([(spent, delta)], Unit.USER)
         if entropy is None:
             entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
-        rho = zcdp_rho(epsilon, delta)
         if share is None:
             lists = RatingSpace.build(trainset, self.users, self.items)
             share = default_share(len(lists.users), len(lists.items), rho)
@@ -226,8 +238,7 @@ class DPALS(ListedModel, AlgoBase):
         self.factor_noise_ = pd.Series(noise, index=space.items.labels(), name="factor_noise")
         component = (f"effects and item factors ({epochs} epochs)" if share < 1.0 else
                      "effects (no factors: too few users for this budget)")
-        self._accountant = self._ledger(seeded, delta,
-                                        {component: stated_epsilon(rho, delta, epsilon)})
+        self._accountant = self._ledger(seeded, delta, {component: spent})
         if self.verbose:
             print(f"DPALS: ε = {epsilon:g}, δ = {delta:g} per user")
         return self
@@ -235,20 +246,18 @@ class DPALS(ListedModel, AlgoBase):
     def _ledger(self, seeded: bool, delta: float, epsilons: dict) -> PrivacyAccountant:
         """The accountant: one entry (the releases composed in zCDP) charged once to every
         listed user, every output covered, the lists' scope."""
-        accountant = PrivacyAccountant(self._space.users.ids,
-                                       model=f"DPALS(n_factors={self._factors.shape[1]})",
-                                       seeded=seeded)
+        accountant = self._open_accountant(self._space.users.ids,
+                                           f"DPALS(n_factors={self._factors.shape[1]})", seeded)
         indices = [accountant.register(LedgerEntry(
             component, "discrete gaussian (zCDP)", eps, delta, Unit.USER, Status.HOLDS,
             "user", NOTES["gaussian"])) for component, eps in epsilons.items()]
-        accountant.release_once(indices, OUTPUTS, NOTES["answers"])
-        self._space.declare_scope(accountant, Unit.USER)
+        self._release_once(accountant, indices, OUTPUTS, NOTES["answers"], Unit.USER)
         return accountant
 
-    def default_prediction(self) -> float:
-        """The released global mean (Surprise's default reads the raw data's)."""
-        self._check_fitted()
-        return self.baseline_.default_prediction()
+    @property
+    def mu_(self) -> float:
+        """The released global mean (the baseline's)."""
+        return self.baseline_.mu_
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates and `details` for positions in the lists (`-1`: unknown): the

@@ -73,7 +73,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr
 from surprise import AlgoBase
 
 from ._arrays import safe_divide
@@ -90,9 +89,19 @@ from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import laplace, laplace_epsilon, laplace_scale
 from .mechanisms.discrete_gaussian import (
     discrete_gaussian,
+    grid_sensitivity,
     integer_l2_sums,
     zcdp_epsilon,
     zcdp_rho,
+)
+from .noisy_effects import (  # noqa: F401  (re-exported: their home was this module)
+    SIGNAL,
+    effects_above_noise,
+    noise_shares,
+    own_effects,
+    shrunk_effects,
+    stabilised_effects,
+    towards_noisy_mean,
 )
 from .rating_space import (  # noqa: F401  (re-exported: their home was this module)
     SCOPE,
@@ -108,9 +117,6 @@ __all__ = ["SCOPE", "DPBaseline", "sorted_ids"]
 UNITS = {"rating": Unit.RATING, "user": Unit.USER}
 MECHANISMS = ("gaussian", "laplace")
 CENTRES = ("scale", "user")
-#: an item's effect is used only where its noisy weight exceeds this many noise
-#: standard deviations (a public constant: below it the statistics are mostly noise)
-SIGNAL = 2.0
 #: the default δ of the Gaussian mechanism
 DELTA = 1e-5
 #: the Gaussian release's grid: contributions are counted in steps of 2^-GRID_BITS
@@ -196,6 +202,10 @@ class DPBaseline(ListedModel, AlgoBase):
         noise**, reproducible, for experiments only: the report's entries are then void
         (anyone who guesses the seed removes the noise).
     verbose : bool, default False
+    budget : (float, float), optional
+        A per-`unit` `(ε, δ)` budget ([`PrivateModel`][dprec.private_model.PrivateModel]):
+        a fit whose release would spend more is refused before any noise is drawn
+        (`BudgetExceededError`, a `ValueError`), the model left as it was.
 
     Attributes
     ----------
@@ -230,7 +240,8 @@ class DPBaseline(ListedModel, AlgoBase):
                  global_share: float = 0.1, item_shrinkage: float | None = None,
                  prior_variance: float | None = None, user_shrinkage: float = 3.0,
                  users: Iterable | None = None, items: Iterable | None = None,
-                 random_state=None, verbose: bool = False) -> None:
+                 random_state=None, verbose: bool = False,
+                 budget: tuple[float, float] | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.unit = unit
@@ -246,6 +257,7 @@ class DPBaseline(ListedModel, AlgoBase):
         self.items = items
         self.random_state = random_state
         self.verbose = verbose
+        self.budget = budget
 
     def _settings(self, rating_scale: tuple[float, float]) -> Settings:
         """The parameters checked, the defaults resolved for `rating_scale`."""
@@ -281,19 +293,19 @@ class DPBaseline(ListedModel, AlgoBase):
         from that model's `entropy` (this one's `random_state` is then unused), its
         accountant `seeded` alike, and with the Gaussian mechanism the release's zCDP `rho`
         (its share of the model's; `epsilon` is then unused and the entry states
-        `zcdp_epsilon(rho, delta)`)."""
+        `zcdp_epsilon(rho, delta)`).  Refused past the `budget`, before any noise."""
         s = self._settings(trainset.rating_scale)
         space = RatingSpace.build(trainset, self.users, self.items)
+        noise, entries = release_plan(s, space.matrix.shape[1], rho)
+        self._refuse_past_budget([entry[2:] for entry in entries], UNITS[s.unit])
         if entropy is None:
             entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
         rng = derive_generator(entropy, "dp-baseline")
         low, high = trainset.rating_scale
         centre, half_range = (low + high) / 2.0, (high - low) / 2.0
         parts = contributions(space.matrix, s, (low, high))
-        if s.mechanism == "gaussian":
-            noisy, sd, entries = gaussian_release(parts, s, rng, rho)
-        else:
-            noisy, sd, entries = laplace_release(parts, s, rng)
+        release = gaussian_release if s.mechanism == "gaussian" else laplace_release
+        noisy, sd = release(parts, s, rng, noise)
         n_items = space.matrix.shape[1]
         sums, counts = s.clip * noisy[:n_items], noisy[n_items:2 * n_items]
         global_sum, global_count = noisy[2 * n_items:]
@@ -317,18 +329,25 @@ class DPBaseline(ListedModel, AlgoBase):
                   f"ε = {s.epsilon:g}, δ = {s.delta:g} per {UNITS[s.unit]}")
         return self
 
+    def release_entries(self, rating_scale: tuple[float, float], n_items: int,
+                        rho: float | None = None) -> list[tuple[str, str, float, float]]:
+        """The ledger entries `(component, mechanism, ε, δ)` a release over `n_items` items
+        on `rating_scale` would make (with `fit_part`'s `rho`), the parameters checked:
+        public functions of them, known before any noise is drawn
+        ([`release_plan`][dprec.dp_baseline.release_plan])."""
+        return release_plan(self._settings(rating_scale), n_items, rho)[1]
+
     def _ledger(self, space: RatingSpace, s: Settings, seeded: bool,
                 entries: list[tuple[str, str, float, float]]) -> PrivacyAccountant:
         """The accountant: one entry per release `(component, mechanism, ε, δ)`, charged
         once to every user of the user list; every output covered; the lists' scope."""
-        accountant = PrivacyAccountant(space.users.ids, model=f"DPBaseline(unit={s.unit!r}, "
-                                       f"mechanism={s.mechanism!r})", seeded=seeded)
+        accountant = self._open_accountant(space.users.ids, f"DPBaseline(unit={s.unit!r}, "
+                                           f"mechanism={s.mechanism!r})", seeded)
         note = NOTES[s.mechanism].format(unit=s.unit, weights=WEIGHTS[s.unit, s.mechanism])
         indices = [accountant.register(LedgerEntry(
             component, mechanism, eps, delta, UNITS[s.unit], Status.HOLDS, "user", note))
             for component, mechanism, eps, delta in entries]
-        accountant.release_once(indices, OUTPUTS, NOTES["answers"])
-        space.declare_scope(accountant, UNITS[s.unit])
+        self._release_once(accountant, indices, OUTPUTS, NOTES["answers"], UNITS[s.unit])
         return accountant
 
     @property
@@ -345,11 +364,6 @@ class DPBaseline(ListedModel, AlgoBase):
         matrix = space.matrix
         return (matrix.data - self.mu_ - self._item_effects[matrix.indices]
                 - self._user_effects[space.rows])
-
-    def default_prediction(self) -> float:
-        """The released global mean $\\mu$ (Surprise's default reads the raw data's)."""
-        self._check_fitted()
-        return self.mu_
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""
@@ -447,48 +461,68 @@ def contributions(matrix, s: Settings, rating_scale: tuple[float, float]) -> Con
     return Contributions(rows, columns, values, marks, 2 * n_items + 2)
 
 
-def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator,
-                     rho: float | None = None) -> tuple[np.ndarray, tuple, list]:
-    r"""The discrete Gaussian release of the whole vector: the global entries scaled by
-    $a = \sqrt{s/(1-s)}$, everything on the grid $2^{-12}$ with each unit's integer vector
-    clipped to ℓ2 norm $K = \lfloor \sqrt{2 + 2a^2}\, 2^{12} \rfloor$, noise of scale
-    $K / \sqrt{2\rho}$ with $\rho$ = `zcdp_rho(ε, δ)` unless `rho` is given.
+def release_plan(s: Settings, n_items: int,
+                 rho: float | None = None) -> tuple[tuple[float, ...], list]:
+    r"""The release's noise scales and ledger entries, before any noise is drawn: public
+    functions of the parameters and the number of items.
 
-    Returns the noisy vector (the global pair divided back by $a$), the standard
-    deviations of the noise on an item sum and weight (in units of $C$ and of the
-    weights) and on each of the global pair, and the ledger's entry.
+    With the Gaussian, $(\sigma,)$ in grid steps: $K / \sqrt{2\rho}$, $K$ the ℓ2 bound of
+    [`gaussian_release`][dprec.dp_baseline.gaussian_release] and $\rho$ =
+    `zcdp_rho(ε, δ)` unless `rho` is given, one entry; with Laplace, the scales of the
+    global and of the item vectors (ℓ1 sensitivity 2 each per unit, `global_share` of ε
+    and the rest), two entries.  An entry is `(component, mechanism, ε, δ)`, ε from the
+    mechanism's privacy map at that scale.
     """
-    a = math.sqrt(s.share / (1.0 - s.share))
-    values = np.where(parts.global_rows, a * parts.values, parts.values)
-    sums, sensitivity = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates,
-                                        math.sqrt(2.0 + 2.0 * a * a), GRID_BITS)
-    rho = zcdp_rho(s.epsilon, s.delta) if rho is None else rho
-    sigma = sensitivity / math.sqrt(2.0 * rho)
-    noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
-    noisy[-2:] /= a
-    spent = stated_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta, s.epsilon)
-    sd = sigma * 2.0**-GRID_BITS
-    return noisy, (sd, sd, sd / a), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
-
-
-def laplace_release(parts: Contributions, s: Settings,
-                    rng: np.random.Generator) -> tuple[np.ndarray, tuple, list]:
-    """The two Laplace releases (global, then items), ℓ1 sensitivity 2 each per unit,
-    `global_share` of ε and the rest; the standard deviations of the item noise (sum,
-    weight) and of the global pair's, and the ledger's entries."""
-    totals = parts.totals()
-    n_items = (parts.n_coordinates - 2) // 2
+    if s.mechanism == "gaussian":
+        a = math.sqrt(s.share / (1.0 - s.share))
+        sensitivity = grid_sensitivity(math.sqrt(2.0 + 2.0 * a * a), GRID_BITS)
+        rho = zcdp_rho(s.epsilon, s.delta) if rho is None else rho
+        sigma = sensitivity / math.sqrt(2.0 * rho)
+        spent = stated_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta, s.epsilon)
+        return (sigma,), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
     changed = 2 if s.unit == "rating" else 2 * n_items
     scale_global = laplace_scale(s.share * s.epsilon, 2.0, max_changed=2)
     scale_items = laplace_scale((1.0 - s.share) * s.epsilon, 2.0, max_changed=changed)
-    noisy = np.concatenate([laplace(totals[:-2], scale_items, rng),
-                            laplace(totals[-2:], scale_global, rng)])
-    sd = math.sqrt(2.0) * scale_items
-    return noisy, (sd, sd, math.sqrt(2.0) * scale_global), [
+    return (scale_global, scale_items), [
         ("global effect", "laplace (lattice)", laplace_epsilon(scale_global, 2.0, max_changed=2),
          0.0),
         ("item effects", "laplace (lattice)",
          laplace_epsilon(scale_items, 2.0, max_changed=changed), 0.0)]
+
+
+def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator,
+                     noise: tuple[float]) -> tuple[np.ndarray, tuple]:
+    r"""The discrete Gaussian release of the whole vector: the global entries scaled by
+    $a = \sqrt{s/(1-s)}$, everything on the grid $2^{-12}$ with each unit's integer vector
+    clipped to ℓ2 norm $K = \lfloor \sqrt{2 + 2a^2}\, 2^{12} \rfloor$, noise of scale
+    $\sigma$ (`noise`, from [`release_plan`][dprec.dp_baseline.release_plan]).
+
+    Returns the noisy vector (the global pair divided back by $a$) and the standard
+    deviations of the noise on an item sum and weight (in units of $C$ and of the
+    weights) and on each of the global pair.
+    """
+    (sigma,) = noise
+    a = math.sqrt(s.share / (1.0 - s.share))
+    values = np.where(parts.global_rows, a * parts.values, parts.values)
+    sums, _ = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates,
+                              math.sqrt(2.0 + 2.0 * a * a), GRID_BITS)
+    noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
+    noisy[-2:] /= a
+    sd = sigma * 2.0**-GRID_BITS
+    return noisy, (sd, sd, sd / a)
+
+
+def laplace_release(parts: Contributions, s: Settings, rng: np.random.Generator,
+                    noise: tuple[float, float]) -> tuple[np.ndarray, tuple]:
+    """The two Laplace releases (global, then items) at the scales `noise` (from
+    [`release_plan`][dprec.dp_baseline.release_plan]); the standard deviations of the item
+    noise (sum, weight) and of the global pair's."""
+    scale_global, scale_items = noise
+    totals = parts.totals()
+    noisy = np.concatenate([laplace(totals[:-2], scale_items, rng),
+                            laplace(totals[-2:], scale_global, rng)])
+    sd = math.sqrt(2.0) * scale_items
+    return noisy, (sd, sd, math.sqrt(2.0) * scale_global)
 
 
 def stated_epsilon(rho: float, delta: float, target: float) -> float:
@@ -497,103 +531,3 @@ def stated_epsilon(rho: float, delta: float, target: float) -> float:
     holds, and a ledger entry needs ε > 0)."""
     spent = zcdp_epsilon(rho, delta)
     return spent if spent > 0.0 else target
-
-
-# ------------------------------------------------------------------ the answers' effects
-def shrunk_effects(sums: np.ndarray, counts: np.ndarray, noise_sd: tuple[float, float],
-                   shrinkage: float, prior_variance: float, bound: float) -> np.ndarray:
-    r"""Item effects from noisy centred sums and weights, shrunk by what the noise allows.
-
-    $b_i = \tilde S_i / (\max(\tilde N_i, 0) + \beta + \sigma_S^2 / (\tau^2 (\tilde N_i -
-    2\sigma_N)))$ where $\tilde N_i > 2 \sigma_N$ (`SIGNAL`), 0 elsewhere — the posterior
-    mean of an effect of prior variance $\tau^2$ seen through noise of standard deviations
-    `noise_sd` $= (\sigma_S, \sigma_N)$, its weight taken at a low estimate — then
-    centred at their mean weighted by $\max(\tilde N_i, 0)$ (an item below the noise,
-    at 0 before, is then at the scale's middle against the average item: less-rated items
-    are rated lower, measured on MovieLens 100k by 0.008 RMSE at ε = 1) and clipped to
-    `[-bound, bound]`.  Everything read is released or public (post-processing)."""
-    sd_sum, sd_count = noise_sd
-    signal = counts > SIGNAL * sd_count
-    support = np.where(signal, counts - SIGNAL * sd_count, 1.0)
-    denominator = np.maximum(counts, 0.0) + shrinkage + sd_sum**2 / (prior_variance * support)
-    effects = np.where(signal, safe_divide(sums, denominator), 0.0)     # denominator > 0
-    weights = np.maximum(counts, 0.0)
-    if weights.sum() > 0:     # centred: an item below the noise sits at the scale's middle
-        effects -= np.dot(weights, effects) / weights.sum()
-    return np.clip(effects, -bound, bound)
-
-
-def effects_above_noise(sums: np.ndarray, counts: np.ndarray,
-                        noise_sd: tuple[np.ndarray | float, np.ndarray | float]) -> bool:
-    r"""Whether the releases show any effect beyond their noise: a one-sided test of
-    "every ratio $\tilde S_i / \tilde N_i$ is 0 plus noise" over the items whose weight is
-    above `SIGNAL` noise standard deviations.  With $e_i = \tilde S_i / \tilde N_i$ and
-    its noise's variance $v_i = (\sigma_{S,i}^2 + e_i^2 \sigma_{N,i}^2) / \tilde N_i^2$ (first
-    order in the noise of both), the statistic $\sum_i w_i (e_i^2 - v_i) / \sum_i w_i$
-    with $w_i = v_i^{-2}$ (the most powerful weights against no effect) has standard error
-    $\sqrt{2 / \sum_i w_i}$ without effects; the test passes above `SIGNAL` of them.
-    The noise standard deviations `noise_sd` $= (\sigma_S, \sigma_N)$ broadcast against
-    the statistics; an upper bound on them makes the test conservative.
-    Post-processing: public noise scales and released statistics only."""
-    sd_sum, sd_count = (np.broadcast_to(np.asarray(sd, dtype=np.float64), counts.shape)
-                        for sd in noise_sd)
-    signal = counts > SIGNAL * sd_count
-    if not signal.any():
-        return False
-    weights = counts[signal]
-    ratios = sums[signal] / weights
-    variance = (sd_sum[signal] ** 2 + ratios**2 * sd_count[signal] ** 2) / weights**2
-    if not (variance > 0).all():        # a ratio seen without noise: an effect if not 0
-        return bool(np.any(ratios[variance == 0] != 0))
-    precision = variance**-2.0
-    statistic = np.dot(precision, ratios**2 - variance) / precision.sum()
-    return bool(statistic > SIGNAL * math.sqrt(2.0 / precision.sum()))
-
-
-def noise_shares(counts: np.ndarray, count_sd: float) -> np.ndarray:
-    r"""Each item's estimated share of pure noise among the items released at least as
-    heavy: the Benjamini–Hochberg tail-area false discovery rate
-    $q_i = \min_{j: \tilde N_j \le \tilde N_i} \min(1, n\, \bar\Phi(\tilde N_j / \sigma_N)
-    / \#\{k : \tilde N_k \ge \tilde N_j\})$ of the noisy weights `counts` against
-    Gaussian noise of standard deviation `count_sd` (an item with no raters).  Where the
-    release is mostly noise (as many items above a level as noise alone would put there)
-    $q_i \to 1$; public noise scale and released statistics only (post-processing)."""
-    counts = np.asarray(counts, dtype=np.float64)
-    n = len(counts)
-    if n == 0:
-        return np.zeros(0)
-    # P(noise > Ñ_i); without noise, 1 exactly where nothing was released
-    tail = ndtr(-counts / count_sd) if count_sd > 0 else (counts <= 0).astype(np.float64)
-    order = np.argsort(-counts, kind="stable")          # heaviest first
-    q = np.minimum(1.0, n * tail[order] / np.arange(1, n + 1))
-    shares = np.empty(n)
-    shares[order] = np.minimum.accumulate(q[::-1])[::-1]
-    return shares
-
-
-def stabilised_effects(sums: np.ndarray, counts: np.ndarray, offset: float, beta: float,
-                       bound: float) -> np.ndarray:
-    """Item effects `(S_i − N_i · offset) / (max(N_i, 0) + β)` from noisy sums and counts
-    (0 where the denominator is 0), clipped to `[−bound, bound]`: post-processing."""
-    denominator = np.maximum(counts, 0.0) + beta
-    effects = safe_divide(sums - counts * offset, denominator)     # denominator >= 0
-    return np.clip(effects, -bound, bound)
-
-
-def towards_noisy_mean(shrinkage: float, mean_sd: float, half_range: float) -> float:
-    r"""The user shrinkage towards a released mean of noise standard deviation `mean_sd`:
-    $\lambda = \sigma^2 / \tau_u^2$ read with $\sigma = B/2$ ($B$ = `half_range`), the
-    prior variance $\tau_u^2$ of a user's offset grown by the mean's noise, $\lambda' =
-    \lambda / (1 + \lambda\, \sigma_\mu^2 / \sigma^2)$: where the mean is mostly noise
-    $\lambda' \to 0$ and $b_u$ is the user's own mean's offset, unshrunk."""
-    return shrinkage / (1.0 + shrinkage * (mean_sd / (half_range / 2.0)) ** 2)
-
-
-def own_effects(matrix, base: np.ndarray, shrinkage: float) -> np.ndarray:
-    r"""Each user's $b_u = \sum_i (r_{ui} - \text{base}_i) / (|I_u| + \lambda)$ from their
-    own ratings (the rows of `matrix`; `base` per item, e.g. $\mu + b_i$); 0 for a user
-    without ratings (also when $\lambda = 0$)."""
-    counts = np.diff(matrix.indptr)
-    users = np.repeat(np.arange(matrix.shape[0]), counts)
-    residuals = matrix.data - base[matrix.indices]
-    return safe_divide(np.bincount(users, residuals, matrix.shape[0]), counts + shrinkage)

@@ -85,7 +85,7 @@ from ._arrays import pattern_matrix, safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from .dp_als import DPALS
-from .dp_baseline import SIGNAL, DPBaseline, check_mechanism_delta, stated_epsilon
+from .dp_baseline import DPBaseline, check_mechanism_delta, stated_epsilon
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     discrete_gaussian,
@@ -94,10 +94,11 @@ from .mechanisms import (
     zcdp_rho,
 )
 from .mechanisms.exact_laplace import MAX_T
+from .noisy_effects import SIGNAL
 from .rating_space import ListedModel, RatingSpace
 
 __all__ = ["DPItemKNN", "default_share", "gaussian_sums", "grid_levels", "grid_residuals",
-           "integer_sums", "noisy_sums"]
+           "integer_sums", "laplace_sum_epsilons", "noisy_sums", "sum_sensitivities"]
 
 MECHANISMS = ("gaussian", "laplace")
 SIMILARITIES = ("covariance", "factors")
@@ -166,11 +167,17 @@ class DPItemKNN(ListedModel, AlgoBase):
         `None` (default) draws fresh entropy at each fit; an int gives
         **seeded noise**, for experiments only (the report's entries are void).
     verbose : bool, default False
+    budget : (float, float), optional
+        A per-user `(ε, δ)` budget ([`PrivateModel`][dprec.private_model.PrivateModel]):
+        a fit whose releases would spend more is refused before any noise is drawn
+        (`BudgetExceededError`, a `ValueError`), the model left as it was.
 
     Attributes
     ----------
     baseline_ : DPBaseline
         The fitted global and item effects (and each user's own $b_u$).
+    mu_ : float
+        The released global mean (the baseline's).
     sim : pandas.DataFrame
         The released similarities, raw item ids (sorted) on both axes.  It was
         an array in Surprise's inner-id order, which follows the data's order.
@@ -182,7 +189,8 @@ class DPItemKNN(ListedModel, AlgoBase):
                  grid_bits: int = 4, shrinkage: float | None = None,
                  similarity: str = "covariance",
                  users: Iterable | None = None, items: Iterable | None = None,
-                 random_state=None, verbose: bool = False) -> None:
+                 random_state=None, verbose: bool = False,
+                 budget: tuple[float, float] | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.k = k
@@ -197,9 +205,11 @@ class DPItemKNN(ListedModel, AlgoBase):
         self.items = items
         self.random_state = random_state
         self.verbose = verbose
+        self.budget = budget
 
     def fit(self, trainset):
-        """Release the effects and the covariance (spending `epsilon`), then the similarities."""
+        """Release the effects and the covariance (spending `epsilon`), then the similarities;
+        refused past the `budget`, before any noise."""
         epsilon = check_epsilon(self.epsilon)
         k = check_int(self.k, "k", minimum=1)
         mechanism = check_choice(self.mechanism, "mechanism", MECHANISMS)
@@ -212,20 +222,26 @@ class DPItemKNN(ListedModel, AlgoBase):
         beta = None if self.shrinkage is None else check_real(self.shrinkage, "shrinkage",
                                                                low=0.0)
         similarity = check_choice(self.similarity, "similarity", SIMILARITIES)
-        entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
-        if similarity == "factors":
-            if mechanism != "gaussian":
-                raise ValueError("similarity='factors' needs mechanism='gaussian' (DPALS's "
-                                 "release is a discrete Gaussian)")
+        if similarity == "factors" and mechanism != "gaussian":
+            raise ValueError("similarity='factors' needs mechanism='gaussian' (DPALS's "
+                             "release is a discrete Gaussian)")
+        rho = zcdp_rho(epsilon, delta) if mechanism == "gaussian" else None
+        if similarity == "factors":                # DPALS's one entry (the same call)
+            self._refuse_past_budget([(stated_epsilon(rho, delta, epsilon), delta)], Unit.USER)
+            entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
             self._fit_factors(trainset, k, epsilon, share, (clip, bits), entropy, seeded)
             return self
-        rho = zcdp_rho(epsilon, delta) if mechanism == "gaussian" else None
+        lists = None if share is not None and rho is not None else RatingSpace.build(
+            trainset, self.users, self.items)
         if share is None:
-            lists = RatingSpace.build(trainset, self.users, self.items)
             share = default_share(len(lists.users), len(lists.items), rho)
-        # the baseline's noise comes from this model's entropy (its own random_state is unused)
         baseline = DPBaseline(epsilon=share * epsilon, unit="user", mechanism=mechanism,
                               delta=self.delta, users=self.users, items=self.items)
+        spent, cost = self._plan(trainset, baseline, lists, (share, epsilon, delta, rho),
+                                 (clip, bits))
+        self._refuse_past_budget(cost, Unit.USER)
+        entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
+        # the baseline's noise comes from this model's entropy (its own random_state is unused)
         baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded,
                           rho=None if rho is None else share * rho)
         space = baseline.rating_space          # the model is changed only once all is released
@@ -234,7 +250,7 @@ class DPItemKNN(ListedModel, AlgoBase):
 
         n_items = matrix.shape[1]
         if share == 1.0:                       # the rule releases no covariance
-            self._fit_baseline_only(trainset, k, baseline, residuals, seeded, delta, rho)
+            self._fit_baseline_only(trainset, k, baseline, residuals, seeded, delta, spent)
             return self
         norm = "l2" if mechanism == "gaussian" else "l1"
         cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(matrix, residuals,
@@ -245,21 +261,12 @@ class DPItemKNN(ListedModel, AlgoBase):
             (cov, co), sd_w = gaussian_sums((cov_int, w_int), (sensitivity_cov, sensitivity_w),
                                             rho_each, rng)
             threshold = sd_w * NormalDist().inv_cdf(1.0 - 0.1 / n_items)
-            spent = {"effects, covariance and co-rating weights":
-                     stated_epsilon(share * rho + 2.0 * rho_each, delta, epsilon)}
         else:
             epsilon_each = (1.0 - share) * epsilon / 2.0
-            if sensitivity_cov / epsilon_each > MAX_T:
-                log_scale = math.log2(sensitivity_cov / epsilon_each)
-                raise ValueError(f"grid_bits = {bits} with epsilon = {epsilon:g} needs discrete "
-                                 f"Laplace noise of scale 2^{log_scale:.1f} integer steps, "
-                                 "above the sampler's 2^42: give fewer grid_bits (a coarser "
-                                 "grid) or a larger epsilon")
-            (cov, co), epsilons = noisy_sums((cov_int, w_int),
-                                             (sensitivity_cov, sensitivity_w), epsilon_each, rng)
+            (cov, co), _ = noisy_sums((cov_int, w_int), (sensitivity_cov, sensitivity_w),
+                                      epsilon_each, rng)
             sd_w = math.sqrt(2.0) / epsilon_each
             threshold = math.log(5.0 * n_items) / epsilon_each
-            spent = dict(zip(("covariance", "co-rating weights"), epsilons))
         cov *= 2.0 ** (-2 * bits) / sensitivity_w         # g = h² 2^-A: back to Cov
         co /= sensitivity_w                                # 2^-A: back to W
 
@@ -289,9 +296,43 @@ class DPItemKNN(ListedModel, AlgoBase):
                   f"ε = {epsilon:g}" + (f", δ = {delta:g}" if delta else "") + " per user")
         return self
 
+    def _plan(self, trainset, baseline: DPBaseline, lists: RatingSpace | None,
+              shares: tuple[float, float, float, float | None],
+              grid: tuple[float, int]) -> tuple[dict, list]:
+        """Before any noise: the model's own ledger entries `{component: ε}` and what every
+        release spends, `(ε, δ)` in the ledger's order — public functions of the parameters
+        and, with Laplace, of the number of items (`lists`).  `shares` is `(baseline_share,
+        ε, δ, ρ)`, `ρ` None with Laplace; `grid` is `(clip, grid_bits)`.
+
+        Raises
+        ------
+        ValueError
+            If the Laplace noise of the covariance is beyond the sampler (`MAX_T`).
+        """
+        share, epsilon, delta, rho = shares
+        if rho is not None:        # the releases composed in zCDP: one entry
+            component = ("effects (no covariance: too few users for this budget)"
+                         if share == 1.0 else "effects, covariance and co-rating weights")
+            spent_rho = rho if share == 1.0 else share * rho + 2.0 * ((1.0 - share) * rho / 2.0)
+            spent = {component: stated_epsilon(spent_rho, delta, epsilon)}
+            return spent, [(spent[component], delta)]
+        n_items = len(lists.items)
+        epsilon_each = (1.0 - share) * epsilon / 2.0
+        sensitivities = sum_sensitivities(n_items, *grid, "l1")
+        if sensitivities[0] / epsilon_each > MAX_T:
+            log_scale = math.log2(sensitivities[0] / epsilon_each)
+            raise ValueError(f"grid_bits = {grid[1]} with epsilon = {epsilon:g} needs discrete "
+                             f"Laplace noise of scale 2^{log_scale:.1f} integer steps, "
+                             "above the sampler's 2^42: give fewer grid_bits (a coarser "
+                             "grid) or a larger epsilon")
+        spent = dict(zip(("covariance", "co-rating weights"),
+                         laplace_sum_epsilons(sensitivities, epsilon_each)))
+        effects = baseline.release_entries(trainset.rating_scale, n_items)
+        return spent, [entry[2:] for entry in effects] + [(eps, 0.0) for eps in spent.values()]
+
     def _fit_baseline_only(self, trainset, k: int, baseline: DPBaseline,
                            residuals: np.ndarray, seeded: bool, delta: float,
-                           rho: float) -> None:
+                           spent: dict) -> None:
         """The fitted model when the rule releases no covariance: the baseline with all of
         the budget, every similarity 0 (every answer is the baseline's)."""
         AlgoBase.fit(self, trainset)
@@ -303,10 +344,7 @@ class DPItemKNN(ListedModel, AlgoBase):
         labels = self._space.items.labels()
         self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
         self._residuals_by_rating = residuals
-        self._accountant = self._ledger(seeded, "gaussian", delta,
-                                        {"effects (no covariance: too few users for "
-                                         "this budget)": stated_epsilon(rho, delta,
-                                                                        self.epsilon)})
+        self._accountant = self._ledger(seeded, "gaussian", delta, spent)
         if self.verbose:
             print(f"DPItemKNN: released the item effects only ({len(self._space.users)} users "
                   f"are too few for the covariance at this budget), ε = {self.epsilon:g}, "
@@ -343,8 +381,8 @@ class DPItemKNN(ListedModel, AlgoBase):
         the Gaussian mechanism one entry (the three releases composed in zCDP), with
         Laplace the baseline's entries (void alike when seeded) and the two integer
         releases; on factors (`mechanism="factors"`) the DPALS release's entry."""
-        accountant = PrivacyAccountant(self._space.users.ids, model=f"DPItemKNN(k={self.k_})",
-                                       seeded=seeded)
+        accountant = self._open_accountant(self._space.users.ids, f"DPItemKNN(k={self.k_})",
+                                           seeded)
         if mechanism == "gaussian":
             indices = [accountant.register(LedgerEntry(
                 component, "discrete gaussian (zCDP)", eps, delta, Unit.USER, Status.HOLDS,
@@ -358,14 +396,13 @@ class DPItemKNN(ListedModel, AlgoBase):
             indices += [accountant.register(LedgerEntry(
                 component, "discrete laplace", eps, 0.0, Unit.USER, Status.HOLDS, "user",
                 NOTES["sums"])) for component, eps in epsilons.items()]
-        accountant.release_once(indices, OUTPUTS, NOTES["answers"])
-        self._space.declare_scope(accountant, Unit.USER)
+        self._release_once(accountant, indices, OUTPUTS, NOTES["answers"], Unit.USER)
         return accountant
 
-    def default_prediction(self) -> float:
-        """The released global mean (Surprise's default reads the raw data's)."""
-        self._check_fitted()
-        return self.baseline_.default_prediction()
+    @property
+    def mu_(self) -> float:
+        """The released global mean (the baseline's)."""
+        return self.baseline_.mu_
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates and `details` for positions in the lists (`-1`: unknown): the
@@ -442,16 +479,22 @@ def noisy_sums(sums, sensitivities, epsilon: float,
     Returns the noisy matrices (integers) and the ε each release spends, from the
     mechanism's privacy map (`discrete_laplace_epsilon(t, Δ)`, that is ε).
     """
-    out, spent = [], []
+    out = []
     for total, sensitivity in zip(sums, sensitivities):
         n = len(total)
         upper = np.triu_indices(n)
-        scale = sensitivity / epsilon
         noisy = np.zeros((n, n))
-        noisy[upper] = discrete_laplace(total[upper], scale, rng)
+        noisy[upper] = discrete_laplace(total[upper], sensitivity / epsilon, rng)
         out.append(noisy + np.triu(noisy, 1).T)
-        spent.append(discrete_laplace_epsilon(scale, sensitivity))
-    return out, spent
+    return out, laplace_sum_epsilons(sensitivities, epsilon)
+
+
+def laplace_sum_epsilons(sensitivities, epsilon: float) -> list[float]:
+    r"""The ε each release of [`noisy_sums`][dprec.dp_item_knn.noisy_sums] spends, from the
+    mechanism's privacy map (`discrete_laplace_epsilon(Δ/ε, Δ)`, that is ε): public
+    functions of the parameters, known before any noise is drawn."""
+    return [discrete_laplace_epsilon(sensitivity / epsilon, sensitivity)
+            for sensitivity in sensitivities]
 
 
 def gaussian_sums(sums, sensitivities, rho: float,
@@ -525,8 +568,8 @@ def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
         raise ValueError(f"residuals must be multiples of 2^-grid_bits within ±{levels} "
                          "steps (round, then clip: grid_residuals)")
     power = 2 if norm == "l1" else 1           # w_u |I_u|^2 <= 1 (l1) or w_u |I_u| <= 1 (l2)
-    top = math.ceil(power * math.log2(max(n_items, 2)))       # A: public
-    if n_users * levels**2 * 2.0**top >= 2.0**53:
+    sensitivity_cov, scale = sum_sensitivities(n_items, clip, bits, norm)
+    if n_users * sensitivity_cov >= 2.0**53:
         raise ValueError(f"clip = {clip!r} and grid_bits = {bits} give integer sums beyond "
                          f"2^53 for {n_users} users and {n_items} items (float64 would round "
                          "them): lower clip or grid_bits")
@@ -539,5 +582,17 @@ def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
     def gram(m) -> np.ndarray:        # Σ_u w_u x_u x_uᵀ, exact on the common dyadic grid
         return (m.T @ sp.diags(weights) @ m).toarray()
 
-    scale = 2.0**top
-    return gram(values) * scale, gram(pattern) * scale, float(levels**2) * scale, scale
+    return gram(values) * scale, gram(pattern) * scale, sensitivity_cov, scale
+
+
+def sum_sensitivities(n_items: int, clip: float, bits: int,
+                      norm: str = "l1") -> tuple[float, float]:
+    r"""$m^2 2^A$ and $2^A$: how far one user moves the upper triangles of
+    [`integer_sums`][dprec.dp_item_knn.integer_sums]' $\mathrm{Cov}/g$ and $W 2^A$ (in ℓ1,
+    or in ℓ2 with `norm="l2"`), with $A = \lceil 2 \log_2 n_{\text{items}} \rceil$ (ℓ1) or
+    $\lceil \log_2 n_{\text{items}} \rceil$ (ℓ2): public functions of the number of items
+    and the grid, known before any sum."""
+    levels = grid_levels(clip, bits)
+    power = 2 if norm == "l1" else 1
+    scale = 2.0 ** math.ceil(power * math.log2(max(n_items, 2)))       # 2^A: public
+    return float(levels**2) * scale, scale

@@ -81,6 +81,7 @@ __all__ = [
     "TIGHT_DELTA",
     "Unit",
     "compose",
+    "past_budget",
 ]
 
 #: Value discretisation of dp-accounting's privacy-loss distributions; pessimistic,
@@ -186,14 +187,17 @@ class PrivacyAccountant:
             self._entry(index)
         self._outputs.append(Output(str(name), covered, gap))
 
-    def release_once(self, indices: Iterable[int], outputs: Iterable[str], note: str) -> None:
+    def release_once(self, indices: Iterable[int], outputs: Iterable[str], note: str,
+                     covered_by: Iterable[int] | None = None) -> None:
         """Charge the entries ``indices`` once to every user (one release made at fit) and
-        declare ``outputs`` post-processing of them: no answer adds to the charge."""
+        declare ``outputs`` post-processing of them (or of ``covered_by``, e.g. with an
+        entry charged before to some users only): no answer adds to the charge."""
         indices = list(indices)
+        covered = indices if covered_by is None else list(covered_by)
         everyone = np.ones(self.n_users, dtype=np.int64)
         self.charge({index: everyone for index in indices})
         for output in outputs:
-            self.declare_output(output, covered_by=indices)
+            self.declare_output(output, covered_by=covered)
         self.notes.append(str(note))
 
     def add_condition(self, condition: str) -> None:
@@ -251,8 +255,7 @@ class PrivacyAccountant:
         budget_eps, budget_delta = self.budget
         for unit in self.units():
             eps, delta = self._per_user(unit, added)
-            over = np.flatnonzero(((eps > budget_eps * (1 + 1e-12))
-                                   | (delta > budget_delta + 1e-15)) & ~self._outside(unit))
+            over = np.flatnonzero(past_budget(eps, delta, self.budget) & ~self._outside(unit))
             if len(over):
                 user = over[0]
                 raise BudgetExceededError(
@@ -484,6 +487,15 @@ class PrivacyAccountant:
     def __repr__(self) -> str:
         return (f"PrivacyAccountant(model={self.model!r}, users={self.n_users}, "
                 f"entries={len(self)}, releases={self.releases})")
+
+
+def past_budget(epsilon, delta, budget: tuple[float, float]) -> np.ndarray:
+    """Where `(epsilon, delta)` (numbers, or arrays of them) is past `budget` `(ε, δ)`,
+    up to the rounding of basic composition (a relative $10^{-12}$ on ε, $10^{-15}$ on δ):
+    what [`PrivacyAccountant`][dprec.PrivacyAccountant] refuses to charge."""
+    budget_eps, budget_delta = budget
+    return ((np.asarray(epsilon) > budget_eps * (1 + 1e-12))
+            | (np.asarray(delta) > budget_delta + 1e-15))
 
 
 def compose(accountants: Sequence[PrivacyAccountant]) -> PrivacyAccountant:

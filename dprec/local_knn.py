@@ -87,13 +87,6 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._rng import derive_generator, fit_entropy, is_seeded, stable_keys, validate_random_state
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
-from .dp_baseline import (
-    SIGNAL,
-    effects_above_noise,
-    noise_shares,
-    own_effects,
-    shrunk_effects,
-)
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     laplace,
@@ -101,6 +94,13 @@ from .mechanisms import (
     laplace_scale,
     randomized_response,
     randomized_response_keep_probability,
+)
+from .noisy_effects import (
+    SIGNAL,
+    effects_above_noise,
+    noise_shares,
+    own_effects,
+    shrunk_effects,
 )
 from .rating_space import ListedModel, RatingSpace, surprise_details
 from .similarity import (
@@ -169,6 +169,13 @@ class LocalKNN(ListedModel, AlgoBase):
         `None` (default) draws fresh entropy at each fit; an int gives
         **seeded noise**, for experiments only (the report's entries are void).
     verbose : bool, default False
+    budget : (float, float), optional
+        A per-rating `(ε, δ)` budget of each user
+        ([`PrivateModel`][dprec.private_model.PrivateModel]): a fit whose two releases
+        would spend more is refused before any noise is drawn (`BudgetExceededError`, a
+        `ValueError`), the model left as it was.  A sketch counts with its entry before
+        the release (for `"gaussian_jl"` the declared δ, which bounds the δ its drawn
+        projection states).
 
     Attributes
     ----------
@@ -196,7 +203,8 @@ class LocalKNN(ListedModel, AlgoBase):
                  noise_tolerance: float = 0.2, item_shrinkage: float | None = None,
                  neighbour_shrinkage: float | None = None, user_shrinkage: float = 0.0,
                  users: Iterable | None = None, items: Iterable | None = None,
-                 random_state=None, verbose: bool = False) -> None:
+                 random_state=None, verbose: bool = False,
+                 budget: tuple[float, float] | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.k = k
@@ -211,6 +219,7 @@ class LocalKNN(ListedModel, AlgoBase):
         self.items = items
         self.random_state = random_state
         self.verbose = verbose
+        self.budget = budget
 
     # ------------------------------------------------------------------ fit
     def _sketch_options(self, sketch_epsilon: float) -> dict:
@@ -234,7 +243,8 @@ class LocalKNN(ListedModel, AlgoBase):
         return check_sim_options({**options, "epsilon": sketch_epsilon})
 
     def fit(self, trainset):
-        """Draw every listed user's releases (spending `epsilon` per rating), aggregate them."""
+        """Draw every listed user's releases (spending `epsilon` per rating), aggregate them;
+        refused past the `budget`, before any noise."""
         epsilon = check_epsilon(self.epsilon)
         k = check_int(self.k, "k", minimum=1)
         share = check_open_unit(self.sketch_share, "sketch_share")
@@ -248,21 +258,27 @@ class LocalKNN(ListedModel, AlgoBase):
         lam = check_real(self.user_shrinkage, "user_shrinkage", low=0.0)
         validate_random_state(self.random_state)
         space = RatingSpace.build(trainset, self.users, self.items)
+        low, high = trainset.rating_scale
+        options = with_public_bounds(options, (low, high))
+        epsilon_r = (1.0 - share) * epsilon
+        # what each user's two releases spend, public functions of the parameters
+        self._refuse_past_budget(
+            [(entry.epsilon, entry.delta) for entry in (
+                sketch_backend(options).privacy(),
+                laplace_entry(epsilon_r) if release == "laplace"
+                else krr_entry((low, high), epsilon_r))], Unit.RATING)
         AlgoBase.fit(self, trainset)
         entropy = fit_entropy(self.random_state)
         matrix, n_users = space.matrix, space.matrix.shape[0]
-        low, high = trainset.rating_scale
         centre, half = (low + high) / 2.0, (high - low) / 2.0
 
         # 1. the sketches, and the neighbours they give (ties by the users' sorted rank)
-        backend = sketch_backend(with_public_bounds(options, (low, high)),
-                                 derive_generator(entropy, "sketch"))
+        backend = sketch_backend(options, derive_generator(entropy, "sketch"))
         self._sim = backend.similarity_matrix(matrix, columns=stable_keys(space.items.ids))
         self._neighbours, self._weights = _top_k_neighbours(self._sim, min(k, n_users - 1))
         self._publish(space)
 
         # 2. the rating reports, debiased
-        epsilon_r = (1.0 - share) * epsilon
         rng = derive_generator(entropy, "ratings")
         reports = laplace_reports if release == "laplace" else krr_reports
         (x_hat, n_hat), noise, release_entry = reports(matrix, (low, high), epsilon_r, rng)
@@ -329,25 +345,17 @@ class LocalKNN(ListedModel, AlgoBase):
     def _ledger(self, sketch: SketchRelease, ratings: LedgerEntry, release: str,
                 seeded: bool) -> PrivacyAccountant:
         """Every listed user's two releases, charged once; the lists' scope."""
-        accountant = PrivacyAccountant(self._space.users.ids,
-                                       model=f"LocalKNN(rating_release={release!r})",
-                                       seeded=seeded)
+        accountant = self._open_accountant(self._space.users.ids,
+                                           f"LocalKNN(rating_release={release!r})", seeded)
         entry = sketch.entry
         if entry.unit is Unit.SET_ITEM:   # a rating added or removed is an item of the set
             entry = replace(entry, unit=Unit.RATING, note=entry.note + NOTES["set item"])
         indices = [sketch.charge(accountant, entry), accountant.register(ratings)]
-        accountant.release_once(indices[1:], (), NOTES["answers"])
-        for output in OUTPUTS:
-            accountant.declare_output(output, indices)
-        self._space.declare_scope(accountant, Unit.RATING)
+        self._release_once(accountant, indices[1:], OUTPUTS, NOTES["answers"], Unit.RATING,
+                           covered_by=indices)
         return accountant
 
     # ------------------------------------------------------------- answers
-    def default_prediction(self) -> float:
-        """The released global mean (Surprise's default reads the raw data's)."""
-        self._check_fitted()
-        return self.mu_
-
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""
         known_user, known_item = users >= 0, items >= 0
@@ -432,9 +440,16 @@ def laplace_reports(matrix, scale_range: tuple[float, float], epsilon: float,
     pattern = pattern_matrix(matrix)
     scale = laplace_scale(epsilon, 2.0, max_changed=2)
     noisy = laplace(np.stack([values.toarray(), pattern.toarray()]), scale, rng)
-    entry = LedgerEntry("ratings", "laplace (lattice)", laplace_epsilon(scale, 2.0, max_changed=2),
-                        0.0, Unit.RATING, Status.HOLDS, "user", NOTES["laplace"])
-    return (noisy[0], noisy[1]), ReportNoise(*(math.sqrt(2.0) * scale,) * 4), entry
+    return ((noisy[0], noisy[1]), ReportNoise(*(math.sqrt(2.0) * scale,) * 4),
+            laplace_entry(epsilon))
+
+
+def laplace_entry(epsilon: float) -> LedgerEntry:
+    """The entry of `laplace_reports` at `epsilon`: ε from the lattice Laplace's privacy
+    map at its scale, known before any noise."""
+    scale = laplace_scale(epsilon, 2.0, max_changed=2)
+    return LedgerEntry("ratings", "laplace (lattice)", laplace_epsilon(scale, 2.0, max_changed=2),
+                       0.0, Unit.RATING, Status.HOLDS, "user", NOTES["laplace"])
 
 
 def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
@@ -445,9 +460,7 @@ def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
     the entry."""
     low, high = scale_range
     centre, half = (low + high) / 2.0, (high - low) / 2.0
-    grid = np.arange(math.ceil(low), math.floor(high) + 1)
-    if len(grid) < 1:
-        raise ValueError(f"krr needs an integer in the rating scale {scale_range}")
+    grid = krr_levels(scale_range)
     n_symbols = len(grid) + 1
     codes = matrix.copy()
     # the nearest level: a rating beyond the scale goes to the level at its end
@@ -458,13 +471,6 @@ def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
     levels = np.concatenate([[0.0], (grid - centre) / half])   # x of each symbol, ⊥ ↦ 0
     x_hat = (levels[reported] - q * levels.sum()) / (p - q)
     n_hat = ((reported != 0) - q * (n_symbols - 1)) / (p - q)
-    # the sampler draws its move from ln(1 - p) computed from ε, exact at every ε (even
-    # where p rounds to 1): one report spends ε
-    spent = epsilon
-    entry = LedgerEntry("ratings", "k-ary randomised response", spent, 0.0, Unit.RATING,
-                        Status.HOLDS, "user",
-                        f"every item's symbol (unrated or one of {len(grid)} levels); a rating "
-                        "added or removed changes one symbol")
     # the debiased reports' noise: a report differs from the truth with probability 1 − p,
     # by at most 2 in x (the bound), each other symbol with probability q (row s of
     # `given`: exact); the rated indicator is Bernoulli(1 − p) or Bernoulli(1 − q)
@@ -474,4 +480,30 @@ def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
     sd_x = np.sqrt(variances) / (p - q)
     sd_n = math.sqrt(max(p * (1.0 - p), q * (1.0 - q))) / (p - q)
     return ((x_hat, n_hat), ReportNoise(bound, float(sd_x[1:].max()), float(sd_x[0]), sd_n),
-            entry)
+            krr_entry(scale_range, epsilon))
+
+
+def krr_levels(scale_range: tuple[float, float]) -> np.ndarray:
+    """The integer levels of the rating scale: the symbols of k-ary randomised response
+    (with "unrated").
+
+    Raises
+    ------
+    ValueError
+        If the scale holds no integer.
+    """
+    low, high = scale_range
+    grid = np.arange(math.ceil(low), math.floor(high) + 1)
+    if len(grid) < 1:
+        raise ValueError(f"krr needs an integer in the rating scale {scale_range}")
+    return grid
+
+
+def krr_entry(scale_range: tuple[float, float], epsilon: float) -> LedgerEntry:
+    """The entry of `krr_reports` at `epsilon`, known before any noise: the sampler draws
+    its move from ln(1 - p) computed from ε, exact at every ε (even where p rounds to 1),
+    so one report spends ε."""
+    return LedgerEntry("ratings", "k-ary randomised response", epsilon, 0.0, Unit.RATING,
+                       Status.HOLDS, "user",
+                       f"every item's symbol (unrated or one of {len(krr_levels(scale_range))} "
+                       "levels); a rating added or removed changes one symbol")

@@ -14,7 +14,9 @@ of the guarantee and which users are at its boundary
 
 [`ListedModel`][dprec.rating_space.ListedModel] gives such a model Surprise's
 `estimate`, `predict` and `test`: raw ids are resolved against the lists, and the model
-answers positions through its `_answers(users, items)`.
+answers positions through its `_answers(users, items)`.  It is a
+[`PrivateModel`][dprec.private_model.PrivateModel] whose releases are made once, at
+`fit`, for every listed user.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from surprise.prediction_algorithms.predictions import Prediction
 from ._ratings import RatingArrays, ratings_matrix
 from ._surprise import cyclic_gc_paused, predictions, raw_ids
 from .ledger import PrivacyAccountant, Unit
+from .private_model import PrivateModel
 
 __all__ = ["SCOPE", "UNKNOWN_BOTH", "Catalogue", "ListedModel", "RatingSpace", "sorted_ids",
            "surprise_details"]
@@ -223,32 +226,38 @@ def surprise_details(known_user: np.ndarray, known_item: np.ndarray) -> list[dic
             else {"was_impossible": False} for gone in lost.tolist()]
 
 
-class ListedModel:
+class ListedModel(PrivateModel):
     """Surprise's `estimate`, `predict` and `test` for a model of the lists.
 
     A private model inherits this before `surprise.AlgoBase`, sets `_space` (its
     [`RatingSpace`][dprec.rating_space.RatingSpace]) and `_accountant` (its
     [`PrivacyAccountant`][dprec.PrivacyAccountant], set last: the model is fitted once
     it exists) at `fit`, and defines `_answers(users, items)` — estimates (not clipped)
-    and `details` for positions in the lists (`-1`: not listed).  Raw ids are resolved
-    against the lists: listed users and items without ratings are known.
+    and `details` for positions in the lists (`-1`: not listed) — and `mu_`, the
+    released global mean.  Raw ids are resolved against the lists: listed users and
+    items without ratings are known.
     """
 
     _space: RatingSpace
-    _accountant: PrivacyAccountant
+    mu_: float
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         raise NotImplementedError
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "_accountant"):
-            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit "
-                                 "first")
+    def _release_once(self, accountant: PrivacyAccountant, indices: list[int],
+                      outputs: Iterable[str], note: str, unit: Unit,
+                      covered_by: list[int] | None = None) -> None:
+        """The ledger's tail: the entries `indices` charged once to every listed user (the
+        releases made at `fit`), `outputs` declared post-processing of them (or of
+        `covered_by`), the answers' `note`, and the lists' scope for `unit`
+        ([`RatingSpace.declare_scope`][dprec.rating_space.RatingSpace.declare_scope])."""
+        accountant.release_once(indices, outputs, note, covered_by)
+        self._space.declare_scope(accountant, unit)
 
-    def privacy_report(self) -> PrivacyAccountant:
-        """The fitted model's privacy accountant."""
+    def default_prediction(self) -> float:
+        """The released global mean $\\mu$ (Surprise's default reads the raw data's)."""
         self._check_fitted()
-        return self._accountant
+        return self.mu_
 
     def estimate(self, u, i):
         """Estimate one rating from inner ids (or Surprise's `"UKN__"` strings), as `test`

@@ -13,7 +13,7 @@ The package, one idea per module (each imports only those below it):
 | --- | --- |
 | `family` | `KNNWithMeans`, `KNNWithZScore`, `KNNBaseline` as `PrivateKNN` with their rule |
 | `model` | `PrivateKNN`: parameters, `fit` as orchestration, Surprise's API |
-| `queries` | the kNN API: `kneighbors`, `estimate_arrays`, `estimate_rules`, top-N, reports |
+| `queries` | the kNN API: `kneighbors`, `estimate_arrays`, `estimate_rules`, top-N, selections |
 | `parameters` | what each parameter may be, and `check_params` |
 | `biases` | the baselines $b_u$, $b_i$, as Surprise's `compute_baselines` fits them |
 | `neighbourhoods` | `neighbourhood=`: the engines' one interface |

@@ -20,6 +20,7 @@ from surprise.prediction_algorithms.predictions import Prediction
 from .._ratings import RatingArrays
 from .._rng import RandomStateLike, derive_seed, fit_entropy
 from .._surprise import UNKNOWN, inner_ids, predictions
+from ..private_model import PrivateModel
 from ..selectors import Selector, TopK
 from ..similarity import EXACT_SIMILARITIES, SimilarityRows, SketchRelease, SketchRows
 from .accounting import open_book
@@ -36,7 +37,7 @@ from .user_neighbourhood import KeptSets, SetChooser
 _TOO_FEW = "Not enough neighbors."
 
 
-class PrivateKNN(KNNQueries, AlgoBase):
+class PrivateKNN(KNNQueries, PrivateModel, AlgoBase):
     r"""kNN collaborative filtering with pluggable neighbour selection and similarity.
 
     Surprise's prediction rules (`prediction`), user- or item-based, over the chosen
@@ -169,10 +170,12 @@ class PrivateKNN(KNNQueries, AlgoBase):
         them: each task returns its queries' answers or its users' RS, and
         the accountant is charged here).  The same numbers either way.
     budget : (float, float), optional
-        A per-user `(ε, δ)` budget for the privacy accountant: a query
+        A per-user `(ε, δ)` budget for the privacy accountant
+        ([`PrivateModel`][dprec.private_model.PrivateModel]): a query
         whose answer would take some user past it raises
         `dprec.ledger.BudgetExceededError` (answers already given stay
-        valid).  Composed per unit, basic composition of the entries' claims.
+        valid), and so does a `fit` whose sketch release would (the model is then
+        left as it was).  Composed per unit, basic composition of the entries' claims.
 
     Attributes
     ----------
@@ -321,6 +324,7 @@ class PrivateKNN(KNNQueries, AlgoBase):
             trainset, ratings, selector=self.selector_, k=self.k, sensitivity=sensitivity,
             sim_options=self.sim_options_, neighbourhood=self.neighbourhood_,
             budget=self.budget, random_state=self.random_state, release=release)
+        self._accountant = self._book.accountant
         return self
 
     def _similarities(self, ratings: RatingArrays, entropy: bytes,
@@ -373,16 +377,7 @@ class PrivateKNN(KNNQueries, AlgoBase):
         self._check_fitted()
         return self._ratings.global_mean
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "_storage"):
-            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
-
     # ------------------------------------------------------- Surprise's API
-    def predict(self, uid, iid, r_ui=None, clip=True, verbose=False) -> Prediction:
-        """Surprise's `predict` (raw ids), after checking the model is fitted."""
-        self._check_fitted()
-        return AlgoBase.predict(self, uid, iid, r_ui, clip, verbose)
-
     def estimate(self, u, i):
         """Estimate one rating from inner ids (same numbers as `test`)."""
         self._check_fitted()

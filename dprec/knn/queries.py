@@ -18,7 +18,6 @@ import numpy as np
 
 from .._arrays import stable_descending_order
 from .._validation import check_int
-from ..ledger import PrivacyAccountant
 from ..selectors import TopK
 from ..topn import recommend_batch
 from .parameters import check_ids
@@ -26,8 +25,9 @@ from .rules import Rule, rule_keys
 
 
 class KNNQueries:
-    """Mixin: the kNN API of `PrivateKNN` (neighbours, estimates for arrays, top-N,
-    the privacy report and the selections' summary)."""
+    """Mixin: the kNN API of `PrivateKNN` (neighbours, estimates for arrays, top-N and
+    the selections' summary; the privacy report is
+    [`PrivateModel`][dprec.private_model.PrivateModel]'s)."""
 
     def neighbours(self, users=None, items=None) -> np.ndarray:
         """Deprecated: the neighbours' ids of `kneighbors` (`kneighbors(...)[0]`)."""
@@ -204,12 +204,6 @@ class KNNQueries:
                         possible))
         return out, ((batch.neighbours[batch.row], batch.chosen.weights[batch.row])
                      if with_neighbours else None)
-
-    def privacy_report(self) -> PrivacyAccountant:
-        """The privacy accountant of the fitted model: what each mechanism claims, per
-        user, composed over everything answered so far (`print` it to read it)."""
-        self._check_fitted()
-        return self._book.accountant
 
     def selection_summary(self) -> dict:
         """Accuracy α and security β of the neighbour selections made so far.

@@ -43,8 +43,8 @@ from .._validation import check_delta, check_epsilon, check_positive
 from .common import log_uniform
 from .exact_laplace import MAX_T, discrete_laplace_noise
 
-__all__ = ["MAX_RHO", "discrete_gaussian", "discrete_gaussian_noise", "integer_l2_block_sums",
-           "integer_l2_sums", "zcdp_epsilon", "zcdp_rho"]
+__all__ = ["MAX_RHO", "discrete_gaussian", "discrete_gaussian_noise", "grid_sensitivity",
+           "integer_l2_block_sums", "integer_l2_sums", "zcdp_epsilon", "zcdp_rho"]
 
 #: the largest ρ calibrated (ε beyond ~1.1e6 at δ = 1e-5): a larger ε gets this ρ, so the
 #: release spends less than it is allowed, never more
@@ -180,6 +180,25 @@ def integer_l2_sums(rows: np.ndarray, columns: np.ndarray, values: np.ndarray,
     return sums[:, 0], sensitivity
 
 
+def grid_sensitivity(bound: float, bits: int) -> float:
+    r"""$K = \lfloor \text{bound} \cdot 2^b \rfloor$ (`bits` $b$): the ℓ2 sensitivity, in grid
+    steps, of [`integer_l2_sums`][dprec.mechanisms.discrete_gaussian.integer_l2_sums] with
+    this `bound` — a public function of the parameters, known before any sum.
+
+    Raises
+    ------
+    ValueError
+        If `bound` is not `> 0`, `bits` not in 0..30, or `bound` below one grid step.
+    """
+    bound = check_positive(bound, "bound")
+    if not 0 <= bits <= 30:
+        raise ValueError(f"bits must be in 0..30, got {bits!r}")
+    limit = math.floor(bound * 2.0**bits)
+    if limit < 1:
+        raise ValueError(f"bound = {bound:g} is below one grid step 2^-{bits}")
+    return float(limit)
+
+
 def integer_l2_block_sums(rows: np.ndarray, groups: np.ndarray, blocks: np.ndarray,
                           n_groups: int, bound: float, bits: int) -> tuple[np.ndarray, float]:
     r"""[`integer_l2_sums`][dprec.mechanisms.discrete_gaussian.integer_l2_sums] for
@@ -190,12 +209,7 @@ def integer_l2_block_sums(rows: np.ndarray, groups: np.ndarray, blocks: np.ndarr
 
     Returns the integer sums of shape `(n_groups, p)` and $K$.
     """
-    bound = check_positive(bound, "bound")
-    if not 0 <= bits <= 30:
-        raise ValueError(f"bits must be in 0..30, got {bits!r}")
-    limit = math.floor(bound * 2.0**bits)
-    if limit < 1:
-        raise ValueError(f"bound = {bound:g} is below one grid step 2^-{bits}")
+    limit = int(grid_sensitivity(bound, bits))
     blocks = np.asarray(blocks, dtype=np.float64)
     if blocks.ndim != 2:
         raise ValueError(f"blocks must be 2-dimensional, got shape {blocks.shape}")

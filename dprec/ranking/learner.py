@@ -46,6 +46,7 @@ from .._rng import RandomStateLike, check_random_state, is_seeded, validate_rand
 from .._surprise import UNKNOWN, inner_ids, predictions, raw_ids
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
 from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+from ..private_model import PrivateModel
 from .mallows import (
     CALIBRATIONS,
     LAPLACE_MAX_EPSILON,
@@ -128,7 +129,7 @@ def _rating_step(ratings: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------ the algorithm
-class MallowsRanker(AlgoBase):
+class MallowsRanker(PrivateModel, AlgoBase):
     r"""Pairwise logistic MF trained on ε-ranking-DP orders (Xu, Sun & Cheng 2023).
 
     Parameters
@@ -168,6 +169,12 @@ class MallowsRanker(AlgoBase):
         (``None`` or a Generator for the guarantee).
     verbose : bool, default False
         Print the loss per epoch.
+    budget : (float, float), optional
+        A per-user `(ε, δ)` budget for a swap in their ranking
+        ([`PrivateModel`][dprec.private_model.PrivateModel]): a fit that would privatise
+        some user's order with an ε past it (a per-user ε, or `None`/`inf`, included) is
+        refused before any noise is drawn (`BudgetExceededError`, a `ValueError`), the
+        model left as it was.
 
     Attributes
     ----------
@@ -185,7 +192,7 @@ class MallowsRanker(AlgoBase):
                  calibration: str = "tight", n_factors: int = 32, n_epochs: int = 20,
                  lr: float = 0.05, reg: float = 0.05, batch_size: int = 1024,
                  pairs_per_rating: float = 2.0, random_state: RandomStateLike = None,
-                 verbose: bool = False) -> None:
+                 verbose: bool = False, budget: tuple[float, float] | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.mechanism = mechanism
@@ -198,6 +205,7 @@ class MallowsRanker(AlgoBase):
         self.pairs_per_rating = pairs_per_rating
         self.random_state = random_state
         self.verbose = verbose
+        self.budget = budget
 
     def check_params(self) -> MallowsRanker:
         """Validate the parameters (as ``fit`` does first; scikit-learn's convention:
@@ -219,16 +227,21 @@ class MallowsRanker(AlgoBase):
         check_real(self.pairs_per_rating, "pairs_per_rating", low=0.0, low_inclusive=False)
         validate_random_state(self.random_state)
         check_bool(self.verbose, "verbose")
+        self._checked_budget()
         return self
 
     # ------------------------------------------------------------ fit
     def fit(self, trainset) -> MallowsRanker:
-        """Privatise every user's order, then fit the pairwise model."""
+        """Privatise every user's order, then fit the pairwise model; refused, before any
+        noise, where some user's ε is past the `budget`."""
         self.check_params()
+        user_epsilon = self._user_epsilons(trainset)
+        self._refuse_past_budget([(float(np.max(user_epsilon, initial=0.0)), 0.0)],
+                                 Unit.RANKING_SWAP)        # one privatisation per user
         AlgoBase.fit(self, trainset)
         rng = check_random_state(self.random_state)
         users, items, ratings = _rating_arrays(trainset)
-        self.user_epsilon_ = self._user_epsilons(trainset)
+        self.user_epsilon_ = user_epsilon
         order = np.lexsort((rng.random(len(items)), -ratings, users))
         segments = _Segments.from_sorted_owner(users[order], trainset.n_users)
         true_orders = np.split(items[order], np.cumsum(segments.count)[:-1])
@@ -238,6 +251,7 @@ class MallowsRanker(AlgoBase):
         self.orders_ = privatize(true_orders, self.user_epsilon_, rng, **kwargs)
         self._fit_factors(rng, np.concatenate(self.orders_), segments)
         self._fit_rating_map(users[order], items[order], ratings[order], segments)
+        self._accountant = self._ledger()
         return self
 
     def _user_epsilons(self, trainset) -> np.ndarray:
@@ -337,8 +351,9 @@ class MallowsRanker(AlgoBase):
                    else {"was_impossible": True, "reason": UNKNOWN} for ok in known.tolist())
         return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 
-    def privacy_report(self) -> PrivacyAccountant:
-        """The privacy accountant: each user's order was privatised once, with their ε.
+    def _ledger(self) -> PrivacyAccountant:
+        """The accountant (`privacy_report`): each user's order was privatised once, with
+        their ε.
 
         One entry per distinct ε, charged to the users who have it (parallel
         composition across users: each user's guarantee is their own ε).  It
@@ -352,11 +367,9 @@ class MallowsRanker(AlgoBase):
         above the ε at which the privatizer can no longer draw every order
         (``LAPLACE_MAX_EPSILON`` for Laplace, ``MALLOWS_MAX_EPSILON`` for Mallows).
         """
-        self._check_fitted()
-        users = raw_ids(self.trainset)
-        accountant = PrivacyAccountant(users, model=f"MallowsRanker(mechanism="
-                                                    f"{self.mechanism.lower()!r})",
-                                       seeded=is_seeded(self.random_state))
+        accountant = self._open_accountant(
+            raw_ids(self.trainset), f"MallowsRanker(mechanism={self.mechanism.lower()!r})",
+            is_seeded(self.random_state))
         entries = []
         for eps in np.unique(self.user_epsilon_).tolist():
             mechanism = self.mechanism.lower() if math.isfinite(eps) else "none (not private)"
@@ -381,10 +394,6 @@ class MallowsRanker(AlgoBase):
         accountant.notes.append("every answer is post-processing of the privatised orders: "
                                 "queries add nothing")
         return accountant
-
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "_quantiles"):
-            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
 
 # ------------------------------------------------------------ training kernels
