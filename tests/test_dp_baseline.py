@@ -661,3 +661,20 @@ def test_another_rating_scale_centres_and_bounds_at_its_own_middle_and_range():
     assert algo.mu_ == pytest.approx(0.0, abs=1e-3)
     np.testing.assert_allclose(algo.item_effects_[["a", "b"]], [2.0, -2.0], atol=1e-3)
     assert algo.predict("u0", "a").est == pytest.approx(2.0, abs=1e-3)
+
+
+def test_noise_shares_read_the_weights_in_units_of_their_noise_sd():
+    # q_i = min over j at most as heavy of min(1, n Φ(−N_j / σ_N) / #{k: N_k >= N_j}), by
+    # loops at σ_N = 2 (where N/σ and N·σ differ); without noise 1 exactly at N <= 0
+    from statistics import NormalDist
+
+    from dprec.noisy_effects import noise_shares
+
+    counts, sd = np.array([9.0, 6.0, 3.0, 0.5, -1.0, 4.0]), 2.0
+    n = len(counts)
+    expected = [min(min(1.0, n * NormalDist().cdf(-counts[j] / sd) / (counts >= counts[j]).sum())
+                    for j in range(n) if counts[j] <= counts[i]) for i in range(n)]
+    np.testing.assert_allclose(noise_shares(counts, sd), expected, rtol=1e-9)
+    np.testing.assert_allclose(noise_shares(counts, sd), noise_shares(counts / sd, 1.0))
+    np.testing.assert_array_equal(noise_shares(np.array([0.5, 0.0, 2.0, -0.5]), 0.0),
+                                  [0.0, 1.0, 0.0, 1.0])

@@ -46,9 +46,11 @@ VARIANTS = {
     "MallowsRanker, Laplace": lambda **kw: MallowsRanker(epsilon=3.0, mechanism="laplace",
                                                          n_epochs=1, **kw),
 }
-BAD_BUDGETS = {"negative ε": ((-1.0, 0.0), ValueError), "ε = 0": ((0.0, 0.0), ValueError),
-               "NaN ε": ((float("nan"), 0.0), ValueError),
-               "negative δ": ((1.0, -1e-5), ValueError), "δ = 1": ((1.0, 1.0), ValueError),
+#: (ASCII names: mutmut passes the test ids back to pytest, which escapes non-ASCII ones)
+BAD_BUDGETS = {"negative eps": ((-1.0, 0.0), ValueError), "eps = 0": ((0.0, 0.0), ValueError),
+               "NaN eps": ((float("nan"), 0.0), ValueError),
+               "negative delta": ((1.0, -1e-5), ValueError),
+               "delta = 1": ((1.0, 1.0), ValueError),
                "one number in a tuple": ((1.0,), TypeError),
                "three numbers": ((1.0, 0.0, 0.0), TypeError), "a str": ("1.0", TypeError),
                "a number": (1.0, TypeError)}
@@ -179,3 +181,16 @@ def test_budget_is_a_parameter_stored_as_given(name):
         model = MODELS[name](budget=budget)
         assert vars(model)["budget"] is budget
     assert MODELS[name]().budget is None
+
+
+# ------------------------------------------------------------------ (f) Surprise's predict
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_predict_prints_the_prediction_only_when_verbose(name, trainset, capsys):
+    model = fitted(name, trainset)
+    capsys.readouterr()
+    uid, iid = trainset.to_raw_uid(0), trainset.to_raw_iid(0)
+    quiet = model.predict(uid, iid, r_ui=4.0)
+    assert capsys.readouterr().out == ""
+    loud = model.predict(uid, iid, r_ui=4.0, verbose=True)
+    assert capsys.readouterr().out == f"{loud}\n"
+    assert (loud.uid, loud.iid, loud.r_ui, loud.est) == (uid, iid, 4.0, quiet.est)
