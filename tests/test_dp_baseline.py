@@ -678,3 +678,34 @@ def test_noise_shares_read_the_weights_in_units_of_their_noise_sd():
     np.testing.assert_allclose(noise_shares(counts, sd), noise_shares(counts / sd, 1.0))
     np.testing.assert_array_equal(noise_shares(np.array([0.5, 0.0, 2.0, -0.5]), 0.0),
                                   [0.0, 1.0, 0.0, 1.0])
+
+
+def test_effects_above_noise_is_the_stated_statistic_against_signal_standard_errors():
+    # over the items above the gate N > 2σ_N: e = S/N, v = (σ_S² + e² σ_N²)/N², w = v⁻²,
+    # T = Σ w (e² − v) / Σ w, passing above SIGNAL √(2 / Σ w); by hand along a line of
+    # effects that crosses the threshold (σ_N = 3: σ_N² ≠ 2σ_N ≠ σ_N³)
+    from dprec.noisy_effects import SIGNAL, effects_above_noise
+
+    counts, sd_sum, sd_count = np.array([40.0, 25.0, 60.0, 5.0]), 5.0, 3.0
+    decisions = []
+    for f in np.linspace(0.0, 2.0, 401):
+        sums = f * 0.2 * np.array([1.0, -0.6, 0.8, 9.0]) * counts
+        n, e = counts[:3], sums[:3] / counts[:3]            # the last is below the gate
+        v = (sd_sum**2 + e**2 * sd_count**2) / n**2
+        w = v**-2.0
+        expected = np.dot(w, e**2 - v) / w.sum() > SIGNAL * np.sqrt(2.0 / w.sum())
+        assert effects_above_noise(sums, counts, (sd_sum, sd_count)) == expected, f
+        decisions.append(expected)
+    assert 150 < sum(decisions) < 250 and decisions[-1] and not decisions[0]
+
+
+def test_release_entries_state_the_callers_rho():
+    # with fit_part's ρ the one Gaussian entry states zcdp_epsilon(ρ, δ) (here 1.31, not the
+    # ε = 1 it would state without it); Laplace: ε split by global_share, δ = 0
+    from dprec.mechanisms import zcdp_epsilon
+
+    ((component, _, eps, delta),) = DPBaseline().release_entries((1.0, 5.0), 10, rho=0.05)
+    assert (component, delta) == ("effects", 1e-5)
+    assert eps == pytest.approx(zcdp_epsilon(0.05, 1e-5), rel=1e-9) and eps > 1.3
+    ((_, _, eps, _),) = DPBaseline().release_entries((1.0, 5.0), 10)
+    assert eps == pytest.approx(1.0, rel=1e-6)
