@@ -709,3 +709,19 @@ def test_release_entries_state_the_callers_rho():
     assert eps == pytest.approx(zcdp_epsilon(0.05, 1e-5), rel=1e-9) and eps > 1.3
     ((_, _, eps, _),) = DPBaseline().release_entries((1.0, 5.0), 10)
     assert eps == pytest.approx(1.0, rel=1e-6)
+
+
+def test_the_laplace_release_states_the_sds_of_its_two_scales():
+    # Laplace of scale b has sd √2 b: the item sums and weights at the items' scale, the
+    # global pair (μ's noise, read by user_shrinkage_) at the global one
+    from dprec.dp_baseline import laplace_release, release_plan
+
+    matrix = sp.csr_matrix(np.array([[4.0, 0.0, 2.0], [5.0, 1.0, 0.0]]))
+    settings = DPBaseline(unit="rating", epsilon=0.8)._settings((1.0, 5.0))
+    (scale_global, scale_items), _ = release_plan(settings, 3)
+    assert scale_global > 2 * scale_items                     # a tenth of ε against the rest
+    noisy, sd = laplace_release(contributions(matrix, settings, (1.0, 5.0)), settings,
+                                np.random.default_rng(0), (scale_global, scale_items))
+    assert noisy.shape == (8,)
+    np.testing.assert_allclose(sd, np.sqrt(2.0) * np.array([scale_items, scale_items,
+                                                            scale_global]), rtol=1e-15)
