@@ -466,20 +466,23 @@ def release_plan(s: Settings, n_items: int,
     r"""The release's noise scales and ledger entries, before any noise is drawn: public
     functions of the parameters and the number of items.
 
-    With the Gaussian, $(\sigma,)$ in grid steps: $K / \sqrt{2\rho}$, $K$ the ℓ2 bound of
-    [`gaussian_release`][dprec.dp_baseline.gaussian_release] and $\rho$ =
-    `zcdp_rho(ε, δ)` unless `rho` is given, one entry; with Laplace, the scales of the
+    With the Gaussian, $(\sigma, \text{bound}, a)$: $\sigma = K / \sqrt{2\rho}$ in grid
+    steps, $K$ = `grid_sensitivity(bound)` with the ℓ2 bound $\sqrt{2 + 2a^2}$ that
+    [`gaussian_release`][dprec.dp_baseline.gaussian_release] clips each unit to (this
+    one value, so the noise and the clipping cannot disagree), $a = \sqrt{s/(1-s)}$, and
+    $\rho$ = `zcdp_rho(ε, δ)` unless `rho` is given, one entry; with Laplace, the scales of the
     global and of the item vectors (ℓ1 sensitivity 2 each per unit, `global_share` of ε
     and the rest), two entries.  An entry is `(component, mechanism, ε, δ)`, ε from the
     mechanism's privacy map at that scale.
     """
     if s.mechanism == "gaussian":
         a = math.sqrt(s.share / (1.0 - s.share))
-        sensitivity = grid_sensitivity(math.sqrt(2.0 + 2.0 * a * a), GRID_BITS)
+        bound = math.sqrt(2.0 + 2.0 * a * a)
+        sensitivity = grid_sensitivity(bound, GRID_BITS)
         rho = zcdp_rho(s.epsilon, s.delta) if rho is None else rho
         sigma = sensitivity / math.sqrt(2.0 * rho)
         spent = stated_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta, s.epsilon)
-        return (sigma,), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
+        return (sigma, bound, a), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
     changed = 2 if s.unit == "rating" else 2 * n_items
     scale_global = laplace_scale(s.share * s.epsilon, 2.0, max_changed=2)
     scale_items = laplace_scale((1.0 - s.share) * s.epsilon, 2.0, max_changed=changed)
@@ -491,21 +494,20 @@ def release_plan(s: Settings, n_items: int,
 
 
 def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator,
-                     noise: tuple[float]) -> tuple[np.ndarray, tuple]:
+                     noise: tuple[float, float, float]) -> tuple[np.ndarray, tuple]:
     r"""The discrete Gaussian release of the whole vector: the global entries scaled by
-    $a = \sqrt{s/(1-s)}$, everything on the grid $2^{-12}$ with each unit's integer vector
-    clipped to ℓ2 norm $K = \lfloor \sqrt{2 + 2a^2}\, 2^{12} \rfloor$, noise of scale
-    $\sigma$ (`noise`, from [`release_plan`][dprec.dp_baseline.release_plan]).
+    $a$, everything on the grid $2^{-12}$ with each unit's integer vector clipped to ℓ2
+    norm $K = \lfloor \text{bound} \cdot 2^{12} \rfloor$, noise of scale $\sigma$; `noise`
+    $= (\sigma, \text{bound}, a)$ from [`release_plan`][dprec.dp_baseline.release_plan].
 
     Returns the noisy vector (the global pair divided back by $a$) and the standard
     deviations of the noise on an item sum and weight (in units of $C$ and of the
     weights) and on each of the global pair.
     """
-    (sigma,) = noise
-    a = math.sqrt(s.share / (1.0 - s.share))
+    sigma, bound, a = noise
     values = np.where(parts.global_rows, a * parts.values, parts.values)
-    sums, _ = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates,
-                              math.sqrt(2.0 + 2.0 * a * a), GRID_BITS)
+    sums, _ = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates, bound,
+                              GRID_BITS)
     noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
     noisy[-2:] /= a
     sd = sigma * 2.0**-GRID_BITS

@@ -725,3 +725,25 @@ def test_the_laplace_release_states_the_sds_of_its_two_scales():
     assert noisy.shape == (8,)
     np.testing.assert_allclose(sd, np.sqrt(2.0) * np.array([scale_items, scale_items,
                                                             scale_global]), rtol=1e-15)
+
+
+@pytest.mark.parametrize("share", [0.1, 0.3])
+def test_the_gaussian_release_clips_to_the_bound_its_noise_is_calibrated_to(data, monkeypatch,
+                                                                            share):
+    # the ℓ2 bound each user is clipped to and the σ of the noise come from one plan: a
+    # larger clip than the noise assumes would release more than the stated ε
+    from dprec.mechanisms.discrete_gaussian import grid_sensitivity, integer_l2_sums, zcdp_rho
+
+    seen = []
+
+    def recording(*args):
+        seen.append(args[4])
+        return integer_l2_sums(*args)
+
+    monkeypatch.setattr(dp_baseline, "integer_l2_sums", recording)
+    algo = DPBaseline(epsilon=1.0, global_share=share, random_state=0).fit(
+        data.build_full_trainset())
+    a = np.sqrt(share / (1 - share))
+    assert seen == [pytest.approx(np.sqrt(2 + 2 * a * a), rel=1e-15)]
+    sigma = grid_sensitivity(np.sqrt(2 + 2 * a * a), 12) / np.sqrt(2 * zcdp_rho(1.0, 1e-5))
+    assert algo.noise_sd_ == pytest.approx((sigma * 2.0**-12, sigma * 2.0**-12), rel=1e-12)
