@@ -305,7 +305,7 @@ class DPBaseline(ListedModel, AlgoBase):
         centre, half_range = (low + high) / 2.0, (high - low) / 2.0
         parts = contributions(space.matrix, s, (low, high))
         release = gaussian_release if s.mechanism == "gaussian" else laplace_release
-        noisy, sd = release(parts, s, rng, noise)
+        noisy, sd = release(parts, rng, noise)
         n_items = space.matrix.shape[1]
         sums, counts = s.clip * noisy[:n_items], noisy[n_items:2 * n_items]
         global_sum, global_count = noisy[2 * n_items:]
@@ -493,7 +493,7 @@ def release_plan(s: Settings, n_items: int,
          laplace_epsilon(scale_items, 2.0, max_changed=changed), 0.0)]
 
 
-def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator,
+def gaussian_release(parts: Contributions, rng: np.random.Generator,
                      noise: tuple[float, float, float]) -> tuple[np.ndarray, tuple]:
     r"""The discrete Gaussian release of the whole vector: the global entries scaled by
     $a$, everything on the grid $2^{-12}$ with each unit's integer vector clipped to ℓ2
@@ -514,7 +514,7 @@ def gaussian_release(parts: Contributions, s: Settings, rng: np.random.Generator
     return noisy, (sd, sd, sd / a)
 
 
-def laplace_release(parts: Contributions, s: Settings, rng: np.random.Generator,
+def laplace_release(parts: Contributions, rng: np.random.Generator,
                     noise: tuple[float, float]) -> tuple[np.ndarray, tuple]:
     """The two Laplace releases (global, then items) at the scales `noise` (from
     [`release_plan`][dprec.dp_baseline.release_plan]); the standard deviations of the item

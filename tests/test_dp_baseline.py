@@ -720,7 +720,7 @@ def test_the_laplace_release_states_the_sds_of_its_two_scales():
     settings = DPBaseline(unit="rating", epsilon=0.8)._settings((1.0, 5.0))
     (scale_global, scale_items), _ = release_plan(settings, 3)
     assert scale_global > 2 * scale_items                     # a tenth of ε against the rest
-    noisy, sd = laplace_release(contributions(matrix, settings, (1.0, 5.0)), settings,
+    noisy, sd = laplace_release(contributions(matrix, settings, (1.0, 5.0)),
                                 np.random.default_rng(0), (scale_global, scale_items))
     assert noisy.shape == (8,)
     np.testing.assert_allclose(sd, np.sqrt(2.0) * np.array([scale_items, scale_items,
