@@ -43,7 +43,7 @@ from .._plotting import subplots
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_als import DPALS
 from ..dp_baseline import DPBaseline
-from ..dp_item_knn import DPItemKNN
+from ..dp_item_knn import BASELINE_SHARE, DPItemKNN
 from ..knn import PrivateKNNBaseline
 from ..local_knn import LocalKNN
 from ._options import experiment_parser
@@ -61,6 +61,8 @@ PRIVATE = {
     "DPBaseline": ("user", lambda eps, seed: DPBaseline(epsilon=eps, random_state=seed)),
     "DPItemKNN": ("user", lambda eps, seed: DPItemKNN(epsilon=eps, k=PUBLIC_K,
                                                       random_state=seed)),
+    "DPItemKNN (covariance)": ("user", lambda eps, seed: DPItemKNN(
+        epsilon=eps, k=PUBLIC_K, baseline_share=BASELINE_SHARE, random_state=seed)),
     "DPItemKNN (factors)": ("user", lambda eps, seed: DPItemKNN(
         epsilon=eps, k=PUBLIC_K, similarity="factors", random_state=seed)),
     "DPALS": ("user", lambda eps, seed: DPALS(epsilon=eps, random_state=seed)),
