@@ -183,6 +183,8 @@ class DPItemKNN(ListedModel, AlgoBase):
         an array in Surprise's inner-id order, which follows the data's order.
     """
 
+    _similar = "items"     # get_neighbors: the released sim is between items
+
     def __init__(self, *, epsilon: float = 1.0, k: int = 40, mechanism: str = "gaussian",
                  delta: float | None = None, baseline_share: float | None = None,
                  clip: float = 1.0,

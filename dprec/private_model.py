@@ -63,6 +63,29 @@ class PrivateModel:
         self._check_fitted()
         return super().predict(uid, iid, r_ui, clip, verbose)
 
+    def get_neighbors(self, iid: int, k: int) -> list[int]:
+        """Surprise's `get_neighbors`, for a model without neighbours.
+
+        Raises
+        ------
+        TypeError
+            Always: the model chooses no neighbours.
+        """
+        self._check_fitted()
+        raise TypeError(f"{type(self).__name__} has no neighbours (it is not a neighbourhood "
+                        "model): get_neighbors is for PrivateKNN, DPItemKNN and LocalKNN")
+
+    def compute_similarities(self):
+        """Surprise's `compute_similarities`, for a model without similarities.
+
+        Raises
+        ------
+        TypeError
+            Always: the model computes no similarities.
+        """
+        raise TypeError(f"{type(self).__name__} computes no similarities (it is not a "
+                        "neighbourhood model)")
+
     def default_prediction(self) -> float:
         """Surprise's answer where a prediction is impossible, once the model is fitted."""
         self._check_fitted()

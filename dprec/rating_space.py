@@ -32,6 +32,7 @@ from surprise.prediction_algorithms.predictions import Prediction
 
 from ._ratings import RatingArrays, ratings_matrix
 from ._surprise import cyclic_gc_paused, predictions, raw_ids
+from ._validation import check_int
 from .ledger import PrivacyAccountant, Unit
 from .private_model import PrivateModel
 
@@ -240,6 +241,10 @@ class ListedModel(PrivateModel):
 
     _space: RatingSpace
     mu_: float
+    #: the released similarities between listed users or items (sorted lists' order), set
+    #: at `fit` by a neighbourhood model, and which lists they are between
+    _sim: np.ndarray | None = None
+    _similar: str = "users"
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         raise NotImplementedError
@@ -253,6 +258,58 @@ class ListedModel(PrivateModel):
         ([`RatingSpace.declare_scope`][dprec.rating_space.RatingSpace.declare_scope])."""
         accountant.release_once(indices, outputs, note, covered_by)
         self._space.declare_scope(accountant, unit)
+
+    def get_neighbors(self, iid: int, k: int) -> list[int]:
+        """Surprise's `get_neighbors`: the `k` users (items, for an item-based model) most
+        similar to inner id `iid` by the released similarities `sim`, as inner ids, most
+        similar first (ties in the lists' sorted order), among the trainset's.
+
+        Post-processing of the released `sim`, so nothing is charged.  But inner ids
+        follow the data's order (one removal renumbers them): once this is called,
+        the privacy report lists them as an output no guarantee covers (publish
+        the raw ids, `trainset.to_raw_iid` of each, or read `sim`, keyed by them).
+
+        Raises
+        ------
+        TypeError
+            For a model that releases no similarities (no neighbours).
+        ValueError
+            For an `iid` that is not an inner id of the trainset, or `k < 1`.
+        """
+        self._check_fitted()
+        if self._sim is None:
+            return super().get_neighbors(iid, k)
+        items = self._similar == "items"
+        known = raw_ids(self.trainset, users=not items)
+        iid = check_int(iid, "iid", minimum=0, maximum=len(known) - 1)
+        k = check_int(k, "k", minimum=1)
+        names = {output.name for output in self._accountant.outputs}
+        if _INNER_NEIGHBOURS not in names:
+            self._accountant.declare_output(_INNER_NEIGHBOURS, gap=_INNER_ORDER)
+        catalogue = self._space.items if items else self._space.users
+        listed = catalogue.positions(known)             # each inner id's place in the list
+        others = np.delete(listed, iid)
+        inner = np.delete(np.arange(len(known)), iid)
+        by_list = np.argsort(others, kind="stable")
+        row = self._sim[listed[iid]][others[by_list]]
+        order = np.argsort(-np.nan_to_num(row, nan=-np.inf), kind="stable")[:k]
+        return inner[by_list][order].tolist()
+
+    def compute_similarities(self):
+        """Surprise's `compute_similarities`: a model of the lists computes none on
+        demand; a neighbourhood model releases them at `fit` as `sim`.
+
+        Raises
+        ------
+        TypeError
+            Always, saying where the similarities are.
+        """
+        self._check_fitted()
+        if self._sim is None:
+            return super().compute_similarities()
+        raise TypeError(f"{type(self).__name__} releases its similarities at fit: read its "
+                        f"sim attribute (a DataFrame, raw {self._similar[:-1]} ids on both "
+                        "axes); it computes none on demand")
 
     def default_prediction(self) -> float:
         """The released global mean $\\mu$ (Surprise's default reads the raw data's)."""
@@ -294,6 +351,11 @@ class ListedModel(PrivateModel):
         est, details = self._answers(*self._space.positions(uids, iids))
         return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 
+
+#: what `get_neighbors` releases beside `sim`, and why no guarantee covers it
+_INNER_NEIGHBOURS = "neighbours' inner ids (get_neighbors)"
+_INNER_ORDER = ("inner ids follow the order of the data (one removal renumbers them): the "
+                "released similarities are keyed by raw id (sim)")
 
 #: a raw id in no list (what an unknown inner id stands for)
 _NOT_LISTED = object()

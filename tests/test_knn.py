@@ -468,10 +468,28 @@ def test_get_neighbors_is_surprises_with_topk_and_the_selectors_otherwise(split,
     x = {"users": [3]} if user_based else {"items": [3]}
     expected = private.kneighbors(**x)[0][0]
     assert private.get_neighbors(3, 6) == expected[expected >= 0].tolist()
-    with pytest.raises(ValueError, match="k must be the model's k"):
-        private.get_neighbors(3, 5)
     with pytest.raises(ValueError, match="iid"):
         private.get_neighbors(10**6, 6)
+
+
+def test_get_neighbors_at_another_k_is_a_selection_of_its_own_charged_once(split):
+    """#36.18: Surprise's get_neighbors takes any k; a private selector answers it with a
+    set of that size, charged under the selector's entries at that k (once per user)."""
+    trainset, _ = split
+    private = PrivateKNN(k=6, selector="ppns", epsilon=1.0, neighbourhood="user",
+                         random_state=0, verbose=False).fit(trainset)
+    before = private.privacy_report().total()
+    smaller = private.get_neighbors(3, 4)
+    assert len(smaller) == 4 and 3 not in smaller
+    assert len(private.get_neighbors(3, 20)) == 20
+    after = private.privacy_report().total()
+    assert private.get_neighbors(3, 4) == smaller            # kept: asked again, the same set
+    assert private.privacy_report().total() == after   # and not charged again
+    assert after[0] > before[0]
+    lists = {o.name: o for o in private.privacy_report().outputs}
+    assert lists["neighbour lists at k=4 (get_neighbors), as raw ids"].covered_by
+    # the model's own sets (its predictions) are not changed by the other sizes
+    assert private.get_neighbors(3, 6) == private.kneighbors(users=[3])[0][0].tolist()
 
 
 # -------------------------------------- issue #33, finding 7: a refit refused by the budget

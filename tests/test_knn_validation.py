@@ -27,6 +27,7 @@ from strategies import (
 
 from dprec import PrivateKNN, datasets
 from dprec.selectors import PNCF, PPNS, Probabilistic, TopK
+from dprec.similarity import sketch_backend
 
 
 # ---------------------------------------------------------------- properties (hypothesis)
@@ -200,3 +201,18 @@ def test_fit_precomputed_validates_its_arrays(sim_fill, sensitivity, name):
     np.fill_diagonal(sim, 1.0)
     algo = PrivateKNN(k=3, selector="ppns", epsilon=1.0)
     raises_naming(lambda: algo.fit_precomputed(trainset, sim, np.full(6, sensitivity)), name)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: PrivateKNN(sim_options={"name": "cosinus"}),
+    lambda: PrivateKNN(sim_options={"name": "jaccard", "user_based": False}),
+])
+def test_an_unknown_similarity_is_both_surprises_name_error_and_a_value_error(make):
+    """#36.19: Surprise raises NameError for an unknown similarity; code written for it
+    catches NameError, and dprec's callers catch ValueError: the error is both."""
+    trainset = datasets.synthetic(6, 8, 30, random_state=0).build_full_trainset()
+    for caught in (NameError, ValueError):
+        with pytest.raises(caught, match=r"sim_options\['name'\] must be one of"):
+            make().fit(trainset)
+    with pytest.raises(NameError, match="must be one of"):
+        sketch_backend({"name": "rr_minhas"})

@@ -86,9 +86,8 @@ def test_every_call_before_fit_raises_the_same_clear_error(name):
     calls = {"predict": lambda: model.predict("u1", "i1"),
              "test": lambda: model.test([("u1", "i1", 3.0)]),
              "privacy_report": model.privacy_report,
-             "default_prediction": model.default_prediction}
-    if name == "PrivateKNN":
-        calls["get_neighbors"] = lambda: model.get_neighbors(0, 5)
+             "default_prediction": model.default_prediction,
+             "get_neighbors": lambda: model.get_neighbors(0, 5)}
     for call in calls.values():
         with pytest.raises(AttributeError, match=f"^this {name} is not fitted yet: call fit "
                                                  "first$"):

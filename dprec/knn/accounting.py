@@ -163,6 +163,20 @@ def open_book(trainset, ratings: RatingArrays, *, selector: Selector, k: int,
     return Book(accountant, registered, ratings)
 
 
+def book_at(book: Book, *, selector: Selector, k: int, sensitivity: np.ndarray | None,
+            sim_options: Mapping, rating_scale: tuple, neighbourhood: str) -> Book:
+    """The `Book` of the selector's lists at another `k` (`get_neighbors` asked at that
+    `k`): the selector's entries at `k` registered in `book`'s accountant, so that each
+    such list is charged as a selection of its own, beside the model's."""
+    entries = (selector_privacy(selector, k, sensitivity, sim_options["name"], rating_scale,
+                                neighbourhood) if sim_options["user_based"] else [])
+    registered = [(book.accountant.register(entry), entry.applies_to) for entry in entries]
+    book.accountant.declare_output(f"neighbour lists at k={k} (get_neighbors), as raw ids",
+                                   [index for index, _ in registered],
+                                   None if registered else _ITEM_BASED)
+    return Book(book.accountant, registered, book.ratings)
+
+
 def selector_privacy(selector: Selector, k: int, sensitivity: np.ndarray | None, name: str,
                      rating_scale: tuple, neighbourhood: str) -> list[LedgerEntry]:
     """The selector's entries, with what a guarantee assumes of the model checked: a

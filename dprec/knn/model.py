@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -21,7 +22,7 @@ from .._rng import RandomStateLike, derive_seed, fit_entropy
 from ..private_model import PrivateModel
 from ..selectors import Selector
 from ..similarity import EXACT_SIMILARITIES, SimilarityRows, SketchRelease, SketchRows
-from .accounting import open_book
+from .accounting import Book, book_at, open_book
 from .biases import fit_baselines
 from .neighbourhoods import engine
 from .parameters import check_params, check_precomputed
@@ -313,6 +314,7 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
                               sensitivity)
         self._sets = KeptSets(SetChooser(storage, selection, ratings.n_users),
                               apart=self.neighbourhood_ == "item")
+        self._sets_at_k: dict[int, tuple[KeptSets, Book]] = {}
         self._engine = engine(self.neighbourhood_, storage, ratings, selection, self._rules,
                               self._sets)
         self.sketch_release_ = release
@@ -322,6 +324,24 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
             budget=self.budget, random_state=self.random_state, release=release)
         self._accountant = self._book.accountant
         return self
+
+    def _neighbour_sets(self, k: int) -> tuple[KeptSets, Book]:
+        """The kept neighbour sets of size `k` and the book they are charged to: the
+        model's own at its `k`; at another `k` (`get_neighbors`), sets of their own, with
+        independent noise, charged as selections of their own (made once per `k`)."""
+        model = self._sets.chooser
+        if k == model.selection.k:
+            return self._sets, self._book
+        with self._book.lock:
+            if k not in self._sets_at_k:
+                seed = derive_seed(model.selection.seed.to_bytes(8, "little"), f"k={k}")
+                chooser = replace(model, selection=replace(model.selection, k=k, seed=seed))
+                book = book_at(self._book, selector=self.selector_, k=k,
+                               sensitivity=self.sensitivity_, sim_options=self.sim_options_,
+                               rating_scale=self.trainset.rating_scale,
+                               neighbourhood=self.neighbourhood_)
+                self._sets_at_k[k] = (KeptSets(chooser, apart=False), book)
+            return self._sets_at_k[k]
 
     def _similarities(self, ratings: RatingArrays, entropy: bytes,
                       rows_backend: str | None = None):

@@ -4,9 +4,9 @@ one rule or several, top-N lists, and what all of them have cost.
 
 Every method reads the fitted model through the hooks `PrivateKNN.fit` sets up
 (`dprec.knn.model`): its neighbourhood's engine (`_engine`), the users' kept
-neighbour sets (`_sets`), the rules (`_rules`, `_rule`, `_rule_`), the book
-(`_book`), the storage and ratings (`_storage`, `_ratings`) and `_estimate_batch`,
-`_switch`, `_check_fitted`.
+neighbour sets (`_sets`; `_neighbour_sets(k)` for another size), the rules
+(`_rules`, `_rule`, `_rule_`), the book (`_book`), the storage and ratings
+(`_storage`, `_ratings`) and `_estimate_batch`, `_switch`, `_check_fitted`.
 """
 
 from __future__ import annotations
@@ -93,9 +93,11 @@ class KNNQueries:
         `AlgoBase.get_neighbors` returns them (inner ids), through the selector.
 
         With top-k: the `k` most similar others, ties by inner id, as
-        Surprise.  With a private selector, `k` must be the model's `k` (its
-        privacy entries are for that `k`) and the answer is the user's
-        neighbour set of `neighbourhood="user"`, drawn and charged as such.  Inner ids
+        Surprise.  With a private selector, the answer is the user's neighbour
+        set of `neighbourhood="user"`, drawn and charged as such: at the model's
+        `k`, the set its predictions use; at another `k`, a set of that size
+        drawn once with noise of its own and charged as a selection of its own
+        (the selector's entries at that `k`, in the privacy report).  Inner ids
         follow the data's order: publish the raw ids (as `kneighbors` says).
         """
         self._check_fitted()
@@ -107,10 +109,8 @@ class KNNQueries:
             sims[iid] = -np.inf
             order, _ = stable_descending_order(sims[None, :], min(k, n - 1))
             return order[0, :min(k, n - 1)].tolist()
-        if k != self.k:
-            raise ValueError(f"k must be the model's k={self.k} with the {self.selector_.name} "
-                             f"selector (its privacy entries are for that k), got {k}")
-        columns = self._sets.take(np.array([iid]), self._book).columns[0]
+        sets, book = self._neighbour_sets(k)
+        columns = sets.take(np.array([iid]), book).columns[0]
         return columns[columns >= 0].tolist()
 
     def recommend(self, uid, n: int = 10, exclude_rated: bool = True) -> list[tuple]:

@@ -54,6 +54,12 @@ _EXACT_KEYS = {"name", "user_based", "min_support"}
 _SHRINKAGE_KEYS = _EXACT_KEYS | {"shrinkage"}
 
 
+class UnknownSimilarityError(ValueError, NameError):
+    """An unknown `sim_options['name']`: a `ValueError`, like every invalid parameter in
+    dprec, and a `NameError`, as Surprise raises for it (code written for Surprise
+    catches `NameError`)."""
+
+
 def sketch_backend(options: Mapping, random_state: RandomStateLike = None) -> SketchBackend:
     """The backend named by ``options["name"]``, built by its ``from_options``.
 
@@ -70,8 +76,8 @@ def sketch_backend(options: Mapping, random_state: RandomStateLike = None) -> Sk
     name = options.get("name")
     key = name.lower() if isinstance(name, str) else name
     if key not in SKETCH_BACKENDS:
-        raise ValueError(f"sim_options['name'] must be one of {sorted(SKETCH_BACKENDS)}, "
-                         f"got {name!r}")
+        raise UnknownSimilarityError(f"sim_options['name'] must be one of "
+                                     f"{sorted(SKETCH_BACKENDS)}, got {name!r}")
     return SKETCH_BACKENDS[key].from_options({**options, "name": key}, random_state)
 
 
@@ -120,7 +126,8 @@ def check_sim_options(sim_options: Mapping | SketchBackend | None) -> dict:
     name = options.get("name", "msd")
     names = EXACT_SIMILARITIES + tuple(SKETCH_BACKENDS)
     if not isinstance(name, str) or name.lower() not in names:
-        raise ValueError(f"sim_options['name'] must be one of {names}, got {name!r}")
+        raise UnknownSimilarityError(f"sim_options['name'] must be one of {names}, "
+                                     f"got {name!r}")
     options["name"] = name.lower()
     user_based = check_bool(options.get("user_based", True), "sim_options['user_based']")
     if options["name"] in SKETCH_BACKENDS:
@@ -239,7 +246,7 @@ def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: b
 
 __all__ = ["BLOCKED_SIMILARITIES", "EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL",
            "MinHash", "NoisyMinHash", "PrivateSJLT", "RRMinHash", "SimilarityRows", "Sketch",
-           "SketchBackend", "SketchRelease", "SketchRows",
+           "SketchBackend", "SketchRelease", "SketchRows", "UnknownSimilarityError",
            "backend_options", "change_bound", "check_sim_options", "difference_bound",
            "exact_similarity", "recommendation_aware_sensitivity", "similarity_matrix",
            "similarity_rows", "sketch_backend", "with_public_bounds"]
