@@ -151,13 +151,27 @@ def keyed_bits(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: in
         return _mix64(state[:, None] + counters)
 
 
-def stable_keys(ids) -> np.ndarray:
+def stable_keys(ids, name: str = "item ids") -> np.ndarray:
     """A 64-bit key per id (raw user or item ids), the same in every process and run.
 
     BLAKE2b of ``str(id)``: public functions of the ids alone (not of their
     order in the data), for public hash functions keyed by item.
+
+    Raises
+    ------
+    ValueError
+        For two ids that read the same as text (``1`` and ``"1"``), naming them.
     """
-    digests = b"".join(hashlib.blake2b(str(i).encode(), digest_size=8).digest() for i in ids)
+    ids = list(ids)
+    texts = [str(i) for i in ids]
+    if len(set(texts)) != len(texts):
+        first: dict[str, int] = {}
+        a, b = next((ids[first[t]], ids[n]) for n, t in enumerate(texts)
+                    if first.setdefault(t, n) != n)
+        raise ValueError(f"{name} {a!r} and {b!r} read the same as text ({str(a)!r}), and the "
+                         f"sketches key their public hash functions by str(id): make the "
+                         f"{name} distinct as text (e.g. all of them str)")
+    digests = b"".join(hashlib.blake2b(t.encode(), digest_size=8).digest() for t in texts)
     return np.frombuffer(digests, dtype="<i8").astype(np.int64)
 
 

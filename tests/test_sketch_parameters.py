@@ -7,10 +7,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 from strategies import random_sets, sketch_backends
+from surprise import Dataset, Reader
 
+from dprec import LocalKNN, PrivateKNN
 from dprec.ledger import PrivacyLeakWarning, Status, Unit
 from dprec.mechanisms import gaussian_delta, laplace_epsilon
 from dprec.similarity import SKETCH_BACKENDS, Sketch, SketchBackend, sketch_backend
@@ -327,3 +330,18 @@ def test_projections_reproduce_with_a_seed_and_keep_their_hash_seed():
     one.sketch(X)
     two.sketch(X)
     assert (one.projection_ != two.projection_).nnz == 0 and one.hash_seed_ == 5
+
+
+@pytest.mark.parametrize("make", [
+    lambda: LocalKNN(epsilon=1.0),
+    lambda: PrivateKNN(sim_options={"name": "sjlt", "epsilon": 1.0}, verbose=False),
+])
+def test_item_ids_that_read_the_same_as_text_are_named(make):
+    """#36.15: the sketches key their public hashes by str(id), so 1 and "1" collide; the
+    error names both ids and the fix."""
+    rows = [(f"u{u}", (1, "1", "i2", "i3")[i], float((u + i) % 5 + 1))
+            for u in range(6) for i in range(4)]
+    trainset = Dataset.load_from_df(pd.DataFrame(rows),
+                                    Reader(rating_scale=(1, 5))).build_full_trainset()
+    with pytest.raises(ValueError, match=r"^item ids 1 and '1' read the same as text"):
+        make().fit(trainset)
