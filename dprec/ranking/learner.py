@@ -155,7 +155,8 @@ class MallowsRanker(PrivateModel, AlgoBase):
     n_epochs : int, default 20
         Passes; each samples ``pairs_per_rating × n_ratings`` pairs.
     lr : float, default 0.05
-        SGD step size of the first epoch, decayed linearly towards 0.
+        SGD step size of the first epoch, decayed linearly towards 0.  A step so large
+        that the model diverges (its factors or scores overflow) is refused at `fit`.
     reg : float, default 0.05
         L2 penalty :math:`\lambda`.
     batch_size : int, default 1024
