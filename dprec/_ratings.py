@@ -104,6 +104,10 @@ class RatingArrays:
         item_ptr = np.concatenate([[0], np.cumsum(counts)])
         items = np.repeat(np.arange(n_items, dtype=np.int64), counts)
         users, ratings = pairs["u"].copy(), pairs["r"].copy()
+        if user_based:
+            check_ratings(trainset, users, items, ratings)
+        else:
+            check_ratings(trainset, items, users, ratings)
         matrix = ratings_matrix(users, items, ratings, (n_users, n_items))
         # the CSR layout is already sorted by (user, item)
         rows = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(matrix.indptr))
@@ -148,6 +152,40 @@ class RatingArrays:
         deviations = self.matrix.data - self.user_means()[rows]
         sigmas = np.sqrt(np.bincount(rows, deviations**2, self.n_users) / counts)
         return np.where(sigmas == 0.0, float(np.std(self.matrix.data)), sigmas)
+
+
+def check_ratings(trainset: Trainset, users: np.ndarray, items: np.ndarray,
+                  ratings: np.ndarray) -> None:
+    """Refuse a degenerate rating scale and a NaN or infinite rating (Surprise's `Reader`
+    and `Dataset` accept both): every dprec model reads its trainset through this check,
+    at `fit`.
+
+    Parameters
+    ----------
+    trainset : surprise.Trainset
+    users, items : ndarray of int64
+        The inner user and item id of each rating.
+    ratings : ndarray of float64
+
+    Raises
+    ------
+    ValueError
+        For a `rating_scale` whose low is not below its high (or not finite), naming
+        it; for a non-finite rating, naming the raw user and item ids and the value of
+        the first (in the order given) and how many there are.
+    """
+    low, high = trainset.rating_scale
+    if not (np.isfinite(low) and np.isfinite(high) and low < high):
+        raise ValueError(f"rating_scale {trainset.rating_scale!r}: the scale must be two "
+                         "finite numbers (low, high) with low < high; build the Dataset "
+                         "with Reader(rating_scale=(low, high))")
+    bad = np.flatnonzero(~np.isfinite(ratings))
+    if len(bad):
+        first = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        raise ValueError(f"rating of user {trainset.to_raw_uid(int(users[first]))!r} for item "
+                         f"{trainset.to_raw_iid(int(items[first]))!r} is {ratings[first]}"
+                         f"{more}: ratings must be finite numbers; drop or fix it in the data")
 
 
 def ratings_matrix(rows: np.ndarray, columns: np.ndarray, ratings: np.ndarray,

@@ -17,13 +17,47 @@ UNKNOWN = "User and/or item is unknown."
 def inner_ids(trainset, testset) -> tuple[tuple, tuple, tuple, np.ndarray, np.ndarray]:
     """``(uids, iids, r_uis, users, items)``: the raw columns of ``testset`` and the
     inner ids of its users and items (``-1`` where the trainset does not know them)."""
-    with cyclic_gc_paused():  # zip(*testset) makes one iterator object per rating
-        uids, iids, r_uis = zip(*testset)
+    uids, iids, r_uis = testset_columns(testset)
     users = np.fromiter(map(trainset._raw2inner_id_users.get, uids, repeat(-1)), np.int64,
                         len(uids))
     items = np.fromiter(map(trainset._raw2inner_id_items.get, iids, repeat(-1)), np.int64,
                         len(iids))
     return uids, iids, r_uis, users, items
+
+
+def testset_columns(testset) -> tuple[tuple, tuple, tuple]:
+    """`(uids, iids, r_uis)`: the columns of `testset`, any iterable of `(uid, iid, r_ui)`
+    rows (empty tuples for an empty one).
+
+    Raises
+    ------
+    TypeError
+        If `testset` is not an iterable of rows (naming `testset`).
+    ValueError
+        If a row has not 3 fields (Surprise's `AlgoBase.test` raises too): naming
+        `testset`, the row and the rows expected.
+    """
+    try:
+        rows = testset if isinstance(testset, (list, tuple)) else list(testset)
+    except TypeError as error:
+        raise TypeError("testset must be an iterable of (uid, iid, r_ui) rows (e.g. "
+                        f"trainset.build_testset()), got {type(testset).__name__}") from error
+    if not rows:
+        return (), (), ()
+    try:
+        lengths = np.fromiter(map(len, rows), np.int64, len(rows))
+    except TypeError as error:
+        row = next(row for row in rows if not hasattr(row, "__len__"))
+        raise TypeError("testset must hold (uid, iid, r_ui) rows (e.g. "
+                        f"trainset.build_testset()), got a row {row!r}") from error
+    wrong = np.flatnonzero(lengths != 3)
+    if len(wrong):
+        raise ValueError(f"testset must hold (uid, iid, r_ui) rows (e.g. "
+                         f"trainset.build_testset()), but row {wrong[0]} has "
+                         f"{lengths[wrong[0]]} value(s): {rows[wrong[0]]!r}")
+    with cyclic_gc_paused():  # zip(*rows) makes one iterator object per rating
+        uids, iids, r_uis = zip(*rows)
+    return uids, iids, r_uis
 
 
 def raw_to_inner(trainset, users: bool = True) -> dict:

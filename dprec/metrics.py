@@ -21,6 +21,9 @@ from ._validation import check_choice, check_int, check_real
 __all__ = ["coverage", "kendall_tau", "map_at_k", "ndcg_at_k", "pairwise_accuracy",
            "precision_at_k", "recall_at_k"]
 
+#: The error for predictions (a list, or a top-N frame) with nothing to score.
+_EMPTY = "predictions is empty: there is nothing to score (a metric of no user is undefined)"
+
 #: Largest number of within-user pairs materialised at once.
 _PAIR_BLOCK = 1 << 22
 
@@ -31,7 +34,7 @@ def _arrays(predictions: Sequence) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise TypeError("predictions must be a list of Surprise Prediction tuples, "
                         f"got {type(predictions).__name__}")
     if len(predictions) == 0:
-        raise ValueError("predictions is empty")
+        raise ValueError(_EMPTY)
     try:
         frame = pd.DataFrame([p[:4] for p in predictions], columns=["uid", "iid", "r_ui", "est"])
     except (TypeError, ValueError) as err:
@@ -232,6 +235,8 @@ def _ranked(predictions, k: int, threshold: float, testset):
         missing = {"uid", "iid", "rank"} - set(frame.columns)
         if missing:
             raise ValueError(f"predictions frame lacks column(s) {sorted(missing)}")
+        if frame.empty:
+            raise ValueError(_EMPTY)
         truth = pd.DataFrame(list(testset), columns=["uid", "iid", "r_ui"])
         truth = truth[pd.to_numeric(truth["r_ui"]) >= threshold]
         listed = frame[frame["rank"] <= k].sort_values(["uid", "rank"], kind="stable")
@@ -243,6 +248,9 @@ def _ranked(predictions, k: int, threshold: float, testset):
                                 zip(listed["uid"].tolist(), listed["iid"].tolist())), bool,
                                len(listed))
         rank = listed["rank"].to_numpy(np.int64) - 1
+        if len(uniques) == 0:
+            raise ValueError(f"predictions: no row has rank <= k={k} and testset no rating "
+                             ">= threshold: there is no user to score")
         n_relevant = np.bincount(codes[len(listed):], minlength=len(uniques))
         return users, rank, relevant, np.ones(len(listed), bool), n_relevant
     users, true, est = _arrays(predictions)

@@ -31,7 +31,7 @@ from surprise import PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
 from ._ratings import RatingArrays, ratings_matrix
-from ._surprise import cyclic_gc_paused, predictions, raw_ids
+from ._surprise import predictions, raw_ids, testset_columns
 from ._validation import check_int
 from .ledger import PrivacyAccountant, Unit
 from .private_model import PrivateModel
@@ -343,11 +343,9 @@ class ListedModel(PrivateModel):
     def test(self, testset, verbose: bool = False):
         """Surprise's `test`, all pairs at once (the same numbers as `predict`)."""
         self._check_fitted()
-        testset = list(testset)                 # any iterable of (uid, iid, r_ui)
-        if not testset:
+        uids, iids, r_uis = testset_columns(testset)   # any iterable of (uid, iid, r_ui)
+        if not uids:
             return []
-        with cyclic_gc_paused():        # zip(*testset) makes one iterator object per rating
-            uids, iids, r_uis = zip(*testset)
         est, details = self._answers(*self._space.positions(uids, iids))
         return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 

@@ -151,13 +151,20 @@ def check_precomputed(name: str, release, sim, sensitivity, n: int,
     sim = np.asarray(sim, dtype=np.float64)
     if sim.shape != (n, n):
         raise ValueError(f"sim must have shape ({n}, {n}), got {sim.shape}")
-    if selector.needs_sensitivity and (sensitivity is None or len(sensitivity) != n):
+    if selector.needs_sensitivity and sensitivity is None:
         raise ValueError(f"sensitivity (one RS per user, {n}) is required by the "
                          f"{selector.name} selector")
     if not np.isfinite(sim).all():
         raise ValueError("sim must be finite (no NaN or infinity)")
     if sensitivity is not None:
-        sensitivity = np.asarray(sensitivity, dtype=np.float64)
+        try:
+            sensitivity = np.asarray(sensitivity, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise TypeError("sensitivity must be an array of numbers (one RS per user), got "
+                            f"{type(sensitivity).__name__}") from error
+        if sensitivity.shape != (n,):
+            raise ValueError(f"sensitivity must hold one RS per user, shape ({n},) as sim, "
+                             f"got shape {sensitivity.shape}")
         if not (np.isfinite(sensitivity) & (sensitivity > 0)).all():
             raise ValueError("sensitivity must be finite and > 0 (each user's RS)")
     return sim, sensitivity

@@ -45,27 +45,28 @@ class SurprisePredictions:
     def test(self, testset, verbose: bool = False) -> list[Prediction]:
         """Predict a whole testset at once; equal to `predict` one by one."""
         self._check_fitted()
-        if len(testset) == 0:
-            return []
         uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
+        n = len(uids)
+        if n == 0:
+            return []
         known = np.flatnonzero((users >= 0) & (items >= 0))
         batch = self._estimate_batch(*self._switch(users[known], items[known]))
-        position = np.full(len(testset), -1)
+        position = np.full(n, -1)
         position[known] = np.arange(len(known))
-        possible = np.zeros(len(testset), dtype=bool)
+        possible = np.zeros(n, dtype=bool)
         possible[known] = self._rules.possible(self._rule_, batch.actual_k)
-        est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
+        est = np.full(n, self.default_prediction(), dtype=np.float64)
         est[possible] = batch.est[0, position[possible]]
         baseline = self.prediction_ == "baseline"
         if baseline:  # KNNBaseline answers unknown users and items with their baseline
             unknown = position < 0
             est[unknown] = self._unknown_baseline(users[unknown], items[unknown])
         known_details = self._details(batch, was_impossible=False)  # one per known query
-        if len(known) == len(testset) and possible.all():
+        if len(known) == n and possible.all():
             return predictions(self.trainset, uids, iids, r_uis, est, known_details, verbose)
 
         def details():   # built in predictions' pause of the collector, placed in C loops
-            placed = np.empty(len(testset), dtype=object)
+            placed = np.empty(n, dtype=object)
             placed[known] = list(known_details)
             impossible = np.flatnonzero(~possible)
             placed[impossible] = [

@@ -99,7 +99,8 @@ class Rules:
         """The rule `(prediction, fallback, shrinkage)` on the fitted ratings (built once
         per fit; `baselines()` gives $(b_x, b_y)$ when a baseline rule first needs them):
         what each stored rating $r_{xy}$ contributes to the weighted sum, $r$ (basic),
-        $r - \\mu_x$ (means, centred), $(r - \\mu_x) / \\sigma_x$ (zscore),
+        $r - \\mu_x$ (means, centred), $(r - \\mu_x) / \\sigma_x$ (zscore; 0 where
+        $\\sigma_x = 0$, i.e. all the ratings are equal, so the estimate is then $\\mu_u$),
         $r - (\\mu + b_x + b_y)$ (baseline)."""
         if key in self._built:
             return self._built[key]
@@ -124,8 +125,8 @@ class Rules:
                 out.append(r)
             elif rule == "baseline":
                 out.append(r - (ratings.global_mean + self.bx[x] + self.by[y]))
-            elif rule == "zscore":
-                out.append((r - self.means[x]) / self.sigmas[x])
+            elif rule == "zscore":   # sigma 0 only when all the ratings are equal: no deviation
+                out.append(safe_divide(r - self.means[x], self.sigmas[x]))
             else:
                 out.append(r - self.means[x])
         deviations = sp.csc_matrix(sp.csr_matrix((out[0], matrix.indices, matrix.indptr),

@@ -32,6 +32,7 @@ See ``docs/ranking.md`` for the formulas and the paper.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from collections.abc import Callable, Mapping
@@ -42,6 +43,7 @@ from scipy.special import expit
 from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
+from .._ratings import check_ratings
 from .._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
 from .._surprise import UNKNOWN, inner_ids, predictions, raw_ids
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
@@ -153,7 +155,8 @@ class MallowsRanker(PrivateModel, AlgoBase):
     n_epochs : int, default 20
         Passes; each samples ``pairs_per_rating × n_ratings`` pairs.
     lr : float, default 0.05
-        SGD step size of the first epoch, decayed linearly towards 0.
+        SGD step size of the first epoch, decayed linearly towards 0.  A step so large
+        that the model diverges (its factors or scores overflow) is refused at `fit`.
     reg : float, default 0.05
         L2 penalty :math:`\lambda`.
     batch_size : int, default 1024
@@ -238,9 +241,16 @@ class MallowsRanker(PrivateModel, AlgoBase):
         user_epsilon = self._user_epsilons(trainset)
         self._refuse_past_budget([(float(np.max(user_epsilon, initial=0.0)), 0.0)],
                                  Unit.RANKING_SWAP)        # one privatisation per user
+        users, items, ratings = _rating_arrays(trainset)
+        shadow = copy.copy(self)     # all or nothing: swapped in once the fit succeeds
+        shadow._fit(trainset, users, items, ratings, user_epsilon)
+        self.__dict__ = shadow.__dict__
+        return self
+
+    def _fit(self, trainset, users: np.ndarray, items: np.ndarray, ratings: np.ndarray,
+             user_epsilon: np.ndarray) -> None:
         AlgoBase.fit(self, trainset)
         rng = check_random_state(self.random_state)
-        users, items, ratings = _rating_arrays(trainset)
         self.user_epsilon_ = user_epsilon
         order = np.lexsort((rng.random(len(items)), -ratings, users))
         segments = _Segments.from_sorted_owner(users[order], trainset.n_users)
@@ -249,10 +259,15 @@ class MallowsRanker(PrivateModel, AlgoBase):
                      else laplace_privatize)
         kwargs = {"calibration": self.calibration} if privatize is mallows_privatize else {}
         self.orders_ = privatize(true_orders, self.user_epsilon_, rng, **kwargs)
-        self._fit_factors(rng, np.concatenate(self.orders_), segments)
-        self._fit_rating_map(users[order], items[order], ratings[order], segments)
+        with np.errstate(over="ignore", invalid="ignore"):   # a divergence is refused below
+            self._fit_factors(rng, np.concatenate(self.orders_), segments)
+            self._fit_rating_map(users[order], items[order], ratings[order], segments)
+        fitted = (self.user_factors_, self.item_factors_, self.item_bias_, self._train_scores,
+                  self._bandwidth)
+        if not all(np.isfinite(array).all() for array in fitted):
+            raise ValueError(f"lr={self.lr!r}: the pairwise model diverged (its factors or "
+                             "scores overflowed); use a smaller lr (default 0.05)")
         self._accountant = self._ledger()
-        return self
 
     def _user_epsilons(self, trainset) -> np.ndarray:
         spec = self.epsilon
@@ -340,11 +355,11 @@ class MallowsRanker(PrivateModel, AlgoBase):
     def test(self, testset, verbose: bool = False) -> list[Prediction]:
         """Predict a whole testset at once; equal to ``predict`` one by one."""
         self._check_fitted()
-        if len(testset) == 0:
-            return []
         uids, iids, r_uis, users, items = inner_ids(self.trainset, testset)
+        if not uids:
+            return []
         known = (users >= 0) & (items >= 0)
-        est = np.full(len(testset), self.default_prediction(), dtype=np.float64)
+        est = np.full(len(uids), self.default_prediction(), dtype=np.float64)
         if known.any():
             est[known] = self._estimate_batch(users[known], items[known])
         details = ({"was_impossible": False} if ok
@@ -402,7 +417,9 @@ def _rating_arrays(trainset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = trainset.n_ratings
     data = np.fromiter(trainset.all_ratings(), dtype=[("u", np.int64), ("i", np.int64),
                                                       ("r", np.float64)], count=n)
-    return data["u"].copy(), data["i"].copy(), data["r"].copy()
+    users, items, ratings = data["u"].copy(), data["i"].copy(), data["r"].copy()
+    check_ratings(trainset, users, items, ratings)
+    return users, items, ratings
 
 
 def _sample_pairs(rng: np.random.Generator, anchors: np.ndarray, owner: np.ndarray,
