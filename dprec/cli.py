@@ -18,8 +18,20 @@ from . import _kernels as kernels
 from . import datasets
 from ._plotting import subplots
 from .evaluation import cross_validate_table, dask_client, grid_table, parallel_backend, summarise
+from .experiments._options import (
+    EPSILON,
+    FOLDS,
+    N_JOBS,
+    POSITIVE_INT,
+    PROBABILITY,
+    SEED,
+    OptionParser,
+    existing_path,
+    output_folder,
+)
 from .knn import PrivateKNN
 from .ranking import MallowsRanker
+from .similarity import EXACT_SIMILARITIES, SKETCH_BACKENDS
 
 #: ``dprec <command> [options]`` runs ``dprec.experiments.<module>.main(options)``
 EXPERIMENTS = {
@@ -38,30 +50,10 @@ EXPERIMENTS = {
 }
 
 
-def _bounded(kind, name: str, low=None, high=None, low_inclusive: bool = True,
-             nonzero: bool = False):
-    """An argparse ``type`` parsing ``kind`` in a range (argparse's error names the option)."""
-    def parse(text: str):
-        value = kind(text)  # ValueError: argparse reports "invalid <name> value"
-        if value != value or (low is not None and (value < low or (value == low and
-                                                                   not low_inclusive))) \
-                or (high is not None and value > high) or (nonzero and value == 0):
-            raise argparse.ArgumentTypeError(f"{name} out of range: {text}")
-        return value
-    parse.__name__ = name
-    parse.__doc__ = f"Parse {name} (an argparse ``type``)."
-    return parse
-
-
-POSITIVE_INT = _bounded(int, "a positive integer", low=1)
-FOLDS = _bounded(int, "a number of folds >= 2", low=2)
-SEED = _bounded(int, "a seed >= 0", low=0)
-N_JOBS = _bounded(int, "a non-zero number of jobs", nonzero=True)
-EPSILON = _bounded(float, "a finite epsilon > 0", low=0.0, high=1e308, low_inclusive=False)
-PROBABILITY = _bounded(float, "a number in (0, 1]", low=0.0, high=1.0, low_inclusive=False)
-
 CV_ALGORITHMS = ("knnbasic", "topk", "probabilistic", "pncf", "pncf_corrected", "ppns",
                  "mallows")
+#: ``dprec cv --sim``: Surprise's similarities (every algorithm), dprec's sketches (PrivateKNN)
+CV_SIMILARITIES = (*EXACT_SIMILARITIES, *SKETCH_BACKENDS)
 #: the errors an ordinary mistake raises: one line and exit status 2 (``--debug``: traceback)
 USER_ERRORS = (datasets.DatasetUnavailable, ValueError, TypeError, ImportError)
 CV_COLUMNS = ["algo", "epsilon", "fold", "rmse", "mae", "fit_time", "test_time"]
@@ -87,8 +79,6 @@ def demo_algorithms(k: int, seed: int) -> dict:
 def run_demo(args: argparse.Namespace) -> int:
     """``dprec demo``: cross-validate KNNBasic and dprec's algorithms; prints the
     report and writes ``demo.csv``."""
-    if args.quick:
-        args.dataset, args.folds, args.k = "synthetic", 2, min(args.k, 10)
     data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick,
                                              path=args.data_path)
     print(f"dprec demo: {args.folds}-fold cross-validation on {label}, k={args.k}", flush=True)
@@ -158,8 +148,10 @@ def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosi
 
 def run_cv(args: argparse.Namespace) -> int:
     """``dprec cv``: cross-validate one algorithm for each ε; writes ``cv.csv``."""
-    if args.quick:
-        args.dataset, args.folds, args.k = "synthetic", 2, min(args.k, 10)
+    if args.algo == "knnbasic" and args.sim not in EXACT_SIMILARITIES:
+        raise ValueError(f"--sim {args.sim} is one of dprec's sketches: Surprise's KNNBasic "
+                         f"(--algo knnbasic) takes {', '.join(EXACT_SIMILARITIES)}; use "
+                         "--algo topk for the same kNN on a sketch")
     data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick,
                                              path=args.data_path)
     epsilons = args.epsilon or [None]
@@ -221,51 +213,38 @@ def plot_cv(table, path: Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``dprec`` argument parser: ``demo``, ``cv`` and the experiments."""
-    parser = argparse.ArgumentParser(
+    parser = OptionParser(
         prog="dprec", description=__doc__.split("\n\n")[0],
         epilog="Every command writes CSV (and PNG) under --out and takes --seed; "
                "--debug anywhere shows a traceback instead of a one-line error.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
-    data = argparse.ArgumentParser(add_help=False)
-    data.add_argument("--dataset", choices=["auto", "ml-100k", "lastfm", "synthetic"],
-                      default="auto",
-                      help="auto (default): MovieLens 100k when a local copy is found, else "
-                           "synthetic data of its shape, saying so")
-    data.add_argument("--data-path", default=None, metavar="PATH",
-                      help="where the dataset is: MovieLens's u.data or its folder, Last.fm's "
-                           "user_artists.dat (default: SURPRISE_DATA_FOLDER, DPREC_LASTFM)")
-    data.add_argument("--seed", type=SEED, default=0,
-                      help="seed of the folds and of every noise draw (default 0)")
-    data.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds "
-                                                             "(default 5)")
-    data.add_argument("--n-jobs", type=N_JOBS, default=1,
-                      help="folds run in parallel (joblib; -1: all cores; default 1)")
-    data.add_argument("--quick", action="store_true",
-                      help="a small fast run on synthetic data: 2 folds, k <= 10")
-
     demo = commands.add_parser(
-        "demo", parents=[data], help="cross-validate Surprise's KNNBasic next to dprec's "
-                                     "algorithms",
+        "demo", help="cross-validate Surprise's KNNBasic next to dprec's algorithms",
         description="5-fold cross-validation of Surprise's KNNBasic next to every dprec "
                     "algorithm on MovieLens 100k (synthetic data when it cannot be loaded).")
-    demo.add_argument("--k", type=POSITIVE_INT, default=40, help="neighbours (default 40)")
-    demo.add_argument("--out", default="results", help="folder for demo.csv (default results)")
+    add_data_options(demo)
+    demo.add_argument("--k", type=POSITIVE_INT, default=40, quick=10,
+                      help="neighbours (default 40; quick 10)")
+    demo.add_argument("--out", type=output_folder, default="results",
+                      help="folder for demo.csv (default results)")
     demo.set_defaults(handler=run_demo)
 
     cv = commands.add_parser(
-        "cv", parents=[data], help="cross-validate one algorithm over several ε",
+        "cv", help="cross-validate one algorithm over several ε",
         description="k-fold cross-validation of one algorithm for each ε; writes OUT/cv.csv "
                     "(one row per ε and fold) and OUT/cv.png when several ε are given. The "
                     "same seed gives the same scores whatever the backend and --n-jobs.")
+    add_data_options(cv)
     cv.add_argument("--algo", choices=CV_ALGORITHMS, default="ppns",
                     help="Surprise's KNNBasic, a PrivateKNN selector, or the Mallows ranker "
                          "(default ppns)")
-    cv.add_argument("--sim", default="cosine",
-                    help="similarity of the kNN algorithms: msd, cosine (default), pearson, "
-                         "pearson_baseline")
+    cv.add_argument("--sim", type=str.lower, choices=CV_SIMILARITIES, default="cosine",
+                    help="similarity of the kNN algorithms: cosine (default), msd, pearson, "
+                         "pearson_baseline, or a sketch of dprec's (not with knnbasic)")
     cv.add_argument("--epsilon", type=EPSILON, nargs="+", metavar="E",
                     help="privacy budgets, one run each (pncf, ppns, pncf_corrected, mallows)")
-    cv.add_argument("--k", type=POSITIVE_INT, default=40, help="neighbours (default 40)")
+    cv.add_argument("--k", type=POSITIVE_INT, default=40, quick=10,
+                    help="neighbours (default 40; quick 10)")
     cv.add_argument("--p", type=PROBABILITY, default=None,
                     help="PPNS's geometric parameter (default: the selector's)")
     cv.add_argument("--neighbourhood", choices=["item", "user"], default="item",
@@ -280,13 +259,35 @@ def build_parser() -> argparse.ArgumentParser:
                          "--n-jobs workers)")
     cv.add_argument("--no-progress", dest="progress", action="store_false",
                     help="no progress bar (default: a tqdm bar over the (ε, fold) jobs)")
-    cv.add_argument("--out", default="results/cv", help="output folder (default results/cv)")
+    cv.add_argument("--out", type=output_folder, default="results/cv",
+                    help="output folder (default results/cv)")
     cv.set_defaults(handler=run_cv)
 
     for command, (_, summary) in EXPERIMENTS.items():
         commands.add_parser(command, help=f"{summary} ('dprec {command} --help' for its "
                                           "options)", add_help=False)
     return parser
+
+
+def add_data_options(parser: OptionParser) -> None:
+    """The data and cross-validation options of ``demo`` and ``cv``."""
+    parser.add_argument("--dataset", choices=["auto", "ml-100k", "lastfm", "synthetic"],
+                        default="auto", quick="synthetic",
+                        help="auto (default): MovieLens 100k when a local copy is found, else "
+                             "synthetic data of its shape, saying so (quick: synthetic)")
+    parser.add_argument("--data-path", type=existing_path, default=None, metavar="PATH",
+                        help="where the dataset is: MovieLens's u.data or its folder, "
+                             "Last.fm's user_artists.dat (default: SURPRISE_DATA_FOLDER, "
+                             "DPREC_LASTFM)")
+    parser.add_argument("--seed", type=SEED, default=0,
+                        help="seed of the folds and of every noise draw (default 0)")
+    parser.add_argument("--folds", type=FOLDS, default=5, quick=2,
+                        help="cross-validation folds (default 5; quick 2)")
+    parser.add_argument("--n-jobs", type=N_JOBS, default=1,
+                        help="folds run in parallel (joblib; -1: all cores; default 1)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small fast run: synthetic data, 2 folds, k = 10 (the options "
+                             "given win)")
 
 
 def run_experiment(command: str, argv: list[str]) -> int:
@@ -309,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in EXPERIMENTS:
             return run_experiment(args.command, rest)
         if rest:
-            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+            OptionParser(prog=f"dprec {args.command}").error(
+                f"unrecognized arguments: {' '.join(rest)}")
         return args.handler(args)
     except USER_ERRORS as error:
         if debug:

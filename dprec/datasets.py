@@ -76,7 +76,8 @@ def load_or_synthetic(name: str = "auto", seed: int = 0, quick: bool = False,
     stderr and returns :func:`synthetic` data of the same shape instead (with
     ``quick``: 300 users, 400 items, 12000 ratings).  ``"synthetic"`` always
     gives that synthetic data; other names as :func:`load`, from ``path`` if
-    given (the command line's ``--data-path``).
+    given (the command line's ``--data-path``; no fallback then: a path given
+    that holds no dataset raises :class:`DatasetUnavailable`).
     """
     labels = {"ml-100k": "MovieLens 100k", "lastfm": "HetRec 2011 Last.fm"}
     shape = (300, 400, 12_000) if quick else (943, 1682, 100_000)
@@ -87,7 +88,7 @@ def load_or_synthetic(name: str = "auto", seed: int = 0, quick: bool = False,
     try:
         return load(real, path), labels.get(real, real)
     except DatasetUnavailable as error:
-        if name != "auto":
+        if name != "auto" or path is not None:     # a path given must be read
             raise
         print(f"MovieLens 100k could not be loaded: {error}\n"
               f"Falling back to dprec's {synthetic_label} data.", file=sys.stderr)
@@ -210,10 +211,14 @@ def _find_ml100k(path: str | os.PathLike | None = None) -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate
+    tried = ", ".join(str(c) for c in candidates)
+    if path is not None:
+        raise DatasetUnavailable(
+            f"MovieLens 100k is not at the path given (--data-path): no file at {tried}; "
+            "give MovieLens 100k's u.data or a folder containing it")
     folder = os.environ.get("SURPRISE_DATA_FOLDER")
     setting = f"SURPRISE_DATA_FOLDER={folder!r}" if folder is not None else (
         "SURPRISE_DATA_FOLDER is not set, so Surprise uses ~/.surprise_data")
-    tried = ", ".join(str(c) for c in candidates)
     raise DatasetUnavailable(
         f"MovieLens 100k is not available offline: no file at {tried} ({setting}). "
         "dprec never downloads it. Set SURPRISE_DATA_FOLDER, before surprise is first "

@@ -73,7 +73,7 @@ def test_cli_rejects_out_of_range_numbers(argv):
     assert re.search(rf"error: argument {re.escape(argv[1])}: ", message), message
 
 
-def test_attack_takes_the_common_option_names():
+def test_attack_takes_the_common_option_names(tmp_path):
     """``--dataset`` everywhere (``--data`` still accepted by ``attack``), and
     ``--data-path`` next to it."""
     import argparse
@@ -81,6 +81,8 @@ def test_attack_takes_the_common_option_names():
     from dprec.experiments import attack_resistance
 
     captured, parse = {}, argparse.ArgumentParser.parse_args
+    path = str(tmp_path / "u.data")
+    (tmp_path / "u.data").write_text("1\t1\t5\t0\n")
 
     def stop(self, args=None, namespace=None):
         captured["args"] = parse(self, args, namespace)
@@ -89,11 +91,12 @@ def test_attack_takes_the_common_option_names():
     for option in ("--dataset", "--data"):
         with pytest.MonkeyPatch.context() as patch, pytest.raises(SystemExit):
             patch.setattr(argparse.ArgumentParser, "parse_args", stop)
-            attack_resistance.main([option, "synthetic", "--data-path", "x"])
-        assert captured["args"].dataset == "synthetic" and captured["args"].data_path == "x"
+            attack_resistance.main([option, "ml-100k", "--data-path", path])
+        assert captured["args"].dataset == "ml-100k" and captured["args"].data_path == path
     for command in ("demo", "cv"):
-        args = build_parser().parse_args([command, "--data-path", "u.data", "--quick"])
-        assert args.data_path == "u.data" and args.quick
+        args = build_parser().parse_args([command, "--data-path", path, "--quick",
+                                          "--dataset", "auto"])
+        assert args.data_path == path and args.quick
 
 
 def test_plots_leave_a_running_backend_alone(tmp_path):

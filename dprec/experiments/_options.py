@@ -1,55 +1,176 @@
-"""The command-line options every experiment shares, named and explained once."""
+"""The command line's options, named and explained once: the typed values every
+subcommand parses (`POSITIVE_INT`, `FOLDS`, `EPSILON`, `output_folder`, …), the
+parser that answers a mistake in one line, and the options every experiment shares."""
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 from ..datasets import load_or_synthetic, synthetic
 
+#: the largest count an option takes (k, targets, repetitions, folds, jobs)
+MAX_COUNT = 2**31 - 1
+#: the largest seed (NumPy's legacy seeds, which Surprise's folds use, are 32-bit)
+MAX_SEED = 2**32 - 1
+#: marks an option without a `--quick` default
+_NO_QUICK = object()
 
-def experiment_parser(prog: str | None, doc: str, out: str, **options) -> argparse.ArgumentParser:
+
+class OptionParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line, `<prog>: error: <message>`,
+    with exit status 2 (argparse prints its usage block first).
+
+    `add_argument(..., quick=value)` gives an option another default under `--quick`;
+    a value the user gives wins over both. After parsing, `--data-path` with synthetic
+    data (`--quick` or `--dataset synthetic`) is refused: the path would not be read.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.quick_defaults: dict[str, tuple[Any, Any]] = {}
+
+    def error(self, message: str):
+        """Print `<prog>: error: <message>` (one line, no usage block); exit with 2."""
+        self.exit(2, f"{self.prog}: error: {' '.join(message.splitlines())}\n")
+
+    def add_argument(self, *args: Any, quick: Any = _NO_QUICK, **kwargs: Any):
+        """`argparse.ArgumentParser.add_argument`, with `quick` the option's default under
+        `--quick`."""
+        action = super().add_argument(*args, **kwargs)
+        if quick is not _NO_QUICK:
+            self.quick_defaults[action.dest] = (action.default, quick)
+            action.default = None
+        return action
+
+    def parse_known_args(self, args: Sequence[str] | None = None,
+                         namespace: argparse.Namespace | None = None):
+        """Parse, then set the options the user left out to their default (their
+        `--quick` default under `--quick`) and check the options read together."""
+        namespace, rest = super().parse_known_args(args, namespace)
+        quick = getattr(namespace, "quick", False)
+        for dest, (default, quick_default) in self.quick_defaults.items():
+            if getattr(namespace, dest, None) is None:
+                setattr(namespace, dest, quick_default if quick else default)
+        if getattr(namespace, "data_path", None) is not None \
+                and getattr(namespace, "dataset", None) == "synthetic":
+            self.error("argument --data-path: not read on synthetic data (--quick or "
+                       "--dataset synthetic); add --dataset ml-100k to read it, or drop "
+                       "--data-path")
+        return namespace, rest
+
+
+def _number(kind: Callable[[str], Any], what: str, low: float, high: float,
+            low_inclusive: bool = True, nonzero: bool = False) -> Callable[[str], Any]:
+    """An argparse `type` parsing `kind` (`int` or `float`) in `[low, high]` (`(low,
+    high]` unless `low_inclusive`); its message says what was `expected`."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            value = math.nan
+        if not (value > low or (low_inclusive and value == low)) or (nonzero and value == 0):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        if value > high or (kind is float and not math.isfinite(value)):
+            limit = f"{high:g}" if kind is float else str(high)
+            raise argparse.ArgumentTypeError(f"expected {what}, at most {limit}, got {text!r}")
+        return value
+    parse.__name__ = what
+    parse.__doc__ = f"Parse {what} (an argparse `type`)."
+    return parse
+
+
+POSITIVE_INT = _number(int, "a whole number >= 1", 1, MAX_COUNT)
+FOLDS = _number(int, "a number of folds >= 2", 2, MAX_COUNT)
+SEED = _number(int, "a seed, a whole number >= 0", 0, MAX_SEED)
+N_JOBS = _number(int, "a non-zero whole number (-1: all cores)", -MAX_COUNT, MAX_COUNT,
+                 nonzero=True)
+EPSILON = _number(float, "a finite number > 0", 0.0, 1e308, low_inclusive=False)
+PROBABILITY = _number(float, "a number > 0", 0.0, 1.0, low_inclusive=False)
+
+
+def existing_path(text: str) -> str:
+    """Parse a file or folder that exists (an argparse `type`)."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"no such file or folder: {text!r}")
+    return text
+
+
+def output_folder(text: str) -> str:
+    """Parse a folder the results can be written to (an argparse `type`): it exists,
+    or can be created, and is writable. The folders created to find out are removed
+    again (the run creates them)."""
+    path, created = Path(text), []
+    try:
+        for folder in [*reversed(path.parents), path]:
+            if not folder.is_dir():
+                folder.mkdir()      # FileExistsError where a file stands in the way
+                created.append(folder)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(13, "Permission denied")
+    except (OSError, ValueError) as error:     # ValueError: a null byte
+        reason = "a file is in the way" if isinstance(error, FileExistsError) else (
+            getattr(error, "strerror", None) or str(error))
+        raise argparse.ArgumentTypeError(f"cannot write results to the folder {text!r}: "
+                                         f"{reason}") from None
+    finally:
+        for folder in reversed(created):
+            folder.rmdir()
+    return text
+
+
+def experiment_parser(prog: str | None, doc: str, out: str, **options) -> OptionParser:
     """An experiment's command line: described by the first paragraph of its module's
     docstring `doc`, with the options every experiment shares (`add_common_options`:
     `out` the default folder, `options` its keywords)."""
-    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    parser = OptionParser(prog=prog, description=doc.split("\n\n")[0])
     add_common_options(parser, out, **options)
     return parser
 
 
-def add_common_options(parser: argparse.ArgumentParser, out: str, *, folds: int | None = None,
-                       n_jobs: int | None = None, jobs: str = "jobs",
+def add_common_options(parser: OptionParser, out: str, *, folds: int | None = None,
+                       quick_folds: int = 2, n_jobs: int | None = None, jobs: str = "jobs",
                        data: bool = False) -> None:
-    """Add ``--out`` and ``--seed``; ``--folds`` and ``--n-jobs`` when given a default
-    (``jobs`` says what runs in parallel); with ``data``, ``--dataset`` and
-    ``--data-path`` (read by :func:`dprec.datasets.load_or_synthetic`)."""
-    parser.add_argument("--out", default=out, help=f"output folder (default {out})")
-    parser.add_argument("--seed", type=int, default=0,
+    """Add `--out` and `--seed`; `--folds` (`quick_folds` under `--quick`) and `--n-jobs`
+    when given a default (`jobs` says what runs in parallel); with `data`, `--dataset`
+    (synthetic under `--quick`) and `--data-path` (read by `experiment_data`)."""
+    parser.add_argument("--out", type=output_folder, default=out,
+                        help=f"output folder (default {out})")
+    parser.add_argument("--seed", type=SEED, default=0,
                         help="seed of the data, folds and noise (default 0)")
     if folds is not None:
-        parser.add_argument("--folds", type=int, default=folds,
-                            help=f"cross-validation folds (default {folds})")
+        parser.add_argument("--folds", type=FOLDS, default=folds, quick=quick_folds,
+                            help=f"cross-validation folds (default {folds}; quick "
+                                 f"{quick_folds})")
     if n_jobs is not None:
-        parser.add_argument("--n-jobs", type=int, default=n_jobs,
+        parser.add_argument("--n-jobs", type=N_JOBS, default=n_jobs,
                             help=f"{jobs} in parallel (default {n_jobs})")
     if data:
-        parser.add_argument("--dataset", default="auto", choices=("auto", "ml-100k", "synthetic"),
+        parser.add_argument("--dataset", choices=("auto", "ml-100k", "synthetic"),
+                            default="auto", quick="synthetic",
                             help="auto (default): MovieLens 100k when a local copy is found, "
-                                 "else synthetic data of its shape, saying so")
+                                 "else synthetic data of its shape, saying so (quick: "
+                                 "synthetic)")
         add_data_path(parser)
 
 
 def add_data_path(parser: argparse.ArgumentParser) -> None:
-    """Add ``--data-path``: where MovieLens 100k is read from (for experiments whose
-    ``--dataset`` choices are their own)."""
-    parser.add_argument("--data-path", default=None, metavar="PATH",
+    """Add `--data-path`: where MovieLens 100k is read from (for experiments whose
+    `--dataset` choices are their own)."""
+    parser.add_argument("--data-path", type=existing_path, default=None, metavar="PATH",
                         help="MovieLens 100k's u.data or its folder (default: "
                              "SURPRISE_DATA_FOLDER)")
 
 
 def experiment_data(args: argparse.Namespace):
-    """``(data, label)`` of an experiment's options: with ``--quick`` the quick runs'
-    synthetic data (300 users, 400 items, 15,000 ratings, ``--seed``), else ``--dataset``
-    and ``--data-path`` (:func:`dprec.datasets.load_or_synthetic`, which says which)."""
-    if args.quick:
+    """`(data, label)` of an experiment's options: the quick runs' synthetic data (300
+    users, 400 items, 15,000 ratings, `--seed`) with `--quick` and synthetic
+    `--dataset`, else `--dataset` and `--data-path` (`dprec.datasets.load_or_synthetic`,
+    which says which)."""
+    if args.quick and args.dataset == "synthetic":
         return synthetic(300, 400, 15_000, random_state=args.seed), "synthetic (quick)"
     return load_or_synthetic(args.dataset, args.seed, path=args.data_path)

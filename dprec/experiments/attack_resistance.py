@@ -54,7 +54,7 @@ from surprise.model_selection import KFold
 from .._plotting import subplots
 from ..attacks import BetaKNNAttack
 from ..knn import PrivateKNN
-from ._options import experiment_data, experiment_parser
+from ._options import POSITIVE_INT, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -313,10 +313,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                                jobs="targets attacked", data=True)
     parser.add_argument("--data", dest="dataset", choices=("auto", "ml-100k", "synthetic"),
                         help=argparse.SUPPRESS)                 # --dataset's former name
-    parser.add_argument("--targets", type=int, default=50,
-                        help="users attacked per configuration (default 50)")
-    parser.add_argument("--k", type=int, default=20, help="neighbours (default 20)")
-    parser.add_argument("--n-known", type=int, default=8,
+    parser.add_argument("--targets", type=POSITIVE_INT, default=50, quick=5,
+                        help="users attacked per configuration (default 50; quick 5)")
+    parser.add_argument("--k", type=POSITIVE_INT, default=20, quick=10,
+                        help="neighbours (default 20; quick 10)")
+    parser.add_argument("--n-known", type=POSITIVE_INT, default=8,
                         help="target ratings each fake user copies (default 8)")
     parser.add_argument("--no-backends", action="store_true",
                         help="exact similarities only")
@@ -325,17 +326,14 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                              "user × item query has its own neighbours)")
     parser.add_argument("--quick", action="store_true",
                         help="a small run: synthetic 300 users, k = 10, 5 targets, β ∈ {1, 3}, "
-                             "ε = 1, 2 folds")
+                             "ε = 1, 2 folds (the options given win)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     data, label = experiment_data(args)
-    if args.quick:
-        k, targets, betas, epsilons, folds, min_ratings = 10, 5, (1, 3), (1.0,), 2, 40
-    else:
-        k, targets, betas, epsilons, folds, min_ratings = (args.k, args.targets, BETAS,
-                                                           EPSILONS, args.folds, 50)
+    k, targets, folds = args.k, args.targets, args.folds
+    betas, epsilons, min_ratings = ((1, 3), (1.0,), 40) if args.quick else (BETAS, EPSILONS, 50)
     backends = [] if args.no_backends else available_backends(BACKENDS, args.n_known)
     configs = configurations(epsilons, backends, args.n_known, args.neighbourhood)
     print(f"{label}: {len(configs)} configurations × {targets} targets × β ∈ {list(betas)}, "

@@ -76,18 +76,15 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     parser = experiment_parser(prog, __doc__, "results/backends", folds=5, n_jobs=1,
                                jobs="(configuration, fold) jobs", data=True)
     parser.add_argument("--quick", action="store_true",
-                        help="a small run on synthetic data, 2 folds")
+                        help="a small run on synthetic data, 2 folds (the options given win)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    data, label = load_or_synthetic(args.dataset, args.seed, quick=args.quick,
+                                    path=args.data_path)
     if args.quick:
-        data, label = load_or_synthetic("synthetic", args.seed, quick=True)
         print(f"quick run on {label}", flush=True)
-        table = run(data, n_folds=2, seed=args.seed, n_jobs=args.n_jobs).assign(dataset=label)
-    else:
-        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
-        table = run(data, n_folds=args.folds, seed=args.seed,
-                    n_jobs=args.n_jobs).assign(dataset=label)
+    table = run(data, n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs).assign(dataset=label)
     table.to_csv(out / "backends_cv.csv", index=False)
     print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     return table

@@ -46,7 +46,7 @@ from ..evaluation import grid_table
 from ..knn import PrivateKNN, PrivateKNNBaseline
 from ..local_knn import LocalKNN
 from ..selectors import CorrectedPNCF
-from ._options import experiment_parser
+from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K, PUBLIC_RULE
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -194,8 +194,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results under ``--out`` (``--help`` for the options)."""
     parser = experiment_parser(prog, __doc__, "results/end_to_end", folds=5, n_jobs=1,
                                jobs="(model, ε, fold) jobs", data=True)
-    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
-                        help="privacy budgets of the end-to-end models")
+    parser.add_argument("--epsilons", nargs="+", type=EPSILON, default=list(EPSILONS),
+                        quick=[1.0, 10.0],
+                        help="privacy budgets of the end-to-end models (quick: 1 10)")
     parser.add_argument("--shape", choices=("ml-100k", "ml-1m"), default="ml-100k",
                         help="MovieLens 100k (synthetic of its shape when absent), or "
                              "synthetic data of MovieLens 1M's shape")
@@ -203,25 +204,24 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help="also the private models at ε = 1 on growing synthetic data")
     parser.add_argument("--attack", action="store_true",
                         help="also the β-kNN attack on the end-to-end kNN models at ε ≤ 2")
-    parser.add_argument("--targets", type=int, default=50, help="targets of the attack")
+    parser.add_argument("--targets", type=POSITIVE_INT, default=50, quick=3,
+                        help="targets of the attack (default 50; quick 3)")
     parser.add_argument("--quick", action="store_true",
-                        help="a small run: synthetic 300 users, 2 folds, ε ∈ {1, 10}")
+                        help="a small run: synthetic 300 users, 2 folds, ε ∈ {1, 10} (the "
+                             "options given win)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if args.quick:
-        data, label = load_or_synthetic("synthetic", args.seed, quick=True)
-        print(f"quick run on {label}", flush=True)
-        table = run(data, epsilons=(1.0, 10.0), n_folds=2, seed=args.seed, n_jobs=args.n_jobs,
-                    progress=False).assign(dataset=label)
-    elif args.shape == "ml-1m":
-        table = run(synthetic(*SHAPES[1], random_state=args.seed), epsilons=args.epsilons,
-                    n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs)
-        table["dataset"] = "synthetic, MovieLens-1M shape"
+    if args.shape == "ml-1m":
+        data, label = (synthetic(*SHAPES[1], random_state=args.seed),
+                       "synthetic, MovieLens-1M shape")
     else:
-        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
-        table = run(data, epsilons=args.epsilons, n_folds=args.folds, seed=args.seed,
-                    n_jobs=args.n_jobs).assign(dataset=label)
+        data, label = load_or_synthetic(args.dataset, args.seed, quick=args.quick,
+                                        path=args.data_path)
+    if args.quick:
+        print(f"quick run on {label}", flush=True)
+    table = run(data, epsilons=args.epsilons, n_folds=args.folds, seed=args.seed,
+                n_jobs=args.n_jobs, progress=not args.quick).assign(dataset=label)
     table.to_csv(out / "end_to_end.csv", index=False)
     plot(table, out / "end_to_end_rmse.png")
     print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
@@ -232,13 +232,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         print(summary(grown, ("users", "model")).to_string(
             index=False, float_format=lambda x: f"{x:.4f}"))
     if args.attack:
-        if args.quick:
-            attacked = attack(synthetic(300, 400, 12_000, random_state=args.seed),
-                              epsilons=(1.0,), betas=(1, 4), n_targets=3, seed=args.seed,
-                              n_jobs=args.n_jobs, progress=False)
-        else:
-            data = load_or_synthetic(args.dataset, args.seed, path=args.data_path)[0]
-            attacked = attack(data, n_targets=args.targets, seed=args.seed, n_jobs=args.n_jobs)
+        if args.shape == "ml-1m":      # the attack runs on --dataset's data
+            data = load_or_synthetic(args.dataset, args.seed, quick=args.quick,
+                                     path=args.data_path)[0]
+        small = dict(epsilons=(1.0,), betas=(1, 4), progress=False) if args.quick else {}
+        attacked = attack(data, n_targets=args.targets, seed=args.seed, n_jobs=args.n_jobs,
+                          **small)
         attacked.to_csv(out / "end_to_end_attack.csv", index=False)
         print(attack_summary(attacked).to_string(index=False,
                                                   float_format=lambda x: f"{x:.3f}"))

@@ -101,7 +101,7 @@ from ..selectors import CorrectedPNCF
 from ..similarity import sketch_backend, with_public_bounds
 from ..similarity.exact import change_bound
 from . import hyperparameters as hp
-from ._options import experiment_data, experiment_parser
+from ._options import EPSILON, FOLDS, POSITIVE_INT, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
 
@@ -517,19 +517,21 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results under ``--out`` (``--help`` for the options)."""
     parser = experiment_parser(prog, __doc__, "results/frontier", folds=3, n_jobs=2,
                                jobs="folds and targets", data=True)
-    parser.add_argument("--targets", type=int, default=50,
-                        help="users attacked per configuration (default 50)")
-    parser.add_argument("--asked", type=int, default=N_ASKED,
+    parser.add_argument("--targets", type=POSITIVE_INT, default=50, quick=6,
+                        help="users attacked per configuration (default 50; quick 6)")
+    parser.add_argument("--asked", type=POSITIVE_INT, default=N_ASKED,
                         help=f"hidden items asked and scored per target (default {N_ASKED})")
-    parser.add_argument("--inner-folds", type=int, default=2,
+    parser.add_argument("--inner-folds", type=FOLDS, default=2,
                         help="inner cross-validation folds choosing k (default 2)")
-    parser.add_argument("--k-grid", type=int, nargs="+", default=list(hp.K_GRID),
+    parser.add_argument("--k-grid", type=POSITIVE_INT, nargs="+", default=list(hp.K_GRID),
+                        quick=[5, 10],
                         help="the k each cross-validated configuration chooses from (default "
-                             "10 20 40; the models that hold take k = 40)")
-    parser.add_argument("--epsilons", type=float, nargs="+", default=list(EPSILONS),
-                        help="ε of every private part (default 0.5 1 2 5)")
+                             "10 20 40, quick 5 10; the models that hold take k = 40)")
+    parser.add_argument("--epsilons", type=EPSILON, nargs="+", default=list(EPSILONS),
+                        quick=[1.0], help="ε of every private part (default 0.5 1 2 5; quick 1)")
     parser.add_argument("--similarities", nargs="+", default=list(SIMILARITIES),
-                        choices=SIMILARITIES, help="similarities (default: all)")
+                        quick=["cosine", "rr_minhash"], choices=SIMILARITIES,
+                        help="similarities (default: all; quick: cosine rr_minhash)")
     parser.add_argument("--from-saved", action="store_true",
                         help="read accuracy.csv and attack.csv from --out (a finished run "
                              "with the same options) and redo only the labels, the frontier, "
@@ -539,20 +541,18 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                              "shape (about a minute)")
     parser.add_argument("--quick", action="store_true",
                         help="a small run: synthetic 300 users, top-k and PPNS, cosine and "
-                             "RR-MinHash, ε = 1, k ∈ {5, 10}, 2 folds, 6 targets, β ∈ {1, 8}")
+                             "RR-MinHash, ε = 1, k ∈ {5, 10}, 2 folds, 6 targets, β ∈ {1, 8} "
+                             "(the options given win)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     data, label = experiment_data(args)
-    if args.quick:
-        configs = configurations((1.0,), ("cosine", "rr_minhash"), ("topk", "ppns"),
-                                 ("basic", "means"), NEIGHBOURHOODS, ("DPItemKNN",))
-        k_grid, folds, targets, betas, min_ratings = (5, 10), 2, 6, (1, 8), 40
-    else:
-        configs = configurations(tuple(args.epsilons), tuple(args.similarities))
-        k_grid, folds, targets, betas, min_ratings = (tuple(args.k_grid), args.folds,
-                                                      args.targets, BETAS, 50)
+    small = (("topk", "ppns"), ("basic", "means"), NEIGHBOURHOODS, ("DPItemKNN",))
+    configs = configurations(tuple(args.epsilons), tuple(args.similarities),
+                             *(small if args.quick else ()))
+    k_grid, folds, targets = tuple(args.k_grid), args.folds, args.targets
+    betas, min_ratings = ((1, 8), 40) if args.quick else (BETAS, 50)
     print(f"{label}: {len(configs)} configurations, k ∈ {list(k_grid)} by {args.inner_folds}-"
           f"fold inner CV in each of {folds} folds (models that hold: public rule, k = "
           f"{hp.PUBLIC_K}); attack: {targets} targets × β ∈ {list(betas)}", flush=True)

@@ -61,7 +61,7 @@ from tqdm import tqdm
 from dprec import datasets
 from dprec._plotting import subplots
 from dprec._validation import check_int
-from dprec.experiments._options import experiment_parser
+from dprec.experiments._options import POSITIVE_INT, existing_path, experiment_parser
 from dprec.similarity.minhash import (
     MinHash,
     NoisyMinHash,
@@ -419,10 +419,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     results under ``--out`` (``--help`` for the options)."""
     parser = experiment_parser(prog, __doc__, "results/sketches")
     parser.add_argument("--quick", action="store_true", help="a small fast run")
-    parser.add_argument("--reps", type=int, default=None,
+    parser.add_argument("--reps", type=POSITIVE_INT, default=100, quick=30,
                         help="repetitions in (a) (default 100; quick 30)")
-    parser.add_argument("--lastfm", default=None, help="HetRec Last.fm user_artists.dat")
-    parser.add_argument("--movielens", default=None, help="MovieLens 100k u.data or folder")
+    parser.add_argument("--lastfm", type=existing_path, default=None,
+                        help="HetRec Last.fm user_artists.dat")
+    parser.add_argument("--movielens", type=existing_path, default=None,
+                        help="MovieLens 100k u.data or folder")
     args = parser.parse_args(argv)
     mae = run(args.out, quick=args.quick, seed=args.seed, reps=args.reps, lastfm=args.lastfm,
               movielens=args.movielens)

@@ -442,8 +442,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     parser.add_argument("--quick", action="store_true",
                         help="synthetic data and a tenth of the runs (about a minute)")
     args = parser.parse_args(argv)
-    name = "synthetic" if args.quick else args.dataset
-    data, label = datasets.load_or_synthetic(name, seed=args.seed, quick=args.quick,
+    data, label = datasets.load_or_synthetic(args.dataset, seed=args.seed, quick=args.quick,
                                              path=args.data_path)
     start = time.perf_counter()
     table = run(data, quick=args.quick, seed=args.seed, progress=True)

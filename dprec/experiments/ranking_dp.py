@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from dprec import datasets
 from dprec._plotting import subplots
-from dprec.experiments._options import add_data_path, experiment_parser
+from dprec.experiments._options import FOLDS, add_data_path, experiment_parser
 from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
     concordant_pairs,
@@ -243,15 +243,16 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = experiment_parser(prog, __doc__, "results/ranking")
     parser.add_argument("--quick", action="store_true",
                         help="a small fast run on synthetic data")
-    parser.add_argument("--folds", type=int, default=None, help="folds (default 5; quick 2)")
-    parser.add_argument("--dataset", default="ml-100k", choices=["ml-100k", "synthetic"],
+    parser.add_argument("--folds", type=FOLDS, default=5, quick=2,
+                        help="folds (default 5; quick 2)")
+    parser.add_argument("--dataset", default="ml-100k", quick="synthetic",
+                        choices=["ml-100k", "synthetic"],
                         help="ml-100k (default; synthetic of its shape when absent) or "
-                             "synthetic")
+                             "synthetic (quick: synthetic)")
     add_data_path(parser)
     args = parser.parse_args(argv)
     accuracy = run(args.out, quick=args.quick, folds=args.folds, seed=args.seed,
-                   dataset="synthetic" if args.quick else args.dataset,
-                   data_path=args.data_path)
+                   dataset=args.dataset, data_path=args.data_path)
     summary = summarise(accuracy)
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(summary.to_string(index=False))

@@ -23,7 +23,7 @@ from .._plotting import subplots
 from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
-from ._options import experiment_parser
+from ._options import EPSILON, POSITIVE_INT, experiment_parser
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 PRIVATE = ("pncf", "ppns")
@@ -108,28 +108,27 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     parser.add_argument("--rules", nargs="+", default=["basic"],
                         choices=["basic", "means", "zscore", "baseline"],
                         help="prediction rules (Surprise's KNNBasic, KNNWithMeans, ...)")
-    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
-                        help="privacy budgets of the private selectors")
-    parser.add_argument("--ks", nargs="+", type=int, default=[20, 40],
-                        help="numbers of neighbours (default 20 40)")
+    parser.add_argument("--epsilons", nargs="+", type=EPSILON, default=list(EPSILONS),
+                        quick=[1.0, 10.0],
+                        help="privacy budgets of the private selectors (quick: 1 10)")
+    parser.add_argument("--ks", nargs="+", type=POSITIVE_INT, default=[20, 40], quick=[20],
+                        help="numbers of neighbours (default 20 40; quick 20)")
     parser.add_argument("--neighbourhoods", nargs="+", default=["item", "user"],
                         choices=["item", "user"],
                         help="item: Surprise's semantics; user: the papers' (default both)")
     parser.add_argument("--quick", action="store_true",
-                        help="a small run: synthetic 300 users, 2 folds, ε ∈ {1, 10}, k = 20")
+                        help="a small run: synthetic 300 users, 2 folds, ε ∈ {1, 10}, k = 20 "
+                             "(the options given win)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    data, label = load_or_synthetic(args.dataset, args.seed, quick=args.quick,
+                                    path=args.data_path)
     if args.quick:
-        data, label = load_or_synthetic("synthetic", args.seed, quick=True)
         print(f"quick run on {label}", flush=True)
-        table = run(data, epsilons=(1.0, 10.0), ks=(20,), n_folds=2, seed=args.seed,
-                    n_jobs=args.n_jobs, progress=False, rules=args.rules).assign(dataset=label)
-    else:
-        data, label = load_or_synthetic(args.dataset, args.seed, path=args.data_path)
-        table = run(data, epsilons=args.epsilons, ks=args.ks,
-                    neighbourhoods=args.neighbourhoods, n_folds=args.folds, seed=args.seed,
-                    n_jobs=args.n_jobs, rules=args.rules).assign(dataset=label)
+    table = run(data, epsilons=args.epsilons, ks=args.ks, neighbourhoods=args.neighbourhoods,
+                n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs,
+                progress=not args.quick, rules=args.rules).assign(dataset=label)
     table.to_csv(out / "selectors_cv.csv", index=False)
     plot(table, out / "selectors_mae.png")
     print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))

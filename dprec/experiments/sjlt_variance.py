@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from dprec._plotting import subplots
-from dprec.experiments._options import experiment_parser
+from dprec.experiments._options import POSITIVE_INT, experiment_parser
 from dprec.mechanisms import gaussian_sigma, laplace_scale
 from dprec.similarity.sjlt import (
     GaussianJL,
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     results under ``--out`` (``--help`` for the options)."""
     parser = experiment_parser(prog, __doc__, "results/sjlt")
     parser.add_argument("--quick", action="store_true", help="a small fast run")
-    parser.add_argument("--reps", type=int, default=None,
+    parser.add_argument("--reps", type=POSITIVE_INT, default=2000, quick=500,
                         help="repetitions per configuration (default 2000; quick 500)")
     args = parser.parse_args(argv)
     variance = run(args.out, quick=args.quick, seed=args.seed, reps=args.reps)

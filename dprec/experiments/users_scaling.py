@@ -46,7 +46,7 @@ from ..dp_baseline import DPBaseline
 from ..dp_item_knn import BASELINE_SHARE, DPItemKNN
 from ..knn import PrivateKNNBaseline
 from ..local_knn import LocalKNN
-from ._options import experiment_parser
+from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -223,23 +223,23 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     """The command line of `dprec scaling`: run the experiment on `argv` and write its
     results under `--out` (`--help` for the options)."""
     parser = experiment_parser(prog, __doc__, "results/users_scaling")
-    parser.add_argument("--epsilons", nargs="+", type=float, default=list(EPSILONS),
-                        help="privacy budgets (default 0.5 1 2 5)")
-    parser.add_argument("--max-users", type=int, default=None,
+    parser.add_argument("--epsilons", nargs="+", type=EPSILON, default=list(EPSILONS),
+                        quick=[1.0], help="privacy budgets (default 0.5 1 2 5; quick 1)")
+    parser.add_argument("--max-users", type=POSITIVE_INT, default=None,
                         help="skip the synthetic shapes with more users")
-    parser.add_argument("--min-users", type=int, default=None,
+    parser.add_argument("--min-users", type=POSITIVE_INT, default=None,
                         help="skip the shapes with fewer users")
     parser.add_argument("--models", nargs="+", default=None,
                         choices=sorted(set(PRIVATE) | set(REFERENCES)), metavar="MODEL",
                         help="only these models (default: all)")
     parser.add_argument("--quick", action="store_true",
-                        help="a small run: synthetic 200 to 1,200 users, ε ∈ {1}")
+                        help="a small run: synthetic 200 to 1,200 users, ε ∈ {1} (the "
+                             "options given win)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    epsilons = (1.0,) if args.quick else tuple(args.epsilons)
-    results = run(args.quick, epsilons, args.seed, args.max_users, progress=not args.quick,
-                  min_users=args.min_users, models=args.models)
+    results = run(args.quick, tuple(args.epsilons), args.seed, args.max_users,
+                  progress=not args.quick, min_users=args.min_users, models=args.models)
     results.to_csv(out / "users_scaling.csv", index=False)
     plot(results, out / "users_scaling.png")
     print(table(results).to_string(float_format=lambda x: f"{x:.4f}"))
