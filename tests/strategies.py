@@ -143,8 +143,10 @@ def trainset_state(trainset):
                           for key, value in vars(trainset).items() if key not in LAZY})
 
 
-def check_predictions(algo, trainset, testset):
-    """The shared invariants of any fitted Surprise algorithm's predictions."""
+def check_predictions(algo, trainset, testset, unknown_impossible: bool = True):
+    """The shared invariants of any fitted Surprise algorithm's predictions (a model of
+    public lists, `unknown_impossible=False`, may answer an unknown user or item from
+    its releases)."""
     predictions = algo.test(testset)
     assert len(predictions) == len(testset)
     low, high = trainset.rating_scale
@@ -153,10 +155,10 @@ def check_predictions(algo, trainset, testset):
         assert (prediction.uid, prediction.iid, prediction.r_ui) == (uid, iid, r_ui)
         assert math.isfinite(prediction.est), prediction
         assert low <= prediction.est <= high, prediction
-        if uid not in known_users or iid not in known_items:
+        if unknown_impossible and (uid not in known_users or iid not in known_items):
             assert prediction.details["was_impossible"], prediction
         if prediction.details["was_impossible"]:
-            assert prediction.est == min(high, max(low, trainset.global_mean))
+            assert prediction.est == min(high, max(low, algo.default_prediction()))
     # predict() answers each query exactly as test() did ("one query, one draw")
     for prediction in predictions[:: max(1, len(predictions) // 6)] + predictions[-3:]:
         again = algo.predict(prediction.uid, prediction.iid, prediction.r_ui)
