@@ -601,6 +601,8 @@ def test_where_mu_is_noise_a_users_answer_is_their_own_mean_not_shrunk_towards_i
     assert dp_baseline.towards_noisy_mean(3.0, 0.0, 2.0) == 3.0
     assert dp_baseline.towards_noisy_mean(3.0, 1.0, 2.0) == pytest.approx(0.75)
     assert dp_baseline.towards_noisy_mean(0.0, 5.0, 2.0) == 0.0
+    # sigma = B/2 = 2 on a scale of half-width 4: lambda' = 3 / (1 + 3 (0.5 / 2)^2)
+    assert dp_baseline.towards_noisy_mean(3.0, 0.5, 4.0) == pytest.approx(3.0 / 1.1875)
 
 
 def test_the_shrinkage_reads_the_noise():
