@@ -40,6 +40,9 @@ def report_text(accountant) -> str:
                  for unit, (eps, delta) in guarantee.items()]
         lines.append("Guarantee for everything the model releases: " + "; ".join(parts))
     lines.extend(f"  condition: {condition}" for condition in accountant.conditions)
+    if accountant.budget is not None:
+        lines.append(f"  budget: ε = {accountant.budget[0]:.4g}, δ = {accountant.budget[1]:.3g} "
+                     "per user (a charge past it is refused)")
     entries = accountant.entries
     for output in accountant.outputs:
         if output.gap is not None:

@@ -159,6 +159,7 @@ def test_a_budget_at_or_above_the_cost_fits_and_the_report_shows_it(name, trains
         model = fitted(name, trainset, budget=budget)
         report = model.privacy_report()
         assert report.budget == budget
+        assert f"  budget: ε = {budget[0]:.4g}, δ = {budget[1]:.3g} per user" in str(report)
         assert cost(model) == (epsilon, delta)
 
 
