@@ -17,13 +17,34 @@ UNKNOWN = "User and/or item is unknown."
 def inner_ids(trainset, testset) -> tuple[tuple, tuple, tuple, np.ndarray, np.ndarray]:
     """``(uids, iids, r_uis, users, items)``: the raw columns of ``testset`` and the
     inner ids of its users and items (``-1`` where the trainset does not know them)."""
-    with cyclic_gc_paused():  # zip(*testset) makes one iterator object per rating
-        uids, iids, r_uis = zip(*testset)
+    uids, iids, r_uis = testset_columns(testset)
     users = np.fromiter(map(trainset._raw2inner_id_users.get, uids, repeat(-1)), np.int64,
                         len(uids))
     items = np.fromiter(map(trainset._raw2inner_id_items.get, iids, repeat(-1)), np.int64,
                         len(iids))
     return uids, iids, r_uis, users, items
+
+
+def testset_columns(testset) -> tuple[tuple, tuple, tuple]:
+    """``(uids, iids, r_uis)``, the columns of a non-empty ``testset`` of Surprise's
+    ``(uid, iid, r_ui)`` triples; a row of another length raises a ``ValueError``
+    naming it (``zip`` would stop at the shortest row, or fail to unpack)."""
+    if isinstance(testset, (str, bytes)) or not hasattr(testset, "__iter__"):
+        raise TypeError(f"testset must be a list of (uid, iid, r_ui) triples, got "
+                        f"{type(testset).__name__} {testset!r}")
+    try:
+        lengths = set(map(len, testset))
+    except TypeError:
+        raise TypeError("testset must be a list of (uid, iid, r_ui) triples; a row is not "
+                        "a tuple") from None
+    if lengths != {3}:
+        row = next(row for row in testset if len(row) != 3)
+        raise ValueError(f"testset must be a list of (uid, iid, r_ui) triples, as Surprise's "
+                         f"build_testset() gives; row {row!r} has {len(row)} field(s) (give "
+                         f"r_ui=None where the rating is unknown)")
+    with cyclic_gc_paused():  # zip(*testset) makes one iterator object per rating
+        uids, iids, r_uis = zip(*testset)
+    return uids, iids, r_uis
 
 
 def raw_to_inner(trainset, users: bool = True) -> dict:

@@ -31,7 +31,7 @@ from surprise import PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
 from ._ratings import RatingArrays, ratings_matrix
-from ._surprise import cyclic_gc_paused, predictions, raw_ids
+from ._surprise import predictions, raw_ids, testset_columns
 from .ledger import PrivacyAccountant, Unit
 from .private_model import PrivateModel
 
@@ -289,8 +289,7 @@ class ListedModel(PrivateModel):
         testset = list(testset)                 # any iterable of (uid, iid, r_ui)
         if not testset:
             return []
-        with cyclic_gc_paused():        # zip(*testset) makes one iterator object per rating
-            uids, iids, r_uis = zip(*testset)
+        uids, iids, r_uis = testset_columns(testset)
         est, details = self._answers(*self._space.positions(uids, iids))
         return predictions(self.trainset, uids, iids, r_uis, est, details, verbose)
 

@@ -107,8 +107,8 @@ class KNNQueries:
             sims[iid] = -np.inf
             order, _ = stable_descending_order(sims[None, :], min(k, n - 1))
             return order[0, :min(k, n - 1)].tolist()
-        if k != self.k:
-            raise ValueError(f"k must be the model's k={self.k} with the {self.selector_.name} "
+        if k != self.k_:
+            raise ValueError(f"k must be the model's k={self.k_} with the {self.selector_.name} "
                              f"selector (its privacy entries are for that k), got {k}")
         columns = self._sets.take(np.array([iid]), self._book).columns[0]
         return columns[columns >= 0].tolist()
