@@ -212,8 +212,7 @@ class MallowsRanker(PrivateModel, AlgoBase):
 
     def check_params(self) -> MallowsRanker:
         """Validate the parameters (as ``fit`` does first; scikit-learn's convention:
-        the constructor only stores them) and set ``n_factors_``, ``n_epochs_`` and
-        ``batch_size_`` (plain ``int``s).  Returns ``self``.
+        the constructor only stores them).  Returns ``self``.
 
         Raises
         ------
@@ -223,18 +222,21 @@ class MallowsRanker(PrivateModel, AlgoBase):
         _check_epsilon_spec(self.epsilon)
         check_choice(self.mechanism, "mechanism", MECHANISMS)
         check_choice(self.calibration, "calibration", CALIBRATIONS)
-        # the fit reads these plain ints (a numpy integer would overflow in its arithmetic)
-        self.n_factors_ = check_int(self.n_factors, "n_factors", minimum=1,
-                                    maximum=MAX_FACTORS)
-        self.n_epochs_ = check_int(self.n_epochs, "n_epochs", minimum=0)
+        self._sizes()
         check_real(self.lr, "lr", low=0.0, low_inclusive=False)
         check_real(self.reg, "reg", low=0.0)
-        self.batch_size_ = check_int(self.batch_size, "batch_size", minimum=1)
         check_real(self.pairs_per_rating, "pairs_per_rating", low=0.0, low_inclusive=False)
         validate_random_state(self.random_state)
         check_bool(self.verbose, "verbose")
         self._checked_budget()
         return self
+
+    def _sizes(self) -> tuple[int, int, int]:
+        """``(n_factors, n_epochs, batch_size)`` checked, as the plain ints the fit reads (a
+        numpy integer would overflow in its arithmetic)."""
+        return (check_int(self.n_factors, "n_factors", minimum=1, maximum=MAX_FACTORS),
+                check_int(self.n_epochs, "n_epochs", minimum=0),
+                check_int(self.batch_size, "batch_size", minimum=1))
 
     # ------------------------------------------------------------ fit
     def fit(self, trainset) -> MallowsRanker:
@@ -280,8 +282,8 @@ class MallowsRanker(PrivateModel, AlgoBase):
     def _fit_factors(self, rng: np.random.Generator, flat: np.ndarray,
                      segments: _Segments) -> None:
         """Mini-batch SGD on pairs ``(winner ≻ loser)`` drawn from the orders."""
-        n_users, n_items, k = self.trainset.n_users, self.trainset.n_items, self.n_factors_
-        n_epochs, batch_size = self.n_epochs_, self.batch_size_
+        n_users, n_items = self.trainset.n_users, self.trainset.n_items
+        k, n_epochs, batch_size = self._sizes()
         P = rng.normal(0.0, 0.1, (n_users, k))
         Q = rng.normal(0.0, 0.1, (n_items, k))
         b = np.zeros(n_items)
