@@ -200,13 +200,20 @@ def ratings_matrix(rows: np.ndarray, columns: np.ndarray, ratings: np.ndarray,
     """
     matrix = sp.csr_matrix((ratings, (rows, columns)), shape=shape)
     if matrix.nnz != len(ratings):
-        keys = np.sort(np.asarray(rows, np.int64) * shape[1] + np.asarray(columns, np.int64))
-        repeated = keys[1:][keys[1:] == keys[:-1]]
+        check_unique_pairs(rows, columns, shape)
+    matrix.sort_indices()
+    return matrix
+
+
+def check_unique_pairs(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) -> None:
+    """Raise the one `ValueError` of every model for a (user, item) pair rated twice
+    (see `ratings_matrix`), naming the first such pair by inner ids."""
+    keys = np.sort(np.asarray(rows, np.int64) * shape[1] + np.asarray(columns, np.int64))
+    repeated = keys[1:][keys[1:] == keys[:-1]]
+    if len(repeated):
         raise ValueError(f"the ratings hold {len(repeated)} repeated (user, item) pairs, e.g. "
                          f"inner ids ({repeated[0] // shape[1]}, {repeated[0] % shape[1]}); "
                          "deduplicate the dataset first")
-    matrix.sort_indices()
-    return matrix
 
 
 #: the arrays built (or registered) for each live trainset, by orientation

@@ -484,8 +484,10 @@ def release_plan(s: Settings, n_items: int,
         spent = stated_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta, s.epsilon)
         return (sigma, bound, a), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
     changed = 2 if s.unit == "rating" else 2 * n_items
-    scale_global = laplace_scale(s.share * s.epsilon, 2.0, max_changed=2)
-    scale_items = laplace_scale((1.0 - s.share) * s.epsilon, 2.0, max_changed=changed)
+    scale_global = laplace_scale(s.share * s.epsilon, 2.0, max_changed=2,
+                                 name="global_share * epsilon")
+    scale_items = laplace_scale((1.0 - s.share) * s.epsilon, 2.0, max_changed=changed,
+                                name="(1 - global_share) * epsilon")
     return (scale_global, scale_items), [
         ("global effect", "laplace (lattice)", laplace_epsilon(scale_global, 2.0, max_changed=2),
          0.0),

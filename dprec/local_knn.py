@@ -95,6 +95,7 @@ from .mechanisms import (
     randomized_response,
     randomized_response_keep_probability,
 )
+from .mechanisms.randomized_response import MAX_EPSILON as RR_MAX_EPSILON
 from .noisy_effects import (
     SIGNAL,
     effects_above_noise,
@@ -260,13 +261,20 @@ class LocalKNN(ListedModel, AlgoBase):
         space = RatingSpace.build(trainset, self.users, self.items)
         low, high = trainset.rating_scale
         options = with_public_bounds(options, (low, high))
-        epsilon_r = (1.0 - share) * epsilon
+        # k-ary randomised response resolves ε up to 1e18: a larger budget is spent up to it
+        epsilon_r = (1.0 - share) * epsilon if release == "laplace" else \
+            min((1.0 - share) * epsilon, RR_MAX_EPSILON)
         # what each user's two releases spend, public functions of the parameters
-        self._refuse_past_budget(
-            [(entry.epsilon, entry.delta) for entry in (
-                sketch_backend(options).privacy(),
-                laplace_entry(epsilon_r) if release == "laplace"
-                else krr_entry((low, high), epsilon_r))], Unit.RATING)
+        try:
+            entries = (sketch_backend(options).privacy(),
+                       laplace_entry(epsilon_r) if release == "laplace"
+                       else krr_entry((low, high), epsilon_r))
+        except ValueError as error:       # a budget too small for a release: say whose
+            raise ValueError(f"epsilon = {epsilon:g} with sketch_share = {share:g} gives the "
+                             f"sketch sketch_share * epsilon and the ratings (1 - "
+                             f"sketch_share) * epsilon: {error}") from None
+        self._refuse_past_budget([(entry.epsilon, entry.delta) for entry in entries],
+                                 Unit.RATING)
         AlgoBase.fit(self, trainset)
         entropy = fit_entropy(self.random_state)
         matrix, n_users = space.matrix, space.matrix.shape[0]
@@ -468,17 +476,18 @@ def krr_reports(matrix, scale_range: tuple[float, float], epsilon: float,
     reported = randomized_response(codes.toarray().astype(np.int64), n_symbols, epsilon, rng)
     p = randomized_response_keep_probability(n_symbols, epsilon)
     q = (1.0 - p) / (n_symbols - 1)
+    gap = p * -math.expm1(-epsilon)        # p − q = p (1 − e^{−ε}), without cancellation
     levels = np.concatenate([[0.0], (grid - centre) / half])   # x of each symbol, ⊥ ↦ 0
-    x_hat = (levels[reported] - q * levels.sum()) / (p - q)
-    n_hat = ((reported != 0) - q * (n_symbols - 1)) / (p - q)
+    x_hat = (levels[reported] - q * levels.sum()) / gap
+    n_hat = ((reported != 0) - q * (n_symbols - 1)) / gap
     # the debiased reports' noise: a report differs from the truth with probability 1 − p,
     # by at most 2 in x (the bound), each other symbol with probability q (row s of
     # `given`: exact); the rated indicator is Bernoulli(1 − p) or Bernoulli(1 − q)
-    bound = min(1.0, 2.0 * math.sqrt(1.0 - p)) / (p - q)
-    given = q + (p - q) * np.eye(n_symbols)
+    bound = min(1.0, 2.0 * math.sqrt(1.0 - p)) / gap
+    given = q + gap * np.eye(n_symbols)
     variances = np.maximum(given @ levels**2 - (given @ levels) ** 2, 0.0)
-    sd_x = np.sqrt(variances) / (p - q)
-    sd_n = math.sqrt(max(p * (1.0 - p), q * (1.0 - q))) / (p - q)
+    sd_x = np.sqrt(variances) / gap
+    sd_n = math.sqrt(max(p * (1.0 - p), q * (1.0 - q))) / gap
     return ((x_hat, n_hat), ReportNoise(bound, float(sd_x[1:].max()), float(sd_x[0]), sd_n),
             krr_entry(scale_range, epsilon))
 

@@ -53,6 +53,9 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     trainset = getattr(algo, "trainset", None)
     if trainset is None or not hasattr(algo, "estimate_arrays"):
         raise TypeError("algo must be a fitted model with estimate_arrays (e.g. PrivateKNN)")
+    if isinstance(uids, (str, bytes)) or not hasattr(uids, "__iter__"):
+        raise TypeError(f"uids must be a list of raw user ids (for one user: "
+                        f"recommend(uid)), got {type(uids).__name__} {uids!r}")
     uids = list(uids)
     users = np.array([_inner_uid(trainset, uid) for uid in uids], dtype=np.int64)
     n_items = trainset.n_items

@@ -49,14 +49,16 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
     after construction takes effect at the next `fit`) and validated by
     `fit`, or by `check_params`, which also resolves them into the
     fitted attributes `selector_`, `sim_options_`, `bsl_options_`,
-    `neighbourhood_`, `prediction_`, `fallback_`, `neighbour_shrinkage_` and
-    `backend_`; everything after
+    `neighbourhood_`, `prediction_`, `fallback_`, `neighbour_shrinkage_`,
+    `backend_`, `k_` and `min_k_`; everything after
     `sim_options` is keyword-only.
 
     Parameters
     ----------
     k : int, default 40
-        Number of neighbours (`>= 1`).
+        Number of neighbours (`>= 1`).  A `k` above the number of users
+        chooses every candidate, as `k` = that number does (the same
+        neighbours, drawn the same way).
     min_k : int, default 1
         Fewer contributing neighbours than this makes the prediction impossible
         (Surprise then falls back to the global mean, `was_impossible=True`).
@@ -231,7 +233,8 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         """Validate the parameters (as `fit` does first) and set what they resolve to:
         `sim_options_`, `bsl_options_` (validated copies), `selector_` (the
         `dprec.selectors.Selector` object), `neighbourhood_`, `prediction_`,
-        `fallback_`, `backend_` (lower-cased) and `neighbour_shrinkage_` (a float)
+        `fallback_`, `backend_` (lower-cased), `neighbour_shrinkage_` (a float), `k_` and
+        `min_k_` (`int`s)
         (`dprec.knn.parameters`).  Returns `self`.
 
         Raises
@@ -308,9 +311,12 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         self.storage_ = storage.name
         self._ratings, self.sensitivity_ = ratings, sensitivity
         self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
-        self._rules = Rules(ratings, self.means, self.sigmas, self.centered, self.min_k)
+        self._rules = Rules(ratings, self.means, self.sigmas, self.centered, self.min_k_)
         self._rule_ = self._rule((self.prediction_, self.fallback_, self.neighbour_shrinkage_))
-        selection = Selection(self.selector_, self.k, derive_seed(entropy, "queries"),
+        # no query has more than n_users candidates: a larger k chooses them all, as k =
+        # n_users does (every selector takes all candidates once k reaches their number)
+        self._width = min(self.k_, ratings.n_users)
+        selection = Selection(self.selector_, self._width, derive_seed(entropy, "queries"),
                               sensitivity)
         self._sets = KeptSets(SetChooser(storage, selection, ratings.n_users),
                               apart=self.neighbourhood_ == "item")
@@ -319,7 +325,7 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
                               self._sets)
         self.sketch_release_ = release
         self._book = open_book(
-            trainset, ratings, selector=self.selector_, k=self.k, sensitivity=sensitivity,
+            trainset, ratings, selector=self.selector_, k=self.k_, sensitivity=sensitivity,
             sim_options=self.sim_options_, neighbourhood=self.neighbourhood_,
             budget=self.budget, random_state=self.random_state, release=release)
         self._accountant = self._book.accountant

@@ -3,7 +3,8 @@
 Parameters are stored as given (scikit-learn's convention) and checked here,
 at `fit` or by `PrivateKNN.check_params`, which sets what they resolve to:
 `sim_options_`, `bsl_options_`, `selector_`, `neighbourhood_`, `prediction_`,
-`fallback_`, `neighbour_shrinkage_` and `backend_`.  The choices themselves
+`fallback_`, `neighbour_shrinkage_`, `backend_`, `k_` and `min_k_` (plain `int`s: a
+numpy integer given as `k` is never used in arithmetic).  The choices themselves
 are defined where they are implemented: `PREDICTIONS`, `FALLBACKS` and
 `RULE_PARAMETERS` with the rules, `STORAGES` and `BACKENDS` with the storages,
 `NEIGHBOURHOODS` with the engines.
@@ -25,6 +26,7 @@ from .._validation import (
     check_epsilon,
     check_int,
     check_real,
+    check_real_array,
 )
 from ..selectors import SELECTORS, Selector
 from ..similarity import BLOCKED_SIMILARITIES, EXACT_SIMILARITIES, check_sim_options
@@ -50,11 +52,11 @@ def check_params(model) -> None:
     on it, in this order (the first invalid parameter raises, naming it)."""
     model.sim_options_ = check_sim_options(model.sim_options)
     model.bsl_options_ = check_bsl_options(model.bsl_options)
-    check_int(model.k, "k", minimum=1)
-    check_int(model.min_k, "min_k", minimum=0)
+    model.k_ = check_int(model.k, "k", minimum=1)
+    model.min_k_ = check_int(model.min_k, "min_k", minimum=0)
     model.selector_ = make_selector(model.selector, epsilon=model.epsilon, p=model.p,
                                     alpha=model.alpha, rho=model.rho, floor=model.floor)
-    model.selector_.check_k(model.k)
+    model.selector_.check_k(model.k_)
     model.neighbourhood_ = check_choice(model.neighbourhood, "neighbourhood", NEIGHBOURHOODS)
     check_bool(model.centered, "centered")
     model.prediction_ = check_choice(model.prediction, "prediction", PREDICTIONS)
@@ -148,7 +150,7 @@ def check_precomputed(name: str, release, sim, sensitivity, n: int,
     if name not in EXACT_SIMILARITIES and release is None:
         raise ValueError("fit_precomputed is for the exact similarities; "
                          f"{name!r} must be fitted with fit() or given the sketches' release")
-    sim = np.asarray(sim, dtype=np.float64)
+    sim = check_real_array(sim, "sim", finite=False)
     if sim.shape != (n, n):
         raise ValueError(f"sim must have shape ({n}, {n}), got {sim.shape}")
     if selector.needs_sensitivity and sensitivity is None:
@@ -157,11 +159,7 @@ def check_precomputed(name: str, release, sim, sensitivity, n: int,
     if not np.isfinite(sim).all():
         raise ValueError("sim must be finite (no NaN or infinity)")
     if sensitivity is not None:
-        try:
-            sensitivity = np.asarray(sensitivity, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise TypeError("sensitivity must be an array of numbers (one RS per user), got "
-                            f"{type(sensitivity).__name__}") from error
+        sensitivity = check_real_array(sensitivity, "sensitivity", finite=False)
         if sensitivity.shape != (n,):
             raise ValueError(f"sensitivity must hold one RS per user, shape ({n},) as sim, "
                              f"got shape {sensitivity.shape}")

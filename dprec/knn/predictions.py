@@ -88,7 +88,7 @@ class SurprisePredictions:
         neighbourhood's engine."""
         rules = [self._rule_] if rules is None else rules
         if not len(users):
-            return Batch.empty(self.k, len(rules))
+            return Batch.empty(self._width, len(rules))
         return self._engine.answer(users, items, rules, self._book)
 
     def _unknown_baseline(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:

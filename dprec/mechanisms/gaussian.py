@@ -193,4 +193,8 @@ def kenthapadi_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> flo
     epsilon = check_epsilon(epsilon)
     delta = check_open_interval(delta, "delta", 0.0, 0.5)
     w2 = check_positive(l2_sensitivity, "l2_sensitivity")
-    return w2 / epsilon * math.sqrt(2.0 * (math.log(1.0 / (2.0 * delta)) + epsilon))
+    sigma = w2 / epsilon * math.sqrt(2.0 * (math.log(1.0 / (2.0 * delta)) + epsilon))
+    if not 0.0 < sigma < math.inf:   # 1/(2δ) or 2ε overflowed (δ, 1/ε tiny): the same σ
+        sigma = w2 * math.sqrt(2.0 * ((-math.log(2.0) - math.log(delta)) / epsilon + 1.0)
+                               / epsilon)
+    return sigma

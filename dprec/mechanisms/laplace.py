@@ -47,14 +47,19 @@ import numpy as np
 from .._rng import RandomStateLike, check_random_state
 from .._validation import (
     check_choice,
-    check_epsilon,
-    check_int,
     check_positive,
     check_real_array,
     check_uniforms,
 )
 from .common import finite_sum
 from .exact_laplace import discrete_laplace_from_log_uniform, discrete_laplace_noise
+from .laplace_maps import (
+    LAPLACE_SAMPLERS,
+    LATTICE_BITS,
+    laplace_epsilon,
+    laplace_grid,
+    laplace_scale,
+)
 
 __all__ = [
     "LAPLACE_SAMPLERS",
@@ -71,39 +76,9 @@ __all__ = [
     "laplace_scale",
 ]
 
-#: The lattice Laplace grid is the largest power of two ``<= scale * 2**-LATTICE_BITS``.
-LATTICE_BITS = 20
-
-#: Values of the ``sampler`` argument of :func:`laplace`.
-LAPLACE_SAMPLERS = ("lattice", "numpy", "opendp")
 _CHUNK = 1 << 14          # elements per block of the lattice sampler (fits in L2)
 #: ``draw(start, stop)`` of the 3-uniform lattice sampler: the uniform arrays of a block.
 _Draw = Callable[[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
-
-
-def laplace_grid(scale: float) -> float:
-    r"""Spacing of the lattice Laplace sampler for ``scale``.
-
-    ``γ = 2**(⌊log2 scale⌋ - LATTICE_BITS)``, the largest power of two not
-    above ``scale · 2**-20``.  It depends on the scale only, never on the
-    input, so the outputs for any two inputs lie on one common grid (for
-    ``scale = 1`` the grid is ``2**-20``; every output is a multiple of
-    ``2**-45`` as long as ``scale >= 2**-25``).  The noise is then
-    ``2**20 .. 2**21`` grid steps per unit of scale, so the lattice adds a
-    variance of order ``γ²``, i.e. a relative ``2**-40``.
-
-    Raises
-    ------
-    ValueError
-        If ``scale`` is not a positive finite number or is so small that the
-        grid underflows.
-    """
-    scale = check_positive(scale, "scale")
-    _, exponent = math.frexp(scale)          # scale = m * 2**exponent, m in [0.5, 1)
-    grid = math.ldexp(1.0, exponent - 1 - LATTICE_BITS)
-    if grid == 0.0:
-        raise ValueError(f"scale must be >= 2**-1050 for the lattice grid, got {scale}")
-    return grid
 
 
 def _round_half_up(a: np.ndarray, out: np.ndarray, frac: np.ndarray,
@@ -528,72 +503,3 @@ def laplace(values: np.ndarray, scale: float, random_state: RandomStateLike,
     if sampler == "opendp":
         return _opendp_laplace(x, scale, grid)
     return _on_the_lattice(x, grid, discrete_laplace_noise(scale / grid, x.shape, rng))
-
-
-def laplace_epsilon(scale: float, sensitivity: float, sampler: str = "lattice",
-                    max_changed: int = 1) -> float:
-    r"""ε of :func:`laplace` for a query of ℓ1 sensitivity ``Δ₁``.
-
-    * ``"numpy"``: ``Δ₁ / scale`` (nominal; the floating-point sampler does
-      not actually meet it, see Mironov 2012).
-    * ``"lattice"``: the inputs are rounded half-up to the grid ``γ``; a
-      coordinate that moves by ``d`` moves by at most ``⌈d/γ⌉`` grid steps, so
-      ``ε = (⌈Δ₁/γ⌉ + max_changed − 1) · γ / scale``.  This equals
-      ``Δ₁ / scale`` exactly when one coordinate changes by a multiple of the
-      grid (e.g. ``Δ₁ = 1`` and ``scale < 2**21``), and exceeds it by at most
-      ``max_changed · 2**-20`` otherwise.
-    * ``"opendp"``: OpenDP's own accounting, ``(Δ₁ + max_changed·γ) / scale``
-      (its map charges one grid step per coordinate of the vector).
-
-    Parameters
-    ----------
-    scale : float
-        The Laplace scale ``> 0``.
-    sensitivity : float
-        ``Δ₁ > 0``: the largest ℓ1 distance between the true values of two
-        neighbouring inputs.
-    sampler : {"lattice", "numpy", "opendp"}
-    max_changed : int
-        The most coordinates two neighbouring inputs can differ in (1 for a
-        scalar query; the vector length when unknown).
-    """
-    scale = check_positive(scale, "scale")
-    sensitivity = check_positive(sensitivity, "sensitivity")
-    sampler = check_choice(sampler, "sampler", LAPLACE_SAMPLERS)
-    max_changed = check_int(max_changed, "max_changed", minimum=1)
-    if sampler == "numpy":
-        return sensitivity / scale
-    grid = laplace_grid(scale)
-    if sampler == "opendp":
-        return (sensitivity + max_changed * grid) / scale
-    steps = math.ceil(sensitivity / grid) + max_changed - 1
-    return steps * grid / scale
-
-
-def laplace_scale(epsilon: float, sensitivity: float, sampler: str = "lattice",
-                  max_changed: int = 1) -> float:
-    r"""The smallest scale ``b`` (up to the grid) with ``laplace_epsilon(b, Δ₁, ...) ≤ ε``.
-
-    ``Δ₁ / ε`` for ``"numpy"``, and for grid-aligned sensitivities of the
-    lattice sampler; otherwise ``Δ₁`` is first rounded up to the grid (a
-    fixed point: the grid grows with the scale).
-
-    Raises
-    ------
-    ValueError
-        If ``ε`` is so small (below about ``max_changed · 2**-20``) that the
-        lattice rounding alone exceeds it.
-    """
-    epsilon = check_epsilon(epsilon)
-    sensitivity = check_positive(sensitivity, "sensitivity")
-    sampler = check_choice(sampler, "sampler", LAPLACE_SAMPLERS)
-    max_changed = check_int(max_changed, "max_changed", minimum=1)
-    scale = sensitivity / epsilon
-    for _ in range(64):
-        if laplace_epsilon(scale, sensitivity, sampler, max_changed) <= epsilon:
-            return scale
-        scale = max(math.nextafter(scale, math.inf),
-                    laplace_epsilon(scale, sensitivity, sampler, max_changed) * scale / epsilon)
-    raise ValueError(f"epsilon={epsilon} is too small for the lattice grid "
-                     f"(max_changed={max_changed}): no scale reaches it")
-

@@ -43,7 +43,7 @@ from scipy.special import expit
 from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
-from .._ratings import check_ratings
+from .._ratings import check_ratings, check_unique_pairs
 from .._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
 from .._surprise import UNKNOWN, inner_ids, predictions, raw_ids
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
@@ -64,6 +64,8 @@ MECHANISMS: tuple[str, ...] = ("mallows", "laplace")
 _ARGUMENT = ("each user's order privatised once (exact enumeration bounds the loss of a "
              "swap); the model is fitted on the privatised orders only, and a prediction reads "
              "the user's own rating histogram, which a swap does not change")
+#: Largest ``n_factors`` (the factors are n_users × n_factors and n_items × n_factors).
+MAX_FACTORS = 1 << 16
 #: Largest number of (query × training score) cells evaluated at once.
 _BLOCK_CELLS = 1 << 22
 
@@ -151,7 +153,7 @@ class MallowsRanker(PrivateModel, AlgoBase):
         Mallows dispersion θ = ε/(2m−3) or ε/(2m) (see
         :mod:`dprec.ranking.mallows`).
     n_factors : int, default 32
-        Dimension of :math:`p_u, q_i`.
+        Dimension of :math:`p_u, q_i` (at most ``MAX_FACTORS`` = 65536).
     n_epochs : int, default 20
         Passes; each samples ``pairs_per_rating × n_ratings`` pairs.
     lr : float, default 0.05
@@ -222,16 +224,21 @@ class MallowsRanker(PrivateModel, AlgoBase):
         _check_epsilon_spec(self.epsilon)
         check_choice(self.mechanism, "mechanism", MECHANISMS)
         check_choice(self.calibration, "calibration", CALIBRATIONS)
-        check_int(self.n_factors, "n_factors", minimum=1)
-        check_int(self.n_epochs, "n_epochs", minimum=0)
+        self._sizes()
         check_real(self.lr, "lr", low=0.0, low_inclusive=False)
         check_real(self.reg, "reg", low=0.0)
-        check_int(self.batch_size, "batch_size", minimum=1)
         check_real(self.pairs_per_rating, "pairs_per_rating", low=0.0, low_inclusive=False)
         validate_random_state(self.random_state)
         check_bool(self.verbose, "verbose")
         self._checked_budget()
         return self
+
+    def _sizes(self) -> tuple[int, int, int]:
+        """``(n_factors, n_epochs, batch_size)`` checked, as the plain ints the fit reads (a
+        numpy integer would overflow in its arithmetic)."""
+        return (check_int(self.n_factors, "n_factors", minimum=1, maximum=MAX_FACTORS),
+                check_int(self.n_epochs, "n_epochs", minimum=0),
+                check_int(self.batch_size, "batch_size", minimum=1))
 
     # ------------------------------------------------------------ fit
     def fit(self, trainset) -> MallowsRanker:
@@ -289,7 +296,8 @@ class MallowsRanker(PrivateModel, AlgoBase):
     def _fit_factors(self, rng: np.random.Generator, flat: np.ndarray,
                      segments: _Segments) -> None:
         """Mini-batch SGD on pairs ``(winner ≻ loser)`` drawn from the orders."""
-        n_users, n_items, k = self.trainset.n_users, self.trainset.n_items, self.n_factors
+        n_users, n_items = self.trainset.n_users, self.trainset.n_items
+        k, n_epochs, batch_size = self._sizes()
         P = rng.normal(0.0, 0.1, (n_users, k))
         Q = rng.normal(0.0, 0.1, (n_items, k))
         b = np.zeros(n_items)
@@ -297,15 +305,15 @@ class MallowsRanker(PrivateModel, AlgoBase):
         anchors = np.flatnonzero(np.repeat(segments.count, segments.count) >= 2)
         owner = np.repeat(np.arange(n_users), segments.count)
         n_pairs = int(math.ceil(self.pairs_per_rating * len(anchors))) if len(anchors) else 0
-        for epoch in range(self.n_epochs):
-            step = lr * (1.0 - epoch / self.n_epochs)  # linear decay to 0
+        for epoch in range(n_epochs):
+            step = lr * (1.0 - epoch / n_epochs)  # linear decay to 0
             u, win, lose = _sample_pairs(rng, anchors, owner, segments, flat, n_pairs)
             loss = 0.0
-            for lo in range(0, n_pairs, self.batch_size):
-                sl = slice(lo, lo + self.batch_size)
+            for lo in range(0, n_pairs, batch_size):
+                sl = slice(lo, lo + batch_size)
                 loss += _sgd_step(P, Q, b, u[sl], win[sl], lose[sl], step, reg)
             if self.verbose:
-                print(f"epoch {epoch + 1}/{self.n_epochs}: mean pair loss "
+                print(f"epoch {epoch + 1}/{n_epochs}: mean pair loss "
                       f"{loss / max(n_pairs, 1):.4f}")
         self.user_factors_, self.item_factors_, self.item_bias_ = P, Q, b
 
@@ -413,12 +421,14 @@ class MallowsRanker(PrivateModel, AlgoBase):
 
 # ------------------------------------------------------------ training kernels
 def _rating_arrays(trainset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(inner user, inner item, rating) of every training rating."""
+    """(inner user, inner item, rating) of every training rating; a pair rated twice
+    raises the `ValueError` of every model."""
     n = trainset.n_ratings
     data = np.fromiter(trainset.all_ratings(), dtype=[("u", np.int64), ("i", np.int64),
                                                       ("r", np.float64)], count=n)
     users, items, ratings = data["u"].copy(), data["i"].copy(), data["r"].copy()
     check_ratings(trainset, users, items, ratings)
+    check_unique_pairs(users, items, (trainset.n_users, trainset.n_items))
     return users, items, ratings
 
 

@@ -170,4 +170,4 @@ AS_PUBLISHED_PERTURBATION = (
 def _laplace_scale(epsilon: float, sensitivity: float) -> float:
     """:func:`dprec.mechanisms.laplace_scale` of the lattice sampler, cached (a model
     asks for the same few sensitivities in every block of queries)."""
-    return mechanisms.laplace_scale(epsilon, sensitivity, "lattice")
+    return mechanisms.laplace_scale(epsilon, sensitivity, "lattice", name="epsilon / 2")

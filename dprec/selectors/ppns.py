@@ -6,6 +6,7 @@ See ``docs/selectors.md`` for the formulas and the paper.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -106,11 +107,16 @@ class PPNS(Selector):
                                                   low_inclusive=False)
 
     def check_k(self, k: int) -> None:
-        if self.p > (k - 1) / k:
+        k = check_int(k, "k", minimum=1)
+        # exact: p·k > k − 1, up to 4 units in the last place of p (so 1 − 1/k and
+        # (k − 1)/k, which round differently, both pass); p = 1 never passes
+        if self.p >= 1.0 or Fraction(self.p) * k > k - 1 + Fraction(k, 2**50):
             given = f"alpha={self.alpha} (so p = alpha)" if self.alpha is not None else \
                 f"p={self.p}"
+            shown = f"{(k - 1) / k:.4g}"                   # a fraction where that rounds
+            shown = shown if Fraction(shown) == Fraction(k - 1, k) else f"{k - 1}/{k}"
             raise ValueError(
-                f"{given} > (k-1)/k = {(k - 1) / k:.4g} for k={k}: partition 1 would give "
+                f"{given} > (k-1)/k = {shown} for k={k}: partition 1 would give "
                 f"all k neighbours, so the exact top-k set becomes reachable and PPNS no "
                 f"longer resists the kNN attack; choose p <= (k-1)/k"
                 + (" (PPNS needs k >= 2)" if k < 2 else ""))

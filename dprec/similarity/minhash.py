@@ -75,6 +75,7 @@ from .minhash_functions import (
     MAX_B,
     MinHashFunctions,
     check_bound_arguments,
+    coordinate_epsilon,
     difference_bound,
     difference_bound_binomial,
     difference_bound_paper,
@@ -86,6 +87,7 @@ from .minhash_functions import (
     paired_sketches,
 )
 from .sketches import (
+    MAX_WIDTH,
     Sketch,
     SketchBackend,
     check_clip,
@@ -121,7 +123,7 @@ class _MinHashFamily(SketchBackend):
     private = True
 
     def _init_common(self, width, B, threshold, hash_seed, random_state) -> None:
-        self.width = check_int(width, "width", minimum=1)
+        self.width = check_int(width, "width", minimum=1, maximum=MAX_WIDTH)
         self.B = check_int(B, "B", minimum=2, maximum=MAX_B)
         if threshold is not None:
             check_real(threshold, "threshold")
@@ -220,7 +222,7 @@ class _MinHashFamily(SketchBackend):
     def _from_matches(self, matches: np.ndarray, S: Sketch, T: Sketch, same: bool,
                       clip: bool) -> np.ndarray:
         """``Ĵ`` of every pair from its match counts (in place), finished."""
-        sims = jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
+        sims = jaccard_from_matches(matches, self.width, self.B, S.params)
         return finish_estimate(sims, S.valid, T.valid, same, 0.0, 1.0, clip)
 
     def estimate_paired(self, S: Sketch, other: Sketch, clip: bool = True) -> np.ndarray:
@@ -228,7 +230,7 @@ class _MinHashFamily(SketchBackend):
         clip = check_clip(clip)
         S, T = paired_sketches(S, other, self.name, self.width)
         matches = np.sum(S.values == T.values, axis=1).astype(np.float64)
-        sims = jaccard_from_matches(matches, self.width, self.B, S.params["keep_probability"])
+        sims = jaccard_from_matches(matches, self.width, self.B, S.params)
         return finish_paired(sims, S, T, 0.0, 1.0, clip)
 
     def __getstate__(self) -> dict:
@@ -485,8 +487,8 @@ class RRMinHash(_PrivateMinHash):
     name = "rr_minhash"
 
     def epsilon_prime(self) -> float:
-        """``ε' = ε / ⌈L⌉``, the budget of one coordinate."""
-        return self.epsilon / math.ceil(self.changed_coordinates())
+        """``ε' = ε / ⌈L⌉``, one coordinate's budget (`coordinate_epsilon`: 1e18 at most)."""
+        return coordinate_epsilon(self.epsilon, self.changed_coordinates())
 
     def keep_probability(self) -> float:
         """``p = e^{ε'}/(e^{ε'} + B - 1)``."""

@@ -20,6 +20,7 @@ never a weaker guarantee. See `difference_bound`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,8 @@ from scipy import stats
 
 from .._rng import keyed_bits
 from .._validation import check_int, check_open_unit
-from .sketches import Sketch, pair_operands
+from ..mechanisms.randomized_response import MAX_EPSILON as RR_MAX_EPSILON
+from .sketches import MAX_WIDTH, Sketch, pair_operands
 
 __all__ = [
     "MAX_B",
@@ -39,6 +41,7 @@ __all__ = [
     "difference_bound_paper",
     "finish_paired",
     "jaccard_from_distances",
+    "coordinate_epsilon",
     "jaccard_from_matches",
     "match_counts",
     "one_hot",
@@ -56,7 +59,7 @@ _DENSE_ONE_HOT = 4096
 
 def check_bound_arguments(K, B, alpha, tau, delta) -> tuple[int, int, int, int, float]:
     """The bound's arguments checked, by the sketches' parameter names."""
-    K = check_int(K, "width", minimum=1)
+    K = check_int(K, "width", minimum=1, maximum=MAX_WIDTH)
     B = check_int(B, "B", minimum=2)
     alpha = check_int(alpha, "set_difference", minimum=1)
     tau = check_int(tau, "tau", minimum=1)
@@ -141,7 +144,7 @@ class MinHashFunctions:
     @classmethod
     def draw(cls, width: int, B: int, columns, hash_seed: int) -> MinHashFunctions:
         """The table for the items with public keys ``columns``, from ``hash_seed``."""
-        K = check_int(width, "width", minimum=1)
+        K = check_int(width, "width", minimum=1, maximum=MAX_WIDTH)
         B = check_int(B, "B", minimum=2, maximum=MAX_B)
         columns = np.asarray(columns, dtype=np.int64)
         ranks = keyed_bits(hash_seed, columns, K, stream=0) >> np.uint64(64 - _RANK_BITS)
@@ -235,12 +238,43 @@ def match_counts(codes_a: np.ndarray, codes_b: np.ndarray, B: int,
     return np.asarray(product, dtype=np.float64)
 
 
-def jaccard_from_matches(matches: np.ndarray, K: int, B: int, keep: float) -> np.ndarray:
-    """``(B-1)(B P̂ - 1)/(B p - 1)²`` with ``P̂ = matches/K`` (unclipped, in place)."""
+def jaccard_from_matches(matches: np.ndarray, K: int, B: int, params: Mapping) -> np.ndarray:
+    """``(B-1)(B P̂ - 1)/(B p - 1)²`` with ``P̂ = matches/K`` (unclipped, in place), ``p``
+    the sketches' ``params["keep_probability"]``.
+
+    ``B p − 1`` cancels when ``p`` is near ``1/B`` (a tiny ``ε'``): with
+    ``params["epsilon_prime"]`` (RRMinHash) it is then computed from ``ε'`` as
+    ``(B−1)(1 − e^{−ε'})/(1 + (B−1)e^{−ε'})`` (the same number, without cancellation).
+    """
+    contrast, eps = B * params["keep_probability"] - 1.0, params.get("epsilon_prime")
+    if eps is not None and contrast < 1e-3:
+        contrast = (B - 1) * -math.expm1(-eps) / (1.0 + (B - 1) * math.exp(-eps))
     matches *= B / K
     matches -= 1.0
-    matches *= (B - 1) / (B * keep - 1.0) ** 2
+    if contrast > 1e-100:
+        matches *= (B - 1) / contrast**2
+    else:                             # contrast² would underflow: one factor at a time
+        matches /= contrast
+        matches *= (B - 1) / contrast
     return matches
+
+
+def coordinate_epsilon(epsilon: float, changed: float) -> float:
+    """RRMinHash's budget of one coordinate, ``ε' = ε / ⌈L⌉`` (``L = changed``), at most
+    ``1e18``: what the sampler resolves (a larger budget is spent up to it, and the entry
+    states what is spent).
+
+    Raises
+    ------
+    ValueError
+        If ``ε'`` is below ``1e-300``: the estimates divide by about ``ε'²``.
+    """
+    n = math.ceil(changed)
+    if epsilon / n < 1e-300:
+        raise ValueError(f"rr_minhash: epsilon = {epsilon:g} is too small: each of the {n} "
+                         f"coordinates that may change gets epsilon / {n}, and the estimates "
+                         f"divide by about its square; epsilon must be at least {1e-300 * n:.3g}")
+    return min(epsilon / n, RR_MAX_EPSILON)
 
 
 def jaccard_from_distances(D: np.ndarray, K: int, B: int, scale: float) -> np.ndarray:

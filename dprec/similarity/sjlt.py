@@ -75,6 +75,7 @@ from .._validation import (
 )
 from ..ledger import LedgerEntry, Status, Unit
 from ..mechanisms import (
+    LATTICE_BITS,
     gaussian_delta,
     gaussian_from_uniform,
     gaussian_sigma,
@@ -85,6 +86,7 @@ from ..mechanisms import (
 )
 from ..mechanisms.common import keyed_log_uniform
 from .sketches import (
+    MAX_WIDTH,
     Sketch,
     SketchBackend,
     as_csr,
@@ -109,6 +111,9 @@ __all__ = [
 
 #: Values of ``GaussianJL(calibration=...)``.
 GAUSSIAN_CALIBRATIONS = ("kenthapadi", "analytic")
+#: The largest noise standard deviation per coordinate the estimators handle (they sum
+#: fourth powers of it over the width): a release that needs more is refused.
+MAX_NOISE_SD = 1e60
 
 
 # ----------------------------------------------------------------------------
@@ -143,7 +148,7 @@ def sjlt_matrix(width: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
 def gaussian_jl_matrix(width: int, columns, hash_seed: int) -> np.ndarray:
     """The ``k × n`` matrix (``k = width``) of iid ``N(0, 1/k)`` entries (dense), column
     ``j`` a function of ``hash_seed`` and the key ``columns[j]`` only (Box–Muller)."""
-    k = check_int(width, "width", minimum=1)
+    k = check_int(width, "width", minimum=1, maximum=MAX_WIDTH)
     columns = np.asarray(columns, dtype=np.int64)
     u = keyed_uniform(hash_seed, columns, 2 * k).reshape(len(columns), k, 2)
     normal = np.sqrt(-2.0 * np.log(u[..., 0])) * np.cos(2.0 * np.pi * u[..., 1])
@@ -168,7 +173,7 @@ def sjlt_distance_variance(z, width: int, scale: float) -> float:
     ``2‖z‖⁴/k``), the cross term ``2⟨Sz, e⟩`` and the noise term
     ``‖e‖²`` with ``e`` a difference of two ``Lap(b)`` (``E e⁴ = 72 b⁴``).
     """
-    k = check_int(width, "width", minimum=1)
+    k = check_int(width, "width", minimum=1, maximum=MAX_WIDTH)
     b = check_real(scale, "scale", low=0.0)
     sq, fourth = _norms(z)
     return 2.0 / k * (sq * sq - fourth) + 16.0 * b**2 * sq + 56.0 * k * b**4
@@ -177,14 +182,14 @@ def sjlt_distance_variance(z, width: int, scale: float) -> float:
 def gaussian_jl_distance_variance(z, width: int, sigma: float) -> float:
     r"""Variance of the Gaussian JL's ``‖x - y‖²`` estimate: ``2‖z‖⁴/k + 8σ²‖z‖² + 8kσ⁴``,
     ``k = width``."""
-    k = check_int(width, "width", minimum=1)
+    k = check_int(width, "width", minimum=1, maximum=MAX_WIDTH)
     sigma = check_real(sigma, "sigma", low=0.0)
     sq, _ = _norms(z)
     return 2.0 / k * sq * sq + 8.0 * sigma**2 * sq + 8.0 * k * sigma**4
 
 
 def _check_k_s(width, s) -> tuple[int, int]:
-    k = check_int(width, "width", minimum=1)
+    k = check_int(width, "width", minimum=1, maximum=MAX_WIDTH)
     s = check_int(s, "s", minimum=1)
     if k % s:
         raise ValueError(f"s must divide width (s blocks of width/s rows), got width={k}, "
@@ -206,7 +211,7 @@ class _PrivateProjection(SketchBackend):
     def _init_common(self, deprecated, width, epsilon, rating_bound, hash_seed,
                      random_state) -> None:
         given = self._current_names(deprecated, width=width, rating_bound=rating_bound)
-        self.width = check_int(given["width"], "width", minimum=1)
+        self.width = check_int(given["width"], "width", minimum=1, maximum=MAX_WIDTH)
         self.epsilon = check_epsilon(epsilon)
         if given["rating_bound"] is None:
             raise ValueError("rating_bound is required: the largest |rating| of the public "
@@ -230,6 +235,14 @@ class _PrivateProjection(SketchBackend):
     @staticmethod
     def _noise_moments(params) -> tuple[float, float]:
         """``(Var η, Var η²)`` of one noise coordinate."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    #: the parameters that set the noise (named when it is refused)
+    _noise_inputs: tuple[str, ...] = ("epsilon", "rating_bound")
+
+    @staticmethod
+    def _noise_sd(params) -> float:
+        """The standard deviation of one noise coordinate."""
         raise NotImplementedError  # pragma: no cover - abstract
 
     def sketch(self, X, keys=None, columns=None) -> Sketch:
@@ -261,12 +274,25 @@ class _PrivateProjection(SketchBackend):
         items = check_columns(columns, matrix.shape[1])
         hash_seed, seed = self._release_seeds()
         values, params = self._project(matrix, items, hash_seed)
+        self._check_noise(params)
         params["hash_seed"] = hash_seed
         noisy = self._add_noise(values, params,
                                 lambda n: keyed_uniform(seed, row_keys, n * self.width)
                                 .reshape(-1, self.width, n),
                                 lambda: keyed_log_uniform(seed, row_keys, self.width, stream=1))
         return Sketch(noisy, np.ones(matrix.shape[0], dtype=bool), self.name, params)
+
+    def _check_noise(self, params: dict) -> None:
+        """Refuse, before any noise is drawn, a noise the estimators cannot handle (a
+        standard deviation above `MAX_NOISE_SD`), naming the parameters that set it."""
+        sd = self._noise_sd(params)
+        if sd > MAX_NOISE_SD:
+            given = ", ".join(f"{name} = {getattr(self, name):g}" for name in self._noise_inputs)
+            raise ValueError(
+                f"{self.name}: {given} give noise of standard deviation {sd:.3g} per "
+                f"coordinate, above {MAX_NOISE_SD:g}, where the similarity estimates (sums of "
+                f"its fourth power) would overflow; epsilon must be at least about "
+                f"{self.epsilon * sd / MAX_NOISE_SD:.3g} (or rating_bound smaller)")
 
     def _noise_variance(self, S: Sketch) -> float:
         return self._noise_moments(S.params)[0]
@@ -387,7 +413,24 @@ class PrivateSJLT(_PrivateProjection):
         return math.sqrt(self.s) * self.rating_bound * (1 + 1e-9)
 
     def scale(self) -> float:
-        """The Laplace scale ``b ≈ √s·Δ/ε`` (lattice sampler, ``s`` coordinates move)."""
+        """The Laplace scale ``b ≈ √s·Δ/ε`` (lattice sampler, ``s`` coordinates move).
+
+        Raises
+        ------
+        ValueError
+            If ε is below about ``max(s·2**-20, √(2s)·Δ / MAX_NOISE_SD)``: the
+            lattice's rounding alone would spend more, or the noise would overflow
+            the estimates.
+        """
+        minimum = max(self.s * 2.0**-LATTICE_BITS,
+                      math.sqrt(2.0) * self._l1_sensitivity() / MAX_NOISE_SD)
+        if self.epsilon < minimum:
+            raise ValueError(
+                f"sjlt: epsilon = {self.epsilon:g} is too small for rating_bound = "
+                f"{self.rating_bound:g} and s = {self.s}: epsilon must be at least about "
+                f"{minimum:.3g} (the lattice Laplace sampler's rounding alone spends about "
+                f"s * 2**-21, and noise of standard deviation above {MAX_NOISE_SD:g} "
+                f"would overflow the estimates)")
         return laplace_scale(self.epsilon, self._l1_sensitivity(), "lattice", max_changed=self.s)
 
     def privacy(self) -> LedgerEntry:
@@ -405,6 +448,10 @@ class PrivateSJLT(_PrivateProjection):
     def _add_noise(self, values, params, uniforms_of, log_uniforms):
         return laplace_from_log_uniform(values, params["scale"], log_uniforms(),
                                         uniforms_of(2))
+
+    @staticmethod
+    def _noise_sd(params) -> float:
+        return math.sqrt(2.0) * params["scale"]
 
     @staticmethod
     def _noise_moments(params) -> tuple[float, float]:
@@ -493,6 +540,12 @@ class GaussianJL(_PrivateProjection):
 
     def _add_noise(self, values, params, uniforms_of, log_uniforms):
         return gaussian_from_uniform(values, params["sigma"], uniforms_of(2))
+
+    _noise_inputs = ("epsilon", "delta", "rating_bound")
+
+    @staticmethod
+    def _noise_sd(params) -> float:
+        return params["sigma"]
 
     @staticmethod
     def _noise_moments(params) -> tuple[float, float]:

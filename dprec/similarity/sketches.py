@@ -74,7 +74,11 @@ from .._rng import (
 )
 from ..ledger import SEEDED, LedgerEntry, Status
 
-__all__ = ["Sketch", "SketchBackend", "SketchRelease"]
+__all__ = ["MAX_WIDTH", "Sketch", "SketchBackend", "SketchRelease"]
+
+#: The largest sketch ``width`` (values per user): MinHash's match counts are exact float32
+#: sums up to ``2**24``, and a release holds ``n_users × width`` values.
+MAX_WIDTH = 1 << 24
 
 
 @dataclass(frozen=True)
