@@ -195,7 +195,7 @@ MODELS = [
 def test_malformed_testset_rows_are_named(trainset, name, make):
     model = make().fit(trainset)
     u, i = trainset.to_raw_uid(0), trainset.to_raw_iid(0)
-    with pytest.raises(ValueError, match=r"\(uid, iid, r_ui\) triples.*2 field"):
+    with pytest.raises(ValueError, match=r"\(uid, iid, r_ui\) rows.*row 0 has 2 value"):
         model.test([(u, i)])
     with pytest.raises((TypeError, ValueError), match="testset"):
         model.test("abc")

@@ -189,7 +189,7 @@ def test_fit_precomputed_refuses_a_sensitivity_of_the_wrong_length(synthetic, se
         with pytest.raises(ValueError, match=r"sensitivity must hold one RS per user, "
                                              r"shape \(30,\)"):
             model.fit_precomputed(synthetic, reference.sim, wrong)
-    with pytest.raises(TypeError, match="sensitivity must be an array of numbers"):
+    with pytest.raises(TypeError, match="sensitivity must be an array of real numbers"):
         model.fit_precomputed(synthetic, reference.sim, "x")
     model.fit_precomputed(synthetic, reference.sim, reference.sensitivity_)
     assert model.sensitivity_.shape == (30,)
