@@ -265,9 +265,11 @@ class ListedModel(PrivateModel):
         similar first (ties in the lists' sorted order), among the trainset's.
 
         Post-processing of the released `sim`, so nothing is charged.  But inner ids
-        follow the data's order (one removal renumbers them): once this is called,
-        the privacy report lists them as an output no guarantee covers (publish
-        the raw ids, `trainset.to_raw_iid` of each, or read `sim`, keyed by them).
+        follow the data's order (one removal renumbers them), and only the
+        trainset's ids have one (an answer shows whether an id was rated at all,
+        which a public catalogue does not): once this is called, the privacy
+        report lists the answers as an output no guarantee covers.  Publish from
+        `sim` (and `neighbours_`), keyed by raw id over the lists, instead.
 
         Raises
         ------
@@ -352,7 +354,8 @@ class ListedModel(PrivateModel):
 
 #: what `get_neighbors` releases beside `sim`, and why no guarantee covers it
 _INNER_NEIGHBOURS = "neighbours' inner ids (get_neighbors)"
-_INNER_ORDER = ("inner ids follow the order of the data (one removal renumbers them): the "
+_INNER_ORDER = ("inner ids follow the order of the data (one removal renumbers them), and only "
+                "the trainset's ids have one (which shows whether an id was rated at all): the "
                 "released similarities are keyed by raw id (sim)")
 
 #: a raw id in no list (what an unknown inner id stands for)

@@ -61,6 +61,7 @@ def integers(low: int, high: int):
 
 
 BAD_INTS = st.sampled_from([0, -1, 1.5, "3", True, np.int8(-1)])
+BAD_COUNTS = st.sampled_from([-1, 1.5, "3", True, np.int8(-1)])   # where 0 is valid
 
 #: model name -> (factory, {parameter: (valid values, invalid values)})
 MODELS = {
@@ -89,7 +90,7 @@ MODELS = {
     "MallowsRanker": (MallowsRanker, {
         "epsilon": (EPSILONS, BAD_REALS),
         "mechanism": (st.sampled_from(["mallows", "laplace"]), BAD_CHOICES),
-        "n_factors": (integers(1, 6), BAD_INTS), "n_epochs": (integers(1, 3), BAD_INTS),
+        "n_factors": (integers(1, 6), BAD_INTS), "n_epochs": (integers(0, 3), BAD_COUNTS),
         "batch_size": (integers(1, 100), BAD_INTS), "lr": (st.floats(1e-4, 1.0), BAD_REALS)}),
     "PrivateKNN": (PrivateKNN, {
         "k": (integers(1, 60), BAD_INTS), "epsilon": (EPSILONS, BAD_REALS),

@@ -116,7 +116,11 @@ def _neighbours(model, users: Sequence, items: Sequence, weights: bool = True) -
                     out[f"kneighbors/{raw_u}/{raw_i}"] = answer if isinstance(answer, str) else {
                         _raw(trainset, [v], user_based)[0]: float(w) if weights else 1.0
                         for v, w in zip(answer[0][0], answer[1][0]) if v >= 0}
-    if hasattr(model, "get_neighbors"):
+    # get_neighbors where the model covers it: a kNN's lists as raw ids (PrivateKNN). A
+    # model of public lists releases its neighbours keyed by raw id (`sim`, `neighbours_`:
+    # the arrays); its get_neighbors is Surprise's inner-id interface, which shows which
+    # ids the trainset holds, and its report lists it as not covered once it is called
+    if hasattr(model, "kneighbors"):
         k = int(getattr(model, "k", 2) or 2)
         for raw in users:
             inner = _inner(trainset, raw, True)
