@@ -226,7 +226,7 @@ def test_user_level_audit_of_a_similarity_stays_below_the_claim(fast_accounting,
         return algo.sim.loc["i0", "i1"]
 
     bound = audit_release(release, a.build_full_trainset(), b.build_full_trainset(),
-                          threshold_events(np.linspace(-0.95, 0.95, 20)), n_runs=2000,
+                          threshold_events(np.linspace(-0.95, 0.95, 20)), n_runs=1000,
                           delta=1e-5 if mechanism == "gaussian" else 0.0, random_state=0)
     assert not bound.violates(epsilon), bound
     assert bound.epsilon > 1.0, bound

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from surprise import Dataset, Reader
 
 from ..audit import audit_surface
@@ -359,8 +360,10 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
     return out
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False) -> pd.DataFrame:
-    """Every scenario of :func:`scenarios`, one row each (``quick``: fewer runs)."""
+def run(quick: bool = False, seed: int = 0, progress: bool = False,
+        n_jobs: int = 1) -> pd.DataFrame:
+    """Every scenario of :func:`scenarios`, one row each (``quick``: fewer runs;
+    ``n_jobs``: scenarios audited at once in joblib's processes, the same rows)."""
     data = edge_data()
     chosen = scenarios(data, quick=quick)
     if progress:
@@ -368,6 +371,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False) -> pd.DataFr
 
         chosen = tqdm(chosen, desc="release audits", unit="scenario")
     n_runs, pilot = (200, 100) if quick else (600, 200)
-    rows = [asdict(audit_scenario(s, data, n_runs=n_runs, pilot_runs=pilot, seed=seed))
-            for s in chosen]
-    return pd.DataFrame(rows)
+    results = Parallel(n_jobs=n_jobs)(
+        delayed(audit_scenario)(s, data, n_runs=n_runs, pilot_runs=pilot, seed=seed)
+        for s in chosen)
+    return pd.DataFrame([asdict(result) for result in results])
