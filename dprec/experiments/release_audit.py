@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -372,6 +373,17 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False,
         chosen = tqdm(chosen, desc="release audits", unit="scenario")
     n_runs, pilot = (200, 100) if quick else (600, 200)
     results = Parallel(n_jobs=n_jobs)(
-        delayed(audit_scenario)(s, data, n_runs=n_runs, pilot_runs=pilot, seed=seed)
+        delayed(_audit_recorded)(s, data, n_runs=n_runs, pilot_runs=pilot, seed=seed)
         for s in chosen)
-    return pd.DataFrame([asdict(result) for result in results])
+    for message, category in dict.fromkeys(w for _, caught in results for w in caught):
+        warnings.warn(message, category, stacklevel=2)      # each once, in this process
+    return pd.DataFrame([asdict(result) for result, _ in results])
+
+
+def _audit_recorded(*args, **kwargs) -> tuple[ScenarioResult, list[tuple[str, type]]]:
+    """:func:`audit_scenario` and the warnings it raised, as (message, category): a joblib
+    worker would print them on stderr, `run` warns them in the caller's process."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = audit_scenario(*args, **kwargs)
+    return result, [(str(w.message), w.category) for w in caught]
