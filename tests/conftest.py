@@ -16,6 +16,50 @@ if "SURPRISE_DATA_FOLDER" not in os.environ and (SHARED_DATA / "surprise").is_di
 
 import pytest  # noqa: E402
 
+#: the long runs started at collection (``tests/background.py``)
+NEWCOMER, NOTEBOOKS = pytest.StashKey(), pytest.StashKey()
+
+
+def pytest_collection_finish(session):
+    """Start the suite's two long independent runs when a test that needs them is
+    selected: the newcomer's install and demo (about 100 s) and the notebooks in quick mode
+    (about 60 s) go on in the background, mostly on the other core, while the other tests
+    run; their tests then wait for the results (fixtures `newcomer_run`, `notebook_runs`)."""
+    import importlib.util
+
+    from background import NewcomerRun, NotebookRuns
+
+    if session.config.option.collectonly:
+        return
+    selected = {item.originalname for item in session.items}
+    if "test_readme_commands_work_for_an_offline_newcomer" in selected:
+        session.config.stash[NEWCOMER] = NewcomerRun()
+    if ("test_notebook_executes_in_quick_mode" in selected
+            and importlib.util.find_spec("nbclient") is not None):
+        session.config.stash[NOTEBOOKS] = NotebookRuns()
+
+
+def pytest_sessionfinish(session):
+    newcomer = session.config.stash.get(NEWCOMER, None)
+    if newcomer is not None:
+        newcomer.stop()
+
+
+@pytest.fixture
+def newcomer_run(request):
+    """The README's first command run as an offline newcomer (`background.NewcomerRun`),
+    started at collection."""
+    return request.config.stash[NEWCOMER]
+
+
+@pytest.fixture(scope="module")
+def notebook_runs(request):
+    """Every notebook executed in quick mode (`background.NotebookRuns`), started at
+    collection: path -> (executed notebook, its error or None, DPREC_QUICK of the kernels)."""
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    return request.config.stash[NOTEBOOKS].result(timeout=1200)
+
 
 @pytest.fixture(scope="session")
 def ml100k():
@@ -64,10 +108,11 @@ def quick_release_audit():
     session: every quick scenario of the release audit (200 runs, 100 pilot runs each),
     one row per scenario.  ``tests/test_release_audits.py`` asserts on its rows, and
     ``dprec audit --quick`` (``tests/test_experiments.py``) is handed this very table for
-    that very call instead of auditing the same 13 scenarios a second time."""
+    that very call instead of auditing the same 13 scenarios a second time.  The scenarios
+    are audited two at a time (``n_jobs=2``: the same rows)."""
     from dprec.experiments import release_audit
 
-    return release_audit.run(quick=True, seed=0)
+    return release_audit.run(quick=True, seed=0, n_jobs=2)
 
 
 @pytest.fixture(params=["compiled", "numpy"])

@@ -438,7 +438,8 @@ def test_movielens_topk_broken_and_ppns_pooled(ml100k):
 # ----------------------------------------------------------------- experiment
 @pytest.mark.slow
 def test_attack_resistance_quick_writes_tables_and_plots(tmp_path):
-    table = attack_resistance.main(["--quick", "--out", str(tmp_path), "--n-jobs", "1"])
+    table = attack_resistance.main(["--quick", "--out", str(tmp_path), "--n-jobs", "1",
+                                    "--targets", "3"])       # quick: 5
     written = pd.read_csv(tmp_path / "attack_resistance.csv")
     summary = pd.read_csv(tmp_path / "attack_summary.csv")
     assert len(written) == len(table) > 0

@@ -103,7 +103,7 @@ def test_end_to_end_quick_compares_every_model(tmp_path):
     private = means[means["model"] == "DPBaseline (rating)"].set_index("epsilon")["rmse"]
     assert private[10.0] <= private[1.0] + 0.02         # more budget, no worse (2 folds)
     scaling = pd.read_csv(tmp_path / "end_to_end_scaling.csv")
-    assert sorted(scaling["users"].unique()) == [300, 1200]
+    assert sorted(scaling["users"].unique()) == [300, 600]
     assert (tmp_path / "end_to_end_rmse.png").stat().st_size > 0
     attacked = end_to_end.attack_summary(pd.read_csv(tmp_path / "end_to_end_attack.csv"))
     assert set(attacked["algo"]) == {end_to_end.ATTACK_REFERENCE} | {

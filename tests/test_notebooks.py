@@ -3,14 +3,11 @@ one still executing in quick mode (``DPREC_QUICK=1``) from ``notebooks/``."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-from pathlib import Path
 
 import pytest
+from background import NOTEBOOKS
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 #: a code cell that draws: it must show an image
 PLOTTING = re.compile(r"plt\.subplots|\.plot\(|\bImage\(")
 
@@ -34,43 +31,11 @@ def test_committed_notebook_is_executed_and_shows_its_figures(path):
     assert path.stat().st_size < 600_000, "trim the outputs (images are meant to be small)"
 
 
-@pytest.fixture(scope="module")
-def quick_runs():
-    """Every notebook executed in quick mode (``DPREC_QUICK=1``, the inline backend), each
-    in its own kernel from ``notebooks/``, two kernels at a time (each notebook is one
-    process that mostly computes alone): path -> (executed notebook, its error or None,
-    DPREC_QUICK as the kernels were started with it)."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-
-    async def execute(path, slots):
-        notebook = nbformat.read(path, as_version=4)
-        client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
-                                         resources={"metadata": {"path": str(path.parent)}})
-        async with slots:
-            try:
-                await client.async_execute()
-            except Exception as error:      # reported by that notebook's test
-                return notebook, error
-        return notebook, None
-
-    async def execute_all():
-        slots = asyncio.Semaphore(2)
-        return await asyncio.gather(*(execute(path, slots) for path in NOTEBOOKS))
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DPREC_QUICK", "1")
-        patch.delenv("MPLBACKEND", raising=False)  # the notebook's inline backend draws
-        results = asyncio.run(execute_all())
-        quick = os.environ.get("DPREC_QUICK")
-    return {path: (notebook, error, quick) for path, (notebook, error) in zip(NOTEBOOKS,
-                                                                               results)}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes_in_quick_mode(path, quick_runs):
-    notebook, error, quick = quick_runs[path]
+def test_notebook_executes_in_quick_mode(path, notebook_runs):
+    # executed in the background since collection (conftest.py, tests/background.py)
+    notebook, error, quick = notebook_runs[path]
     if error is not None:
         raise error
     errors = [output for cell in notebook.cells if cell.cell_type == "code"

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def readme_commands() -> list[str]:
-    section = ROOT.joinpath("README.md").read_text().split("## Two commands")[1].split("\n## ")[0]
-    return re.findall(r"```sh\n(.+?)\n```", section)
+from background import ROOT, readme_commands
 
 
 def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
@@ -103,10 +95,11 @@ def test_an_unusable_data_folder_is_explained_not_a_crash(value):
 
 def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):
     env = {"SURPRISE_DATA_FOLDER": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin"}
-    # the folds run at once (--n-jobs 2); the serial demo is the newcomer test's
+    # --quick with --dataset auto: the fallback to the quick synthetic shape; the folds
+    # run at once (--n-jobs 2); the serial full-size demo is the newcomer test's
     result = subprocess.run(
-        [sys.executable, "-m", "dprec", "demo", "--folds", "2", "--k", "5", "--n-jobs", "2",
-         "--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "dprec", "demo", "--quick", "--dataset", "auto", "--n-jobs",
+         "2", "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=True)
     assert "SURPRISE_DATA_FOLDER" in result.stderr
     assert "synthetic" in result.stderr
@@ -137,8 +130,8 @@ def run_cli(*args, timeout=600):
 
 def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
     pytest.importorskip("dask.distributed")
-    common = ["cv", "--dataset", "synthetic", "--algo", "ppns", "--epsilon", "1", "5",
-              "--folds", "2", "--k", "10", "--n-jobs", "2", "--seed", "3"]
+    common = ["cv", "--quick", "--algo", "ppns", "--epsilon", "1", "5", "--n-jobs", "2",
+              "--seed", "3"]          # --quick: synthetic data of 12,000 ratings, 2 folds, k 10
     # the two runs are independent: the local one (loky) goes on while the cluster starts
     with (tmp_path / "local.err").open("w") as err:
         local_run = subprocess.Popen([sys.executable, "-m", "dprec", *common, "--out",
@@ -161,42 +154,17 @@ def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
     assert len(local) == 4 and (tmp_path / "local" / "cv.png").is_file()
 
 
-def _start(command: str, cwd: Path, env: dict, log: Path) -> subprocess.Popen:
-    """``bash -c command`` in the background, its stdout and stderr to ``log``.out/.err."""
-    with log.with_suffix(".out").open("w") as out, log.with_suffix(".err").open("w") as err:
-        return subprocess.Popen(["bash", "-c", command], cwd=cwd, env=env,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-
-
-def _finish(process: subprocess.Popen, log: Path, timeout: float) -> tuple[int, str, str]:
-    code = process.wait(timeout=timeout)
-    return code, log.with_suffix(".out").read_text(), log.with_suffix(".err").read_text()
-
-
 @pytest.mark.slow
-def test_readme_commands_work_for_an_offline_newcomer(tmp_path):
+def test_readme_commands_work_for_an_offline_newcomer(newcomer_run):
     """The README's first command in a fresh virtual environment, in a temporary copy of
     the repository without ``.venv``, with no data variable set and an empty home: the
-    demo falls back to synthetic data, says so, exits 0 and prints its report.  The
+    demo falls back to synthetic data, says so, exits 0 and prints its report.  The run
+    started in the background when this test was collected (``conftest.py``).  The
     second command is what CI runs verbatim on a clean checkout (checked above), so
     installing it here again would only repeat CI."""
-    ignore = shutil.ignore_patterns(
-        ".venv", ".git", "results", "mutants", "site", "__pycache__", ".ci", "*.egg-info",
-        ".pytest_cache", ".hypothesis", ".ruff_cache", "build")
-    run, _ = readme_commands()
-    repo = tmp_path / "dprec"
-    shutil.copytree(ROOT, repo, ignore=ignore)
-    env = {key: value for key, value in os.environ.items() if key not in (
-        "SURPRISE_DATA_FOLDER", "DPREC_LASTFM", "PYTHONPATH", "VIRTUAL_ENV")}
-    env["HOME"] = str(tmp_path / "home")
-    process = _start(run, repo, env, tmp_path / "log")
-    try:
-        code, out, err = _finish(process, tmp_path / "log", timeout=1200)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    code, out, err = newcomer_run.result(timeout=1200)
     assert code == 0, err[-3000:]
-    assert "synthetic" in err and "lower is better" in out
+    assert "synthetic" in err and "SURPRISE_DATA_FOLDER is not set" in err
+    assert "lower is better" in out
     assert "KNNBasic's algorithm: RMSE equal on every fold" in out
-    assert (repo / "results" / "demo.csv").is_file()
+    assert (newcomer_run.repo / "results" / "demo.csv").is_file()

@@ -64,6 +64,19 @@ def split(data):
     return train_test_split(data, test_size=0.25, random_state=0)
 
 
+@pytest.fixture(scope="module")
+def scheduler():
+    """The address of one local Dask cluster (2 single-threaded worker processes) for the
+    module's Dask tests: its start-up is most of their time.  (``dprec cv --backend dask``
+    in ``tests/test_project.py`` starts its own, through ``scheduler=None``.)"""
+    distributed = pytest.importorskip("dask.distributed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cluster's own start-up chatter
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            yield cluster.scheduler_address
+
+
 def estimates(algo, testset) -> list[tuple]:
     return [(p.est, p.details.get("was_impossible")) for p in algo.test(testset)]
 
@@ -125,7 +138,7 @@ def test_grid_table_n_jobs_1_and_2_agree(data):
 
 @pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                     reason="dask[distributed] is not installed")
-def test_dask_backend_agrees_with_n_jobs_1(data):
+def test_dask_backend_agrees_with_n_jobs_1(data, scheduler):
     names = ["pncf-item", "ppns-user", "ppns-sjlt", "ppns-rr_minhash", "mallows"]
     folds = KFold(3, random_state=0)
     local = {name: cross_validate(ALGORITHMS[name](5), data, measures=["rmse"], cv=folds,
@@ -135,7 +148,7 @@ def test_dask_backend_agrees_with_n_jobs_1(data):
     grid_local = grid_table(configurations, knn, data, n_folds=2, random_state=0, n_jobs=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the cluster's own start-up chatter
-        with parallel_backend("dask", n_workers=2):
+        with parallel_backend("dask", scheduler=scheduler):
             remote = {name: cross_validate(ALGORITHMS[name](5), data, measures=["rmse"],
                                            cv=folds, n_jobs=2)["test_rmse"] for name in names}
             grid_remote = grid_table(configurations, knn, data, n_folds=2, random_state=0,
@@ -152,7 +165,7 @@ def test_dask_backend_agrees_with_n_jobs_1(data):
 
 @pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                     reason="dask[distributed] is not installed")
-def test_blocked_similarities_on_a_local_cluster_equal_the_local_run(data):
+def test_blocked_similarities_on_a_local_cluster_equal_the_local_run(data, scheduler):
     """``backend="dask"``: the similarity rows are computed (or estimated from the one
     sketch release) and reduced on the workers (RS, item-neighbourhood answers,
     user-neighbourhood sets); the predictions, details, neighbours, RS and privacy report
@@ -183,7 +196,7 @@ def test_blocked_similarities_on_a_local_cluster_equal_the_local_run(data):
     dense = [run(config, storage="dense") for config in configurations]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the cluster's own start-up chatter
-        with dask_client(n_workers=2):
+        with dask_client(scheduler):
             remote = [run(config, backend="dask") for config in configurations]
     for ours, theirs, whole in zip(local, remote, dense):
         for other in (theirs, whole):

@@ -226,7 +226,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     plot(table, out / "end_to_end_rmse.png")
     print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
     if args.scaling:
-        shapes = ((300, 400, 12_000), (1200, 400, 48_000)) if args.quick else SHAPES
+        shapes = ((300, 400, 12_000), (600, 400, 24_000)) if args.quick else SHAPES
         grown = scaling(shapes, seed=args.seed, n_jobs=args.n_jobs)
         grown.to_csv(out / "end_to_end_scaling.csv", index=False)
         print(summary(grown, ("users", "model")).to_string(

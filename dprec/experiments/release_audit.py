@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from surprise import Dataset, Reader
 
 from ..audit import audit_surface
@@ -363,8 +365,10 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
     return out
 
 
-def run(quick: bool = False, seed: int = 0, progress: bool = False) -> pd.DataFrame:
-    """Every scenario of :func:`scenarios`, one row each (``quick``: fewer runs)."""
+def run(quick: bool = False, seed: int = 0, progress: bool = False,
+        n_jobs: int = 1) -> pd.DataFrame:
+    """Every scenario of :func:`scenarios`, one row each (``quick``: fewer runs;
+    ``n_jobs``: scenarios audited at once in joblib's processes, the same rows)."""
     data = edge_data()
     chosen = scenarios(data, quick=quick)
     if progress:
@@ -372,6 +376,18 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False) -> pd.DataFr
 
         chosen = tqdm(chosen, desc="release audits", unit="scenario")
     n_runs, pilot = (200, 100) if quick else (600, 200)
-    rows = [asdict(audit_scenario(s, data, n_runs=n_runs, pilot_runs=pilot, seed=seed))
-            for s in chosen]
-    return pd.DataFrame(rows)
+    results = Parallel(n_jobs=n_jobs)(
+        delayed(_audit_recorded)(s, data, n_runs=n_runs, pilot_runs=pilot, seed=seed)
+        for s in chosen)
+    for message, category in dict.fromkeys(w for _, caught in results for w in caught):
+        warnings.warn(message, category, stacklevel=2)      # each once, in this process
+    return pd.DataFrame([asdict(result) for result, _ in results])
+
+
+def _audit_recorded(*args, **kwargs) -> tuple[ScenarioResult, list[tuple[str, type]]]:
+    """:func:`audit_scenario` and the warnings it raised, as (message, category): a joblib
+    worker would print them on stderr, `run` warns them in the caller's process."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = audit_scenario(*args, **kwargs)
+    return result, [(str(w.message), w.category) for w in caught]
