@@ -490,6 +490,12 @@ def test_get_neighbors_at_another_k_is_a_selection_of_its_own_charged_once(split
     assert lists["neighbour lists at k=4 (get_neighbors), as raw ids"].covered_by
     # the model's own sets (its predictions) are not changed by the other sizes
     assert private.get_neighbors(3, 6) == private.kneighbors(users=[3])[0][0].tolist()
+    # a k above the number of users chooses them all, once, however large
+    everyone = private.get_neighbors(3, 10**20)
+    assert sorted(everyone) == [u for u in range(trainset.n_users) if u != 3]
+    total = private.privacy_report().total()
+    assert private.get_neighbors(3, trainset.n_users + 5) == everyone
+    assert private.privacy_report().total() == total
 
 
 # -------------------------------------- issue #33, finding 7: a refit refused by the budget

@@ -333,21 +333,23 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
 
     def _neighbour_sets(self, k: int) -> tuple[KeptSets, Book]:
         """The kept neighbour sets of size `k` and the book they are charged to: the
-        model's own at its `k`; at another `k` (`get_neighbors`), sets of their own, with
-        independent noise, charged as selections of their own (made once per `k`)."""
+        model's own at its width; at another (`get_neighbors`), sets of their own, with
+        independent noise, charged as selections of their own (made once per width).  A
+        `k` above the number of users chooses them all, as for the model's own `k`."""
         model = self._sets.chooser
-        if k == model.selection.k:
+        width = min(k, model.n_users)
+        if width == self._width:
             return self._sets, self._book
         with self._book.lock:
-            if k not in self._sets_at_k:
-                seed = derive_seed(model.selection.seed.to_bytes(8, "little"), f"k={k}")
-                chooser = replace(model, selection=replace(model.selection, k=k, seed=seed))
-                book = book_at(self._book, selector=self.selector_, k=k,
+            if width not in self._sets_at_k:
+                seed = derive_seed(model.selection.seed.to_bytes(8, "little"), f"k={width}")
+                chooser = replace(model, selection=replace(model.selection, k=width, seed=seed))
+                book = book_at(self._book, selector=self.selector_, k=width,
                                sensitivity=self.sensitivity_, sim_options=self.sim_options_,
                                rating_scale=self.trainset.rating_scale,
                                neighbourhood=self.neighbourhood_)
-                self._sets_at_k[k] = (KeptSets(chooser, apart=False), book)
-            return self._sets_at_k[k]
+                self._sets_at_k[width] = (KeptSets(chooser, apart=False), book)
+            return self._sets_at_k[width]
 
     def _similarities(self, ratings: RatingArrays, entropy: bytes,
                       rows_backend: str | None = None):
