@@ -75,7 +75,7 @@ top partition: its α stays close to 1 and its β is small and fixed by the
 schedule, while probabilistic selection and PNCF can reach every partition.
 The curves of PPNS are flat in ε: with co-rated cosine the
 recommendation-aware sensitivity is 1 for most users, so the weights
-`exp(ε·sim/(4k·RS))` are nearly uniform (see the README).""",
+`exp(ε·sim/(4k·RS))` are nearly uniform (see docs/selectors.md).""",
 '''alpha_beta = summary.pivot_table(index=["neighbourhood", "k", "selector"],
                                  values=["alpha", "beta", "mae"], aggfunc="mean")
 alpha_beta''',
@@ -149,7 +149,7 @@ for name in ["mae_rr_minhash.png", "mae_noisy_minhash.png", "recall.png"]:
 The private error barely falls with K: the number of coordinates two
 neighbouring sets can change, L, grows with K, and each coordinate gets
 ε/⌈L⌉. dprec corrects the paper's L where its Chernoff bound does not hold
-(see the README). On real data, the private sketches do not recover the true
+(see docs/similarities.md). On real data, the private sketches do not recover the true
 neighbours at ε ≤ 8 (recall at chance level), while the non-private MinHash
 does.""",
 ]
@@ -286,7 +286,7 @@ ax.set(xscale="log", xlabel="ε", ylabel="RMSE", title="accuracy against ε")
 fig.tight_layout()''',
 '''resisting = attack_resistance.resisting(summary, beta=int(summary.beta.max()))
 resisting[["config", "recovery_pooled", "baseline_item_mean", "rmse"]].head(10)''',
-"""md:**Reading** (the full MovieLens run; see the README for the numbers).
+"""md:**Reading** (the full MovieLens run; the numbers are in docs/attack.md).
 With plain co-rated cosine nobody is exposed, by accident: the target ties at
 similarity 1 with every user who shares a single item. With an overlap-aware
 similarity (`min_support` = the attacker's 8 known ratings), top-k, PPNS and

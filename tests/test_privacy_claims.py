@@ -47,7 +47,7 @@ EPSILON = 1.5
 
 # ------------------------------------------------------------------ privacy maps
 def lattice_epsilon(scale: float, sensitivity: float, changed: int = 1) -> float:
-    """ε of the lattice Laplace sampler (README, "Privacy"): the inputs are rounded to
+    """ε of the lattice Laplace sampler (docs/mechanisms.md, "Laplace"): the inputs are rounded to
     the grid ``γ = 2**(⌊log2 scale⌋ − 20)``, so ``changed`` coordinates whose values
     move by ``Δ`` in total move by at most ``⌈Δ/γ⌉ + changed − 1`` grid steps, and
     discrete Laplace noise of scale ``scale/γ`` steps costs ``γ/scale`` per step."""

@@ -1,8 +1,8 @@
 """What dprec's privacy figures are worth, audited on neighbouring datasets.
 
-Every claim the README makes about a component is backed here: the published
+Every claim docs/privacy.md makes about a component is backed here: the published
 selectors' claims are *refuted* (the 95 % lower bound on ε exceeds what they
-claim, so the README's "as published" label stays true), the components that
+claim, so their "as published" label stays true), the components that
 *hold* are not refuted (and the audit would catch a broken one), the leaks that
 were dprec's own (noise derivable from the public hash seed, τ read from the
 data, one query counted for thousands) stay fixed.  The constructions live in
