@@ -4,7 +4,7 @@ A selector answers many queries at once.  For each query (a row) it gets the
 candidates' similarities sorted in descending order (ties in candidate order,
 as ``heapq.nlargest`` keeps them), the number of valid candidates in the row
 (the rest is padding), ``k``, the querying users' sensitivities ``RS`` and
-the queries' own randomness ([`dprec._rng.QueryNoise`][]: "one query,
+the queries' own randomness ([`QueryNoise`][dprec.selectors.QueryNoise]: "one query,
 one draw").  It returns a [`Selection`][]: per row, the
 positions of the chosen candidates in the sorted row and the selector's
 security ``β`` for that query (Lu & Shen, ComSIS 2015): the index of the
