@@ -39,7 +39,7 @@ def stable_descending_order(values: np.ndarray, prefix: int | None,
 
     This is the order of ``heapq.nlargest`` (what Surprise's KNNBasic uses).
     With ``prefix`` set, only the first ``prefix`` columns of that order are
-    sorted, found by :func:`top_mask` instead of a full sort; with
+    sorted, found by `top_mask` instead of a full sort; with
     ``keep_tail`` every column then follows in column order, those of the
     prefix masked (``-inf``), else the rest is left out.
 

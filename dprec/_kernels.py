@@ -2,10 +2,10 @@
 
 Each kernel replaces a chain of whole-array numpy passes by one pass over
 the data (installed with ``pip install 'dprec[fast]'``; without Numba,
-:data:`AVAILABLE` is False and dprec runs its numpy code, which gives the
+`AVAILABLE` is False and dprec runs its numpy code, which gives the
 same numbers):
 
-- :func:`add_co_rated_sums`: the co-rated sums of a block of rows against every
+- `add_co_rated_sums`: the co-rated sums of a block of rows against every
   row, by the rows' ratings and each rated column's raters: work
   ``Σ_{u ∈ block} Σ_{i ∈ I_u} |U_i|`` (the pairs that share a column), not
   the ``nnz × block`` of a sparse-times-dense product or the ``n² m`` of a
@@ -13,18 +13,18 @@ same numbers):
   datasets) are exact in float64 whatever the order, so the sums equal the
   numpy products' bit for bit; other ratings agree up to the rounding of
   a float64 sum.
-- :func:`similarity_rows`: the same pairs, each row's sums turned into its
+- `similarity_rows`: the same pairs, each row's sums turned into its
   similarities at once (no ``n × n`` sums).
-- :func:`stable_top`: per query, the ``prefix`` most similar of its
+- `stable_top`: per query, the ``prefix`` most similar of its
   candidates (the raters of its item), in the order of
-  :func:`dprec._arrays.stable_descending_order` (descending similarity,
+  `dprec._arrays.stable_descending_order` (descending similarity,
   ties in candidate order: Surprise's ``heapq.nlargest``): a count of the
   candidates by value bucket leaves one bucket to resolve, by a min-heap;
   the candidates' similarities are never laid out as a padded matrix.
-- :func:`weighted_means`: each query's weighted mean of its chosen
+- `weighted_means`: each query's weighted mean of its chosen
   neighbours' ratings, added one neighbour at a time as Surprise adds them.
 
-The kernels release the GIL (``nogil``), so :func:`dprec._threads.map_blocks`
+The kernels release the GIL (``nogil``), so `dprec._threads.map_blocks`
 runs blocks of them on every core; their machine code is cached on disk
 (``cache=True``) after the first call.  ``DPREC_DISABLE_NUMBA=1`` turns them
 off (the tests run both paths).
@@ -50,8 +50,8 @@ AVAILABLE = njit is not None
 
 
 def enabled() -> bool:
-    """Whether dprec uses the kernels now (:data:`AVAILABLE`, unless the tests turned
-    them off with :func:`set_enabled`)."""
+    """Whether dprec uses the kernels now (`AVAILABLE`, unless the tests turned
+    them off with `set_enabled`)."""
     return AVAILABLE and _STATE["enabled"]
 
 
@@ -104,8 +104,8 @@ def _co_rated_rows_py(rows, upper, indptr, indices, data, column_ptr, column_row
 
 
 def _similarity_of(kind, freq, sq_i, sq_j, prods, s_i, s_j):  # pragma: no cover - compiled
-    """Surprise's similarity ``kind`` (:data:`SIMILARITY_KINDS`) of one pair from its
-    co-rated sums: :func:`dprec.similarity.exact.similarity_from_sums`, operation for
+    """Surprise's similarity ``kind`` (`SIMILARITY_KINDS`) of one pair from its
+    co-rated sums: [`dprec.similarity.exact.similarity_from_sums`][], operation for
     operation (0 where a denominator vanishes)."""
     if kind == 0:                                   # cosine
         denominator = np.sqrt(sq_i * sq_j)
@@ -206,7 +206,7 @@ def _heap_top(values, positions, m, k, out_values, out_order):  # pragma: no cov
             _sift_down(out_values, out_order, size, 0, values[j], positions[j])
 
 
-#: value buckets of :func:`stable_top`'s first pass
+#: value buckets of `stable_top`'s first pass
 _BUCKETS = 128
 
 
@@ -214,11 +214,11 @@ def _bucket_top(values, n, lo, scale, k, bucket, counts, placed_values, placed_o
                 out_values, out_order):  # pragma: no cover - compiled
     """The ``k < n`` first of ``values[:n]`` (positions ``0..n-1``) in the stable order,
     into ``out_*[:k]``, by the buckets ``⌊(s − lo) · scale⌋`` (``scale`` =
-    :data:`_BUCKETS` over the values' finite, positive width): the buckets above the
+    `_BUCKETS` over the values' finite, positive width): the buckets above the
     one where the count from the top reaches ``k`` are all in, placed highest bucket
     first (sorted but within buckets), the rest are that edge bucket's first by
-    :func:`_heap_top`.  ``bucket`` and ``placed_*`` (``n`` and ``n + 1`` long) and
-    ``counts`` (:data:`_BUCKETS`) are scratch space.
+    `_heap_top`.  ``bucket`` and ``placed_*`` (``n`` and ``n + 1`` long) and
+    ``counts`` (`_BUCKETS`) are scratch space.
 
     The placement has no branch: each bucket's next slot is kept in
     ``counts``, the edge bucket's values go after those above it, and every
@@ -257,10 +257,10 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
     order into ``order[q]``, in that order, and their similarities into ``values[q]``;
     ``-1`` and ``-inf`` pad a query with fewer candidates.
 
-    With more than ``prefix`` candidates, :func:`_bucket_top` over
-    :data:`_BUCKETS` equal-width buckets between their minimum ``lo`` and
+    With more than ``prefix`` candidates, `_bucket_top` over
+    `_BUCKETS` equal-width buckets between their minimum ``lo`` and
     maximum ``hi`` (``⌊(s − lo) · B / (hi − lo)⌋`` is non-decreasing in ``s``,
-    so a higher bucket holds only higher values; :func:`_heap_top` alone
+    so a higher bucket holds only higher values; `_heap_top` alone
     when that width is 0, tiny or overflows): most candidates are passed
     over in a few branch-free sweeps.  The kept ones (at most ``prefix``,
     sorted but within buckets) are then sorted by insertion.
@@ -344,7 +344,7 @@ if AVAILABLE:
 
 def rating_triples(ratings: sp.csr_matrix) -> tuple[tuple, tuple]:
     """``(by_row, by_column)``: the ratings as ``(ptr, ids, values)`` triples (int64,
-    int64, float64), CSR by row and by column, as :func:`add_co_rated_sums` reads them
+    int64, float64), CSR by row and by column, as `add_co_rated_sums` reads them
     (stored zeros are ratings and stay)."""
     def triple(matrix) -> tuple:
         if not matrix.has_sorted_indices:
@@ -364,7 +364,7 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
 
     ``sums`` are ``(len(rows), n_rows)`` arrays, zeroed or partial sums
     (C-contiguous rows), of one dtype but for ``freq``; ``by_row`` and
-    ``by_column`` come from :func:`rating_triples`.  float32 sums are exact
+    ``by_column`` come from `rating_triples`.  float32 sums are exact
     only when every partial sum is an integer below 2^24 (the caller checks,
     as for BLAS products).
     """
@@ -385,7 +385,7 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
                    *(empty if m is None else m for m in sums[1:]))
 
 
-#: the similarities :func:`similarity_rows` computes, and their codes in the kernel
+#: the similarities `similarity_rows` computes, and their codes in the kernel
 SIMILARITY_KINDS = {"cosine": 0, "msd": 1, "pearson": 2}
 
 
@@ -399,8 +399,8 @@ def similarity_rows(name: str, rows: np.ndarray, by_row: tuple, by_column: tuple
     The co-rated sums of one row at a time, in float64, turned into the
     similarity at once (no ``n × n`` sums): with integer ratings every sum is
     exact, so each row is bit-identical to
-    :func:`dprec.similarity.exact.exact_similarity`'s.  ``by_row`` and
-    ``by_column`` come from :func:`rating_triples`.
+    [`dprec.similarity.exact.exact_similarity`][]'s.  ``by_row`` and
+    ``by_column`` come from `rating_triples`.
     """
     if name not in SIMILARITY_KINDS:
         raise ValueError(f"name must be one of {tuple(SIMILARITY_KINDS)}, got {name!r}")

@@ -4,7 +4,7 @@ NumPy computes ``A @ A.T`` with BLAS's symmetric rank-k update (``syrk``),
 half the work of a general product.  Multi-threaded OpenBLAS's ``dsyrk``
 crashes (segmentation fault) on large inputs (numpy/numpy#19685, open;
 reproduced on this project's machines with a 20,000 × 256 float64 matrix,
-not with 16,384 rows).  :func:`gram` keeps the fast path for fewer than
+not with 16,384 rows).  `gram` keeps the fast path for fewer than
 ``SYRK_ROWS`` rows and otherwise multiplies blocks of rows by the whole
 transpose: general products (``gemm``), never that path, with the same
 values (each entry is one dot product either way, up to summation order).

@@ -2,7 +2,7 @@
 
 Surprise keeps ratings in dicts of Python lists (``trainset.ur`` /
 ``trainset.ir``).  Every vectorised computation in dprec starts from
-:class:`RatingArrays`: the same ratings as a users × items CSR matrix and as
+`RatingArrays`: the same ratings as a users × items CSR matrix and as
 item-major arrays in ``trainset.ir`` order (the order Surprise's
 ``heapq.nlargest`` uses to break ties between equally similar raters).
 
@@ -44,7 +44,7 @@ class RatingArrays:
     matrix : scipy.sparse.csr_matrix
         Users × items ratings (sorted indices).
     keys : ndarray of int64
-        Sorted ``u * n_items + i`` of every rating, for :meth:`lookup`.
+        Sorted ``u * n_items + i`` of every rating, for `lookup`.
     key_ratings : ndarray of float64
         The ratings in ``keys`` order.
     item_ids : tuple
@@ -64,7 +64,7 @@ class RatingArrays:
     @cached_property
     def item_keys(self) -> np.ndarray:
         """A public key per item, a function of its raw id alone
-        (:func:`dprec._rng.stable_keys`): public hash functions are keyed by it,
+        (`dprec._rng.stable_keys`): public hash functions are keyed by it,
         never by inner ids, which follow the order of the data (computed when a
         sketch first needs it)."""
         return stable_keys(self.item_ids)

@@ -3,12 +3,12 @@
 Two kinds of randomness live in dprec:
 
 * **Fit-time randomness** (hash functions, sketch noise, tie breaking) comes
-  from a :class:`numpy.random.Generator` built by :func:`check_random_state`
+  from a `numpy.random.Generator` built by `check_random_state`
   inside ``fit``.  ``random_state`` is stored verbatim by constructors, as in
   Surprise and scikit-learn, so refitting an int-seeded model reproduces it.
 * **Query-time randomness** follows "one query, one draw":
   the noise used to answer query ``(u, i)`` is a pure function of the model's
-  seed and the query's ids.  :func:`keyed_uniform` is a counter-based
+  seed and the query's ids.  `keyed_uniform` is a counter-based
   generator (SplitMix64 mixing, Steele et al., OOPSLA 2014) evaluated for
   whole arrays of keys at once, so ``test()`` and ``predict()`` agree, a
   reloaded model answers the same, and repeating a query reveals nothing new.
@@ -30,7 +30,7 @@ _MUL2 = np.uint64(0x94D049BB133111EB)
 
 def check_random_state(random_state: RandomStateLike,
                        name: str = "random_state") -> np.random.Generator:
-    """Turn ``random_state`` into a :class:`numpy.random.Generator`.
+    """Turn ``random_state`` into a `numpy.random.Generator`.
 
     Parameters
     ----------
@@ -83,7 +83,7 @@ def is_seeded(random_state: RandomStateLike) -> bool:
 
 
 def draw_seed(rng: np.random.Generator) -> int:
-    """Draw a 64-bit seed (for :func:`keyed_uniform`) from ``rng``."""
+    """Draw a 64-bit seed (for `keyed_uniform`) from ``rng``."""
     return int(rng.integers(0, 2**63, dtype=np.int64))
 
 
@@ -132,7 +132,7 @@ def _mix64(x: np.ndarray) -> np.ndarray:
 
 def keyed_bits(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: int,
                stream: int = 0) -> np.ndarray:
-    """64 random bits per draw that depend only on their key (see :func:`keyed_uniform`).
+    """64 random bits per draw that depend only on their key (see `keyed_uniform`).
 
     Returns
     -------
@@ -186,7 +186,7 @@ def keyed_uniform(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws:
     Parameters
     ----------
     seed : int
-        The model's seed (see :func:`draw_seed`).
+        The model's seed (see `draw_seed`).
     keys : tuple of integer arrays of equal length, or one integer array
         The query ids, e.g. ``(inner_user_ids, inner_item_ids)``.
     n_draws : int
@@ -230,7 +230,7 @@ class QueryNoise:
         return len(self.keys[0])
 
     def uniform(self, n_draws: int, stream: int = 0) -> np.ndarray:
-        """``(n_queries, n_draws)`` uniforms in (0, 1); see :func:`keyed_uniform`."""
+        """``(n_queries, n_draws)`` uniforms in (0, 1); see `keyed_uniform`."""
         return keyed_uniform(self.seed, self.keys, n_draws, stream)
 
     def subset(self, rows: np.ndarray) -> QueryNoise:

@@ -5,7 +5,7 @@ GIL, so blocks run in threads.  The thread count follows the limit a caller
 already set for BLAS/OpenMP: joblib's process workers (Surprise's
 ``cross_validate(n_jobs=...)``) and Dask workers set ``OMP_NUM_THREADS`` so
 that parallel jobs do not oversubscribe the cores, and dprec honours it.
-``DPREC_NUM_THREADS`` overrides both.  :func:`map_on_dask` runs blocks as
+``DPREC_NUM_THREADS`` overrides both.  `map_on_dask` runs blocks as
 tasks on a ``dask.distributed`` cluster instead.
 """
 
@@ -60,7 +60,7 @@ def map_blocks(function: Callable[[T], R], blocks: Iterable[T]) -> list[R]:
 
 
 def _pool() -> ThreadPoolExecutor:
-    """The process's pool of :func:`thread_count` threads (a new one if that changed;
+    """The process's pool of `thread_count` threads (a new one if that changed;
     the old one's idle threads exit once it is unreferenced)."""
     with _POOL_LOCK:
         size = thread_count()

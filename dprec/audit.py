@@ -19,23 +19,23 @@ binomial bounds of Clopper & Pearson (Biometrika 1934).
 
 Two levels:
 
-* :func:`estimate_epsilon_lower_bound` takes samples already drawn (any
+* [`estimate_epsilon_lower_bound`][] takes samples already drawn (any
   array whose first axis indexes runs) and events (callables that map the
   samples to one boolean per run);
-* :func:`audit_release` and :func:`audit_model` draw them: they run a whole
+* [`audit_release`][] and [`audit_model`][] draw them: they run a whole
   pipeline (a release function, or a model factory fitted and queried) on two
   neighbouring datasets with independent seeds, many times, and return the
-  same bound.  :func:`with_rating` builds the neighbouring datasets (one
+  same bound.  [`with_rating`][] builds the neighbouring datasets (one
   rating changed, added or removed);
-* :func:`audit_surface` needs no events: the release returns *everything*
-  it publishes as a nested mapping (flattened by :func:`flatten_release`),
+* [`audit_surface`][] needs no events: the release returns *everything*
+  it publishes as a nested mapping (flattened by [`flatten_release`][]),
   pilot runs choose the events that separate the two datasets most (a key
   present in one and not the other, an exact value, a threshold), and
   fresh runs measure them.  Released values that should be noisy but are
   exact, or arrays whose positions follow the data's order, are found
   without anyone naming the event in advance.
 
-See ``docs/privacy.md`` for the audits of every component and their results.
+See [Privacy accounting](../privacy.md) for the audits of every component and their results.
 """
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ def estimate_epsilon_lower_bound(samples_a, samples_b, events: Sequence[Event | 
     samples_a, samples_b : array_like
         Outputs of independent runs of the mechanism on the neighbouring
         inputs ``a`` and ``b``; the first axis indexes runs.
-    events : sequence of :class:`Event` or callables
+    events : sequence of Event or callables
         The output events to test; each maps the samples to one bool per run.
         Choose them before looking at the samples (or on separate samples):
         choosing the best event on the same runs biases the bound upwards.
@@ -303,7 +303,7 @@ def audit_release(release: Callable, a, b, events: Sequence[Event | Callable],
     Runs ``release(a, seed)`` and ``release(b, seed)`` ``n_runs`` times each,
     with independent seeds (never shared between ``a`` and ``b``: a shared
     seed would let seeded noise cancel), and bounds ε from the events'
-    counts (:func:`estimate_epsilon_lower_bound`).
+    counts ([`estimate_epsilon_lower_bound`][]).
 
     Parameters
     ----------
@@ -314,12 +314,12 @@ def audit_release(release: Callable, a, b, events: Sequence[Event | Callable],
         of one user's data at once.
     a, b : any
         The neighbouring inputs (datasets, trainsets, rows...).
-    events : sequence of :class:`Event` or callables
-        Fixed before the runs (see :func:`estimate_epsilon_lower_bound`).
+    events : sequence of Event or callables
+        Fixed before the runs (see [`estimate_epsilon_lower_bound`][]).
     n_runs : int
         Runs on each input.
     confidence, delta : float
-        As in :func:`estimate_epsilon_lower_bound`.
+        As in [`estimate_epsilon_lower_bound`][].
     random_state : None, int, RandomState or Generator
         The auditor's own randomness (the seeds of the runs).
     batched : bool
@@ -358,12 +358,12 @@ def audit_model(factory: Callable, trainset_a, trainset_b, query: Callable,
     factory : callable
         ``factory(seed) -> algorithm``.
     trainset_a, trainset_b : surprise.Trainset
-        Neighbouring trainsets (e.g. from :func:`with_rating`).
+        Neighbouring trainsets (e.g. from [`with_rating`][]).
     query : callable
         ``query(fitted) -> output``; use raw ids (inner ids may differ
         between the two trainsets).
     events, n_runs, confidence, delta, random_state
-        As in :func:`audit_release`.
+        As in [`audit_release`][].
 
     Examples
     --------
@@ -389,7 +389,7 @@ def with_rating(data, uid, iid, rating: float | None):
     """A copy of a Surprise ``Dataset`` in which ``uid``'s rating of ``iid`` is ``rating``.
 
     ``rating=None`` removes it; a pair not in the data is added.  The input is
-    not modified.  Neighbouring datasets for :func:`audit_model` (one rating
+    not modified.  Neighbouring datasets for [`audit_model`][] (one rating
     changed, added or removed).
 
     Raises
@@ -537,12 +537,12 @@ def audit_surface(release: Callable, a, b, n_runs: int = 400, pilot_runs: int = 
 
     ``release(data, seed)`` returns what one run publishes as a nested
     mapping (predictions, neighbour ids and weights, public arrays, the
-    report's text...), flattened by :func:`flatten_release`.  ``pilot_runs``
+    report's text...), flattened by [`flatten_release`][].  ``pilot_runs``
     runs on each dataset propose events (a key present; a value seen in at
     least 5 % of one side's runs; thresholds at the pooled quantiles) and keep
     the ``n_events`` whose frequencies differ most; ``n_runs`` fresh runs on
     each dataset, with seeds disjoint from the pilots', then bound ε for those
-    events alone, as :func:`estimate_epsilon_lower_bound` does (the choice is
+    events alone, as [`estimate_epsilon_lower_bound`][] does (the choice is
     made on other runs, so it does not bias the bound).
 
     A deterministic release that differs between the datasets (an exact

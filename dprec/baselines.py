@@ -1,18 +1,19 @@
-r"""Baseline estimates :math:`b_{ui} = \mu + b_u + b_i` (Koren 2010), as Surprise fits them.
+r"""Baseline estimates $b_{ui} = \mu + b_u + b_i$ (Koren 2010), as Surprise fits them.
 
 Surprise's ``baseline_als`` alternates, for ``n_epochs``, the ridge updates
 
-.. math::
-    b_i = \frac{\sum_{u \in U_i} (r_{ui} - \mu - b_u)}{\lambda_i + |U_i|}, \qquad
-    b_u = \frac{\sum_{i \in I_u} (r_{ui} - \mu - b_i)}{\lambda_u + |I_u|}
+$$
+b_i = \frac{\sum_{u \in U_i} (r_{ui} - \mu - b_u)}{\lambda_i + |U_i|}, \qquad
+b_u = \frac{\sum_{i \in I_u} (r_{ui} - \mu - b_i)}{\lambda_u + |I_u|}
+$$
 
 item by item and user by user in Python-level loops; here each half-epoch
 is one ``bincount`` over all the ratings, the same expressions summed in
 another order (equal to Surprise's to about 1e-15).  Surprise's SGD visits
 the ratings one after another, each step using the previous one: it is left
-to Surprise (:meth:`surprise.AlgoBase.compute_baselines`).
+to Surprise (`surprise.AlgoBase.compute_baselines`).
 
-:func:`trainset_baselines` fits them once per trainset and options: the
+[`trainset_baselines`][] fits them once per trainset and options: the
 models of an experiment fitted on one trainset share them.
 """
 
@@ -62,7 +63,7 @@ def trainset_baselines(trainset, options: tuple, fit: Callable[[], tuple[np.ndar
     they depend on), computed once per live trainset and key; copies are returned.
 
     Surprise's trainsets are not modified after they are built (the assumption
-    of :class:`dprec._ratings.RatingArrays` too), so the baselines of one
+    of `dprec._ratings.RatingArrays` too), so the baselines of one
     trainset and options are fixed.
     """
     fitted = _FITTED.setdefault(trainset, {})

@@ -136,7 +136,7 @@ def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosi
                  p: float | None = None, neighbourhood: str = "item", seed: int = 0,
                  backend: str = "threads"):
     """The Surprise algorithm ``dprec cv --algo`` names, configured (``backend`` is
-    :class:`PrivateKNN`'s: ``"dask"`` sends its blocked similarities to the cluster)."""
+    [`PrivateKNN`][]'s: ``"dask"`` sends its blocked similarities to the cluster)."""
     if algo == "knnbasic":
         return KNNBasic(k=k, sim_options={"name": sim}, verbose=False)
     if algo == "mallows":

@@ -1,27 +1,27 @@
 r"""How often each user's ratings are used to answer others: ReuseKNN's "vulnerable users".
 
-A neighbourhood recommender answers a query :math:`(u, i)` from the ratings
+A neighbourhood recommender answers a query $(u, i)$ from the ratings
 of its neighbours; a user whose ratings serve many answers is exposed to many
 askers, with or without an attacker.  Müllner, Lex, Schedl & Kowald
 ("ReuseKNN: Neighborhood Reuse for Differentially Private KNN-Based
 Recommendations", ACM TIST 14(5), 2023) count, per user, the predictions
 their ratings contribute to (*data usage*) and call a user **vulnerable**
-when that count reaches a threshold :math:`\tau`; they report 80.4% of the
+when that count reaches a threshold $\tau$; they report 80.4% of the
 users vulnerable for plain UserKNN and 24.1% for their best variant on
-MovieLens 1M at :math:`k = 10`.
+MovieLens 1M at $k = 10$.
 
-* :func:`data_usage` counts, for a fitted :class:`~dprec.PrivateKNN` and a
+* [`data_usage`][] counts, for a fitted [`PrivateKNN`][] and a
   set of queries, how many of them each user contributes to: a chosen
-  neighbour with a counted weight (similarity :math:`> 0`, as ReuseKNN's
-  UserKNN and Surprise's ``KNNBasic``; :math:`\ne 0` with ``centered=True``)
+  neighbour with a counted weight (similarity $> 0$, as ReuseKNN's
+  UserKNN and Surprise's ``KNNBasic``; $\ne 0$ with ``centered=True``)
   who rated the item (user neighbourhood: one neighbour set per user, so
-  only its members who rated :math:`i` answer).  The asking user is never
+  only its members who rated $i$ answer).  The asking user is never
   counted, nor anyone when the model's rule reads no neighbour: with
   ``neighbour_shrinkage=inf`` and a rule that is never impossible (not the
   basic rule with ``fallback="global_mean"``, whose neighbours still decide
   whether it answers).  The rule is the model's own: neighbours read for
   another rule of ``estimate_rules`` are counted by this model's.
-* :func:`reuseknn_threshold` is :math:`\tau` as ReuseKNN's published code
+* [`reuseknn_threshold`][] is $\tau$ as ReuseKNN's published code
   computes it from plain UserKNN's data usage (``get_privacy_threshold``):
   a 25-bin histogram of the usage, a Gaussian kernel density of bandwidth
   50 fitted to the histogram's *counts*, evaluated on 1,000 points from 0
@@ -29,8 +29,8 @@ MovieLens 1M at :math:`k = 10`.
   largest.  Reproduced as published (it mixes the count and usage axes; it
   is the anchor's rule, not one dprec would choose), so that shares can be
   compared with the paper's.
-* :func:`vulnerable_share` is the fraction of users with usage
-  :math:`\ge \tau` (``fraction_vulnerables`` in the same code).
+* [`vulnerable_share`][] is the fraction of users with usage
+  $\ge \tau$ (``fraction_vulnerables`` in the same code).
 
 These are measurements of exposure, not privacy guarantees.
 """
@@ -51,7 +51,7 @@ def data_usage(algo: PrivateKNN, users, items,
     """Per user of ``algo``'s trainset, the number of queries ``(users[j], items[j])``
     their ratings contribute to.
 
-    Reads the neighbours through :meth:`~dprec.PrivateKNN.kneighbors`: the
+    Reads the neighbours through [`kneighbors`][dprec.knn.PrivateKNN.kneighbors]: the
     same draws as the predictions (queries already answered are not
     charged again), unless given.
 
@@ -105,16 +105,17 @@ def data_usage(algo: PrivateKNN, users, items,
 
 
 def reuseknn_threshold(usage) -> float:
-    r"""ReuseKNN's threshold :math:`\tau` from plain UserKNN's data usage, as their code
+    r"""ReuseKNN's threshold $\tau$ from plain UserKNN's data usage, as their code
     computes it (see the module docstring).
 
-    .. math::
-        \hat f(x) = \frac{1}{25} \sum_{b=1}^{25} \varphi_{50}(x - c_b), \qquad
-        \tau = \operatorname*{arg\,max}_{x \in \{x_0, \dots, x_{999}\}} \Delta^2 \hat f(x)
+    $$
+    \hat f(x) = \frac{1}{25} \sum_{b=1}^{25} \varphi_{50}(x - c_b), \qquad
+    \tau = \operatorname*{arg\,max}_{x \in \{x_0, \dots, x_{999}\}} \Delta^2 \hat f(x)
+    $$
 
-    with :math:`c_b` the histogram counts, :math:`\varphi_{50}` the normal
-    density of standard deviation 50, :math:`x_j` evenly spaced on
-    :math:`[0, \max \text{usage}]` and :math:`\Delta^2` numpy's second
+    with $c_b$ the histogram counts, $\varphi_{50}$ the normal
+    density of standard deviation 50, $x_j$ evenly spaced on
+    $[0, \max \text{usage}]$ and $\Delta^2$ numpy's second
     ``gradient`` (unit spacing).
 
     Parameters

@@ -1,17 +1,17 @@
 """Rating datasets: MovieLens 100k, HetRec Last.fm and a synthetic generator.
 
-Every loader returns a Surprise :class:`~surprise.dataset.Dataset` with raw
+Every loader returns a Surprise `Dataset` with raw
 ids as strings (as Surprise's own loaders give them), so the result plugs into
 ``build_full_trainset``, ``train_test_split``, ``cross_validate`` and
 ``GridSearchCV`` unchanged.
 
-* :func:`load` -- a dataset by name: ``"ml-100k"`` (Surprise's builtin copy,
+* [`load`][] -- a dataset by name: ``"ml-100k"`` (Surprise's builtin copy,
   read offline only, never downloaded), ``"lastfm"`` (HetRec 2011 Last.fm play
-  counts turned into 1-5 ratings, see :func:`lastfm_ratings`) or
-  ``"synthetic"`` (:func:`synthetic` with a fixed seed).
-* :func:`synthetic` -- a MovieLens-like dataset of any shape, with
+  counts turned into 1-5 ratings, see [`lastfm_ratings`][]) or
+  ``"synthetic"`` ([`synthetic`][] with a fixed seed).
+* [`synthetic`][] -- a MovieLens-like dataset of any shape, with
   collaborative signal, generated without a Python loop over ratings.
-* :func:`user_item_matrix` -- a trainset as a ``scipy.sparse.csr_matrix``.
+* [`user_item_matrix`][] -- a trainset as a ``scipy.sparse.csr_matrix``.
 
 The public datasets are not redistributed with dprec; see the project's data
 README for where to get them and how to cite them.
@@ -46,11 +46,11 @@ __all__ = [
     "user_item_matrix",
 ]
 
-#: Names accepted by :func:`load`.
+#: Names accepted by `load`.
 DATASETS: tuple[str, ...] = ("ml-100k", "lastfm", "synthetic")
 
 #: Share of each rating 1..5 in MovieLens 100k (6110, 11370, 27145, 34174 and
-#: 21201 of its 100000 ratings); the default histogram of :func:`synthetic`.
+#: 21201 of its 100000 ratings); the default histogram of `synthetic`.
 ML100K_HISTOGRAM: tuple[float, ...] = (0.0611, 0.1137, 0.27145, 0.34174, 0.21201)
 
 _ML100K_SUBPATH = Path("ml-100k") / "ml-100k" / "u.data"
@@ -63,7 +63,7 @@ _BLOCK_CELLS = 1 << 22
 class DatasetUnavailable(FileNotFoundError, RuntimeError):
     """A public dataset has no local copy (dprec never downloads one).
 
-    Subclasses both :class:`FileNotFoundError` and :class:`RuntimeError`; the
+    Subclasses both `FileNotFoundError` and `RuntimeError`; the
     message says which files were looked for and which setting to change.
     """
 
@@ -73,11 +73,11 @@ def load_or_synthetic(name: str = "auto", seed: int = 0, quick: bool = False,
     """``(Dataset, label)``: a named dataset, with a synthetic fallback for ``"auto"``.
 
     ``"auto"`` loads MovieLens 100k and, when it has no local copy, says so on
-    stderr and returns :func:`synthetic` data of the same shape instead (with
+    stderr and returns [`synthetic`][] data of the same shape instead (with
     ``quick``: 300 users, 400 items, 12000 ratings).  ``"synthetic"`` always
-    gives that synthetic data; other names as :func:`load`, from ``path`` if
+    gives that synthetic data; other names as [`load`][], from ``path`` if
     given (the command line's ``--data-path``; no fallback then: a path given
-    that holds no dataset raises :class:`DatasetUnavailable`).
+    that holds no dataset raises [`DatasetUnavailable`][]).
     """
     labels = {"ml-100k": "MovieLens 100k", "lastfm": "HetRec 2011 Last.fm"}
     shape = (300, 400, 12_000) if quick else (943, 1682, 100_000)
@@ -110,13 +110,13 @@ def load(name: str, path: str | os.PathLike | None = None, **kwargs) -> Dataset:
         * ``"ml-100k"``: MovieLens 100k through Surprise's
           ``Dataset.load_builtin("ml-100k", prompt=False)`` (100000 ratings,
           943 users, 1682 items, ratings 1-5).  The file is looked for first
-          and :class:`DatasetUnavailable` raised if it is missing, so Surprise
+          and [`DatasetUnavailable`][] raised if it is missing, so Surprise
           never prompts or tries a download.
         * ``"lastfm"``: HetRec 2011 Last.fm ``user_artists.dat`` (92834
           user-artist play counts, 1892 users, 17632 artists) with the play
           counts turned into ratings 1-5 by per-user quantiles, see
-          :func:`lastfm_ratings`.
-        * ``"synthetic"``: :func:`synthetic` with its default ML-100k shape and
+          [`lastfm_ratings`][].
+        * ``"synthetic"``: [`synthetic`][] with its default ML-100k shape and
           ``random_state=0`` unless given in ``kwargs``.
     path : str or path-like, optional
         Where the files are.  For ``"ml-100k"``: the ``u.data`` file, or a
@@ -129,7 +129,7 @@ def load(name: str, path: str | os.PathLike | None = None, **kwargs) -> Dataset:
         next to the ``SURPRISE_DATA_FOLDER`` folder (that is, in its parent),
         else inside it.  Not used by ``"synthetic"``.
     **kwargs
-        Keyword arguments of :func:`synthetic` (``"synthetic"`` only).
+        Keyword arguments of [`synthetic`][] (``"synthetic"`` only).
 
     Returns
     -------
@@ -138,7 +138,7 @@ def load(name: str, path: str | os.PathLike | None = None, **kwargs) -> Dataset:
     Raises
     ------
     ValueError
-        For an unknown ``name`` (the message lists :data:`DATASETS`).
+        For an unknown ``name`` (the message lists `DATASETS`).
     TypeError
         For a ``name`` that is not a string, ``path`` given to
         ``"synthetic"``, or ``kwargs`` given to another dataset.
@@ -206,7 +206,7 @@ def _ml100k_candidates(path: str | os.PathLike | None = None) -> list[Path]:
 
 
 def _find_ml100k(path: str | os.PathLike | None = None) -> Path:
-    """The first existing :func:`_ml100k_candidates` file, or :class:`DatasetUnavailable`."""
+    """The first existing `_ml100k_candidates` file, or [`DatasetUnavailable`][]."""
     candidates = _ml100k_candidates(path)
     for candidate in candidates:
         if candidate.is_file():
@@ -253,8 +253,8 @@ def _lastfm_candidates(path: str | os.PathLike | None = None) -> list[Path]:
 
 
 def find_lastfm(path: str | os.PathLike | None = None) -> Path:
-    """The HetRec Last.fm ``user_artists.dat`` :func:`load` reads (see its ``path``);
-    raises :class:`DatasetUnavailable` naming where it looked."""
+    """The HetRec Last.fm ``user_artists.dat`` [`load`][] reads (see its ``path``);
+    raises [`DatasetUnavailable`][] naming where it looked."""
     candidates = _lastfm_candidates(path)
     for candidate in candidates:
         if candidate.is_file():

@@ -15,17 +15,18 @@ top of [`DPBaseline`][dprec.DPBaseline]:
    $x_u = \Pi\big((V_{I_u}^\top V_{I_u} + \lambda I)^{-1} V_{I_u}^\top e_u\big)$, with
    $\Pi$ the projection on the unit ball; then, per item, the sufficient statistics
 
-   $$G_i = \sum_{u \ni i} w_u x_u x_u^\top, \qquad g_i = \sum_{u \ni i} w_u e_{ui} x_u,
-   \qquad w_u = \min\big(1, \sqrt{m / |I_u|}\big)$$
+    $$G_i = \sum_{u \ni i} w_u x_u x_u^\top, \qquad g_i = \sum_{u \ni i} w_u e_{ui} x_u,
+    \qquad w_u = \min\big(1, \sqrt{m / |I_u|}\big)$$
 
-   ($m$ = `max_ratings`, the weights doing what the paper's sampling of at most $m$
-   ratings per user does) are released with discrete Gaussian noise, the upper triangle
-   of $G_i$ mirrored below it, and $v_i = (\Pi_+(\tilde G_i) + \lambda_i I)^{-1} \tilde g_i$,
-   with $\Pi_+$ the projection on positive semi-definite matrices and the ridge
-   $\lambda_i = \lambda + \gamma \cdot 2\sigma\sqrt d$ grown by `noise_reg` $\gamma$ times the
-   noise's spectral norm ($\sigma$ its public standard deviation); $v_i = 0$ where
-   $\operatorname{tr} \tilde G_i$ is not above twice its noise, $2\sigma\sqrt d$: such an
-   item answers the baseline's.
+    ($m$ = `max_ratings`, the weights doing what the paper's sampling of at most $m$
+    ratings per user does) are released with discrete Gaussian noise, the upper triangle
+    of $G_i$ mirrored below it, and $v_i = (\Pi_+(\tilde G_i) + \lambda_i I)^{-1} \tilde g_i$,
+    with $\Pi_+$ the projection on positive semi-definite matrices and the ridge
+    $\lambda_i = \lambda + \gamma \cdot 2\sigma\sqrt d$ grown by `noise_reg` $\gamma$ times the
+    noise's spectral norm ($\sigma$ its public standard deviation); $v_i = 0$ where
+    $\operatorname{tr} \tilde G_i$ is not above twice its noise, $2\sigma\sqrt d$: such an
+    item answers the baseline's.
+
 3. **Answers**: $\hat r_{ui} = \mu + b_i + b_u + C\, x_u^\top v_i$, with $x_u$ solved once
    more from the last $V$ and $u$'s own ratings.
 
@@ -49,7 +50,7 @@ or the data's, with the scope the report then states).
 (`baseline_share=None`) the factors get $1 - 0.3$ of $\rho$ only where
 $(n_{\text{users}} / n_{\text{items}}) \sqrt\rho \ge$ `FACTOR_SNR`, and otherwise the
 model is the baseline with the whole budget (its measured break-even, see
-`docs/end_to_end.md`).
+[End-to-end private models](../end_to_end.md)).
 """
 
 from __future__ import annotations
@@ -275,8 +276,8 @@ def default_share(n_users: int, n_items: int, rho: float) -> float:
     factors).  Raters per item grow with $n_{\text{users}} / n_{\text{items}}$ and the
     noise's scale is $\propto 1/\sqrt\rho$; the threshold is where the factors were
     measured to start paying on dprec's synthetic MovieLens-shaped data
-    (`docs/end_to_end.md`).  It reads the sizes of the lists, which are public
-    (catalogues) or a condition of the guarantee."""
+    ([End-to-end models](../end_to_end.md)).  It reads the sizes of the lists, which are
+    public (catalogues) or a condition of the guarantee."""
     return 1.0 - FACTOR_SHARE if n_users / max(n_items, 1) * math.sqrt(rho) >= FACTOR_SNR \
         else 1.0
 

@@ -62,7 +62,7 @@ users at its boundary are outside it (ε = ∞ for them, with the reason): the s
 of an item when `items` is not given; when `users` is not given, under `unit="rating"`
 every user with a single rating, and under `unit="user"` every user.
 
-See `docs/end_to_end.md` for the construction, its accounting and its accuracy.
+See [End-to-end models](../end_to_end.md) for the construction, its accounting and its accuracy.
 """
 
 from __future__ import annotations

@@ -10,10 +10,8 @@ the unit:
    $r_{ui} - \mu - b_i - b_u$, *rounded* to the grid $h = 2^{-b}$ and *then
    clipped* to $[-C_h, C_h]$, $C_h = \lfloor C/h \rfloor h$ the largest grid
    point $\le C$ (so every residual $e_{ui}$ is a multiple of $h$ with
-   $|e_{ui}| \le C_h \le C$), and the **co-rating weights**, each user weighted $w_u$:
-
-   $$\mathrm{Cov} = \sum_u w_u e_u e_u^\top, \qquad W = \sum_u w_u 1_{I_u} 1_{I_u}^\top,$$
-
+   $|e_{ui}| \le C_h \le C$), and the **co-rating weights**, each user weighted $w_u$,
+   $\mathrm{Cov} = \sum_u w_u e_u e_u^\top$ and $W = \sum_u w_u 1_{I_u} 1_{I_u}^\top$,
    released (upper triangles), half of the remaining budget each;
 3. the similarity $s_{ij} = \hat C_{ij} / \sqrt{\hat C_{ii} \hat C_{jj}}$ of the stabilised
    covariance $\hat C_{ij} = \mathrm{Cov}_{ij} / (\max(W_{ij}, 0) + \beta)$, set to 0 where
@@ -67,7 +65,7 @@ factors of a [`DPALS`][dprec.DPALS] release made with the whole budget ($d$ numb
 per item instead of $n_{\text{items}}$ pairs), and that release's ledger entry is the
 model's.
 
-See `docs/end_to_end.md` for the construction, its accounting and its accuracy.
+See [End-to-end models](../end_to_end.md) for the construction, its accounting and its accuracy.
 """
 
 from __future__ import annotations

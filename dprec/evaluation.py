@@ -1,8 +1,8 @@
 """Cross-validation comparisons as tidy pandas tables.
 
-One function, :func:`cross_validate_table`, runs Surprise's
+One function, [`cross_validate_table`][], runs Surprise's
 ``cross_validate`` for several named algorithms on the same folds and returns
-one row per (algorithm, fold); :func:`summarise` averages the folds.  The
+one row per (algorithm, fold); [`summarise`][] averages the folds.  The
 ``dprec demo`` and ``dprec cv`` commands and the experiments print and save
 these tables.
 """
@@ -112,7 +112,7 @@ def grid_table(configurations: Sequence[Mapping], make_algo: Callable[..., objec
     -------
     pandas.DataFrame
         One row per (configuration, fold): the configuration's keys, ``fold``,
-        and the columns of :func:`fit_and_score`.
+        and the columns of [`fit_and_score`][].
     """
     n_folds = check_int(n_folds, "n_folds", minimum=2)
     splits = list(KFold(n_splits=n_folds, random_state=random_state).split(data))
@@ -139,7 +139,7 @@ def parallel_backend(backend: str = "loky", scheduler: str | None = None,
     backend : {"loky", "dask"}
         ``"loky"``: joblib's local processes.  ``"dask"``: joblib's Dask
         backend (``dask.distributed``); every (configuration, fold) job of
-        :func:`grid_table` and every fold of Surprise's ``cross_validate``
+        [`grid_table`][] and every fold of Surprise's ``cross_validate``
         runs on the workers, which need dprec installed.
     scheduler : str, optional
         Address of an existing Dask scheduler (``"tcp://host:8786"``);
@@ -170,7 +170,7 @@ def dask_client(scheduler: str | None = None, n_workers: int = 2) -> Iterator[ob
     """A ``dask.distributed`` client in scope for the block (yielded): connected to
     ``scheduler``, or to a ``LocalCluster`` of ``n_workers`` single-threaded worker
     processes started for the block; closed after it (the cluster too).  Models
-    with ``backend="dask"`` (:class:`dprec.PrivateKNN`) send their blocks to it.
+    with ``backend="dask"`` ([`dprec.PrivateKNN`][]) send their blocks to it.
     ``n_workers`` and ``scheduler`` are checked before any cluster starts (a
     ``LocalCluster`` without workers never runs a job)."""
     n_workers = check_int(n_workers, "n_workers", minimum=1)

@@ -2,9 +2,9 @@ r"""The privacy accountant of a fitted model.
 
 In the manner of diffprivlib's ``BudgetAccountant`` and of OpenDP's privacy
 maps: every private component of a model registers what one application of
-its mechanism guarantees (a :class:`LedgerEntry`: ε and δ computed by the
-mechanism's own privacy map in :mod:`dprec.mechanisms`, the protected
-:class:`Unit`, and a :class:`Status` saying whether dprec guarantees it), and
+its mechanism guarantees (a [`LedgerEntry`][]: ε and δ computed by the
+mechanism's own privacy map in [`dprec.mechanisms`][], the protected
+[`Unit`][], and a [`Status`][] saying whether dprec guarantees it), and
 the model charges the entry to every user whose data each release touches,
 as it answers (``fit``, ``test``, ``predict``, ``neighbours``...).  The
 accountant then composes, **per user**:
@@ -15,31 +15,31 @@ accountant then composes, **per user**:
   for it (parallel composition, McSherry 2009);
 * a tighter bound from Google's ``dp-accounting`` (its privacy-loss
   distributions, Koskela et al. 2020; Doroshenko et al. 2022) when installed
-  (a core dependency): :meth:`PrivacyAccountant.tight_epsilon`.
+  (a core dependency): [`PrivacyAccountant.tight_epsilon`][].
 
 Entries protect different units (one rating, one item of a set, a swap in a
 ranking, one user); entries of different units are never added
-(:meth:`PrivacyAccountant.total` reports one unit at a time).
+([`PrivacyAccountant.total`][] reports one unit at a time).
 
 What is *guaranteed* is said explicitly.  An entry's status is
 
-* :attr:`Status.HOLDS`: a guarantee for its unit, with the argument in the
+* `Status.HOLDS`: a guarantee for its unit, with the argument in the
   docstring of the component and an audit in the tests;
-* :attr:`Status.AS_PUBLISHED`: a paper's claim that dprec reproduces but does
-  not guarantee, with the reason in :attr:`LedgerEntry.note`;
-* :attr:`Status.VOID`: a guarantee that would hold but is voided by how the
+* `Status.AS_PUBLISHED`: a paper's claim that dprec reproduces but does
+  not guarantee, with the reason in `LedgerEntry.note`;
+* `Status.VOID`: a guarantee that would hold but is voided by how the
   component was configured (e.g. a public bound read from the data).
 
 Outputs the model releases that no mechanism covers (predictions averaging
 raw ratings, diagnostics computed from exact similarities) are declared with
-:meth:`PrivacyAccountant.declare_output`; the model's end-to-end guarantee
-(:attr:`PrivacyAccountant.guarantee`) exists only when every output is
+[`PrivacyAccountant.declare_output`][]; the model's end-to-end guarantee
+([`PrivacyAccountant.guarantee`][]) exists only when every output is
 covered by entries that hold.
 
 The vocabulary (units, statuses, entries, outputs) lives in
 [`dprec.ledger_entries`][dprec.ledger_entries] and the printed report in
 [`dprec.ledger_text`][dprec.ledger_text]; every name is importable from here.
-See ``docs/privacy.md`` for the units, the statuses, composition and the report.
+See [Privacy accounting](../privacy.md) for the units, the statuses, composition and the report.
 """
 
 from __future__ import annotations
@@ -100,8 +100,8 @@ class PrivacyAccountant:
     users : int or sequence
         The number of users, or their (raw) ids in inner-id order.
     budget : (float, float), optional
-        ``(ε, δ)`` per user and unit; :meth:`charge` raises
-        :class:`BudgetExceededError` rather than let a release exceed it
+        ``(ε, δ)`` per user and unit; [`charge`][] raises
+        [`BudgetExceededError`][] rather than let a release exceed it
         (basic composition).
     model : str
         What the report is about, e.g. ``"PrivateKNN(selector='ppns')"``.
@@ -169,7 +169,7 @@ class PrivacyAccountant:
         return tuple(self._outputs)
 
     def register(self, entry: LedgerEntry) -> int:
-        """Add a mechanism the model may apply; returns its index (for :meth:`charge`)."""
+        """Add a mechanism the model may apply; returns its index (for [`charge`][])."""
         if not isinstance(entry, LedgerEntry):
             raise TypeError(f"entry must be a LedgerEntry, got {type(entry).__name__}")
         if self.seeded and entry.status is Status.HOLDS:
@@ -224,7 +224,7 @@ class PrivacyAccountant:
         """Record one release: ``applications[e][u]`` more applications of entry ``e`` to ``u``.
 
         All or nothing: if the release would take some user past the budget
-        (for some unit), :class:`BudgetExceededError` is raised and nothing is
+        (for some unit), [`BudgetExceededError`][] is raised and nothing is
         recorded (answers already given stay valid).
         """
         added = {}
@@ -322,12 +322,12 @@ class PrivacyAccountant:
     def total(self, unit: Unit | None = None) -> tuple[float, float]:
         """``(ε, δ)`` of the most exposed user *in scope* for ``unit`` (basic composition).
 
-        Users outside the unit's scope (:meth:`out_of_scope`: e.g. a set at
+        Users outside the unit's scope ([`out_of_scope`][]: e.g. a set at
         the τ boundary, the sole rater of an item without a public catalogue)
-        have no guarantee (ε = ∞ in :meth:`per_user`); the guarantee is stated
+        have no guarantee (ε = ∞ in [`per_user`][]); the guarantee is stated
         for the others, with the rule that puts a user outside it printed in
         the report.  Which users those are depends on the data, so it is the
-        curator's to read (:meth:`out_of_scope_users`), not part of the
+        curator's to read ([`out_of_scope_users`][]), not part of the
         report.  ``(inf, 0.0)`` when no entry protects that unit, or no user
         is in scope: nothing is guaranteed (never ``ε = 0``).  Raises
         ``ValueError`` if the entries protect several units and ``unit`` is
@@ -369,7 +369,7 @@ class PrivacyAccountant:
         Composes each entry's ``(ε_e, δ_e)`` privacy-loss distribution
         ``n_e`` times (dp-accounting's ``from_privacy_parameters`` and
         ``self_compose``, pessimistic discretisation) and reads ε at
-        ``delta`` (default :data:`TIGHT_DELTA` plus the basic δ).  With
+        ``delta`` (default `TIGHT_DELTA` plus the basic δ).  With
         ``user=None``, ``n_e`` is the largest count of entry ``e`` over all
         users: composition only grows with the counts, so this bounds every
         user's ε, the most exposed user's included (two users may each have
@@ -396,7 +396,7 @@ class PrivacyAccountant:
 
     def tight_bound(self, unit: Unit | None = None, delta: float | None = None,
                     user=None) -> tuple[float, str | None]:
-        """:meth:`tight_epsilon`'s bound, and why it fell back to basic composition
+        """[`tight_epsilon`][]'s bound, and why it fell back to basic composition
         (``None`` when dp-accounting composed it), without a warning."""
         from dp_accounting.pld import common
         from dp_accounting.pld import privacy_loss_distribution as pld

@@ -18,7 +18,7 @@ from ._validation import check_delta, check_epsilon
 __all__ = ["APPLIES_TO", "SEEDED", "TIGHT_DELTA", "BudgetExceededError", "LedgerEntry",
            "Output", "PrivacyLeakWarning", "Status", "Unit", "worst_status"]
 
-#: The δ at which :meth:`PrivacyAccountant.tight_epsilon` reports by default
+#: The δ at which `PrivacyAccountant.tight_epsilon` reports by default
 #: (plus the entries' own δ).
 TIGHT_DELTA = 1e-6
 #: Why an entry of a model fitted with an int ``random_state`` is void.
@@ -81,9 +81,9 @@ class LedgerEntry:
     status : Status
         Whether dprec guarantees it (see the module docstring).
     applies_to : str
-        A key of :data:`APPLIES_TO`: whose data one application touches.
+        A key of `APPLIES_TO`: whose data one application touches.
     note : str
-        For :attr:`Status.HOLDS` the argument in brief (and the scope of the
+        For `Status.HOLDS` the argument in brief (and the scope of the
         unit, e.g. ``"sets of at least τ = 20 items"``); otherwise the reason
         dprec does not guarantee it.
     """

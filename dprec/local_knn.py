@@ -69,7 +69,7 @@ lists, and the sole rater of an item (no `items=`) and every user with a
 single rating (no `users=`) are outside it (ε = ∞ for them), as are the
 users the sketch backend puts outside its own scope (no sketch released).
 
-See `docs/end_to_end.md` for the construction, its accounting and its accuracy.
+See [End-to-end models](../end_to_end.md) for the construction, its accounting and its accuracy.
 """
 
 from __future__ import annotations

@@ -79,13 +79,14 @@ def _user_pairs(users: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
 def pairwise_accuracy(predictions: Sequence, average: str = "pooled") -> float:
     r"""Fraction of each user's test pairs that the estimates order correctly.
 
-    Over the pairs :math:`(i, j)` of predictions of the same user with
-    :math:`r_{ui} \ne r_{uj}`:
+    Over the pairs $(i, j)$ of predictions of the same user with
+    $r_{ui} \ne r_{uj}$:
 
-    .. math::
-        \mathrm{acc} = \frac{\sum \big[\mathbb 1\{(\hat r_{ui} - \hat r_{uj})
-        (r_{ui} - r_{uj}) > 0\} + \tfrac12 \mathbb 1\{\hat r_{ui} = \hat r_{uj}\}\big]}
-        {\#\text{pairs}}
+    $$
+    \mathrm{acc} = \frac{\sum \big[\mathbb 1\{(\hat r_{ui} - \hat r_{uj})
+    (r_{ui} - r_{uj}) > 0\} + \tfrac12 \mathbb 1\{\hat r_{ui} = \hat r_{uj}\}\big]}
+    {\#\text{pairs}}
+    $$
 
     Parameters
     ----------
@@ -122,13 +123,14 @@ def pairwise_accuracy(predictions: Sequence, average: str = "pooled") -> float:
 
 
 def kendall_tau(predictions: Sequence) -> float:
-    r"""Mean over users of Kendall's :math:`\tau_b` between true ratings and estimates.
+    r"""Mean over users of Kendall's $\tau_b$ between true ratings and estimates.
 
-    .. math::
-        \tau_b = \frac{C - D}{\sqrt{(n_0 - n_1)(n_0 - n_2)}}
+    $$
+    \tau_b = \frac{C - D}{\sqrt{(n_0 - n_1)(n_0 - n_2)}}
+    $$
 
-    with :math:`C, D` the concordant and discordant pairs, :math:`n_0` all
-    pairs, :math:`n_1, n_2` the pairs tied in the true ratings and in the
+    with $C, D$ the concordant and discordant pairs, $n_0$ all
+    pairs, $n_1, n_2$ the pairs tied in the true ratings and in the
     estimates (the value of ``scipy.stats.kendalltau``).  Users whose true
     ratings are all equal are skipped (τ undefined); a user whose estimates are
     all equal gets τ = 0 (no ordering, no association).
@@ -162,11 +164,12 @@ def kendall_tau(predictions: Sequence) -> float:
 def ndcg_at_k(predictions: Sequence, k: int = 10, gains: str = "linear") -> float:
     r"""Mean over users of NDCG@k, ranking each user's test items by estimate.
 
-    .. math::
-        \mathrm{DCG@k} = \sum_{p=1}^{k} \frac{g(r_{(p)})}{\log_2(p + 1)},\qquad
-        \mathrm{NDCG@k} = \mathrm{DCG@k} / \mathrm{IDCG@k}
+    $$
+    \mathrm{DCG@k} = \sum_{p=1}^{k} \frac{g(r_{(p)})}{\log_2(p + 1)},\qquad
+    \mathrm{NDCG@k} = \mathrm{DCG@k} / \mathrm{IDCG@k}
+    $$
 
-    with gain :math:`g(r) = r` (``"linear"``) or :math:`2^r - 1`
+    with gain $g(r) = r$ (``"linear"``) or $2^r - 1$
     (``"exponential"``), and IDCG the DCG of the items sorted by true rating.
     Items with equal estimates share the mean discount of the positions they
     occupy (the expected DCG over the orders of the tie; McSherry & Najork,
@@ -273,7 +276,7 @@ def precision_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=Non
     Over test predictions, as Surprise's FAQ computes it: a user's ``k``
     best-estimated test items with estimate ``>= threshold`` are recommended,
     relevant if the true rating is ``>= threshold``; a user with nothing
-    recommended scores 0.  Over a top-N frame (:func:`dprec.topn.recommend_batch`)
+    recommended scores 0.  Over a top-N frame ([`dprec.topn.recommend_batch`][])
     and ``testset``: the first ``k`` items of each list.
 
     Parameters
@@ -295,7 +298,7 @@ def precision_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=Non
 def recall_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> float:
     r"""Mean over users of recall@k: relevant recommended items / relevant items.
 
-    Same recommendations as :func:`precision_at_k`; a user without relevant
+    Same recommendations as [`precision_at_k`][]; a user without relevant
     items scores 0 (Surprise's FAQ).
     """
     k, threshold = _check_topn_args(k, threshold)
@@ -308,13 +311,14 @@ def recall_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) 
 def map_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> float:
     r"""Mean average precision at k over the users with a relevant item.
 
-    .. math::
-        \mathrm{AP@k}(u) = \frac{1}{\min(k, |R_u|)} \sum_{p=1}^{k}
-            \mathrm{P@p}(u)\, [\text{item at } p \in R_u]
+    $$
+    \mathrm{AP@k}(u) = \frac{1}{\min(k, |R_u|)} \sum_{p=1}^{k}
+        \mathrm{P@p}(u)\, [\text{item at } p \in R_u]
+    $$
 
-    with the items ranked as in :func:`precision_at_k` (over test
+    with the items ranked as in [`precision_at_k`][] (over test
     predictions every one of the first ``k`` counts as shown, whatever its
-    estimate) and :math:`R_u` the user's relevant items.
+    estimate) and $R_u$ the user's relevant items.
     """
     k, threshold = _check_topn_args(k, threshold)
     users, rank, relevant, _, n_relevant = _ranked(predictions, k, threshold, testset)

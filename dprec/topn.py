@@ -8,7 +8,7 @@ queries.  Items without an estimate (``was_impossible``) are never
 recommended, nor, with ``exclude_rated``, those the user rated in the
 trainset.  Ties are broken by inner item id, so the lists are reproducible.
 
-See ``docs/prediction_rules.md`` for the kNN API and top-N recommendation.
+See [Prediction rules](../prediction_rules.md) for the kNN API and top-N recommendation.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     Parameters
     ----------
     algo : fitted model with ``trainset`` and ``estimate_arrays(users, items)``
-        e.g. :class:`dprec.PrivateKNN`.
+        e.g. [`dprec.PrivateKNN`][].
     uids : iterable of raw user ids, known to the trainset
     n : int, default 10
         List length (``>= 1``); shorter when fewer items have an estimate.
@@ -91,7 +91,7 @@ def _inner_uid(trainset, uid) -> int:
 
 def _top(scores: np.ndarray, n: int) -> pd.DataFrame:
     """Rows ``(position, rank, item, est)`` of the ``n`` best finite scores per row,
-    by descending score, ties by item id (:func:`dprec._arrays.top_mask`)."""
+    by descending score, ties by item id (`dprec._arrays.top_mask`)."""
     rows, items = np.nonzero(top_mask(scores, n))
     values = scores[rows, items]
     order = np.lexsort((items, -values, rows))

@@ -2,27 +2,27 @@
 
 An attacker who knows a few of a target's ratings creates ``β·k`` fake
 users rating exactly those items (Calandrino et al., S&P 2011; Lu & Shen,
-ComSIS 2015); :class:`BetaKNNAttack` runs the attack on copies of a dataset
+ComSIS 2015); [`BetaKNNAttack`][] runs the attack on copies of a dataset
 and measures what the fake users learn of the target's other ratings
 (exposure, recovery, item inference) against what the model and the crowd
 reveal without the attack.  The measures are described in
-:mod:`dprec.attacks.simulator`.
+`dprec.attacks.simulator`.
 
 Modules
 -------
 simulator
-    :class:`BetaKNNAttack` and :data:`COLUMNS`: targets, scenarios, the table.
+    [`BetaKNNAttack`][] and `COLUMNS`: targets, scenarios, the table.
 poisoning
-    The attacked copies of the data: :class:`AttackTarget`, the poisoned and
-    baseline copies, :func:`scenario_seed`.
+    The attacked copies of the data: [`AttackTarget`][], the poisoned and
+    baseline copies, [`scenario_seed`][].
 shared_similarities
     The similarity states built once per attack and updated per scenario.
 runners
     Fitting each attacked algorithm on a scenario and reading its answers.
 metrics
-    The measures, :func:`round_to_grid`.
+    The measures, [`round_to_grid`][].
 
-See ``docs/attack.md`` for the scenarios, the measures and the results.
+See [The β-kNN attack](../attack.md) for the scenarios, the measures and the results.
 """
 
 from __future__ import annotations
@@ -48,9 +48,8 @@ def fit_prepared(algo: PrivateKNN, trainset: Trainset, ratings: RatingArrays, si
     """Deprecated: register ``ratings`` for ``trainset``, then
     ``algo.fit_precomputed(trainset, sim, sensitivity, release)``.
 
-    .. deprecated::
-        Use :meth:`PrivateKNN.fit_precomputed
-        <dprec.PrivateKNN.fit_precomputed>` (after
+    !!! warning "Deprecated"
+        Use [`PrivateKNN.fit_precomputed`][dprec.knn.PrivateKNN.fit_precomputed] (after
         ``ratings.remember(trainset)`` if the rating arrays are already built).
 
     Returns

@@ -1,10 +1,10 @@
 """What an attack reveals: the measures of one scenario and of the baselines.
 
-:func:`attack_metrics` turns the :class:`~dprec.attacks.runners.Outcome` of
+`attack_metrics` turns the `Outcome` of
 a poisoned scenario into its row of measures (exposure, per-fake and pooled
-recovery, item inference); :func:`recovery` and :func:`item_mean_recovery`
+recovery, item inference); `recovery` and `item_mean_recovery`
 are the two baselines (the unpoisoned model, the crowd).  Estimates are
-compared with the target's ratings after :func:`round_to_grid`.
+compared with the target's ratings after [`round_to_grid`][].
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def pooled_vote(rounded: np.ndarray, estimates: np.ndarray, grid: np.ndarray) ->
 
 def _top_n_mask(keys: np.ndarray, n: int) -> np.ndarray:
     """Per row, the ``n`` largest finite keys (ties: the lower column first, as a stable
-    descending sort): :func:`dprec._arrays.top_mask` without the infinite keys."""
+    descending sort): `dprec._arrays.top_mask` without the infinite keys."""
     return top_mask(keys, n) & np.isfinite(keys)
 
 
@@ -90,7 +90,7 @@ def _precision_recall(inferred: np.ndarray, truth: np.ndarray,
 
 def attack_metrics(outcome: Outcome, target: AttackTarget, n_items: int, grid: np.ndarray,
                    top_n: int | None) -> dict[str, float]:
-    """The measures of one poisoned scenario (see :mod:`dprec.attacks.simulator`).
+    """The measures of one poisoned scenario (see `dprec.attacks.simulator`).
 
     Parameters
     ----------

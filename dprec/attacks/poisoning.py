@@ -1,11 +1,11 @@
 """The attacked copies of the data, built without touching the dataset given.
 
-What the attacker knows about a target (:class:`AttackTarget`), the
-unpoisoned data every scenario starts from (:class:`BaseData`), the copies a
-scenario fits on (:class:`ScenarioData`: :func:`poisoned_data` with fake users
-appended, :func:`baseline_data` with the target's hidden ratings left out),
+What the attacker knows about a target ([`AttackTarget`][]), the
+unpoisoned data every scenario starts from (`BaseData`), the copies a
+scenario fits on (`ScenarioData`: `poisoned_data` with fake users
+appended, `baseline_data` with the target's hidden ratings left out),
 and the scenarios of one target with their seeds and noise keys
-(:func:`scenarios`, :func:`scenario_seed`, :func:`fake_keys`).
+(`scenarios`, [`scenario_seed`][], `fake_keys`).
 
 Fake users are new accounts: their inner ids come after every real user's and
 their ratings after every real rating of their item, as if appended to the raw
@@ -64,7 +64,7 @@ class AttackTarget:
 def fake_prefix(trainset: Trainset) -> str:
     """A raw-id prefix for the fake users that no real user's raw id starts with.
 
-    :data:`FAKE_PREFIX`, with ``"_"`` prepended until no real id (as a string)
+    `FAKE_PREFIX`, with ``"_"`` prepended until no real id (as a string)
     starts with it.
     """
     prefix = FAKE_PREFIX
@@ -87,7 +87,7 @@ class BaseData:
     grid : ndarray
         The sorted distinct rating values (what estimates are rounded to).
     fake_prefix : str
-        The raw-id prefix of the fake users (:func:`fake_prefix`).
+        The raw-id prefix of the fake users (`fake_prefix`).
     """
 
     trainset: Trainset
@@ -248,7 +248,7 @@ class Scenario:
         ``0``: the baseline (hidden ratings left out, no fakes); else ``β·k`` fakes.
     data : ScenarioData
     seed : int
-        :func:`scenario_seed` of (entropy, target, β).
+        [`scenario_seed`][] of (entropy, target, β).
     keys : ndarray of int64
         Noise keys of the changed rows' sketches.
     seconds : float

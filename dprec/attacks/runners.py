@@ -1,22 +1,22 @@
 """The per-algorithm runners: fit an attacked recommender on a scenario's data and read it.
 
-A runner fits a copy of its configured algorithm on a :class:`ScenarioData`
-and returns an :class:`Outcome`: the estimates of the scenario's users for
+A runner fits a copy of its configured algorithm on a `ScenarioData`
+and returns an `Outcome`: the estimates of the scenario's users for
 the items asked (NaN where the prediction is impossible), their exposure of
 the target and the selector's reported β.
 
-* :class:`SurpriseRunner` works with any Surprise algorithm: a full ``fit``
+* `SurpriseRunner` works with any Surprise algorithm: a full ``fit``
   and Surprise's ``test``; the exposure is read from Surprise's own
   user-based kNN (``heapq`` semantics) or from an
   algorithm's ``neighbours_`` (raw ids keyed by raw user id, as LocalKNN's).
-* :class:`PrivateKNNRunner` serves user-based :class:`~dprec.PrivateKNN`
+* `PrivateKNNRunner` serves user-based [`PrivateKNN`][]
   (every prediction rule) through its public API only (``fit_precomputed`` with
   a similarity state shared by the scenarios, ``estimate_rules``,
   ``kneighbors``, ``selection_summary``); models that differ only in their
-  prediction rule (:data:`~dprec.knn.RULE_PARAMETERS`, same integer seed) share
+  prediction rule ([`RULE_PARAMETERS`][], same integer seed) share
   one runner, one fit and one selection per scenario.
 
-:func:`make_runner` picks the runner of an algorithm, :func:`make_runners` those of
+`make_runner` picks the runner of an algorithm, `make_runners` those of
 several, grouped.
 """
 
@@ -65,7 +65,7 @@ class Outcome:
     selector_beta: float
 
     def at(self, items: np.ndarray, n_items: int) -> np.ndarray:
-        """The estimates of ``items`` (NaN for items outside :attr:`columns`)."""
+        """The estimates of ``items`` (NaN for items outside `columns`)."""
         position = np.full(n_items, -1)
         position[self.columns] = np.arange(len(self.columns))
         where = position[items]
@@ -106,7 +106,7 @@ class SurpriseRunner:
                  state: IncrementalSimilarity | IncrementalSketchSimilarity | None, seed: int,
                  target: AttackTarget, items: np.ndarray,
                  exposure: bool = True) -> dict[str, Outcome]:
-        """:meth:`outcome` of every algorithm of the runner, by name."""
+        """`outcome` of every algorithm of the runner, by name."""
         return {self.name: self.outcome(data, state, seed, target, items, exposure)}
 
     def outcome(self, data: ScenarioData,
@@ -147,11 +147,11 @@ class SurpriseRunner:
 
 
 class PrivateKNNRunner(SurpriseRunner):
-    """:class:`~dprec.PrivateKNN` with similarities updated row by row.
+    """[`PrivateKNN`][] with similarities updated row by row.
 
-    Exact similarities: :class:`~dprec.similarity.incremental.IncrementalSimilarity`
+    Exact similarities: [`IncrementalSimilarity`][]
     (equal to a full ``fit``).  Sketch backends:
-    :class:`~dprec.similarity.incremental.IncrementalSketchSimilarity` (local
+    [`IncrementalSketchSimilarity`][] (local
     DP: the real users' sketches are released once, from a seed derived from
     the attack's ``random_state`` and the options; the fake users sketch
     theirs in each scenario with scenario-specific noise keys).  A sketch
@@ -165,7 +165,7 @@ class PrivateKNNRunner(SurpriseRunner):
     ``tests/test_attacks.py``.
 
     ``rules`` adds models that differ from ``algo`` only in
-    :data:`~dprec.knn.RULE_PARAMETERS`, by name: each scenario fits once and
+    [`RULE_PARAMETERS`][], by name: each scenario fits once and
     reads every rule from the same selections (``estimate_rules``), which a
     fit of each model with the scenario's seed would make too.
     """
@@ -195,14 +195,14 @@ class PrivateKNNRunner(SurpriseRunner):
                 target: AttackTarget, items: np.ndarray, exposure: bool = True) -> Outcome:
         """Fit a copy on ``data`` with the similarities of ``state`` (a full ``fit``
         when None) and read what it shows ``data.users`` (see
-        :meth:`SurpriseRunner.outcome`)."""
+        `SurpriseRunner.outcome`)."""
         return self.outcomes(data, state, seed, target, items, exposure)[self.name]
 
     def outcomes(self, data: ScenarioData,
                  state: IncrementalSimilarity | IncrementalSketchSimilarity | None, seed: int,
                  target: AttackTarget, items: np.ndarray,
                  exposure: bool = True) -> dict[str, Outcome]:
-        """:meth:`outcome` of every rule, from one fit and one selection."""
+        """`outcome` of every rule, from one fit and one selection."""
         algo = copy.deepcopy(self.algo)
         algo.random_state = seed
         if state is None:
@@ -229,8 +229,8 @@ class PrivateKNNRunner(SurpriseRunner):
 
 
 def make_runner(name: str, algo: AlgoBase) -> SurpriseRunner:
-    """The runner of ``algo``: :class:`PrivateKNNRunner` for user-based ``PrivateKNN``
-    (any prediction rule); :class:`SurpriseRunner` (query by query through ``test``) for
+    """The runner of ``algo``: `PrivateKNNRunner` for user-based ``PrivateKNN``
+    (any prediction rule); `SurpriseRunner` (query by query through ``test``) for
     any other algorithm, item-based kNN included."""
     if (isinstance(algo, PrivateKNN)
             and copy.deepcopy(algo).check_params().sim_options_["user_based"]):
@@ -239,9 +239,9 @@ def make_runner(name: str, algo: AlgoBase) -> SurpriseRunner:
 
 
 def make_runners(algorithms: Mapping[str, AlgoBase]) -> list[SurpriseRunner]:
-    """The runners of ``algorithms`` (:func:`make_runner`), one :class:`PrivateKNNRunner`
+    """The runners of ``algorithms`` (`make_runner`), one `PrivateKNNRunner`
     for the user-based ``PrivateKNN`` models that differ only in their prediction rule
-    (:func:`selection_key`), in the order of their first model."""
+    (`selection_key`), in the order of their first model."""
     runners: list[SurpriseRunner] = []
     grouped: dict[str, PrivateKNNRunner] = {}
     for name, algo in algorithms.items():
@@ -259,7 +259,7 @@ def make_runners(algorithms: Mapping[str, AlgoBase]) -> list[SurpriseRunner]:
 
 def selection_key(algo: PrivateKNN) -> str | None:
     """What decides a ``PrivateKNN``'s neighbour selections: every parameter but
-    :data:`~dprec.knn.RULE_PARAMETERS`, the selector by its type and attributes; ``None``
+    [`RULE_PARAMETERS`][], the selector by its type and attributes; ``None``
     unless ``random_state`` is an int (other models draw fresh noise at each fit)."""
     if isinstance(algo.random_state, bool) or not isinstance(algo.random_state,
                                                              (int, np.integer)):
@@ -276,9 +276,10 @@ def selection_key(algo: PrivateKNN) -> str | None:
 def _item_neighbourhood_estimates(algo: PrivateKNN, users: np.ndarray, items: np.ndarray,
                                   target: AttackTarget,
                                   rules: list[Mapping]) -> tuple[list, np.ndarray]:
-    """The answers of every rule (:meth:`~dprec.PrivateKNN.estimate_rules`) for ``users``
-    × ``items`` and, for the fake users, the fraction of the hidden items for which the
-    target is among the chosen raters."""
+    """The answers of every rule
+    ([`estimate_rules`][dprec.knn.PrivateKNN.estimate_rules]) for ``users`` × ``items``
+    and, for the fake users, the fraction of the hidden items for which the target is
+    among the chosen raters."""
     q_users, q_items = np.repeat(users, len(items)), np.tile(items, len(users))
     answers, (neighbours, _) = algo.estimate_rules(q_users, q_items, rules,
                                                    with_neighbours=True)

@@ -1,13 +1,13 @@
 """The similarity states the runners share: built once per attack, updated per scenario.
 
 The similarities among real users do not change with the poisoning.  For
-each distinct ``sim_key`` of the runners, :func:`similarity_states` computes
+each distinct ``sim_key`` of the runners, `similarity_states` computes
 the real users' similarities once: an exact one (with the
 recommendation-aware sensitivity ``RS`` when a runner's selector needs it)
-as an :class:`~dprec.similarity.incremental.IncrementalSimilarity`, a sketch
-backend as an :class:`~dprec.similarity.incremental.IncrementalSketchSimilarity`
+as an [`IncrementalSimilarity`][], a sketch
+backend as an [`IncrementalSketchSimilarity`][]
 (every real user's sketch released once, seeded from the attack's entropy and
-the options).  :func:`scenario_states` then updates a state to each scenario
+the options).  `scenario_states` then updates a state to each scenario
 of a target: only the changed users' rows are computed.
 """
 

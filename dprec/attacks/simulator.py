@@ -15,7 +15,7 @@ generalises it to randomised neighbour selection: if neighbours come from
 the top ``βk`` candidates, ``βk`` fake users cover them.  A selector's
 security ``β`` is the fake-user budget it claims to need (Lu & Shen, ComSIS 2015).
 
-:class:`BetaKNNAttack` runs the attack for many targets and ``β`` values on
+[`BetaKNNAttack`][] runs the attack for many targets and ``β`` values on
 copies of a dataset and measures, per (target, β):
 
 ``exposure``
@@ -54,29 +54,30 @@ copies of a dataset and measures, per (target, β):
 
 Fake users are new accounts: their inner ids come after every real user's
 and their ratings after every real rating (as if appended to the raw ratings
-of a copy of the dataset, :meth:`BetaKNNAttack.poisoned_dataset`).  The
+of a copy of the dataset, [`BetaKNNAttack.poisoned_dataset`][]).  The
 dataset given is never modified.
 
 Speed: the similarities among real users do not change with the poisoning.
-For :class:`~dprec.PrivateKNN` with an exact similarity, each scenario only
+For [`PrivateKNN`][dprec.PrivateKNN] with an exact similarity, each scenario only
 computes the fake users' rows (and extends the recommendation-aware
-sensitivity ``RS``) with :class:`~dprec.similarity.incremental.IncrementalSimilarity`
-and fits with them through :meth:`~dprec.PrivateKNN.fit_precomputed`; the
+sensitivity ``RS``) with
+[`IncrementalSimilarity`][dprec.similarity.incremental.IncrementalSimilarity] and fits
+with them through [`fit_precomputed`][dprec.knn.PrivateKNN.fit_precomputed]; the
 result equals a full ``fit`` (tested).  With a sketch backend (local DP)
 every real user's sketch is released once per attack (seeded from
 ``random_state`` and the options) and each scenario sketches only its fake
 users, with their own noise keys
-(:class:`~dprec.similarity.incremental.IncrementalSketchSimilarity`; equal
+([`IncrementalSketchSimilarity`][dprec.similarity.incremental.IncrementalSketchSimilarity]; equal
 to the backend's full computation with those keys).  Other Surprise
 algorithms, and a sketch backend whose ``τ`` is computed from the data, are
 refitted from scratch.  Targets run in parallel with joblib.
 
-The parts: :mod:`dprec.attacks.poisoning` (the attacked copies of the data),
-:mod:`dprec.attacks.shared_similarities` (the similarity states shared by
-the scenarios), :mod:`dprec.attacks.runners` (fitting and reading each
-algorithm), :mod:`dprec.attacks.metrics` (the measures).
+The parts: `dprec.attacks.poisoning` (the attacked copies of the data),
+`dprec.attacks.shared_similarities` (the similarity states shared by
+the scenarios), `dprec.attacks.runners` (fitting and reading each
+algorithm), `dprec.attacks.metrics` (the measures).
 
-See ``docs/attack.md`` for the scenarios, the measures and the results.
+See [The β-kNN attack](../attack.md) for the scenarios, the measures and the results.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ from .shared_similarities import SimilarityState, scenario_states, similarity_st
 
 __all__ = ["COLUMNS", "BetaKNNAttack"]
 
-#: columns of :meth:`BetaKNNAttack.run`, in order
+#: columns of `BetaKNNAttack.run`, in order
 COLUMNS = ["algo", "target", "beta", "n_fake", "n_known", "n_hidden", "exposure",
            "exposure_any", "recovery", "recovery_pooled", "recovery_any", "possible_precision",
            "possible_recall", "topn_precision", "topn_recall", "baseline_recovery",
@@ -127,7 +128,7 @@ class BetaKNNAttack:
         items and fake users (similarities are shared where the options
         agree); its keys name them in the ``algo`` column.  Never modified:
         each scenario fits a copy whose ``random_state`` (if any) is set to
-        :func:`scenario_seed` of (``random_state``, target, β).
+        [`scenario_seed`][dprec.attacks.scenario_seed] of (``random_state``, target, β).
     data : surprise.dataset.Dataset
         With raw ratings (``load_builtin``, ``load_from_df``,
         ``load_from_file``); never modified.
@@ -269,7 +270,7 @@ class BetaKNNAttack:
         Returns
         -------
         pandas.DataFrame
-            Columns :data:`COLUMNS` (see the module docstring): ``algo``,
+            Columns `COLUMNS` (see the module docstring): ``algo``,
             ``target`` (raw id), ``beta``, ``n_fake``, ``n_known``,
             ``n_hidden``, ``exposure``, ``exposure_any``, ``recovery``,
             ``recovery_pooled``, ``recovery_any``, ``possible_precision``,
@@ -279,7 +280,7 @@ class BetaKNNAttack:
             algorithms) and ``seconds`` (this scenario's fit and reads,
             including the shared poisoning, split equally among the models that
             differ only in their prediction rule, which share one fit and one
-            selection: :func:`~dprec.attacks.runners.make_runners`).  ``exposure`` is NaN for
+            selection: `make_runners`).  ``exposure`` is NaN for
             algorithms without user neighbours (e.g. SVD, item-based kNN).
         """
         targets = self.targets()

@@ -1,4 +1,4 @@
-"""Fit many :class:`~dprec.PrivateKNN` configurations on one trainset, each similarity once,
+"""Fit many [`PrivateKNN`][] configurations on one trainset, each similarity once,
 and score them on a testset without building ``Prediction`` objects."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ class SharedFits:
 
     Exact sum similarities (cosine, msd, pearson) are computed once per
     ``name`` and ``min_support``, with each user's ``RS``, and every model is
-    fitted through :meth:`~dprec.PrivateKNN.fit_precomputed`.  A sketch
+    fitted through [`fit_precomputed`][dprec.knn.PrivateKNN.fit_precomputed].  A sketch
     backend is released by the first full ``fit`` of its options and integer
     ``random_state`` (every selector with that seed would draw the same
     sketches) and shared with its release, the sensitivity of its scores
@@ -75,7 +75,7 @@ def batch_estimates(algo, trainset, testset) -> tuple[np.ndarray, np.ndarray, np
     estimates as Surprise's accuracy functions read them (clipped; the global mean where
     impossible) and whether each was possible.
 
-    :class:`~dprec.PrivateKNN` answers from its batch arrays
+    [`PrivateKNN`][] answers from its batch arrays
     (``estimate_arrays``); any other fitted Surprise algorithm through ``test``.
     """
     if not isinstance(algo, PrivateKNN):
@@ -87,8 +87,8 @@ def batch_estimates(algo, trainset, testset) -> tuple[np.ndarray, np.ndarray, np
 
 
 def rule_estimates(algo: PrivateKNN, trainset, testset, rules) -> tuple[list[tuple], tuple]:
-    """:func:`batch_estimates` of a fitted ``PrivateKNN`` under each of ``rules``, from one
-    selection of neighbours (:meth:`~dprec.PrivateKNN.estimate_rules`), and the
+    """`batch_estimates` of a fitted ``PrivateKNN`` under each of ``rules``, from one
+    selection of neighbours ([`estimate_rules`][dprec.knn.PrivateKNN.estimate_rules]), and the
     ``(neighbours, weights)`` of the known queries (the testset's with a known user and
     item, in order)."""
     _, _, r_uis, users, items = inner_ids(trainset, testset)

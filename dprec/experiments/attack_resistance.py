@@ -1,15 +1,15 @@
 """β-kNN attack resistance of every neighbour selector, and what it costs in accuracy.
 
 The β-kNN attack (Calandrino et al., S&P 2011; Lu & Shen, ComSIS 2015) with
-:class:`dprec.BetaKNNAttack` against
-:class:`dprec.PrivateKNN` (user neighbourhood, ``k = 20``, the papers' and the
+[`dprec.BetaKNNAttack`][] against
+[`dprec.PrivateKNN`][] (user neighbourhood, ``k = 20``, the papers' and the
 attack's semantics, uncentred weighted mean as in ``KNNBasic``) for every
 selector × ε ∈ {0.5, 1, 2, 5} × β ∈ {1, 2, 3, 4, 6, 8}, with
 
 * exact co-rated cosine (Surprise's), ``min_support = 1``;
 * the same with ``min_support = n_known`` (overlap-aware: a user sharing a
   single item with you no longer has similarity 1);
-* the private similarity backends of :mod:`dprec.similarity` when
+* the private similarity backends of [`dprec.similarity`][] when
   ``PrivateKNN`` accepts them (``rr_minhash``, ``noisy_minhash``, ``sjlt``,
   ``gaussian_jl`` and the non-private ``minhash``), with the backend's ε
   equal to the selector's ε (top-k and probabilistic: the backend's ε only).
@@ -24,7 +24,7 @@ Writes under ``--out`` (default ``results/attack_resistance``):
 ``attack_summary.csv`` (means per configuration × β, with the RMSE),
 ``accuracy.csv`` (per configuration and fold), ``attack_vs_beta.png`` (attack
 success against β per selector, per similarity) and ``frontier.png`` (RMSE
-against pooled recovery at β = 1 and β = 3)::
+against pooled recovery at β = 1 and β = 3):
 
     python experiments/attack_resistance.py --quick
     SURPRISE_DATA_FOLDER=/path/to/surprise_data python experiments/attack_resistance.py
@@ -64,7 +64,7 @@ BACKENDS = ("minhash", "rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")
 PRIVATE_SELECTORS = ("pncf", "ppns")
 #: PPNS's geometric parameter (k = 20: schedule 10, 5, 3, 1 + 1, β = 5)
 PPNS_P = 0.5
-#: columns averaged per configuration × β by :func:`summary`
+#: columns averaged per configuration × β by `summary`
 MEASURES = ["exposure", "exposure_any", "recovery", "recovery_pooled", "recovery_any",
             "possible_precision", "possible_recall", "topn_precision", "topn_recall",
             "baseline_recovery", "baseline_item_mean", "selector_beta", "seconds"]
@@ -129,7 +129,7 @@ def configurations(epsilons: Sequence[float] = EPSILONS, backends: Sequence[str]
 
 
 def make_algo(config: dict, k: int = 20, n_known: int = 8, seed: int = 0) -> PrivateKNN:
-    """The :class:`PrivateKNN` of one configuration (uncentred; user neighbourhood unless
+    """The [`PrivateKNN`][] of one configuration (uncentred; user neighbourhood unless
     the configuration says ``"item"``)."""
     similarity, selector, epsilon = config["similarity"], config["selector"], config["epsilon"]
     if similarity == "cosine":
@@ -173,7 +173,7 @@ def _scores(algo: PrivateKNN, trainset, testset) -> dict:
 
 def _fold_accuracy(configs, trainset, testset, fold, k, n_known, seed) -> list[dict]:
     """Scores of every configuration on one fold (each similarity computed once per fold
-    and shared by the selectors: :class:`~dprec.experiments._shared_fits.SharedFits`)."""
+    and shared by the selectors: `SharedFits`)."""
     shared = SharedFits(trainset)
     rows = []
     for config in configs:

@@ -10,7 +10,7 @@ guarantees hold for everything they release, PNCF's selection *corrected*
 published* (item neighbourhood, cosine, k = 40: their ε covers the neighbour
 selection only, not the predictions).  No hyper-parameter is read from the data:
 every configuration takes the public rule (column ``hyperparameters``,
-:data:`~dprec.experiments.hyperparameters.PUBLIC_RULE`): ``k = 40`` for every
+`PUBLIC_RULE`): ``k = 40`` for every
 kNN model and each model's default stabilisers (functions of ε alone), so
 nothing outside the end-to-end models' ε chose them.  (These runs are seeded
 for reproducibility, and a seeded run has no guarantee: the guarantee is that
@@ -18,7 +18,7 @@ of the configuration fitted with ``random_state=None``.)  RMSE, MAE,
 precision@10 and NDCG@10 per configuration; ``--scaling`` repeats the private
 models at ε = 1 on synthetic data of growing numbers of users (the
 MovieLens-100k and -1M shapes and beyond), since user-level noise averages out
-over users; ``--attack`` runs the β-kNN attack (:class:`~dprec.BetaKNNAttack`)
+over users; ``--attack`` runs the β-kNN attack ([`BetaKNNAttack`][])
 on the end-to-end kNN models at ε ≤ 2 and on the non-private top-k (Surprise's
 ``KNNBasic``), and compares the attacker's pooled recovery with the crowd
 yardstick (the other users' mean rating). Writes ``end_to_end.csv``,

@@ -20,7 +20,7 @@ references, on the same folds and against the same attack:
   references: the global mean, ``BaselineOnly`` and ``KNNBaseline``
   (pearson-baseline, computed by dprec's top-k, equal to Surprise's).  The
   non-private top-k of each rule and neighbourhood is in the grid.
-* **hyper-parameters** (:mod:`~dprec.experiments.hyperparameters`; column
+* **hyper-parameters** (`dprec.experiments.hyperparameters`; column
   ``hyperparameters``) — the models that hold end to end, and those with
   nothing to tune, by the **public rule** (``k = 40``, the models' default
   stabilisers: nothing read from the data); the others **cross-validated
@@ -28,11 +28,11 @@ references, on the same folds and against the same attack:
   user neighbourhood) with the lowest RMSE in an inner cross-validation of
   the training part.  The attack uses the pair chosen most often.  Configurations
   differing only in their rule (and λ) share one fit and selection
-  (:meth:`~dprec.PrivateKNN.estimate_rules`).
+  ([`estimate_rules`][dprec.knn.PrivateKNN.estimate_rules]).
 * **accuracy** — RMSE, MAE and precision@10 (Surprise's FAQ: a user's ten
   best-estimated test items with estimate ≥ 3.5, relevant when rated ≥ 3.5),
   means over the outer folds.
-* **security (a): the β-kNN attack** (:class:`~dprec.BetaKNNAttack`), on the
+* **security (a): the β-kNN attack** ([`BetaKNNAttack`][]), on the
   whole dataset, ``n_targets`` targets (≥ 50 ratings, 8 known), β ∈ {1, 2, 4,
   8}: the pooled recovery of the β·k fake users (majority vote per hidden
   item) and its **gain** over the crowd yardstick (the other users' mean
@@ -43,7 +43,7 @@ references, on the same folds and against the same attack:
   items only (``inference=False``).  Models without neighbours (global
   mean, ``BaselineOnly``, ``DPBaseline``, ``DPALS``) are not attacked.
 * **security (b): vulnerable users without any attacker** — ReuseKNN's
-  measure (Müllner et al., ACM TIST 2023; :mod:`dprec.data_usage`): per
+  measure (Müllner et al., ACM TIST 2023; [`dprec.data_usage`][]): per
   outer fold, how many test predictions each user's ratings contribute to,
   and the share of users at or above ReuseKNN's threshold τ, computed as
   their code does from plain UserKNN (top-k, item neighbourhood, basic rule,
@@ -66,7 +66,7 @@ Writes under ``--out`` (default ``results/frontier``): ``accuracy.csv`` (one
 row per configuration and outer fold: ``k``, λ, how they were chosen, the
 inner RMSE of every candidate), ``attack.csv`` (one row per configuration ×
 target × β), ``frontier.csv`` (one row per configuration), ``by_accuracy.csv``,
-``anchor.csv`` (with ``--anchor``) and ``frontier.png``::
+``anchor.csv`` (with ``--anchor``) and ``frontier.png``:
 
     python experiments/frontier.py --quick
     SURPRISE_DATA_FOLDER=/path/to/surprise_data python experiments/frontier.py --anchor
@@ -161,7 +161,7 @@ def configurations(epsilons: Sequence[float] = EPSILONS,
 
 
 def rule_of(config: dict, shrinkage: float = 0.0) -> dict:
-    """The prediction rule of a kNN configuration (:data:`dprec.knn.RULE_PARAMETERS`): the
+    """The prediction rule of a kNN configuration ([`dprec.knn.RULE_PARAMETERS`][]): the
     basic rule of the user neighbourhood falls back to the user's mean."""
     rule, neighbourhood = config["rule"], config["neighbourhood"]
     return {"prediction": rule,
@@ -222,7 +222,7 @@ def _scored(candidates: Sequence[tuple[dict, int | None, float]], shared: Shared
     model (else None).
 
     The kNN candidates that differ only in their rule and λ share one fit and one
-    selection (:func:`rule_estimates`); the others are fitted one by one.
+    selection (`rule_estimates`); the others are fitted one by one.
     """
     trainset = shared.trainset
     groups: dict = {}
@@ -255,7 +255,7 @@ def fold_scores(configs: Sequence[dict], trainset, testset, fold: int,
                 seed: int = 0, shrinkage_grid: Sequence[float] = hp.SHRINKAGE_GRID,
                 methods: dict | None = None) -> list[dict]:
     """One outer fold: ``(k, λ)`` by the public rule or by inner cross-validation of
-    ``trainset`` (``methods``, default :func:`hyperparameter_methods`; the column
+    ``trainset`` (``methods``, default `hyperparameter_methods`; the column
     ``hyperparameters``), then every configuration scored on the test fold (RMSE, MAE,
     precision@10, impossible share, vulnerable share)."""
     methods = hp.hyperparameter_methods(configs, make_algo) if methods is None else methods
@@ -310,7 +310,7 @@ def accuracy_table(data, configs: Sequence[dict], n_folds: int = 3,
                    n_jobs: int = 1, progress: bool = True,
                    shrinkage_grid: Sequence[float] = hp.SHRINKAGE_GRID) -> pd.DataFrame:
     """Every configuration scored per outer fold, its ``(k, λ)`` by the public rule or by
-    nested cross-validation (:func:`hyperparameter_methods`): one row per configuration
+    nested cross-validation (`hyperparameter_methods`): one row per configuration
     and outer fold, in the order of ``configs``.
 
     Runs in parallel over (fold, similarity) pairs: the configurations of one
@@ -341,7 +341,7 @@ def attack_table(data, configs: Sequence[dict], parameters: dict, n_targets: int
                  progress: bool = True) -> pd.DataFrame:
     """The β-kNN attack on every configuration with neighbours (same targets, known
     items and fake users), each with its ``(k, λ)`` of ``parameters``
-    (:func:`attack_parameters`), on ``n_asked`` of each target's hidden items: one row
+    (`attack_parameters`), on ``n_asked`` of each target's hidden items: one row
     per configuration × target × β."""
     scale = data.build_full_trainset().rating_scale
     algos = {c["config"]: make_algo(c, *parameters[c["config"]], seed=seed, rating_scale=scale)
@@ -356,7 +356,7 @@ def labels(data, configs: Sequence[dict], parameters: dict, methods: dict | None
     """Each configuration's label: the guarantee of the configuration fitted with fresh noise
     (``random_state=None``) on the whole data with its ``(k, λ)`` of ``parameters``, *holds*
     only when its hyper-parameters' choice (``methods``) is covered too
-    (:func:`~dprec.experiments.hyperparameters.fresh_noise_labels`).  These runs are seeded
+    (`fresh_noise_labels`).  These runs are seeded
     for reproducibility, and a seeded run has no guarantee."""
     methods = hp.hyperparameter_methods(configs, make_algo) if methods is None else methods
     return hp.fresh_noise_labels(data, configs, parameters, make_algo, methods)
@@ -378,7 +378,7 @@ def summary(configs: Sequence[dict], accuracy: pd.DataFrame, attack: pd.DataFram
             guarantee: dict) -> pd.DataFrame:
     """One row per configuration: accuracy (fold means), ``k``, λ and how they were chosen
     (``hyperparameters``), the attack's pooled recovery and gain per β, the largest gain,
-    the vulnerable share, the label (``guarantee``: :func:`labels`) and Pareto flags."""
+    the vulnerable share, the label (``guarantee``: `labels`) and Pareto flags."""
     keys = ["config", "family", "similarity", "selector", "rule", "neighbourhood", "epsilon"]
     out = pd.DataFrame(configs).reindex(columns=keys)
     means = accuracy.groupby("config", sort=False)[

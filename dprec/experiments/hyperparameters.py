@@ -6,11 +6,11 @@ keeps the candidate with the lowest validation RMSE, and neither those fits
 nor the choice are covered by the model's ε.  So the frontier chooses each
 configuration's ``k`` (and, in the user neighbourhood, the neighbour
 shrinkage λ) in one of two ways, and its table says which
-(:data:`PUBLIC_RULE` or :data:`CROSS_VALIDATED`, the column
+(`PUBLIC_RULE` or `CROSS_VALIDATED`, the column
 ``hyperparameters``):
 
-* **public rule** (:func:`public_parameters`) — ``k = 40``
-  (:data:`PUBLIC_K`: Surprise's and the models' default) and λ = 0, with the
+* **public rule** (`public_parameters`) — ``k = 40``
+  (`PUBLIC_K`: Surprise's and the models' default) and λ = 0, with the
   end-to-end models' own default stabilisers (``DPItemKNN``'s shrinkage,
   ``LocalKNN``'s and ``DPBaseline``'s item shrinkage: functions of ε alone).
   Nothing is read from the data, so nothing needs charging.  Every
@@ -19,7 +19,7 @@ shrinkage λ) in one of two ways, and its table says which
   ``PrivateKNN`` configuration whose fitted model's accountant gives an
   end-to-end guarantee.  So do the models with nothing to tune (the global
   mean, ``BaselineOnly``: their defaults).
-* **cross-validated (not private)** (:func:`choose_parameters`) — every other
+* **cross-validated (not private)** (`choose_parameters`) — every other
   configuration: for each outer fold, the ``(k, λ)`` of ``K_GRID`` ×
   ``SHRINKAGE_GRID`` with the lowest RMSE in an inner cross-validation of
   that fold's training part (ties: the smaller ``k``, then the smaller λ);
@@ -27,7 +27,7 @@ shrinkage λ) in one of two ways, and its table says which
   Surprise do, and no ε covers it.
 
 A row is labelled *holds* only when both the model and its hyper-parameter
-choice are covered (:func:`row_label`): a model that would hold with a fixed
+choice are covered (`row_label`): a model that would hold with a fixed
 ``k`` but whose ``k`` was cross-validated is labelled *in part*.  A private
 selection (an exponential mechanism over the grid's validation scores, or
 Papernot & Steinke's random stopping, with its ε composed into the row's) is
@@ -71,7 +71,7 @@ def tunes_k(config: dict) -> bool:
     Parameters
     ----------
     config : dict
-        A configuration of :func:`dprec.experiments.frontier.configurations`.
+        A configuration of `dprec.experiments.frontier.configurations`.
     """
     return config["config"] not in ("global mean", "BaselineOnly") and not \
         config.get("model", "").startswith(("DPBaseline", "DPALS"))
@@ -94,18 +94,18 @@ def public_parameters(config: dict) -> tuple[int | None, float]:
 
 
 def hyperparameter_method(config: dict, model_holds: bool) -> str:
-    """How ``config``'s hyper-parameters are chosen: :data:`PUBLIC_RULE` when its model
+    """How ``config``'s hyper-parameters are chosen: `PUBLIC_RULE` when its model
     alone holds end to end (``model_holds``) or it has nothing to tune, else
-    :data:`CROSS_VALIDATED`.
+    `CROSS_VALIDATED`.
 
     Parameters
     ----------
     config : dict
-        A configuration of :func:`dprec.experiments.frontier.configurations`.
+        A configuration of `dprec.experiments.frontier.configurations`.
     model_holds : bool
         Whether the configuration's model, fitted with fresh noise, guarantees
         everything it releases (decided without the private data: see
-        :func:`hyperparameter_methods`).
+        `hyperparameter_methods`).
     """
     if model_holds or not (tunes_k(config) or tunes_shrinkage(config)):
         return PUBLIC_RULE
@@ -119,7 +119,7 @@ def guarantee_label(algo) -> str:
     ``"in part"`` (entries that hold for some outputs only), ``"as published"`` (a
     paper's claim dprec reproduces but does not guarantee) or ``"none"``.  Read it
     from a model fitted with ``random_state=None``: every entry of a seeded model is
-    void (:data:`dprec.ledger.SEEDED`).
+    void (`dprec.ledger.SEEDED`).
     """
     if not hasattr(algo, "privacy_report"):
         return "none"
@@ -133,8 +133,8 @@ def guarantee_label(algo) -> str:
 
 
 def row_label(model_label: str, method: str) -> str:
-    """The label of a row: the model's (:func:`guarantee_label`), except that *holds*
-    needs its hyper-parameters covered too (:data:`COVERED`); a model that holds with
+    """The label of a row: the model's (`guarantee_label`), except that *holds*
+    needs its hyper-parameters covered too (`COVERED`); a model that holds with
     hyper-parameters read from the private data is *in part*."""
     if model_label == "holds" and method not in COVERED:
         return "in part"
@@ -142,22 +142,22 @@ def row_label(model_label: str, method: str) -> str:
 
 
 def hyperparameter_methods(configs: Sequence[dict], make_algo: Callable) -> dict:
-    """Per configuration, how its hyper-parameters are chosen (:func:`hyperparameter_method`).
+    """Per configuration, how its hyper-parameters are chosen (`hyperparameter_method`).
 
     The public rule for the end-to-end DP models, for models with nothing to tune, and
     for any kNN configuration whose model, fitted with fresh noise at ``k = PUBLIC_K``,
     holds end to end; cross-validated otherwise.  Whether a kNN model holds is a property
     of its configuration, read here from a fit on public synthetic data
-    (:func:`dprec.datasets.synthetic`), never the private data: choosing the rule peeks
+    ([`dprec.datasets.synthetic`][]), never the private data: choosing the rule peeks
     at nothing.
 
     Parameters
     ----------
     configs : sequence of dict
-        Configurations of :func:`dprec.experiments.frontier.configurations`.
+        Configurations of `dprec.experiments.frontier.configurations`.
     make_algo : callable
         ``make_algo(config, k, λ, seed=None)``: the configuration's unfitted model
-        (:func:`dprec.experiments.frontier.make_algo`).
+        (`dprec.experiments.frontier.make_algo`).
     """
     probe = SharedFits(synthetic(60, 80, 1500, random_state=0).build_full_trainset())
     out = {}
@@ -176,18 +176,18 @@ def fresh_noise_labels(data, configs: Sequence[dict], parameters: dict, make_alg
                        methods: dict) -> dict:
     """Each configuration's label: the guarantee of the configuration fitted with fresh
     noise (``random_state=None``) on the whole of ``data`` with its ``(k, λ)`` of
-    ``parameters``, through :func:`row_label` with its ``methods`` entry.
+    ``parameters``, through `row_label` with its ``methods`` entry.
 
     Parameters
     ----------
     data : surprise.Dataset
     configs : sequence of dict
     parameters : dict
-        ``config → (k, λ)`` (:func:`attack_parameters`).
+        ``config → (k, λ)`` (`attack_parameters`).
     make_algo : callable
         ``make_algo(config, k, λ, seed=None, rating_scale=...)``: the unfitted model.
     methods : dict
-        ``config →`` how its hyper-parameters were chosen (:func:`chosen_by`).
+        ``config →`` how its hyper-parameters were chosen (`chosen_by`).
     """
     missing = [c["config"] for c in configs if c["config"] not in methods]
     if missing:
@@ -223,7 +223,7 @@ def choose_parameters(configs: Sequence[dict], trainset, k_grid: Sequence[int],
                       inner_folds: int, seed: int,
                       shrinkage_grid: Sequence[float] = SHRINKAGE_GRID, *,
                       score: Callable[[list, object, list], Iterable[tuple]]) -> pd.DataFrame:
-    """Inner cross-validation on ``trainset`` alone (the :data:`CROSS_VALIDATED`
+    """Inner cross-validation on ``trainset`` alone (the `CROSS_VALIDATED`
     configurations).
 
     Parameters
@@ -288,10 +288,10 @@ def attack_parameters(accuracy: pd.DataFrame) -> dict:
 
 
 def chosen_by(accuracy: pd.DataFrame) -> dict:
-    """Per configuration, how ``accuracy`` (:func:`dprec.experiments.frontier.accuracy_table`)
+    """Per configuration, how ``accuracy`` (`dprec.experiments.frontier.accuracy_table`)
     chose its hyper-parameters: its ``hyperparameters`` column.  A run saved before the
-    column existed cross-validated every ``k``: :data:`CROSS_VALIDATED` where a row has a
-    ``k``, else :data:`PUBLIC_RULE` (nothing to tune)."""
+    column existed cross-validated every ``k``: `CROSS_VALIDATED` where a row has a
+    ``k``, else `PUBLIC_RULE` (nothing to tune)."""
     if "hyperparameters" in accuracy:
         return accuracy.groupby("config", sort=False).hyperparameters.first().to_dict()
     tuned = accuracy.groupby("config", sort=False).k.apply(lambda k: k.notna().any())

@@ -2,9 +2,9 @@
 
 Aumüller, Bourgeat & Schmurr, "Differentially Private Sketches for Jaccard
 Similarity Estimation", SISAP 2020, §6, with dprec's
-:class:`~dprec.similarity.minhash.RRMinHash`,
-:class:`~dprec.similarity.minhash.NoisyMinHash` and the non-private
-:class:`~dprec.similarity.minhash.MinHash` (1-bit MinHash, ``B = 2``, is the
+[`RRMinHash`][],
+[`NoisyMinHash`][] and the non-private
+[`MinHash`][] (1-bit MinHash, ``B = 2``, is the
 paper's baseline).
 
 (a) Synthetic pairs: two sets of ``τ ∈ {50, 250, 1000}`` items with Jaccard
@@ -14,7 +14,7 @@ paper's baseline).
     repetitions with fresh hash functions.  All repetitions are sketched in
     one call: each pair lives on its own block of columns, and fully random
     hash functions restricted to disjoint blocks are independent
-    (:func:`disjoint_set_pairs`).  The paper draws
+    (`disjoint_set_pairs`).  The paper draws
     the sets from a universe of 100000 items; with fully random hash
     functions only the sizes and the overlap matter, so item ids do not
     enter.  For each ``B`` the ``K = 500`` MinHash buckets are computed once
@@ -34,12 +34,12 @@ paper's baseline).
 
 Note: where the paper's bound ``L`` on changed coordinates is invalid (small
 ``Kα/τ``: large sets, few hashes) dprec raises it to the exact binomial
-quantile (:func:`~dprec.similarity.minhash.difference_bound`), so the noise
+quantile ([`difference_bound`][dprec.similarity.difference_bound]), so the noise
 there is larger than in the paper's figures; the ``L`` column says which.
 
 Writes ``mae.csv``, ``mae_rr_minhash.png``, ``mae_noisy_minhash.png``,
 ``recall.csv`` and ``recall.png`` under ``--out`` (default
-``results/sketches``)::
+``results/sketches``):
 
     python experiments/jaccard_sketches.py --quick
     python experiments/jaccard_sketches.py

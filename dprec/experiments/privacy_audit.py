@@ -5,7 +5,7 @@ item of a set, a swap in a ranking), chosen adversarially (a candidate at a
 partition boundary, an item with a single rater, a pair whose sensitivity
 jumps), runs the whole pipeline many times on each with independent seeds,
 and turns the counts of one output event into a 99 % Clopper–Pearson lower
-bound on ε (:mod:`dprec.audit`).  A component whose claim *holds* must never
+bound on ε ([`dprec.audit`][]).  A component whose claim *holds* must never
 be refuted (lower bound ≤ claimed ε); a component reproduced *as published*
 is refuted where the bound exceeds its claim.
 
@@ -13,18 +13,18 @@ As published (refuted):
 
 * PPNS: a candidate at the last visited partition's boundary loses one
   co-rated rating and drops into the unvisited pool
-  (:func:`ppns_partition_boundary`);
+  (`ppns_partition_boundary`);
 * PNCF: the truncation gives probability 1 to a candidate at ``2·sim_k``
-  and a small score change makes it unlikely (:func:`pncf_truncation`); the
+  and a small score change makes it unlikely (`pncf_truncation`); the
   recommendation-aware sensitivity RS, computed from the raw data, jumps when
   one rating of a candidate is removed, and the Laplace scale with it
-  (:func:`pncf_sensitivity_jump`);
+  (`pncf_sensitivity_jump`);
 * every selector's predictions average raw ratings: an item with a single
-  rater (:func:`single_rater_item`); the diagnostics α reveal the exact
-  similarities (:func:`diagnostics_alpha`).
+  rater (`single_rater_item`); the diagnostics α reveal the exact
+  similarities (`diagnostics_alpha`).
 
-Holds (no violation): the sketches' local releases (:func:`sketch_release`)
-and the Mallows privatiser (:func:`mallows_swap`); and every end-to-end model
+Holds (no violation): the sketches' local releases (`sketch_release`)
+and the Mallows privatiser (`mallows_swap`); and every end-to-end model
 through *everything* it releases, on the edge cases (a renumbering removal,
 the sole rater of an item, a single-rating user, a user at τ), at default,
 non-default and extreme parameters: [`release_audit`][dprec.experiments.release_audit]
@@ -79,7 +79,7 @@ def selection_runs(selector: Selector, sims: np.ndarray, sensitivity: float, k: 
     """``n_runs`` independent selections from one candidate list, as a model makes them.
 
     ``sims`` are the candidates' similarities in candidate order; they are
-    sorted as :class:`~dprec.PrivateKNN` sorts them (descending, ties in
+    sorted as [`PrivateKNN`][] sorts them (descending, ties in
     candidate order) and each run gets its own query noise (a model's noise
     for one query is a function of its seed, here one key per run).
 
@@ -142,9 +142,9 @@ def ppns_partition_boundary(data: Dataset, k: int = 5, p: float = 0.5, epsilon: 
                             n_runs: int = 20_000, seed: int = 0) -> AuditResult:
     """PPNS's partitions are cut at exact ranks: one rating moves a candidate out of them.
 
-    The pair of :func:`ppns_boundary_pair`; each run is one neighbour set of
+    The pair of `ppns_boundary_pair`; each run is one neighbour set of
     ``u`` drawn by PPNS from the model's similarities and ``RS(u)``
-    (:func:`selection_runs`).  Event: ``v`` chosen.  Claim: ε/2 per neighbour
+    (`selection_runs`).  Event: ``v`` chosen.  Claim: ε/2 per neighbour
     set (one rating), whatever ε.
     """
     raw_u, raw_v, item = ppns_boundary_pair(data, k, p)
@@ -247,12 +247,12 @@ def _sharing_pair(trainset, min_common: int = 3) -> tuple[int, int]:
 
 
 def _reusing_similarities(factory: Callable[[int], PrivateKNN]) -> Callable:
-    """``factory`` for :func:`dprec.audit.audit_model` whose models fit through
+    """``factory`` for [`dprec.audit.audit_model`][] whose models fit through
     ``fit_precomputed`` with the similarities and RS of one fit per trainset.
 
     Both are deterministic functions of the trainset (the exact similarities),
     so every run releases what ``factory(seed).fit(trainset)`` would, bit for
-    bit (:class:`~dprec.experiments._shared_fits.SharedFits`): only the seeded
+    bit (`SharedFits`): only the seeded
     noise differs between runs, and the runs skip recomputing the rest.
     """
     # by id(trainset), the trainset kept (in its SharedFits) so that no id is reused meanwhile
@@ -371,7 +371,7 @@ def cross_validated_privacy(data: Dataset, selector: str = "pncf", epsilon: floa
 
     Each fold's model answers its test set; its accountant composes, per
     user, every neighbour set they were a candidate of (and every weight of
-    theirs released); :func:`dprec.ledger.compose` adds the folds.  The
+    theirs released); [`dprec.ledger.compose`][] adds the folds.  The
     figures compose the selector's *claims* (as published), not guarantees.
 
     Returns

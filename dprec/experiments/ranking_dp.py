@@ -11,7 +11,7 @@
     (three user groups), and Surprise's SVD and KNNBasic on the same folds.
 
 Writes ``concordance.csv``, ``accuracy.csv`` and ``ranking_dp.png`` under
-``--out`` (default ``results/ranking``)::
+``--out`` (default ``results/ranking``):
 
     python experiments/ranking_dp.py --quick
     python experiments/ranking_dp.py --folds 5

@@ -1,7 +1,7 @@
 r"""Audits of everything the private models release, on the neighbouring datasets that break them.
 
 A guarantee that *holds* must hold for every output of the model, not for the
-one the auditor thought of.  :func:`released` collects what a fitted model
+one the auditor thought of.  `released` collects what a fitted model
 publishes — predictions and every detail (`was_impossible`, `actual_k`...),
 `kneighbors` ids *and* weights, `get_neighbors`, every public fitted array
 (attributes ending in `_`, and `sim`), and the privacy report's text and
@@ -11,7 +11,7 @@ where it keys them by Surprise's inner ids (which follow the data's order).
 runs and measures them on fresh ones.
 
 The neighbouring datasets are the edge cases where a guarantee breaks first
-(:func:`scenarios`):
+(`scenarios`):
 
 * a **renumbering removal**: the first user of the data, or a rating whose
   removal changes the order in which items first appear — Surprise numbers
@@ -265,7 +265,7 @@ def audit_scenario(scenario: Scenario, data: Dataset, n_runs: int = 300,
     """Audit one scenario: the claim read from the model's own report on the larger
     dataset once it has released everything audited (the target's ε: a model that charges
     as it answers, such as `PrivateKNN`, has charged every answer by then), the bound from
-    :func:`released` through [`audit_surface`][dprec.audit.audit_surface]."""
+    `released` through [`audit_surface`][dprec.audit.audit_surface]."""
     a = data.build_full_trainset()
     b = without(data, scenario.target, scenario.removed).build_full_trainset()
     users, items = catalogue(data)
@@ -297,7 +297,7 @@ def audit_scenario(scenario: Scenario, data: Dataset, n_runs: int = 300,
 
 
 def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
-    """Every *holds* component on every edge case of :func:`edge_data` (``quick``: the
+    """Every *holds* component on every edge case of `edge_data` (``quick``: the
     defaults and the edge cases only, no parameter sweep)."""
     users, items = catalogue(data)
     listed = {"users": users, "items": items}
@@ -367,7 +367,7 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
 
 def run(quick: bool = False, seed: int = 0, progress: bool = False,
         n_jobs: int = 1) -> pd.DataFrame:
-    """Every scenario of :func:`scenarios`, one row each (``quick``: fewer runs;
+    """Every scenario of `scenarios`, one row each (``quick``: fewer runs;
     ``n_jobs``: scenarios audited at once in joblib's processes, the same rows)."""
     data = edge_data()
     chosen = scenarios(data, quick=quick)
@@ -385,7 +385,7 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False,
 
 
 def _audit_recorded(*args, **kwargs) -> tuple[ScenarioResult, list[tuple[str, type]]]:
-    """:func:`audit_scenario` and the warnings it raised, as (message, category): a joblib
+    """`audit_scenario` and the warnings it raised, as (message, category): a joblib
     worker would print them on stderr, `run` warns them in the caller's process."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -59,7 +59,7 @@ def make_algo(selector, epsilon, k, neighbourhood, p=None, prediction="basic",
 def run(data=None, epsilons=EPSILONS, ks=(20, 40), neighbourhoods=("item", "user"),
         n_folds: int = 5, seed: int = 0, n_jobs: int = 1, progress: bool = True,
         rules=("basic",)) -> pd.DataFrame:
-    """The sweep as a DataFrame (see :func:`dprec.evaluation.grid_table`)."""
+    """The sweep as a DataFrame (see [`dprec.evaluation.grid_table`][])."""
     if data is None:
         data, label = load_or_synthetic("auto", seed)
     else:

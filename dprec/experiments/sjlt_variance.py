@@ -2,8 +2,8 @@
 
 Stausholm, "Improved Differentially Private Euclidean Distance
 Approximation", PODS 2021, against Kenthapadi et al. 2013, with
-dprec's :class:`~dprec.similarity.sjlt.PrivateSJLT` and
-:class:`~dprec.similarity.sjlt.GaussianJL`.
+dprec's [`PrivateSJLT`][] and
+[`GaussianJL`][].
 
 (a) Empirical against formula.  One pair of rating vectors ``x, y`` (ratings
     1-5 on 20 of 50 items each, 10 in common; ``Δ = 5``), ``R`` repetitions
@@ -25,7 +25,7 @@ dprec's :class:`~dprec.similarity.sjlt.PrivateSJLT` and
     small ``δ`` (the paper's "δ < e^{-s}" regime).
 
 Writes ``variance.csv``, ``comparison.csv`` and ``sjlt_variance.png`` under
-``--out`` (default ``results/sjlt``)::
+``--out`` (default ``results/sjlt``):
 
     python experiments/sjlt_variance.py --quick
     python experiments/sjlt_variance.py

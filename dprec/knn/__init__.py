@@ -26,8 +26,9 @@ The package, one idea per module (each imports only those below it):
 | `answers` | the chosen neighbours, batches of estimates, the selections' totals |
 | `blocks` | how queries are cut into blocks, summed so that padding changes no bit |
 
-See `docs/knn_internals.md` for the data's way from `fit` to a `Prediction`,
-`docs/prediction_rules.md` for the rules and `docs/selectors.md` for the selectors.
+See [How PrivateKNN answers](../knn_internals.md) for the data's way from `fit` to a
+`Prediction`, [Prediction rules](../prediction_rules.md) for the rules and
+[Neighbour selectors](../selectors.md) for the selectors.
 """
 
 from __future__ import annotations

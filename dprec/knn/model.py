@@ -4,7 +4,8 @@
 fit's rules (`dprec.knn.rules`), selection (`dprec.knn.selection`), neighbourhood
 engine (`dprec.knn.neighbourhoods`) and privacy book (`dprec.knn.accounting`);
 `estimate` and `test` are the engine's answers, charged to the book.  The kNN API
-is `dprec.knn.queries`; `docs/knn_internals.md` follows the data to a `Prediction`.
+is `dprec.knn.queries`; [How PrivateKNN answers](../knn_internals.md) follows the data
+to a `Prediction`.
 """
 
 from __future__ import annotations

@@ -3,40 +3,40 @@
 One module per mechanism, each with its seeded sampler, its ``*_from_uniform``
 core and its privacy map; everything is re-exported here:
 
-* :mod:`~dprec.mechanisms.laplace`: the lattice Laplace sampler (default),
+* `dprec.mechanisms.laplace`: the lattice Laplace sampler (default),
   the discrete Laplace, numpy's floating-point Laplace, the OpenDP path;
-* :mod:`~dprec.mechanisms.gaussian`: the Gaussian mechanism and its exact
+* `dprec.mechanisms.gaussian`: the Gaussian mechanism and its exact
   (ε, δ) curve;
-* :mod:`~dprec.mechanisms.discrete_gaussian`: the discrete Gaussian (integer
+* `dprec.mechanisms.discrete_gaussian`: the discrete Gaussian (integer
   noise, exact), its zCDP and the (ε, δ) conversion by ``dp-accounting``;
-* :mod:`~dprec.mechanisms.randomized_response`: k-ary randomised response;
-* :mod:`~dprec.mechanisms.exponential`: the exponential mechanism as a
+* `dprec.mechanisms.randomized_response`: k-ary randomised response;
+* `dprec.mechanisms.exponential`: the exponential mechanism as a
   one-shot Gumbel top-k;
-* :mod:`~dprec.mechanisms.common`: the uniforms the cores are driven by.
+* `dprec.mechanisms.common`: the uniforms the cores are driven by.
 
 Every sampler works on whole arrays at once and comes in two layers
 ("one query, one draw"):
 
 * a public function that takes ``random_state`` (``None``, an int, a
-  ``RandomState`` or a ``Generator``; see :func:`dprec._rng.check_random_state`),
+  ``RandomState`` or a ``Generator``; see `dprec._rng.check_random_state`),
   draws the uniforms it needs and calls
 * a ``*_from_uniform`` core that turns an array of uniforms in the open
   interval (0, 1) into the sample.  Selectors and backends feed these cores
-  with :func:`dprec._rng.keyed_uniform`, so the noise that answers a query is a
-  function of the query's ids.  :data:`UNIFORMS_PER_DRAW` says how many
+  with `dprec._rng.keyed_uniform`, so the noise that answers a query is a
+  function of the query's ids.  `UNIFORMS_PER_DRAW` says how many
   uniforms each core consumes per output value.
 
 Each mechanism also exposes its privacy map (``laplace_epsilon``,
 ``gaussian_delta``, ``randomized_response_epsilon``, ``exponential_epsilon``
-...), so callers record what they spent in the :class:`~dprec.ledger.PrivacyAccountant`
+...), so callers record what they spent in the [`PrivacyAccountant`][dprec.PrivacyAccountant]
 without re-deriving it.
 
 Floating point.  Textbook floating-point Laplace noise leaks its input through
 the low bits of the output (Mironov, CCS 2012); the default ``laplace``
 sampler is therefore a lattice mechanism whose outputs lie on a grid fixed by
 the scale, its discrete Laplace noise drawn so that every output keeps its
-probability (see :mod:`dprec.mechanisms.exact_laplace`).  The Gaussian samplers and
-:func:`laplace_noise` are plain floating point and carry Mironov's caveat.
+probability (see `dprec.mechanisms.exact_laplace`).  The Gaussian samplers and
+[`laplace_noise`][] are plain floating point and carry Mironov's caveat.
 
 References
 ----------
@@ -53,7 +53,7 @@ References
 - S. Warner, JASA 1965; P. Kairouz, S. Oh and P. Viswanath, NeurIPS 2014
   (generalised randomised response).
 
-See ``docs/mechanisms.md`` for the formulas and the privacy maps.
+See [Mechanisms](../mechanisms.md) for the formulas and the privacy maps.
 """
 
 from __future__ import annotations

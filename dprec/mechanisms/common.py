@@ -62,7 +62,7 @@ UNIFORMS_PER_DRAW = MappingProxyType({
 })
 
 #: Smallest uniform handed to a core, ``2**-54`` (the same floor as
-#: :func:`dprec._rng.keyed_uniform`): ``log u`` stays finite.
+#: `dprec._rng.keyed_uniform`): ``log u`` stays finite.
 TINY = 2.0**-54
 
 #: Most leading zero bits [`log_uniform_from_words`][dprec.mechanisms.common.log_uniform_from_words]

@@ -3,8 +3,8 @@ r"""The exponential mechanism and its one-shot top-k form (Gumbel keys).
 One draw chooses candidate ``j`` with ``P(j) ∝ exp(c·q(j))``; when every
 score ``q`` moves by at most ``Δ`` between neighbouring inputs the draw is
 ``2cΔ``-DP (McSherry & Talwar 2007; Dwork & Roth 2014, Thm 3.10), and ``k``
-draws without replacement compose to ``2kcΔ`` (:func:`exponential_epsilon`;
-:func:`exponential_coefficient` is its inverse, ``c = ε/(2kΔ)``).
+draws without replacement compose to ``2kcΔ`` ([`exponential_epsilon`][];
+[`exponential_coefficient`][] is its inverse, ``c = ε/(2kΔ)``).
 
 The ``k`` draws are made at once by the Gumbel-max trick: with $G_j$ standard
 Gumbel, the indices of the ``k`` largest keys $c\,q(j) + G_j$, largest first
@@ -17,12 +17,12 @@ a key of the far upper tail, $P(G > g) \approx e^{-g}$.  $G = -\ln(-\ln u)$ of o
 53-bit uniform lies within ``GUMBEL_UNIFORM_SPREAD`` $\approx 40.4$ of every other
 such key, so such a candidate can never win once $c\,d > 40.4$ (no DP there), and
 its probability is distorted well before.  The seeded sampler
-:func:`exponential_top_k` therefore draws its keys with
+[`exponential_top_k`][] therefore draws its keys with
 `standard_gumbel`, exact in both tails
-at every $c\,d$ (up to $3.2 \cdot 10^{18}$); :func:`exponential_keys` is the core
+at every $c\,d$ (up to $3.2 \cdot 10^{18}$); `exponential_keys` is the core
 driven by such Gumbel variates (e.g.
 `keyed_gumbel` for one query, one draw).
-:func:`gumbel_keys_from_uniform` and :func:`gumbel_top_k_from_uniform`, driven by
+[`gumbel_keys_from_uniform`][] and [`gumbel_top_k_from_uniform`][], driven by
 one uniform per candidate, keep the bound: they realise every output only while
 $c\,(\max q - \min q) <$ ``GUMBEL_UNIFORM_SPREAD``.
 
@@ -35,7 +35,7 @@ References
 - D. Durfee and R. Rogers, "Practical Differentially Private Top-k Selection
   with Pay-what-you-get Composition", NeurIPS 2019.
 
-See ``docs/mechanisms.md`` for the formulas and the privacy maps.
+See [Mechanisms](../mechanisms.md) for the formulas and the privacy maps.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 #: Width of the range of $-\ln(-\ln u)$ over the uniforms $u \in [2^{-54}, 1 - 2^{-53}]$
-#: (:func:`dprec._rng.keyed_uniform`, [`open_uniform`][dprec.mechanisms.common.open_uniform]):
+#: (`dprec._rng.keyed_uniform`, [`open_uniform`][dprec.mechanisms.common.open_uniform]):
 #: the keys of the ``*_from_uniform`` cores realise every top-k only while
 #: $c\,(\max q - \min q)$ is below it (about 40.36).
 GUMBEL_UNIFORM_SPREAD = float(-np.log(-np.log1p(-2.0**-53)) + np.log(-np.log(TINY)))
@@ -154,13 +154,13 @@ def exponential_keys(scores: np.ndarray, coefficient: float, gumbel: np.ndarray,
                      mask: np.ndarray | None = None) -> np.ndarray:
     r"""Keys $c\,q(j) + G_j$ from standard Gumbel variates ($-\infty$ where ``mask`` is False).
 
-    The exact form of :func:`gumbel_keys_from_uniform`: with $G_j$ from
+    The exact form of [`gumbel_keys_from_uniform`][]: with $G_j$ from
     `standard_gumbel` or
     `keyed_gumbel`, whose upper tail
     $P(G > g) = 1 - e^{-e^{-g}}$ is kept to a relative $2^{-52}$ for any $g$, the indices
     of the $m$ largest keys within any subset of the candidates are distributed exactly
     as $m$ sequential draws without replacement with $P(j) \propto e^{c\,q(j)}$, at
-    every $c$ (each draw $2c\Delta$-DP, :func:`exponential_epsilon`).
+    every $c$ (each draw $2c\Delta$-DP, [`exponential_epsilon`][]).
 
     Parameters
     ----------
@@ -191,7 +191,7 @@ def gumbel_keys_from_uniform(scores: np.ndarray, coefficient: float, uniforms: n
     ``P(j) ∝ exp(c·q(j))`` (the Gumbel-max trick; Durfee & Rogers 2019), and
     draws from disjoint subsets are independent, so one array of keys per
     query serves them all.  Each such draw is ``2Δc``-DP
-    (:func:`exponential_epsilon`).
+    ([`exponential_epsilon`][]).
 
     **Bounded**: one 53-bit uniform per candidate puts every key within
     ``GUMBEL_UNIFORM_SPREAD`` ≈ 40.4 of $c\,q(j)$, so the draw realises every output only
@@ -239,9 +239,9 @@ def gumbel_top_k_from_uniform(scores: np.ndarray, k: int, epsilon: float, sensit
     ``k`` sequential exponential-mechanism draws without replacement, draw
     ``j`` choosing among the remaining candidates with
     ``P(c) ∝ exp((ε/k) q(c) / (2Δ))`` (Durfee & Rogers 2019, Lemma 4.2;
-    the Gumbel-max trick).  ε-DP in total (:func:`exponential_epsilon`) while
+    the Gumbel-max trick).  ε-DP in total ([`exponential_epsilon`][]) while
     ``ε/(2kΔ)·(max q − min q) < GUMBEL_UNIFORM_SPREAD`` (the keys of one uniform are
-    bounded, see :func:`gumbel_keys_from_uniform`; :func:`exponential_top_k` is exact).
+    bounded, see [`gumbel_keys_from_uniform`][]; [`exponential_top_k`][] is exact).
 
     Parameters
     ----------

@@ -1,17 +1,18 @@
 r"""The Gaussian mechanism ``x + N(0, σ²)``: sampler, Box–Muller core and privacy maps.
 
 With ``σ = gaussian_sigma(ε, δ, Δ₂)`` the mechanism is (ε, δ)-DP for a query
-of ℓ2 sensitivity ``Δ₂``; :func:`gaussian_delta` is the exact curve δ(ε)
+of ℓ2 sensitivity ``Δ₂``; [`gaussian_delta`][] is the exact curve δ(ε)
 
-.. math::
-    \delta(\varepsilon) = \Phi\Big(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
-      - e^{\varepsilon}\,\Phi\Big(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
+$$
+\delta(\varepsilon) = \Phi\Big(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
+  - e^{\varepsilon}\,\Phi\Big(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
+$$
 
-(Balle & Wang 2018, Thm 8), :func:`gaussian_epsilon` and
-:func:`gaussian_sigma` invert it, :func:`gaussian_rho` is its zCDP parameter
-and :func:`kenthapadi_sigma` the closed-form calibration of Kenthapadi et al.
+(Balle & Wang 2018, Thm 8), [`gaussian_epsilon`][] and
+[`gaussian_sigma`][] invert it, [`gaussian_rho`][] is its zCDP parameter
+and [`kenthapadi_sigma`][] the closed-form calibration of Kenthapadi et al.
 (2013).  The samplers are plain floating point and carry Mironov's (2012)
-low-bit caveat (see :mod:`dprec.mechanisms.laplace`).
+low-bit caveat (see `dprec.mechanisms.laplace`).
 
 References
 ----------
@@ -24,7 +25,7 @@ References
 - C. Dwork and A. Roth, *The Algorithmic Foundations of Differential Privacy*,
   2014, Thm A.1.
 
-See ``docs/mechanisms.md`` for the formulas and the privacy maps.
+See [Mechanisms](../mechanisms.md) for the formulas and the privacy maps.
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def gaussian(values: np.ndarray, sigma: float, random_state: RandomStateLike) ->
     ``ρ``-zCDP with ``ρ = Δ₂² / (2σ²)`` (Bun & Steinke 2016).
 
     Floating-point sampler (``Generator.standard_normal``): unlike the default
-    :func:`laplace`, it is not hardened against Mironov's (2012) low-bit
-    attack.
+    [`laplace`][dprec.mechanisms.laplace.laplace], it is not hardened against
+    Mironov's (2012) low-bit attack.
 
     Parameters
     ----------
@@ -108,7 +109,7 @@ def gaussian(values: np.ndarray, sigma: float, random_state: RandomStateLike) ->
 
 
 def _gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
-    """:func:`gaussian_delta` of checked arguments, clipped to ``[0, 1]``."""
+    """[`gaussian_delta`][] of checked arguments, clipped to ``[0, 1]``."""
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     value = special.ndtr(a - b) - math.exp(epsilon + special.log_ndtr(-a - b))
@@ -130,7 +131,7 @@ def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
 def gaussian_epsilon(sigma: float, sensitivity: float, delta: float) -> float:
     r"""The smallest ε with ``gaussian_delta(σ, Δ, ε) ≤ δ`` (0.0 if δ(0) ≤ δ).
 
-    Inverts the exact curve of :func:`gaussian_delta` numerically (Balle &
+    Inverts the exact curve of [`gaussian_delta`][] numerically (Balle &
     Wang 2018), valid for every ε (not only ε < 1 as in Dwork & Roth, Thm A.1).
     """
     sigma = check_positive(sigma, "sigma")
@@ -188,7 +189,7 @@ def kenthapadi_sigma(epsilon: float, delta: float, l2_sensitivity: float) -> flo
 
     (ε, δ)-DP for a query of ℓ2 sensitivity ``w₂``, for every ``ε > 0`` and
     ``δ < 1/2`` (checked against the exact curve of
-    :func:`dprec.mechanisms.gaussian_delta` in the tests).
+    [`dprec.mechanisms.gaussian_delta`][] in the tests).
     """
     epsilon = check_epsilon(epsilon)
     delta = check_open_interval(delta, "delta", 0.0, 0.5)

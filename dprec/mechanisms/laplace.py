@@ -5,22 +5,22 @@ sensitivity ``Δ₁`` when ``b = Δ₁/ε`` (Dwork & Roth 2014, Thm 3.6).
 
 Floating point.  Textbook floating-point Laplace noise leaks its input through
 the low bits of the output (Mironov, "On significance of the least significant
-bits for differential privacy", CCS 2012).  The default :func:`laplace`
+bits for differential privacy", CCS 2012).  The default [`laplace`][]
 sampler is therefore a *lattice* mechanism: the input is rounded to a grid of
-spacing ``2**-j`` chosen from the scale alone (:func:`laplace_grid`) and
-discrete Laplace noise on that grid (:func:`laplace_from_log_uniform`)
+spacing ``2**-j`` chosen from the scale alone ([`laplace_grid`][]) and
+discrete Laplace noise on that grid ([`laplace_from_log_uniform`][])
 is added, so the set of possible outputs does not depend on the input.  The
 uniforms are 53-bit numbers, so probabilities can only be realised to within
 about ``2**-53``: the default sampler draws the discrete Laplace noise exact at
 every output (`dprec.mechanisms.exact_laplace`), so the privacy loss stays within
 ``ε + 1e-8`` everywhere.
 
-:func:`laplace_noise` is numpy's floating-point Laplace, for the places where
+[`laplace_noise`][] is numpy's floating-point Laplace, for the places where
 the published mechanism is the floating-point one and only an order of the
 noisy values is released (the ranking privatizer).
 
-Privacy maps: :func:`laplace_epsilon` (and its inverse :func:`laplace_scale`)
-for each sampler, :func:`discrete_laplace_epsilon`.
+Privacy maps: [`laplace_epsilon`][] (and its inverse [`laplace_scale`][])
+for each sampler, [`discrete_laplace_epsilon`][].
 
 References
 ----------
@@ -32,7 +32,7 @@ References
 - C. Canonne, G. Kamath and T. Steinke, "The Discrete Gaussian for
   Differential Privacy", NeurIPS 2020 (discrete Laplace on a lattice).
 
-See ``docs/mechanisms.md`` for the formulas and the privacy maps.
+See [Mechanisms](../mechanisms.md) for the formulas and the privacy maps.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def _dlaplace_kernel(u1: np.ndarray, u1_low: np.ndarray, u2: np.ndarray, p: _DLa
 def _lattice_block(x: np.ndarray, start: int, stop: int, grid: float, inv_grid: float,
                    p: _DLaplace, draw: _Draw, result: np.ndarray,
                    buffers: tuple[np.ndarray, ...]) -> None:
-    """One block of :func:`_lattice_laplace_1d`, written into ``result[start:stop]``."""
+    """One block of `_lattice_laplace_1d`, written into ``result[start:stop]``."""
     m = stop - start
     work, work2, sign, nonzero = (b[:m] for b in buffers)
     out = result[start:stop]
@@ -217,14 +217,14 @@ def discrete_laplace_from_uniform(uniforms: np.ndarray, t: float) -> np.ndarray:
     up to a relative ``2e-9``.  But ``|Z| ≤ M(1 + 75 t/M)`` since ``u ≥ 2**-107``
     (and ``Z = 0`` for ``t < 1/75``; for ``t > 2**21`` some values of ``B`` are
     impossible): no pure-DP sampler at every ε.  The private components use
-    :func:`laplace_from_log_uniform` and :func:`discrete_laplace`; only PNCF's
+    [`laplace_from_log_uniform`][] and [`discrete_laplace`][]; only PNCF's
     perturbation, reproduced as published, uses this core.
 
     Parameters
     ----------
     uniforms : array of shape ``(..., 3)``
         Uniforms in the open interval (0, 1), e.g. from
-        :func:`dprec._rng.keyed_uniform` reshaped.
+        `dprec._rng.keyed_uniform` reshaped.
     t : float
         The scale in lattice steps (``scale / grid``), ``> 0``.
 
@@ -278,7 +278,7 @@ def discrete_laplace(values: np.ndarray, t: float,
 
 
 def discrete_laplace_epsilon(t: float, sensitivity: float) -> float:
-    r"""ε of :func:`discrete_laplace` for an integer query of ℓ1 sensitivity ``Δ``: ``Δ / t``.
+    r"""ε of [`discrete_laplace`][] for an integer query of ℓ1 sensitivity ``Δ``: ``Δ / t``.
 
     For integer inputs ``x, x'`` with ``‖x − x'‖₁ ≤ Δ`` the ratio of the output
     probabilities is ``q^{|y−x|₁ − |y−x'|₁} ≤ q^{−Δ} = e^{Δ/t}`` (``q = e^{−1/t}``).
@@ -290,10 +290,10 @@ def laplace_from_uniform(values: np.ndarray, scale: float, uniforms: np.ndarray)
     r"""The lattice Laplace mechanism driven by given uniforms.
 
     ``y = γ · (⌊x/γ + 1/2⌋ + Z)``, with ``γ = laplace_grid(scale)`` and ``Z``
-    the discrete Laplace integer of :func:`discrete_laplace_from_uniform` with
+    the discrete Laplace integer of [`discrete_laplace_from_uniform`][] with
     ``t = scale / γ``: the discrete analogue of ``x + Lap(scale)`` whose outputs
     lie on a grid fixed by the scale (Mironov 2012; Canonne et al. 2020).
-    Privacy: see :func:`laplace_epsilon`.
+    Privacy: see [`laplace_epsilon`][].
 
     Parameters
     ----------
@@ -323,9 +323,9 @@ def laplace_from_log_uniform(values: np.ndarray, scale: float, log_uniforms: np.
                              uniforms: np.ndarray) -> np.ndarray:
     r"""The lattice Laplace mechanism, exact in the tail (the default sampler's core).
 
-    ``y = γ · (⌊x/γ + 1/2⌋ + Z)`` as :func:`laplace_from_uniform`, with ``Z`` from
+    ``y = γ · (⌊x/γ + 1/2⌋ + Z)`` as [`laplace_from_uniform`][], with ``Z`` from
     `dprec.mechanisms.exact_laplace`: every grid point keeps its probability, however
-    far out, so the privacy loss stays within :func:`laplace_epsilon` plus ``1e-8`` on
+    far out, so the privacy loss stays within [`laplace_epsilon`][] plus ``1e-8`` on
     every output.
 
     Parameters
@@ -370,13 +370,13 @@ def laplace_noise(scale: float | np.ndarray, size: int | tuple[int, ...],
     ``e^{−|y|/b} / (2b)``, up to that rounding.  ``x + b·L`` with
     ``b = Δ₁/ε`` is the textbook ε-DP Laplace mechanism (Dwork & Roth 2014,
     Thm 3.6), **but** released as a float it leaks ``x`` through its low bits
-    (Mironov 2012): prefer :func:`laplace` (the lattice sampler) whenever the
+    (Mironov 2012): prefer [`laplace`][] (the lattice sampler) whenever the
     noisy values themselves are released.
 
     Why it exists beside the lattice sampler: some published mechanisms are
     the floating-point one and release only a function of the noisy values
     that the low bits do not reach, e.g. the Laplace ranking privatizer
-    (Xu, Sun & Cheng 2023; :func:`dprec.ranking.mallows.laplace_privatize`),
+    (Xu, Sun & Cheng 2023; [`dprec.ranking.mallows.laplace_privatize`][]),
     which releases only the *order* of ``rank + b·L``.  This is that draw,
     bit for bit: ``Generator.laplace(size=size) * scale``, also what
     ``laplace(..., sampler="numpy")`` adds, so a seed gives the published
@@ -458,15 +458,15 @@ def laplace(values: np.ndarray, scale: float, random_state: RandomStateLike,
     scale : float
         The noise scale ``b > 0`` (standard deviation ``√2·b``).
     random_state : None, int, RandomState or Generator
-        The randomness; see :func:`dprec._rng.check_random_state`.
+        The randomness; see `dprec._rng.check_random_state`.
     sampler : {"lattice", "numpy", "opendp"}
-        * ``"lattice"`` (default, safe): :func:`laplace_from_log_uniform`: the input
+        * ``"lattice"`` (default, safe): [`laplace_from_log_uniform`][]: the input
           rounded to the grid ``laplace_grid(scale)`` plus discrete Laplace noise
           on it; the outputs for every input lie on that common grid, which
           defeats Mironov's (2012) low-bit attack.  Privacy map:
-          :func:`laplace_epsilon`.
+          [`laplace_epsilon`][].
         * ``"numpy"``: ``values + laplace_noise(scale, shape, rng)`` (numpy's
-          ``Generator.laplace``, :func:`laplace_noise`): fast but
+          ``Generator.laplace``, [`laplace_noise`][]): fast but
           **unsafe**: the low bits of the floating-point output reveal the
           input (Mironov 2012).  For tests and comparisons only.
         * ``"opendp"``: OpenDP's exact sampler (``opendp.measurements.make_laplace``

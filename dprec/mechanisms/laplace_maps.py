@@ -3,7 +3,7 @@ r"""The lattice Laplace sampler's grid and the privacy maps of the Laplace sampl
 `laplace_grid` fixes the lattice from the scale alone; `laplace_epsilon` gives the ε
 of a scale for each sampler of `dprec.mechanisms.laplace`, and `laplace_scale`
 inverts it (moved out of that module, which re-exports them).  See
-`docs/mechanisms.md` for the formulas.
+[Mechanisms](../mechanisms.md) for the formulas.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def laplace_grid(scale: float) -> float:
 
 def laplace_epsilon(scale: float, sensitivity: float, sampler: str = "lattice",
                     max_changed: int = 1) -> float:
-    r"""ε of :func:`laplace` for a query of ℓ1 sensitivity ``Δ₁``.
+    r"""ε of [`laplace`][dprec.mechanisms.laplace.laplace] for a query of ℓ1 sensitivity ``Δ₁``.
 
     * ``"numpy"``: ``Δ₁ / scale`` (nominal; the floating-point sampler does
       not actually meet it, see Mironov 2012).
@@ -104,7 +104,7 @@ def laplace_scale(epsilon: float, sensitivity: float, sampler: str = "lattice",
 
     The scale is never below ``Δ₁ · 2**-900`` (nor ``2**-1000``): a larger ε
     (above about ``8e270`` for ``Δ₁ = 1``) is spent only up to what that scale
-    spends, :func:`laplace_epsilon` of it.  That noise is far below the last bit
+    spends, [`laplace_epsilon`][] of it.  That noise is far below the last bit
     of any value, and spending less than the budget keeps within it; a smaller
     scale would put the grid past what floats hold.
 

@@ -13,7 +13,7 @@ References
 - P. Kairouz, S. Oh and P. Viswanath, "Extremal Mechanisms for Local
   Differential Privacy", NeurIPS 2014.
 
-See ``docs/mechanisms.md`` for the formulas and the privacy maps.
+See [Mechanisms](../mechanisms.md) for the formulas and the privacy maps.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def randomized_response_from_uniform(values: np.ndarray, n_values: int, epsilon:
 
     One 53-bit uniform realises these probabilities only to about $2^{-53}$: once
     $1 - p < 2^{-53}$ (ε ≳ 36.7 + ln(n − 1)) it never moves, and some outputs become
-    impossible.  :func:`randomized_response_from_log_uniform` is exact at every ε; the
+    impossible.  [`randomized_response_from_log_uniform`][] is exact at every ε; the
     private components use it.
 
     Parameters
@@ -135,7 +135,7 @@ def randomized_response_from_log_uniform(values: np.ndarray, n_values: int, epsi
 
 def _exact_response(codes: np.ndarray, n_values: int, epsilon: float, log_u: np.ndarray,
                     u: np.ndarray) -> np.ndarray:
-    """The core of :func:`randomized_response_from_log_uniform` on checked arguments."""
+    """The core of [`randomized_response_from_log_uniform`][] on checked arguments."""
     log_move = randomized_response_log_move(n_values, epsilon)
     out = codes.copy()
     moved = log_u < log_move
@@ -157,7 +157,7 @@ def _check_randomized_response(values: np.ndarray, n_values: int,
 
 def _randomized_response(codes: np.ndarray, n_values: int, epsilon: float,
                          u: np.ndarray) -> np.ndarray:
-    """The core of :func:`randomized_response_from_uniform` on checked arguments."""
+    """The core of [`randomized_response_from_uniform`][] on checked arguments."""
     p_keep = randomized_response_keep_probability(n_values, epsilon)
     # (1 - p) / (n - 1) = e^{-ε} p, computed without cancellation
     p_other = math.exp(-epsilon) * p_keep
@@ -179,7 +179,7 @@ def randomized_response(values: np.ndarray, n_values: int, epsilon: float,
     ``p = e^ε / (e^ε + n − 1)``, and otherwise replaced by one of the other
     ``n − 1`` values uniformly at random (an offset in ``1..n−1`` added mod
     ``n``).  ε-DP for a change of one value (Warner 1965; Kairouz et al. 2014), at
-    every ε up to ``1e18``: drawn by :func:`randomized_response_from_log_uniform`
+    every ε up to ``1e18``: drawn by [`randomized_response_from_log_uniform`][]
     (its offsets are uniform to a relative ``(n − 1) 2**-53``: the loss stays within
     ``ε + 1e-9`` for ``n ≤ 2**23``).
 

@@ -1,9 +1,9 @@
 """Ranking differential privacy (Xu, Sun & Cheng 2023): privatizers and a ranker.
 
-* :func:`mallows_privatize`, :func:`laplace_privatize` -- ε-ranking DP
-  privatizers for one order or many (:mod:`dprec.ranking.mallows`).
-* :class:`MallowsRanker` -- a Surprise algorithm trained on privatised
-  per-user orders (:mod:`dprec.ranking.learner`).
+* [`mallows_privatize`][], [`laplace_privatize`][] -- ε-ranking DP
+  privatizers for one order or many (`dprec.ranking.mallows`).
+* [`MallowsRanker`][] -- a Surprise algorithm trained on privatised
+  per-user orders (`dprec.ranking.learner`).
 """
 
 from .learner import MallowsRanker

@@ -3,14 +3,15 @@ r"""``MallowsRanker``: a pairwise matrix-factorisation ranker on privatised orde
 Xu, Sun & Cheng (2023), *Ranking Differential Privacy*, §5.  Each user's
 training ratings become an order (ties broken
 uniformly at random), privatised once with ε-ranking DP
-(:func:`~dprec.ranking.mallows_privatize` or
-:func:`~dprec.ranking.laplace_privatize`), each user with their own
-:math:`\varepsilon_u` if wanted.  A pairwise logistic model
+([`mallows_privatize`][] or
+[`laplace_privatize`][]), each user with their own
+$\varepsilon_u$ if wanted.  A pairwise logistic model
 
-.. math::
-    f(u, i) = b_i + p_u^\top q_i,\qquad
-    \min \sum_{(u, i \succ j)} \log\big(1 + e^{-(f(u,i) - f(u,j))}\big)
-    + \lambda\big(\|p_u\|^2 + \|q_i\|^2 + \|q_j\|^2 + b_i^2 + b_j^2\big)
+$$
+f(u, i) = b_i + p_u^\top q_i,\qquad
+\min \sum_{(u, i \succ j)} \log\big(1 + e^{-(f(u,i) - f(u,j))}\big)
++ \lambda\big(\|p_u\|^2 + \|q_i\|^2 + \|q_j\|^2 + b_i^2 + b_j^2\big)
+$$
 
 is then fitted by mini-batch SGD on pairs sampled from the privatised orders
 only (post-processing: the model has the privacy of the orders).
@@ -21,13 +22,13 @@ tie breaking couples so that such a swap is one transposition of the order).
 Not protected, and used: *which* items each user rated and the histogram of
 their ratings (both invariant under a transposition).
 
-Surprise needs ratings, so :meth:`MallowsRanker.estimate` maps a score to the
+Surprise needs ratings, so [`MallowsRanker.estimate`][] maps a score to the
 rating scale by quantiles: the score's position among the user's training
-scores (a smoothed empirical CDF, :math:`F_u`) is read on the user's training
+scores (a smoothed empirical CDF, $F_u$) is read on the user's training
 rating distribution (ratings spread uniformly over their half-steps, so the
 map is strictly increasing and the estimates keep the ranking, without ties).
 
-See ``docs/ranking.md`` for the formulas and the paper.
+See [Ranking differential privacy](../ranking.md) for the formulas and the paper.
 """
 
 from __future__ import annotations
@@ -151,16 +152,16 @@ class MallowsRanker(PrivateModel, AlgoBase):
         Privatizer of the orders.
     calibration : {"tight", "conservative"}, default "tight"
         Mallows dispersion θ = ε/(2m−3) or ε/(2m) (see
-        :mod:`dprec.ranking.mallows`).
+        `dprec.ranking.mallows`).
     n_factors : int, default 32
-        Dimension of :math:`p_u, q_i` (at most ``MAX_FACTORS`` = 65536).
+        Dimension of $p_u, q_i$ (at most ``MAX_FACTORS`` = 65536).
     n_epochs : int, default 20
         Passes; each samples ``pairs_per_rating × n_ratings`` pairs.
     lr : float, default 0.05
         SGD step size of the first epoch, decayed linearly towards 0.  A step so large
         that the model diverges (its factors or scores overflow) is refused at `fit`.
     reg : float, default 0.05
-        L2 penalty :math:`\lambda`.
+        L2 penalty $\lambda$.
     batch_size : int, default 1024
         Pairs per SGD step.
     pairs_per_rating : float, default 2.0
@@ -168,7 +169,7 @@ class MallowsRanker(PrivateModel, AlgoBase):
         on one 80/20 split of MovieLens 100k (pooled pairwise accuracy 0.72
         without privacy, SVD 0.71 on the same split).
     random_state : None, int, RandomState or Generator
-        Stored as given; turned into a Generator in :meth:`fit` (tie
+        Stored as given; turned into a Generator in [`fit`][] (tie
         breaking, privatisation, initialisation, pair sampling).  An int seeds
         reproducible noise, for experiments: the privacy report is then void
         (``None`` or a Generator for the guarantee).
@@ -184,9 +185,9 @@ class MallowsRanker(PrivateModel, AlgoBase):
     Attributes
     ----------
     user_factors_, item_factors_ : ndarray
-        :math:`p_u` (n_users × n_factors) and :math:`q_i`.
+        $p_u$ (n_users × n_factors) and $q_i$.
     item_bias_ : ndarray
-        :math:`b_i`.
+        $b_i$.
     user_epsilon_ : ndarray
         ε of each user (inner id order; inf = not protected).
     orders_ : list of ndarray
@@ -347,14 +348,14 @@ class MallowsRanker(PrivateModel, AlgoBase):
         return self._quantiles(users, below, above)
 
     def score(self, uid, iid) -> float:
-        """The raw ranking score :math:`b_i + p_u^\\top q_i` of raw ids."""
+        r"""The raw ranking score $b_i + p_u^\top q_i$ of raw ids."""
         self._check_fitted()
         u = self.trainset.to_inner_uid(uid)
         i = self.trainset.to_inner_iid(iid)
         return float(self._scores(np.array([u]), np.array([i]))[0])
 
     def estimate(self, u, i) -> float:
-        """Estimate from inner ids (the quantile-mapped score; same as :meth:`test`)."""
+        """Estimate from inner ids (the quantile-mapped score; same as [`test`][])."""
         self._check_fitted()
         if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
             raise PredictionImpossible(UNKNOWN)
@@ -451,13 +452,13 @@ def _sample_pairs(rng: np.random.Generator, anchors: np.ndarray, owner: np.ndarr
 
 def _sgd_step(P: np.ndarray, Q: np.ndarray, b: np.ndarray, u: np.ndarray, i: np.ndarray,
               j: np.ndarray, lr: float, reg: float) -> float:
-    r"""One step on the pairs :math:`i \succ j` of users :math:`u`; returns the summed loss.
+    r"""One step on the pairs $i \succ j$ of users $u$; returns the summed loss.
 
-    With :math:`x = f(u,i) - f(u,j)` and :math:`g = -\sigma(-x)`:
-    :math:`\nabla_{p_u} = g(q_i - q_j) + \lambda p_u`,
-    :math:`\nabla_{q_i} = g\,p_u + \lambda q_i`,
-    :math:`\nabla_{q_j} = -g\,p_u + \lambda q_j`,
-    :math:`\nabla_{b_i} = g + \lambda b_i`, :math:`\nabla_{b_j} = -g + \lambda b_j`.
+    With $x = f(u,i) - f(u,j)$ and $g = -\sigma(-x)$:
+    $\nabla_{p_u} = g(q_i - q_j) + \lambda p_u$,
+    $\nabla_{q_i} = g\,p_u + \lambda q_i$,
+    $\nabla_{q_j} = -g\,p_u + \lambda q_j$,
+    $\nabla_{b_i} = g + \lambda b_i$, $\nabla_{b_j} = -g + \lambda b_j$.
     """
     pu, qi, qj = P[u], Q[i], Q[j]
     x = b[i] - b[j] + np.einsum("ij,ij->i", pu, qi - qj)
@@ -476,8 +477,8 @@ def _kernel_cdf(scores: np.ndarray, users: np.ndarray, train_scores: np.ndarray,
                 segments: _Segments, bandwidth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Smoothed CDF of each user's training scores at the query scores.
 
-    :math:`F_u(s) = \frac1{m_u}\sum_k \sigma\big((s - s_k)/h_u\big)` and
-    :math:`1 - F_u(s)` computed separately (accurate in both tails).
+    $F_u(s) = \frac1{m_u}\sum_k \sigma\big((s - s_k)/h_u\big)$ and
+    $1 - F_u(s)$ computed separately (accurate in both tails).
     Queries are processed in blocks of at most ``_BLOCK_CELLS`` cells.
     """
     below = np.zeros(len(scores))
@@ -504,11 +505,11 @@ def _kernel_cdf(scores: np.ndarray, users: np.ndarray, train_scores: np.ndarray,
 class _RatingQuantiles:
     r"""Quantile function of each user's training ratings, made continuous.
 
-    Rating :math:`r` of weight :math:`w_r` is spread uniformly over
-    :math:`[r - \delta, r + \delta] \cap [r_{\min}, r_{\max}]`, :math:`\delta` half
-    the smallest rating step, so :math:`Q_u` is strictly increasing and
-    continuous in probability; :math:`Q_u(F)` is read from below for
-    :math:`F \le 1/2` and from above (with :math:`1 - F`) otherwise.
+    Rating $r$ of weight $w_r$ is spread uniformly over
+    $[r - \delta, r + \delta] \cap [r_{\min}, r_{\max}]$, $\delta$ half
+    the smallest rating step, so $Q_u$ is strictly increasing and
+    continuous in probability; $Q_u(F)$ is read from below for
+    $F \le 1/2$ and from above (with $1 - F$) otherwise.
     """
 
     segments: _Segments

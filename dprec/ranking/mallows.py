@@ -68,7 +68,7 @@ Both functions take one order or a list of orders (users with different
 numbers of items), process all of them in one batch, and return the same
 form.  ``epsilon = inf`` means no privacy (the input is returned).
 
-See ``docs/ranking.md`` for the formulas and the paper.
+See [Ranking differential privacy](../ranking.md) for the formulas and the paper.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each selector is a small class with one job: choose neighbours from a
 similarity-sorted candidate list, for many queries at once.
 
-See ``docs/selectors.md`` for the interface, α, β and which guarantee holds.
+See [Neighbour selectors](../selectors.md) for the interface, α, β and which guarantee holds.
 """
 
 from .._rng import QueryNoise

@@ -4,13 +4,13 @@ A selector answers many queries at once.  For each query (a row) it gets the
 candidates' similarities sorted in descending order (ties in candidate order,
 as ``heapq.nlargest`` keeps them), the number of valid candidates in the row
 (the rest is padding), ``k``, the querying users' sensitivities ``RS`` and
-the queries' own randomness (:class:`dprec._rng.QueryNoise`: "one query,
-one draw").  It returns a :class:`Selection`: per row, the
+the queries' own randomness ([`QueryNoise`][dprec.selectors.QueryNoise]: "one query,
+one draw").  It returns a [`Selection`][]: per row, the
 positions of the chosen candidates in the sorted row and the selector's
 security ``β`` for that query (Lu & Shen, ComSIS 2015): the index of the
 furthest partition of ``k`` candidates a neighbour can come from.
 
-See ``docs/selectors.md`` for the interface, α, β and which guarantee holds.
+See [Neighbour selectors](../selectors.md) for the interface, α, β and which guarantee holds.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Selection:
     weights : ndarray of shape (n_queries, k), optional
         Similarities to use in the prediction instead of the true ones
         (PNCF's perturbed similarities), produced by a mechanism of the
-        selector's own, which :meth:`Selector.weight_entries` names; ``None``
+        selector's own, which [`Selector.weight_entries`][] names; ``None``
         means the true ones, which no entry of the selector covers.
     """
 
@@ -53,15 +53,15 @@ class Selection:
 class Selector(ABC):
     """Base class of the neighbour selectors.
 
-    Subclasses set :attr:`name`, implement :meth:`select`, and private ones
-    set :attr:`needs_sensitivity` and override :meth:`privacy`.
+    Subclasses set `name`, implement [`select`][], and private ones
+    set `needs_sensitivity` and override [`privacy`][].
     """
 
     #: the name accepted by ``PrivateKNN(selector=...)``
     name: str = ""
-    #: whether :meth:`select` needs the users' sensitivities ``RS``
+    #: whether `select` needs the users' sensitivities ``RS``
     needs_sensitivity: bool = False
-    #: whether :meth:`select` reads the candidates after :meth:`sorted_prefix`
+    #: whether `select` reads the candidates after `sorted_prefix`
     #: (then given unsorted, in candidate order, as one pool)
     reads_tail: bool = False
 
@@ -74,7 +74,7 @@ class Selector(ABC):
         ----------
         sims : ndarray of shape (n_queries, n_candidates)
             Candidate similarities, each row sorted in descending order (up to
-            :meth:`sorted_prefix`); padding is ``-inf``, at the end of the
+            [`sorted_prefix`][]); padding is ``-inf``, at the end of the
             sorted part (anywhere in an unsorted tail).
         n_valid : ndarray of int, shape (n_queries,)
             Number of real candidates per row.
@@ -90,10 +90,10 @@ class Selector(ABC):
         """Reject a number of neighbours the selector cannot honour (nothing by default)."""
 
     def sorted_prefix(self, k: int) -> int | None:
-        """How many leading positions :meth:`select` needs sorted (None: all).
+        """How many leading positions [`select`][] needs sorted (None: all).
 
         Lets the caller skip sorting what the selector never orders: the
-        positions after the prefix are omitted, or, with :attr:`reads_tail`,
+        positions after the prefix are omitted, or, with `reads_tail`,
         passed unsorted.
         """
         return None
@@ -108,8 +108,8 @@ class Selector(ABC):
         return []
 
     def weight_entries(self, entries: list[LedgerEntry]) -> list[int]:
-        """The positions in ``entries`` (what :meth:`privacy` returned) of the mechanisms
-        that produce :attr:`Selection.weights`, the weights a model releases beside the
+        """The positions in ``entries`` (what [`privacy`][] returned) of the mechanisms
+        that produce `Selection.weights`, the weights a model releases beside the
         neighbours' ids (``PrivateKNN.kneighbors``).
 
         None by default: the selector chooses ids only and returns no weights, so
@@ -168,11 +168,11 @@ def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     padded with ``-1`` to width ``k``; best first.
 
     The Gumbel top-k of the selectors: with the keys of
-    :func:`dprec.mechanisms.gumbel_keys_from_uniform`, the positions are
+    [`dprec.mechanisms.gumbel_keys_from_uniform`][], the positions are
     ``counts[q]`` exponential-mechanism draws without replacement (Durfee &
     Rogers 2019).  The ``max(counts)`` best of every row come from
-    :func:`dprec._arrays.top_k_indices`, the kernel of
-    :func:`dprec.mechanisms.gumbel_top_k_from_uniform` (a partition, then a
+    `dprec._arrays.top_k_indices`, the kernel of
+    [`dprec.mechanisms.gumbel_top_k_from_uniform`][] (a partition, then a
     sort of those kept; the keys are continuous noise: ties have probability
     0; for one, ``argmax``, the first tied column on every CPU).
     """
@@ -211,9 +211,9 @@ def normalised_scores(sims: np.ndarray, valid: np.ndarray, sensitivity: np.ndarr
     """``sim / RS`` per row (0 on padding): scores of sensitivity 1.
 
     The selectors' weights ``exp(ε·sim / (4k·RS))`` are then
-    ``exp(c·score)`` with ``c = ε/(4k)`` (:func:`normalised_coefficient`):
+    ``exp(c·score)`` with ``c = ε/(4k)`` (`normalised_coefficient`):
     each of ``k`` draws spends ``2c = ε/(2k)`` and a neighbour set ``ε/2``
-    (:func:`dprec.mechanisms.exponential_epsilon`).
+    ([`dprec.mechanisms.exponential_epsilon`][]).
     """
     return np.where(valid, sims, 0.0) / np.asarray(sensitivity, dtype=np.float64)[:, None]
 
@@ -221,8 +221,8 @@ def normalised_scores(sims: np.ndarray, valid: np.ndarray, sensitivity: np.ndarr
 def normalised_coefficient(epsilon: float, k: int) -> float:
     """``c = ε/(4k)``: the coefficient of PNCF's and PPNS's weights ``exp(c·sim/RS)``.
 
-    ``exponential_coefficient(ε/2, 1, k)`` (:func:`dprec.mechanisms.exponential_coefficient`):
-    ``k`` draws on the :func:`normalised_scores` (sensitivity 1) spend ε/2, the
+    ``exponential_coefficient(ε/2, 1, k)`` ([`dprec.mechanisms.exponential_coefficient`][]):
+    ``k`` draws on the `normalised_scores` (sensitivity 1) spend ε/2, the
     half of the budget the papers give the selection.
     """
     return exponential_coefficient(epsilon / 2, 1.0, k)

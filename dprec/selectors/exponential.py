@@ -1,6 +1,6 @@
 """PNCF's selection corrected so that it carries a guarantee: k exponential draws, nothing else.
 
-See ``docs/selectors.md`` for the formulas and the paper.
+See [Neighbour selectors](../selectors.md) for the formulas and the paper.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ class CorrectedPNCF(Selector):
 
     The ``k`` neighbours are drawn without replacement with weights
 
-    .. math::
-        \exp\Big(\frac{\varepsilon}{2k\,\Delta}\, sim(u, v)\Big)
+    $$
+    \exp\Big(\frac{\varepsilon}{2k\,\Delta}\, sim(u, v)\Big)
+    $$
 
     (one Gumbel top-k per query with exact tails, `gumbel_keys`),
     where ``Δ = score_range`` is the width of the similarity's range, fixed
@@ -86,7 +87,7 @@ class CorrectedPNCF(Selector):
 
     def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
         """One neighbour set: ``k`` draws of coefficient ``ε/(2kΔ)`` on scores of
-        sensitivity ``Δ`` (:func:`dprec.mechanisms.exponential_epsilon`)."""
+        sensitivity ``Δ`` ([`dprec.mechanisms.exponential_epsilon`][])."""
         epsilon = mechanisms.exponential_epsilon(self.coefficient(k), self.score_range, k)
         return [LedgerEntry(
             "selector", "exponential (corrected PNCF, k Gumbel draws)", epsilon, 0.0,

@@ -1,6 +1,6 @@
 """PNCF: private neighbour collaborative filtering (Zhu et al., 2013/2014).
 
-See ``docs/selectors.md`` for the formulas and the paper.
+See [Neighbour selectors](../selectors.md) for the formulas and the paper.
 """
 
 from __future__ import annotations
@@ -33,18 +33,19 @@ class PNCF(Selector):
     With ``sim_k`` the k-th largest similarity, ``n`` the number of candidates
     and ``RS`` the querying user's recommendation-aware sensitivity:
 
-    .. math::
-        \lambda = \min\Big(sim_k,\ \frac{4k\,RS}{\varepsilon}
-                  \ln\frac{k(n-k)}{\rho}\Big)
+    $$
+    \lambda = \min\Big(sim_k,\ \frac{4k\,RS}{\varepsilon}
+              \ln\frac{k(n-k)}{\rho}\Big)
+    $$
 
     candidates with ``sim ≥ sim_k + λ`` are always taken, those with
     ``sim < sim_k − λ`` never, and the rest are drawn with weights
     ``exp(ε·sim / (4k·RS))`` until ``k`` are chosen (one Gumbel top-k per
     query).  The prediction then uses the perturbed similarities
     ``sim + Lap(b)``, ``b ≈ 2RS/ε`` (lattice Laplace,
-    :func:`dprec.mechanisms.laplace_from_uniform`, with ``b`` from
-    :func:`dprec.mechanisms.laplace_scale` so that it spends at most ε/2;
-    :meth:`noise_scale`).
+    [`dprec.mechanisms.laplace_from_uniform`][], with ``b`` from
+    [`dprec.mechanisms.laplace_scale`][] so that it spends at most ε/2;
+    [`noise_scale`][]).
 
     Privacy, **as published** (reproduced, not guaranteed; the split of the
     budget follows public reimplementations): per neighbour selection, ε/2
@@ -57,8 +58,8 @@ class PNCF(Selector):
     flips a certain event into an unlikely one (``δ`` near 1, Lu & Shen's
     objection, ComSIS 2015, §2.2); ``RS`` and hence the Laplace scale are
     computed from the raw data; and predictions average the neighbours' raw
-    ratings.  :data:`AS_PUBLISHED_SELECTION` and
-    :data:`AS_PUBLISHED_PERTURBATION` state it.
+    ratings.  `AS_PUBLISHED_SELECTION` and
+    `AS_PUBLISHED_PERTURBATION` state it.
 
     Parameters
     ----------
@@ -105,7 +106,7 @@ class PNCF(Selector):
         return Selection(positions, beta, self._perturb(sims, positions, sensitivity, noise))
 
     def weight_entries(self, entries: list[LedgerEntry]) -> list[int]:
-        """The Laplace perturbation (the second entry of :meth:`privacy`) produces the
+        """The Laplace perturbation (the second entry of [`privacy`][]) produces the
         weights, ``sim + Lap(b)``: they are covered by its claim (as published)."""
         return [1] if len(entries) == 2 else []
 
@@ -114,7 +115,7 @@ class PNCF(Selector):
 
         ``≈ 2RS/ε``: the smallest scale at which the lattice sampler spends at
         most ``ε/2`` on a similarity of sensitivity ``RS``
-        (:func:`dprec.mechanisms.laplace_scale`; ``2RS/ε`` itself would spend
+        ([`dprec.mechanisms.laplace_scale`][]; ``2RS/ε`` itself would spend
         up to a relative ``2**-20`` more when ``RS`` is not on the lattice grid).
         """
         return _laplace_scale(self.epsilon / 2, float(sensitivity))
@@ -136,9 +137,9 @@ class PNCF(Selector):
 
     def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
         """The paper's claims: the selection (``k`` draws of coefficient ``ε/(4k)`` on
-        scores ``sim/RS``, :func:`dprec.mechanisms.exponential_epsilon`, δ = ρ) per
+        scores ``sim/RS``, [`dprec.mechanisms.exponential_epsilon`][], δ = ρ) per
         neighbour set, and the perturbation of each chosen similarity
-        (:func:`dprec.mechanisms.laplace_epsilon` of :meth:`noise_scale` at the
+        ([`dprec.mechanisms.laplace_epsilon`][] of [`noise_scale`][] at the
         largest ε over the users' ``RS``)."""
         selection = mechanisms.exponential_epsilon(normalised_coefficient(self.epsilon, k),
                                                    sensitivity=1.0, k=k)
@@ -168,6 +169,6 @@ AS_PUBLISHED_PERTURBATION = (
 
 @lru_cache(maxsize=4096)
 def _laplace_scale(epsilon: float, sensitivity: float) -> float:
-    """:func:`dprec.mechanisms.laplace_scale` of the lattice sampler, cached (a model
+    """[`dprec.mechanisms.laplace_scale`][] of the lattice sampler, cached (a model
     asks for the same few sensitivities in every block of queries)."""
     return mechanisms.laplace_scale(epsilon, sensitivity, "lattice", name="epsilon / 2")

@@ -1,6 +1,6 @@
 """PPNS: partitioned probabilistic neighbour selection (Lu & Shen, ComSIS 2015).
 
-See ``docs/selectors.md`` for the formulas and the paper.
+See [Neighbour selectors](../selectors.md) for the formulas and the paper.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class PPNS(Selector):
 
     The similarity-sorted candidates are cut into partitions of ``k``
     (partition ``i`` holds ranks ``(i−1)k+1 … ik``).  Partition ``i = 1, 2, …``
-    gives ``⌈p(1−p)^{i−1}k⌉`` neighbours (:func:`ppns_schedule`), drawn
+    gives ``⌈p(1−p)^{i−1}k⌉`` neighbours ([`ppns_schedule`][]), drawn
     without replacement with exponential-mechanism weights
     ``exp(ε·sim / (4k·RS))``, until ``k − 1`` are chosen; the last neighbour is
     drawn with the same weights from all **unvisited** partitions, so every
@@ -73,7 +73,7 @@ class PPNS(Selector):
     its probability by far more than ``e^{ε/2}`` (the exponential weights
     bound a ratio only within a fixed partition); ``RS`` is computed from the
     raw data without noise; and the predictions average the neighbours' raw
-    ratings.  :data:`AS_PUBLISHED` states it; ``tests/test_privacy_findings.py``
+    ratings.  `AS_PUBLISHED` states it; ``tests/test_privacy_findings.py``
     measures it.
 
     Parameters
@@ -173,7 +173,7 @@ class PPNS(Selector):
 
     def privacy(self, k: int, sensitivity: np.ndarray | None = None) -> list[LedgerEntry]:
         """The paper's claim per neighbour set: ``k`` draws with weights
-        ``exp(c·sim/RS)``, ``c = ε/(4k)`` (:func:`dprec.mechanisms.exponential_epsilon`)."""
+        ``exp(c·sim/RS)``, ``c = ε/(4k)`` ([`dprec.mechanisms.exponential_epsilon`][])."""
         epsilon = exponential_epsilon(normalised_coefficient(self.epsilon, k), sensitivity=1.0,
                                       k=k)
         return [LedgerEntry("selector", "exponential (PPNS selection, k draws)", epsilon, 0.0,

@@ -1,6 +1,6 @@
 """Probabilistic neighbour selection (Adamopoulos & Tuzhilin, RecSys 2014).
 
-See ``docs/selectors.md`` for the formulas and the paper.
+See [Neighbour selectors](../selectors.md) for the formulas and the paper.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Top-k neighbour selection: the ``k`` most similar candidates.
 
-See ``docs/selectors.md`` for the formulas and the paper.
+See [Neighbour selectors](../selectors.md) for the formulas and the paper.
 """
 
 from __future__ import annotations

@@ -1,20 +1,21 @@
-"""Similarity backends for :class:`dprec.PrivateKNN`.
+"""Similarity backends for [`dprec.PrivateKNN`][].
 
 ``sim_options`` follows Surprise: ``{"name": ..., "user_based": True,
 "min_support": 1}`` for the exact similarities (``"msd"``, ``"cosine"``,
 ``"pearson"``, ``"pearson_baseline"`` with ``"shrinkage"``, default 100),
 user- or item-based, or a sketch backend's name and parameters
 (``"rr_minhash"``, ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``,
-``"gaussian_jl"``; see :mod:`dprec.similarity.sketches`), or a sketch backend
+``"gaussian_jl"``; see [`dprec.similarity.sketches`][]), or a sketch backend
 object itself (``PrivateKNN(sim_options=PrivateSJLT(64, 4, epsilon=1.0,
 rating_bound=5.0))``), which stands for its parameters.
 
-Layers: :mod:`.exact` (Surprise's similarities and their sensitivity),
-:mod:`.sketches` (the contract every sketch backend follows),
-:mod:`.minhash` and :mod:`.sjlt` (the backends), :mod:`.incremental`
-(similarities kept up to date as rows change), :mod:`.rows` (the exact
-similarities a block of rows at a time); this module builds the
-registry :data:`SKETCH_BACKENDS` and turns ``sim_options`` into matrices.
+Layers: [`exact`][dprec.similarity.exact] (Surprise's similarities and their sensitivity),
+[`sketches`][dprec.similarity.sketches] (the contract every sketch backend follows),
+[`minhash`][dprec.similarity.minhash] and [`sjlt`][dprec.similarity.sjlt] (the backends),
+[`incremental`][dprec.similarity.incremental] (similarities kept up to date as rows
+change), [`rows`][dprec.similarity.rows] (the exact similarities a block of rows at a
+time); this module builds the registry `SKETCH_BACKENDS` and turns ``sim_options`` into
+matrices.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def sketch_backend(options: Mapping, random_state: RandomStateLike = None) -> Sk
     TypeError
         If ``options`` is not a mapping.
     ValueError
-        If the name is not in :data:`SKETCH_BACKENDS` (the message lists them),
+        If the name is not in `SKETCH_BACKENDS` (the message lists them),
         or for any invalid option.
     """
     if not isinstance(options, Mapping):
@@ -104,7 +105,7 @@ def check_sim_options(sim_options: Mapping | SketchBackend | None) -> dict:
     """Validate ``sim_options`` and return a normalised dict (the input is not mutated).
 
     ``sim_options`` is a Surprise-style dict, or a sketch backend object
-    (:func:`backend_options`).
+    ([`backend_options`][]).
 
     Raises
     ------
@@ -179,7 +180,7 @@ def similarity_matrix(options: Mapping, ratings: RatingArrays, with_sensitivity:
     the width of the similarity range for the sketches (their similarity is
     computed from privatised sketches; a bounded score moves by at most its
     range), else ``None``.  ``release`` says what the users released through
-    a sketch backend (:class:`SketchRelease`), ``None`` for the exact
+    a sketch backend ([`SketchRelease`][]), ``None`` for the exact
     similarities.  A sketch backend draws its noise (and hash seed) from
     ``random_state``.  ``pearson_baseline`` needs the baseline ``residuals``
     ``r − (μ + b_row + b_column)`` of the stored ratings, and its sensitivity is
@@ -212,15 +213,15 @@ def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: b
                     random_state: RandomStateLike = None,
                     ) -> tuple[SimilarityRows | SketchRows, np.ndarray | None,
                                SketchRelease | None]:
-    """:func:`similarity_matrix` without the matrix: ``(rows, sensitivity, release)``, its
+    """[`similarity_matrix`][] without the matrix: ``(rows, sensitivity, release)``, its
     rows on demand.
 
     For the sum similarities (cosine, msd, pearson)
-    :class:`~dprec.similarity.rows.SimilarityRows` and, with ``with_sensitivity``,
+    [`SimilarityRows`][] and, with ``with_sensitivity``,
     every row's ``RS``, computed by blocks of rows on every core
     (``backend="threads"``) or as tasks on the ``dask.distributed`` client in scope
-    (``"dask"``): the same numbers as :func:`similarity_matrix`.  For a sketch
-    backend the users' one release and :class:`~dprec.similarity.rows.SketchRows`
+    (``"dask"``): the same numbers as [`similarity_matrix`][].  For a sketch
+    backend the users' one release and [`SketchRows`][]
     estimating rows from it (the sensitivity is the score range, as for the
     matrix).  Memory ``O(block)`` (plus the ``n × width`` sketches).
     """

@@ -4,7 +4,7 @@ Surprise (``surprise/similarities.pyx``) accumulates, for every pair of users
 ``(u, v)``, sums over their co-rated items ``I_uv = I_u ∩ I_v``: the count
 ``|I_uv|``, the sums ``Σ r_ui``, the squares ``Σ r_ui²`` and the products
 ``Σ r_ui r_vi``.  Each is one sparse product here (``B`` the 0/1 pattern of
-the ratings matrix ``R``)::
+the ratings matrix ``R``):
 
     |I_uv|          = (B Bᵀ)[u, v]
     Σ_{I_uv} r_ui   = (R Bᵀ)[u, v]
@@ -30,7 +30,7 @@ Pearson) is the cosine of the baseline residuals
 
 with pairs of fewer than ``max(2, min_support)`` co-rated items at 0.
 
-See ``docs/similarities.md`` for the formulas and the sensitivity RS.
+See [Similarities](../similarities.md) for the formulas and the sensitivity RS.
 """
 
 from __future__ import annotations
@@ -58,16 +58,16 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     last ``None`` when ``with_sums`` is False), in the dtype of the products.
 
     Dense BLAS products (``X Xᵀ`` runs as a symmetric rank-k update, half
-    the work of a general product, up to :data:`dprec._linalg.SYRK_ROWS`
+    the work of a general product, up to `dprec._linalg.SYRK_ROWS`
     rows).  When every rating is an integer and no sum can exceed 2^24 they
     run (and are returned) in float32, where every partial sum of integers is
     exact whatever the summation order: the same numbers as float64 sums,
     about twice as fast.  The counts ``|I_uv|`` always do (exact for fewer
     than 2^24 columns).  ``values``, if given, replaces the stored ratings (one
     per stored entry, e.g. baseline residuals) on the same pattern.  Above
-    :data:`DENSE_BLOCK_BYTES` per dense operand the products run over blocks
+    `DENSE_BLOCK_BYTES` per dense operand the products run over blocks
     of columns and are summed, so memory grows with the n² sums, not n × m.
-    With the compiled kernels (:mod:`dprec._kernels`, Numba installed) the
+    With the compiled kernels (`dprec._kernels`, Numba installed) the
     sums come instead from one loop over the pairs of rows that share a
     column, in threads: the same numbers (exact for integers; to rounding
     otherwise), in ``Σ_i |U_i|²`` steps instead of ``n² m``.
@@ -101,8 +101,8 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
 
 def _co_rated_sums_by_pairs(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,
                             with_sums: bool) -> tuple[np.ndarray, ...]:
-    """:func:`co_rated_sums` by the compiled pair loop
-    (:func:`dprec._kernels.add_co_rated_sums`): the upper triangle ``v >= u``, with
+    """[`co_rated_sums`][] by the compiled pair loop
+    (`dprec._kernels.add_co_rated_sums`): the upper triangle ``v >= u``, with
     the mirrored sums ``Σ r_vi²`` (and ``Σ r_vi``) there, by row blocks in threads,
     then the lower triangle copied from them (``Σ_{I_uv} r_ui² = Σ_{I_vu} r_vi²``).
     Work ``Σ_i |U_i|² / 2`` (the pairs sharing a column) instead of dense products."""
@@ -133,7 +133,7 @@ def _co_rated_sums_by_pairs(ratings: sp.csr_matrix, data: np.ndarray, dtype, cou
 
 def _upper_triangle_blocks(n: int) -> list[slice]:
     """Row blocks for filling an ``n × n`` upper triangle in threads: small (at most
-    :data:`_BLOCK_CELLS` cells, eight per thread), since a row's share shrinks with its
+    `_BLOCK_CELLS` cells, eight per thread), since a row's share shrinks with its
     index and the pool balances many blocks better than few."""
     step = max(1, min(_BLOCK_CELLS // max(n, 1), -(-n // (8 * thread_count()))))
     return [slice(start, min(start + step, n)) for start in range(0, n, step)]
@@ -149,7 +149,7 @@ def _mirror_lower(target: np.ndarray, source: np.ndarray, rows: slice) -> None:
 
 def _co_rated_block_sums(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,
                          with_sums: bool) -> tuple[np.ndarray, ...]:
-    """:func:`co_rated_sums` of one block of columns, from dense products."""
+    """[`co_rated_sums`][] of one block of columns, from dense products."""
     def dense(values: np.ndarray, dtype=dtype) -> np.ndarray:
         return sp.csr_matrix((values.astype(dtype), ratings.indices, ratings.indptr),
                              shape=ratings.shape).toarray()
@@ -249,8 +249,8 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
 
 
 def _similarity_by_pairs(name: str, ratings: sp.csr_matrix, min_support: int) -> np.ndarray:
-    """:func:`exact_similarity` by the compiled kernel
-    (:func:`dprec._kernels.similarity_rows`): each row's upper triangle from its
+    """[`exact_similarity`][] by the compiled kernel
+    (`dprec._kernels.similarity_rows`): each row's upper triangle from its
     co-rated sums, by row blocks in threads, then mirrored; no ``n × n`` sums."""
     n = ratings.shape[0]
     by_row, by_column = kernels.rating_triples(ratings)
@@ -299,9 +299,9 @@ def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
 
 
 def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: int = 1):
-    """:func:`exact_similarity` and the co-rated sums it was computed from, as
-    float64 (:func:`co_rated_sums`; not for ``pearson_baseline``, which needs
-    baselines: :func:`pearson_baseline_similarity`)."""
+    """[`exact_similarity`][] and the co-rated sums it was computed from, as
+    float64 ([`co_rated_sums`][]; not for ``pearson_baseline``, which needs
+    baselines: [`pearson_baseline_similarity`][])."""
     sim, sums = _similarity_and_co_rated_sums(name, ratings, min_support)
     return sim, tuple(None if m is None else m.astype(np.float64) for m in sums)
 
@@ -329,7 +329,7 @@ def similarity_without_item(name: str, freq, s_u, s_v, sq_u, sq_v, prods, r_u, r
     """The similarity of pairs once one co-rated item (ratings ``r_u``, ``r_v``) is removed.
 
     Its contribution is subtracted from each co-rated sum (the arguments of
-    :func:`similarity_from_sums`; ``s_u``, ``s_v`` only for pearson, else
+    [`similarity_from_sums`][]; ``s_u``, ``s_v`` only for pearson, else
     None); pairs left with fewer than ``max(min_support, 1)`` co-rated items
     get 0.  The inner step of the recommendation-aware sensitivity.
     """
@@ -347,11 +347,12 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
                                      floor: float = 1e-6) -> np.ndarray:
     r"""Each user's recommendation-aware sensitivity ``RS(u)`` (Zhu et al. 2013).
 
-    .. math::
-        RS(u, v) = \max_{s \in I_{uv}} |sim(u, v) - sim_{-s}(u, v)|, \qquad
-        RS(u) = \max_{v \ne u} RS(u, v)
+    $$
+    RS(u, v) = \max_{s \in I_{uv}} |sim(u, v) - sim_{-s}(u, v)|, \qquad
+    RS(u) = \max_{v \ne u} RS(u, v)
+    $$
 
-    where :math:`sim_{-s}` is the similarity recomputed without item ``s``
+    where $sim_{-s}$ is the similarity recomputed without item ``s``
     (its contribution subtracted from every co-rated sum; pairs left with
     fewer than ``min_support`` co-rated items get 0).
 
@@ -360,7 +361,7 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
     1. A pair with exactly ``t = max(min_support, 1)`` co-rated items loses
        its support whatever item is removed, so ``RS(u, v) = |sim(u, v)|``,
        read off the matrices for all pairs at once.  Where that reaches
-       :func:`change_bound` (the width of the similarity's range), ``RS(u)``
+       [`change_bound`][] (the width of the similarity's range), ``RS(u)``
        is found: under msd one single-item pair with equal ratings does it,
        under cosine on non-negative ratings any single-item pair (95% and
        98.5% of the MovieLens 100k users).
@@ -374,7 +375,7 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
     ratings : scipy.sparse.csr_matrix
         Users × items ratings.
     sim : ndarray (n_users, n_users)
-        The similarity matrix (from :func:`exact_similarity_and_sums`).
+        The similarity matrix (from [`exact_similarity_and_sums`][]).
     sums : tuple
         ``(freq, s_i, sq_i, prods)`` from the same call.
     min_support : int
@@ -394,14 +395,14 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
 def sensitivity_of_rows(name: str, ratings: sp.csr_matrix, rows: np.ndarray, sim: np.ndarray,
                         sums: tuple, mirrored: tuple, min_support: int = 1,
                         floor: float = 1e-6) -> np.ndarray:
-    """``RS(u)`` (:func:`recommendation_aware_sensitivity`) of the users ``rows`` alone,
+    """``RS(u)`` ([`recommendation_aware_sensitivity`][]) of the users ``rows`` alone,
     from their rows of the similarity and of the co-rated sums.
 
     ``sim`` and ``sums = (freq, s_i, sq_i, prods)`` hold one row per user of
     ``rows`` and one column per user; ``mirrored = (s_j, sq_j)`` are the sums
     of the other user of each pair (``s_j[u, v] = s_i[v, u]``; ``s_i``, ``s_j``
     ``None`` but for pearson).  The whole matrix is the case ``rows = all``;
-    blocks of rows give the same numbers (:class:`dprec.similarity.rows.SimilarityRows`).
+    blocks of rows give the same numbers ([`dprec.similarity.rows.SimilarityRows`][]).
     """
     freq, s_i, sq_i, prods, s_j, sq_j, sim = (
         m if m is None or m.flags.c_contiguous or m.T.flags.c_contiguous

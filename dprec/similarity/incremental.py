@@ -1,23 +1,23 @@
 """Exact similarities updated row by row, for simulations that refit on changed data.
 
-The β-kNN attack (:mod:`dprec.attacks`) fits the same recommender many times
+The β-kNN attack ([`dprec.attacks`][]) fits the same recommender many times
 on data that differs from the original in a few users only: ``βk`` fake users
 are appended, or one user's ratings are cut down.  The similarities among
 the unchanged users do not move, so recomputing the whole matrix (and the
 recommendation-aware sensitivity, an item-by-item loop) every time is
-wasted work.  :class:`IncrementalSimilarity` keeps the matrix of the original
+wasted work.  [`IncrementalSimilarity`][] keeps the matrix of the original
 data and, for an update of the rows ``U``, computes only the sums between
 ``U`` and every user, as sparse products (``R_U`` the changed rows, ``B`` the
-0/1 pattern)::
+0/1 pattern):
 
     |I_uv| = B_U Bᵀ,   Σ r_u = R_U Bᵀ,   Σ r_v = B_U Rᵀ,
     Σ r_u² = R_U∘R_U Bᵀ,   Σ r_v² = B_U (R∘R)ᵀ,   Σ r_u r_v = R_U Rᵀ
 
-then the similarities of those rows with :func:`~dprec.similarity.exact.similarity_from_sums`,
+then the similarities of those rows with [`similarity_from_sums`][],
 the expressions of Surprise (``surprise/similarities.pyx``).  With ratings
 on a binary grid (integers, halves) every sum is an exact integer multiple of
 the grid, so the result is bit-identical to
-:func:`~dprec.similarity.exact.exact_similarity_and_sums` on the changed data.
+[`exact_similarity_and_sums`][] on the changed data.
 
 The recommendation-aware sensitivity of Zhu et al. (2013),
 ``RS(u) = max_{v ≠ u} max_{s ∈ I_uv} |sim(u, v) − sim_{−s}(u, v)|``, is
@@ -47,7 +47,7 @@ from .sketches import Sketch, SketchRelease
 __all__ = ["IncrementalSimilarity", "IncrementalSketchSimilarity", "pairwise_sensitivity",
            "row_sums"]
 
-#: default lower bound on ``RS(u)``, as in :func:`recommendation_aware_sensitivity`
+#: default lower bound on ``RS(u)``, as in `recommendation_aware_sensitivity`
 SENSITIVITY_FLOOR = 1e-6
 
 
@@ -83,7 +83,7 @@ def row_sums(rows: sp.csr_matrix, ratings: sp.csr_matrix,
 
 def _similarity_rows(name: str, sums: tuple[np.ndarray, ...], ids: np.ndarray,
                      min_support: int) -> np.ndarray:
-    """Similarities of the rows ``ids`` with every user, from :func:`row_sums`."""
+    """Similarities of the rows ``ids`` with every user, from [`row_sums`][]."""
     freq, s_row, s_all, sq_row, sq_all, prods = sums
     sim = similarity_from_sums(name, freq, s_row, s_all, sq_row, sq_all, prods)
     sim[freq < min_support] = 0.0
@@ -97,7 +97,7 @@ def _sensitivity_rows(name: str, rows: sp.csr_matrix, ratings: sp.csr_matrix,
     """``RS(u, v)`` for the rows ``ids`` and every user ``v``.
 
     The same floating-point operations as
-    :func:`~dprec.similarity.exact.recommendation_aware_sensitivity`, one
+    [`recommendation_aware_sensitivity`][dprec.similarity.recommendation_aware_sensitivity], one
     co-rated item of the rows at a time (the changed users rate few items).
     """
     freq, s_row, s_all, sq_row, sq_all, prods = sums
@@ -124,11 +124,13 @@ def pairwise_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.ndarray, sum
                          min_support: int = 1) -> np.ndarray:
     r"""The matrix of per-pair sensitivities ``RS(u, v)`` (Zhu et al. 2013).
 
-    .. math::
-        RS(u, v) = \max_{s \in I_{uv}} |sim(u, v) - sim_{-s}(u, v)|
+    $$
+    RS(u, v) = \max_{s \in I_{uv}} |sim(u, v) - sim_{-s}(u, v)|
+    $$
 
     (0 on the diagonal and for pairs without co-rated items).  Its row maxima,
-    floored, are :func:`~dprec.similarity.exact.recommendation_aware_sensitivity`.
+    floored, are
+    [`recommendation_aware_sensitivity`][dprec.similarity.recommendation_aware_sensitivity].
 
     Parameters
     ----------
@@ -137,7 +139,7 @@ def pairwise_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.ndarray, sum
         Users × items ratings.
     sim, sums
         The similarity matrix and ``(freq, s_i, sq_i, prods)`` of
-        :func:`~dprec.similarity.exact.exact_similarity_and_sums`.
+        [`exact_similarity_and_sums`][].
     min_support : int
 
     Returns
@@ -155,7 +157,7 @@ def pairwise_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.ndarray, sum
 class IncrementalSimilarity:
     """An exact similarity matrix (and pairwise ``RS``) that updates by rows.
 
-    Build it once with :meth:`fit`; :meth:`update` returns a new object for
+    Build it once with [`fit`][]; [`update`][] returns a new object for
     data with some users' rows replaced or new users appended, computing
     only those rows.  Objects are never modified.
 
@@ -166,7 +168,7 @@ class IncrementalSimilarity:
     ratings : scipy.sparse.csr_matrix
         Users × items ratings the matrices describe.
     sim : ndarray of shape (n_users, n_users)
-        Equal to :func:`~dprec.similarity.exact.exact_similarity` of ``ratings``.
+        Equal to [`exact_similarity`][dprec.similarity.exact_similarity] of ``ratings``.
     pair_sensitivity : ndarray of shape (n_users, n_users) or None
         ``RS(u, v)``, kept when built ``with_sensitivity``.
 
@@ -190,7 +192,7 @@ class IncrementalSimilarity:
     @classmethod
     def fit(cls, name: str, ratings: sp.csr_matrix, min_support: int = 1,
             with_sensitivity: bool = False) -> IncrementalSimilarity:
-        """The full computation (:func:`exact_similarity_and_sums`), done once."""
+        """The full computation ([`exact_similarity_and_sums`][]), done once."""
         if name not in SUM_SIMILARITIES:
             raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")
         ratings = sp.csr_matrix(ratings, dtype=np.float64)
@@ -207,7 +209,8 @@ class IncrementalSimilarity:
 
     def sensitivity(self, floor: float = SENSITIVITY_FLOOR) -> np.ndarray:
         """``RS(u) = max(max_v RS(u, v), floor)``, as
-        :func:`~dprec.similarity.exact.recommendation_aware_sensitivity` gives it."""
+        [`recommendation_aware_sensitivity`][dprec.similarity.recommendation_aware_sensitivity]
+        gives it."""
         if self.pair_sensitivity is None:
             raise ValueError("built without with_sensitivity=True")
         if self.n_users == 0:
@@ -330,7 +333,7 @@ class IncrementalSketchSimilarity:
     def fit(cls, backend, ratings: sp.csr_matrix,
             columns: np.ndarray | None = None) -> IncrementalSketchSimilarity:
         """Sketch every user once and estimate all pairs (diagonal 1); ``columns`` are
-        the items' public keys (:func:`dprec.similarity.sketches.check_columns`)."""
+        the items' public keys ([`dprec.similarity.sketches.check_columns`][])."""
         if isinstance(backend.random_state, bool) or \
                 not isinstance(backend.random_state, (int, np.integer)):
             raise ValueError("the backend needs an int random_state (the same hash functions "
@@ -363,7 +366,7 @@ class IncrementalSketchSimilarity:
                precomputed=None, out: np.ndarray | None = None) -> IncrementalSketchSimilarity:
         """The matrix with the users ``ids`` (re)sketched from ``rows``.
 
-        ``ids`` and ``out`` as in :meth:`IncrementalSimilarity.update`;
+        ``ids`` and ``out`` as in [`IncrementalSimilarity.update`][];
         ``keys`` are the new sketches' noise keys (default: ``ids``, what a
         full computation uses); ``precomputed``, if given, is
         ``self.sketch(rows, keys)`` computed beforehand.  ``self`` is unchanged.

@@ -18,15 +18,15 @@ neighbours differ in a ``Binomial(K, q)`` number of coordinates with
 ``L = K r + sqrt(3 ln(1/δ) K r)``, corrected where its Chernoff step does not hold
 (`difference_bound` in `dprec.similarity.minhash_functions`).
 
-* :class:`RRMinHash`: each coordinate through ``B``-ary randomised response
+* [`RRMinHash`][]: each coordinate through ``B``-ary randomised response
   with ``ε' = ε/⌈L⌉`` (keep with ``p = e^{ε'}/(e^{ε'} + B - 1)``).
   ``Ĵ = (B-1)(B P̂ - 1)/(B p - 1)²`` with ``P̂`` the fraction of matching
   coordinates, since ``P[match] = 1/B + J (1-1/B) ((Bp-1)/(B-1))²``.
-* :class:`NoisyMinHash`: ``bucket + Lap(s)`` per coordinate,
+* [`NoisyMinHash`][]: ``bucket + Lap(s)`` per coordinate,
   ``s = (B-1) L/ε`` (ℓ1 sensitivity ``L(B-1)``), with the lattice sampler of
-  :func:`dprec.mechanisms.laplace_from_log_uniform`.  With ``D = Σ_j (a_j - b_j)²``,
+  [`dprec.mechanisms.laplace_from_log_uniform`][].  With ``D = Σ_j (a_j - b_j)²``,
   ``E[D/K] = (1-J)(B²-1)/6 + 4s²`` gives ``Ĵ = 1 - 6(D/K - 4s²)/(B²-1)``.
-* :class:`MinHash`: the non-private baseline, ``Ĵ = (B P̂ - 1)/(B - 1)``
+* [`MinHash`][]: the non-private baseline, ``Ĵ = (B P̂ - 1)/(B - 1)``
   (RRMinHash's estimator with ``p = 1``).
 
 All three estimators are unbiased before clipping to ``[0, 1]``.
@@ -34,21 +34,21 @@ All three estimators are unbiased before clipping to ``[0, 1]``.
 ``τ`` is a public bound given by the caller.  ``tau=None`` reads it from the
 data (the smallest non-empty set passed to ``sketch``): that releases the
 smallest set size and makes every user's noise level depend on another
-user's data, so it emits a :class:`dprec.ledger.PrivacyLeakWarning` and the
-privacy entry is :attr:`~dprec.ledger.Status.VOID`.  Sets smaller than ``τ``
-do not get the stated guarantee: ``sketch`` raises ``ValueError`` naming
-``tau``, or with ``small_users="exclude"`` releases nothing for them (their row
-is invalid, their similarities 0) and warns how many.  Empty sets likewise.
+user's data, so it emits a [`dprec.ledger.PrivacyLeakWarning`][] and the privacy
+entry is [`Status.VOID`][dprec.ledger.Status].  Sets smaller than ``τ`` do not get the
+stated guarantee: ``sketch`` raises ``ValueError`` naming ``tau``, or with
+``small_users="exclude"`` releases nothing for them (their row is invalid, their
+similarities 0) and warns how many.  Empty sets likewise.
 Nor do the sets at the boundary, of ``τ`` to ``τ + α − 1`` items: ``α`` items
 fewer exclude them (or make ``sketch`` raise), an event no finite ε bounds;
-the release marks them outside the guarantee (:class:`.sketches.SketchRelease`'s
-``outside``, ε = ∞ in a model's report), and states ``τ`` public as its
-condition.
+the release marks them outside the guarantee (the ``outside`` of a
+[`SketchRelease`][dprec.similarity.SketchRelease], ε = ∞ in a model's report), and
+states ``τ`` public as its condition.
 
 The hash functions come from the public ``hash_seed`` (see
-:mod:`dprec.similarity.sketches`); the δ above is over their random draw.
+[`dprec.similarity.sketches`][]); the δ above is over their random draw.
 
-See ``docs/similarities.md`` for the formulas and the paper.
+See [Similarities](../similarities.md) for the formulas and the paper.
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ class _MinHashFamily(SketchBackend):
             row index), so ``sketch(X[rows], keys=rows)`` gives the same rows
             as ``sketch(X)[rows]``.
         columns : 1-D integer array of length ``n_items``, optional
-            The items' public keys (default: the column index): the hash
-            functions are drawn per key (:func:`.sketches.check_columns`).
+            The items' public keys (default: the column index): the hash functions
+            are drawn per key ([`check_columns`][dprec.similarity.sketches.check_columns]).
 
         Returns
         -------
@@ -172,7 +172,7 @@ class _MinHashFamily(SketchBackend):
         -----
         Randomness: one draw of ``random_state`` per call gives the noise seed
         (and the hash seed, one-way, when ``hash_seed`` is None; see
-        :meth:`SketchBackend._release_seeds`).  An int ``random_state``
+        `SketchBackend._release_seeds`).  An int ``random_state``
         therefore gives the same sketches on every call (a repeat releases
         nothing new; seeded noise is for experiments); ``None`` or a Generator
         give new noise each call (a second release: sketch all users in one
@@ -277,8 +277,8 @@ class MinHash(_MinHashFamily):
     B : int, default 2
         Buckets per hash, ``>= 2``.
     threshold : float, optional
-        For :meth:`similarity_matrix`: the set is the items rated
-        ``>= threshold`` (default: all rated items).
+        For [`similarity_matrix`][dprec.similarity.SketchBackend.similarity_matrix]: the
+        set is the items rated ``>= threshold`` (default: all rated items).
     random_state : None, int, RandomState or Generator
         Draws the hash seed when ``hash_seed`` is None (no noise here).
     hash_seed : int, optional
@@ -308,7 +308,7 @@ class MinHash(_MinHashFamily):
 
 
 class _PrivateMinHash(_MinHashFamily):
-    """The private MinHash backends' shared parameters (see :class:`RRMinHash`)."""
+    """The private MinHash backends' shared parameters (see [`RRMinHash`][])."""
 
     def __init__(self, width: int = 128, B: int = 2, *, epsilon: float, delta: float = 1e-4,
                  tau: int | None = None, set_difference: int = 1,
@@ -385,7 +385,7 @@ class _PrivateMinHash(_MinHashFamily):
         return self.tau_
 
     def changed_coordinates(self) -> float:
-        """``L`` (:func:`difference_bound`) at the current ``τ``."""
+        """``L`` ([`difference_bound`][]) at the current ``τ``."""
         return difference_bound(self.width, self.B, self.set_difference, self._tau(), self.delta)
 
     def _coordinates_epsilon(self, changed: float) -> float:  # pragma: no cover - abstract
@@ -401,7 +401,7 @@ class _PrivateMinHash(_MinHashFamily):
         data, so neighbouring sets can be chosen to differ in all ``K``
         coordinates: the entry is then the worst case, ``δ = 0``.  Void if τ
         came from the data, or when ``random_state`` is an int
-        (:meth:`~.sketches.SketchBackend._seeded`).
+        (`SketchBackend._seeded`).
         """
         if self.tau_ is None:                      # tau=None and no sketch yet
             return LedgerEntry("similarity", mechanism, self.epsilon, self.delta,
@@ -430,14 +430,14 @@ class RRMinHash(_PrivateMinHash):
 
     Each of the ``K`` buckets is kept with probability
     ``p = e^{ε'}/(e^{ε'} + B - 1)``, ``ε' = ε/⌈L⌉``, else replaced by one of
-    the other ``B - 1`` values (:func:`dprec.mechanisms.randomized_response_from_log_uniform`,
+    the other ``B - 1`` values ([`dprec.mechanisms.randomized_response_from_log_uniform`][],
     exact at every ε).
     (ε, δ)-LDP for sets of at least ``τ`` items differing in ``α``: with
     probability ``1 - δ`` at most ``⌈L⌉`` coordinates differ
-    (:func:`difference_bound`), each costing ``ε'``.
+    ([`difference_bound`][]), each costing ``ε'``.
 
     Estimator (unbiased before clipping; from
-    ``P[match] = 1/B + J (1-1/B) ((Bp-1)/(B-1))²``)::
+    ``P[match] = 1/B + J (1-1/B) ((Bp-1)/(B-1))²``):
 
         Ĵ = (B - 1)(B P̂ - 1) / (B p - 1)²,   P̂ = #matches / K,
 
@@ -455,15 +455,15 @@ class RRMinHash(_PrivateMinHash):
         ``δ ∈ (0, 1)``: the probability that more than ``L`` coordinates differ.
     tau : int, optional
         Public lower bound on set sizes, ``>= set_difference``.  ``None``: the smallest
-        non-empty set of the data given to :meth:`sketch` (data-dependent:
-        that minimum is revealed through the noise level, and the noise of
-        every row then depends on it).
+        non-empty set of the data given to [`sketch`][dprec.similarity.SketchBackend.sketch]
+        (data-dependent: that minimum is revealed through the noise level, and the noise
+        of every row then depends on it).
     set_difference : int, default 1
         ``α``: items in which neighbouring sets differ, ``>= 1`` (the unit of
         privacy; deprecated name: ``alpha``).
     threshold : float, optional
-        For :meth:`similarity_matrix`: sets of the items rated
-        ``>= threshold`` (default: all rated items).
+        For [`similarity_matrix`][dprec.similarity.SketchBackend.similarity_matrix]: sets
+        of the items rated ``>= threshold`` (default: all rated items).
     random_state : None, int, RandomState or Generator
         The noise (and the hash seed when ``hash_seed`` is None).  ``None``:
         fresh entropy for every release; an int: seeded noise, reproducible,
@@ -529,19 +529,19 @@ class NoisyMinHash(_PrivateMinHash):
     Reports ``a_j = g_j + Lap(s)`` with ``s = (B - 1) L / ε`` (ℓ1 sensitivity
     ``Δ = L (B - 1)``: at most ``L`` coordinates move, each by at most
     ``B - 1``), sampled by the lattice Laplace sampler
-    (:func:`dprec.mechanisms.laplace_from_log_uniform`, safe against the
-    floating-point attack; ``s`` from :func:`dprec.mechanisms.laplace_scale`,
+    ([`dprec.mechanisms.laplace_from_log_uniform`][], safe against the
+    floating-point attack; ``s`` from [`dprec.mechanisms.laplace_scale`][],
     within a relative ``2**-20 ⌈L⌉`` of the formula).
 
     Estimator (unbiased before clipping; the lattice noise has variance
-    ``2s²`` up to a relative ``1e-12``)::
+    ``2s²`` up to a relative ``1e-12``):
 
         D = Σ_j (a_j - b_j)²,   Ĵ = 1 - 6 (D/K - 4 s²) / (B² - 1),
 
     from ``E[D/K] = (1 - J)(B² - 1)/6 + 4 s²``; clipped to ``[0, 1]``.
     ``D`` for all pairs from the Gram matrix: ``D = ‖a‖² + ‖b‖² - 2⟨a, b⟩``.
 
-    Parameters are those of :class:`RRMinHash`.
+    Parameters are those of [`RRMinHash`][].
     """
 
     name = "noisy_minhash"
@@ -557,7 +557,7 @@ class NoisyMinHash(_PrivateMinHash):
                              max_changed=math.ceil(L))
 
     def privacy(self) -> LedgerEntry:
-        """Lattice Laplace of ℓ1 sensitivity ``L(B − 1)`` (:func:`dprec.mechanisms.laplace_epsilon`
+        """Lattice Laplace of ℓ1 sensitivity ``L(B − 1)`` ([`dprec.mechanisms.laplace_epsilon`][]
         at the scale used is at most ε), with probability 1 − δ."""
         return self._entry("laplace (NoisyMinHash)")
 

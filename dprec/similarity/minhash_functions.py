@@ -76,7 +76,7 @@ def difference_bound_paper(width: int, B: int, set_difference: int, tau: int,
     r"""The paper's bound ``L = K r + sqrt(3 ln(1/δ) K r)``, ``r = (α/τ)(1 - 1/B)``.
 
     Aumüller et al. 2020, §4 and §5.  A Chernoff bound valid when
-    ``K r ≥ 3 ln(1/δ)``; below, see :func:`difference_bound`.
+    ``K r ≥ 3 ln(1/δ)``; below, see [`difference_bound`][].
     """
     K, B, alpha, tau, delta = check_bound_arguments(width, B, set_difference, tau, delta)
     mean = K * (alpha / tau) * (1.0 - 1.0 / B)
@@ -104,8 +104,8 @@ def difference_bound(width: int, B: int, set_difference: int, tau: int,
     With probability at least ``1 - δ`` over the hash functions, the sketches
     of two sets that differ in at most ``α`` items and have at least ``τ``
     items differ in at most ``L`` of the ``K`` coordinates.  ``L_paper`` is
-    :func:`difference_bound_paper` (used wherever it is valid, so the numbers
-    are the paper's), ``L_bin`` :func:`difference_bound_binomial` (raises it
+    [`difference_bound_paper`][] (used wherever it is valid, so the numbers
+    are the paper's), ``L_bin`` [`difference_bound_binomial`][] (raises it
     where the paper's Chernoff step does not hold); at most ``K`` coordinates
     can differ at all.
     """
@@ -132,7 +132,7 @@ class MinHashFunctions:
     53-bit rank of item ``e`` under hash ``j`` (a random permutation of the
     items, up to ties of probability below ``n²/2^54``) and ``g_j(e)`` a
     uniform bucket, both functions of the public ``hash_seed`` and the item's
-    public key only (:func:`dprec._rng.keyed_bits`), so an item's hash values
+    public key only (`dprec._rng.keyed_bits`), so an item's hash values
     do not depend on which other items the data holds.  The minimum code over
     a set is its MinHash element's code, and ``min code mod B`` its bucket.
     """
@@ -169,7 +169,8 @@ class MinHashFunctions:
         Parameters
         ----------
         sets : scipy.sparse.csr_matrix of shape (n, n_items)
-            Stored entries are the members (see :func:`.sketches.set_matrix`).
+            Stored entries are the members (see
+            [`set_matrix`][dprec.similarity.sketches.set_matrix]).
 
         Returns
         -------

@@ -3,27 +3,27 @@
 For a block ``b`` of rows (users, or items item-based) the co-rated sums
 against every row are sparse-times-dense products: with ``B``, ``R`` and
 ``R∘R`` the pattern, the ratings and their squares (sparse, ``n × m``) and
-``B_b``, ``R_b``, ``R∘R_b`` the block's rows (dense, ``|b| × m``)::
+``B_b``, ``R_b``, ``R∘R_b`` the block's rows (dense, ``|b| × m``):
 
     |I_uv|     = (B B_bᵀ)ᵀ[u, v]        Σ r_ui²  = (B (R∘R)_bᵀ)ᵀ[u, v]
     Σ r_ui r_vi = (R R_bᵀ)ᵀ[u, v]       Σ r_vi²  = ((R∘R) B_bᵀ)ᵀ[u, v]
     Σ r_ui     = (B R_bᵀ)ᵀ[u, v]        Σ r_vi   = (R B_bᵀ)ᵀ[u, v]      (pearson)
 
-and the similarity is :func:`~dprec.similarity.exact.similarity_from_sums`
+and the similarity is [`similarity_from_sums`][]
 of them, the same expression as the whole matrix's.  With integer ratings
 (when no sum can exceed 2^24, in float32) every sum is exact whatever the
 order of its terms, so each row is **bit-identical** to the row of
-:func:`~dprec.similarity.exact.exact_similarity`; otherwise equal up to the
+[`exact_similarity`][dprec.similarity.exact_similarity]; otherwise equal up to the
 rounding of a float64 sum.  Memory grows with the block (``|b| × n`` per
 sum), the work with ``nnz × n`` products per row set, which on sparse data
 (MovieLens: 1–6 % of the cells rated) rivals the dense products of the
-whole matrix; with the compiled kernels (:mod:`dprec._kernels`) the same
+whole matrix; with the compiled kernels (`dprec._kernels`) the same
 sums come from one loop over the pairs of rows that share a column
 (``Σ_{u ∈ b} Σ_{i ∈ I_u} |U_i|`` steps), the same numbers.  The
 recommendation-aware sensitivity ``RS`` of a block is
-:func:`~dprec.similarity.exact.sensitivity_of_rows` on the block's sums.
+[`sensitivity_of_rows`][] on the block's sums.
 
-See ``docs/similarities.md`` (blocked similarities).
+See [Similarities](../similarities.md) (blocked similarities).
 """
 
 from __future__ import annotations
@@ -115,12 +115,12 @@ class SimilarityRows(_RowsOnDemand):
     def with_sums(self, rows: np.ndarray) -> tuple[np.ndarray, tuple, tuple]:
         """``(sim, sums, mirrored)`` of the rows ``rows``, all ``(len(rows), n_rows)``
         float64: ``sums = (freq, s_i, sq_i, prods)``, ``mirrored = (s_j, sq_j)`` as
-        :func:`~dprec.similarity.exact.sensitivity_of_rows` reads them (``s_i``,
+        [`sensitivity_of_rows`][] reads them (``s_i``,
         ``s_j`` ``None`` but for pearson)."""
         return self._rows(rows, with_counts=True)
 
     def _rows(self, rows: np.ndarray, with_counts: bool) -> tuple[np.ndarray, tuple, tuple]:
-        """:meth:`with_sums`; without ``with_counts`` ``freq`` is not computed (``None``):
+        """[`with_sums`][]; without ``with_counts`` ``freq`` is not computed (``None``):
         cosine with ``min_support <= 1`` needs no counts (a pair without co-rated item
         has ``Σ r_ui r_vi = 0`` and similarity 0 either way)."""
         rows = np.asarray(rows, dtype=np.int64)
@@ -150,7 +150,7 @@ class SimilarityRows(_RowsOnDemand):
         return self._similarity(rows, freq, s_i, s_j, sq_i, sq_j, prods)
 
     def _similarity(self, rows, freq, s_i, s_j, sq_i, sq_j, prods) -> tuple:
-        """:meth:`with_sums` from the float64 co-rated sums of ``rows``."""
+        """[`with_sums`][] from the float64 co-rated sums of ``rows``."""
         sim = similarity_from_sums(self.name, freq, s_i, s_j, sq_i, sq_j, prods)
         if freq is not None:
             sim[freq < self.min_support] = 0.0
@@ -159,7 +159,7 @@ class SimilarityRows(_RowsOnDemand):
 
     def sensitivity(self, rows: np.ndarray, floor: float = 1e-6) -> np.ndarray:
         """Each of ``rows``' recommendation-aware sensitivity ``RS(u)`` (Zhu et al. 2013;
-        :func:`~dprec.similarity.exact.recommendation_aware_sensitivity`)."""
+        [`recommendation_aware_sensitivity`][dprec.similarity.recommendation_aware_sensitivity])."""
         rows = np.asarray(rows, dtype=np.int64)
         sim, sums, mirrored = self.with_sums(rows)
         return sensitivity_of_rows(self.name, self.ratings, rows, sim, sums, mirrored,
@@ -173,7 +173,7 @@ class SketchRows(_RowsOnDemand):
     charged then) are kept; the rows ``rows`` are
     ``backend.estimate_rows(sketches, rows)`` (``estimate(sketches[rows],
     sketches)``) with the diagonal 1, what
-    :meth:`~dprec.similarity.sketches.SketchBackend.similarity_matrix` gives
+    [`similarity_matrix`][dprec.similarity.SketchBackend.similarity_matrix] gives
     for those rows: the same numbers for the code sketches (MinHash,
     RRMinHash: match counts are integers), equal to float64 rounding for the
     real-valued ones (the whole matrix's products are symmetric rank-k

@@ -12,7 +12,7 @@ The curator estimates squared distances, squared norms and, for kNN, cosines.
 Privacy unit: one coordinate of ``x`` (one rating: added, removed or changed)
 moves by at most ``Δ = rating_bound`` (the largest ``|rating|``).
 
-* :class:`PrivateSJLT`: the sparser JL transform of Kane & Nelson (2014,
+* [`PrivateSJLT`][]: the sparser JL transform of Kane & Nelson (2014,
   block construction): ``s`` blocks of ``k/s`` rows; for block ``r`` and item
   ``j`` a bucket ``h_r(j) ∈ [k/s]`` and a sign ``σ_r(j) ∈ {±1}``,
   ``S[(r, h_r(j)), j] = σ_r(j)/√s``: exactly ``s`` non-zeros of ``±1/√s`` per
@@ -23,17 +23,17 @@ moves by at most ``Δ = rating_bound`` (the largest ``|rating|``).
 
   and ``Var = Var_S ‖Sz‖² + 16 b² ‖z‖² + 56 k b⁴`` (``z = x - y``) with
   ``Var_S ‖Sz‖² = (2/k)(‖z‖₂⁴ - ‖z‖₄⁴) ≤ 2‖z‖⁴/k`` for fully random hashes
-  (:func:`sjlt_distance_variance`).  Laplace noise from the lattice sampler
-  (:func:`dprec.mechanisms.laplace_from_log_uniform`); ``b`` from
-  :func:`dprec.mechanisms.laplace_scale` (within a relative ``s·2**-20`` of
+  ([`sjlt_distance_variance`][]).  Laplace noise from the lattice sampler
+  ([`dprec.mechanisms.laplace_from_log_uniform`][]); ``b`` from
+  [`dprec.mechanisms.laplace_scale`][] (within a relative ``s·2**-20`` of
   the formula).
-* :class:`GaussianJL`: ``P`` with iid ``N(0, 1/k)`` entries,
+* [`GaussianJL`][]: ``P`` with iid ``N(0, 1/k)`` entries,
   ``x' = Px + N(0, σ²)^k``, ``σ = (w₂/ε) sqrt(2(ln(1/(2δ)) + ε))`` with
   ``w₂ = Δ · max_j ‖P e_j‖₂`` computed from the drawn (public) ``P``
   (Kenthapadi et al.; ``calibration="analytic"`` uses the smallest valid σ of
   Balle & Wang 2018 instead).  ``‖x - y‖² ≈ ‖x' - y'‖² - 2kσ²``,
   ``‖x‖² ≈ ‖x'‖² - kσ²``, ``Var = 2‖z‖⁴/k + 8σ²‖z‖² + 8kσ⁴``
-  (:func:`gaussian_jl_distance_variance`).  (ε, δ)-DP as published; the
+  ([`gaussian_jl_distance_variance`][]).  (ε, δ)-DP as published; the
   noise is floating-point Gaussian, whose low bits reveal the input (Mironov
   2012), so dprec reports it *as published*, not as a guarantee (the SJLT's
   lattice Laplace has no such leak).
@@ -52,7 +52,7 @@ estimate is near 0 everybody's ±1 neighbour), and the result clipped to
 user on their own mean would let one rating move every coordinate and break
 the privacy unit.
 
-See ``docs/similarities.md`` for the formulas and the paper.
+See [Similarities](../similarities.md) for the formulas and the paper.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def sjlt_matrix(width: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
     Column ``j`` (the item with public key ``columns[j]``) has one entry
     ``σ_r(j)/√s`` in each block ``r = 0..s-1``, at row ``r·(k/s) + h_r(j)``; the
     bucket ``h_r(j)`` and the sign ``σ_r(j)`` are uniform, functions of
-    ``hash_seed`` and the item's key only (:func:`dprec._rng.keyed_bits`).
+    ``hash_seed`` and the item's key only (`dprec._rng.keyed_bits`).
 
     Returns
     -------
@@ -258,7 +258,7 @@ class _PrivateProjection(SketchBackend):
         columns : 1-D integer array of length ``n_features``, optional
             The features' (items') public keys, from which the matrix is
             drawn column by column (default: the column index;
-            :func:`.sketches.check_columns`).
+            [`sketches.check_columns`][dprec.similarity.sketches.check_columns]).
 
         Returns
         -------
@@ -331,7 +331,7 @@ class _PrivateProjection(SketchBackend):
     def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
         r"""Cosine estimates ``(n̂_x + n̂_y - D̂)/(2 sqrt(n̂_x n̂_y))`` for all pairs.
 
-        ``n̂`` the norm estimates floored at :meth:`norm_floor`, ``D̂`` the
+        ``n̂`` the norm estimates floored at `norm_floor`, ``D̂`` the
         distance estimates; the numerator is ``⟨x', y'⟩`` (a Gram matrix).
         Clipped to ``[-1, 1]`` if ``clip``; diagonal 1 (``other`` None).
         """
@@ -356,7 +356,7 @@ class _PrivateProjection(SketchBackend):
         return ratings
 
     def _entry(self, mechanism: str, epsilon: float, delta: float) -> LedgerEntry:
-        """The entry of one release (void when seeded: :meth:`SketchBackend._seeded`)."""
+        """The entry of one release (void when seeded: `SketchBackend._seeded`)."""
         return self._seeded(LedgerEntry(
             "similarity", mechanism, epsilon, delta, Unit.RATING, Status.HOLDS, "user",
             f"one rating added, removed or changed by at most rating_bound = "
@@ -435,7 +435,7 @@ class PrivateSJLT(_PrivateProjection):
 
     def privacy(self) -> LedgerEntry:
         """Lattice Laplace of ℓ1 sensitivity ``√s·Δ`` over ``s`` coordinates
-        (:func:`dprec.mechanisms.laplace_epsilon` at the scale used)."""
+        ([`dprec.mechanisms.laplace_epsilon`][] at the scale used)."""
         epsilon = laplace_epsilon(self.scale(), self._l1_sensitivity(), "lattice",
                                   max_changed=self.s)
         return self._entry("laplace (private SJLT)", epsilon, 0.0)
@@ -459,7 +459,7 @@ class PrivateSJLT(_PrivateProjection):
         return 2.0 * b * b, 20.0 * b**4                   # E η⁴ = 24 b⁴
 
     def distance_variance(self, z) -> float:
-        """:func:`sjlt_distance_variance` of ``z = x - y`` at this backend's width and ``b``."""
+        """[`sjlt_distance_variance`][] of ``z = x - y`` at this backend's width and ``b``."""
         return sjlt_distance_variance(z, self.width, self.scale())
 
 
@@ -468,10 +468,11 @@ class GaussianJL(_PrivateProjection):
 
     Claimed (ε, δ)-DP when one coordinate of ``x`` moves by at most
     ``Δ = rating_bound``; ``σ`` from ``w₂ = Δ · max_j ‖P e_j‖₂`` of the drawn
-    (public) ``P``, so it is known after :meth:`sketch` (``sigma_``, and in the
-    sketch's params).  **As published**: the Gaussian noise is floating point,
+    (public) ``P``, so it is known after
+    [`sketch`][dprec.similarity.SketchBackend.sketch] (``sigma_``, and in the sketch's
+    params).  **As published**: the Gaussian noise is floating point,
     and the low bits of a released value reveal the input (Mironov 2012): the
-    baseline of the paper, not a guarantee (see :meth:`privacy`).
+    baseline of the paper, not a guarantee (see [`privacy`][]).
 
     Parameters
     ----------
@@ -489,7 +490,7 @@ class GaussianJL(_PrivateProjection):
         The public seed of ``P``.
     calibration : {"kenthapadi", "analytic"}
         ``σ = (w₂/ε) sqrt(2(ln(1/(2δ)) + ε))`` (the paper's, default) or the
-        smallest valid σ (:func:`dprec.mechanisms.gaussian_sigma`, Balle &
+        smallest valid σ ([`dprec.mechanisms.gaussian_sigma`][], Balle &
         Wang 2018; 20-50 % smaller).
     """
 
@@ -516,7 +517,7 @@ class GaussianJL(_PrivateProjection):
 
     def privacy(self) -> LedgerEntry:
         """ε and the exact δ(ε) of σ at ℓ2 sensitivity ``w₂`` of the drawn ``P``
-        (:func:`dprec.mechanisms.gaussian_delta`; the declared δ before a sketch),
+        ([`dprec.mechanisms.gaussian_delta`][]; the declared δ before a sketch),
         **as published**: the noise is floating-point Gaussian, whose low bits
         reveal the input (Mironov 2012), so dprec does not guarantee it."""
         delta = self.delta
@@ -553,7 +554,7 @@ class GaussianJL(_PrivateProjection):
         return var, 2.0 * var * var
 
     def distance_variance(self, z) -> float:
-        """:func:`gaussian_jl_distance_variance` at this backend's width and last ``σ``."""
+        """[`gaussian_jl_distance_variance`][] at this backend's width and last ``σ``."""
         if not hasattr(self, "sigma_"):
             raise ValueError("σ depends on the public matrix: call sketch() first")
         return gaussian_jl_distance_variance(z, self.width, self.sigma_)

@@ -1,4 +1,4 @@
-"""The contract of the sketch backends: :class:`Sketch`, :class:`SketchBackend`, helpers.
+"""The contract of the sketch backends: [`Sketch`][], [`SketchBackend`][], helpers.
 
 Every sketch backend is a *local* mechanism: each user turns their own data
 into a short privatised sketch on their own device, using only
@@ -6,19 +6,19 @@ into a short privatised sketch on their own device, using only
 * their own row of the data,
 * the public hash functions (random projection), drawn from the public
   ``hash_seed`` so that every user of one model shares them, item by item
-  from the item's public key (``columns``, see :func:`check_columns`), never
+  from the item's public key (``columns``, see [`check_columns`][]), never
   from its position in the data; the seed is published (``hash_seed_``) and is
   independent of the noise: when not given, it is derived one-way (SHA-256)
-  from a draw of ``random_state`` (:func:`dprec._rng.derive_seed`), and
+  from a draw of ``random_state`` (`dprec._rng.derive_seed`), and
 * noise from ``random_state`` only: the uniforms of row ``u`` are
-  :func:`dprec._rng.keyed_uniform` ``(noise_seed, key_u)`` with ``key_u`` the
+  `dprec._rng.keyed_uniform` ``(noise_seed, key_u)`` with ``key_u`` the
   row's key (its index by default), so a row's sketch never depends on
   another row.  ``random_state=None`` (the default) draws fresh entropy for
   each release; an int makes the noise reproducible, for experiments only
   (anyone who knows or guesses the seed can reproduce it: a small int is found
   by brute force from the published ``hash_seed_``), so the backend's entry
-  is then :attr:`~dprec.ledger.Status.VOID` (:data:`dprec.ledger.SEEDED`),
-  wherever it is charged.
+  is then [`Status.VOID`][dprec.ledger.Status] (`dprec.ledger.SEEDED`), wherever it
+  is charged.
 
 Why the hash functions must be random: the MinHash family's δ is the
 probability, over the hash functions, that neighbouring sets differ in more
@@ -29,17 +29,17 @@ the seed (the privacy report says so).
 
 The curator only sees the sketches and estimates all pairwise similarities
 from them with matrix products.  The backends (registered by ``name`` in
-:data:`dprec.similarity.SKETCH_BACKENDS`):
+`dprec.similarity.SKETCH_BACKENDS`):
 
-* ``"minhash"``: :class:`~.minhash.MinHash`, Jaccard, no privacy (the baseline);
-* ``"rr_minhash"``: :class:`~.minhash.RRMinHash`, Jaccard, (ε, δ), α items of a set;
-* ``"noisy_minhash"``: :class:`~.minhash.NoisyMinHash`, Jaccard, (ε, δ), α items;
-* ``"sjlt"``: :class:`~.sjlt.PrivateSJLT`, cosine, pure ε, one rating;
-* ``"gaussian_jl"``: :class:`~.sjlt.GaussianJL`, cosine, (ε, δ), one rating.
+* ``"minhash"``: [`MinHash`][dprec.similarity.MinHash], Jaccard, no privacy (the baseline);
+* ``"rr_minhash"``: [`RRMinHash`][dprec.similarity.RRMinHash], Jaccard, (ε, δ), α items of a set;
+* ``"noisy_minhash"``: [`NoisyMinHash`][dprec.similarity.NoisyMinHash], Jaccard, (ε, δ), α items;
+* ``"sjlt"``: [`PrivateSJLT`][dprec.similarity.PrivateSJLT], cosine, pure ε, one rating;
+* ``"gaussian_jl"``: [`GaussianJL`][dprec.similarity.GaussianJL], cosine, (ε, δ), one rating.
 
 Each backend has two jobs, ``sketch(X)`` (all users at once, as their devices
 would) and ``estimate(S)`` (all pairs), plus ``similarity_matrix(ratings)``
-for :class:`dprec.PrivateKNN`, ``privacy()`` (a :class:`dprec.ledger.LedgerEntry`)
+for [`dprec.PrivateKNN`][], ``privacy()`` (a [`dprec.ledger.LedgerEntry`][])
 and ``from_options(sim_options, random_state)``.
 
 References
@@ -89,8 +89,8 @@ class Sketch:
     ----------
     values : numpy.ndarray of shape (n_users, width)
         Row ``u`` is user ``u``'s released sketch: bucket codes in
-        ``0..B-1`` (int64) for :class:`~.minhash.MinHash` and
-        :class:`~.minhash.RRMinHash`, real numbers (float64) for the others.
+        ``0..B-1`` (int64) for [`MinHash`][dprec.similarity.MinHash] and
+        [`RRMinHash`][dprec.similarity.RRMinHash], real numbers (float64) for the others.
         Rows of invalid users are all ``-1`` (codes) or all ``0.0`` (reals).
         Read-only.
     valid : numpy.ndarray of bool, shape (n_users,)
@@ -144,7 +144,7 @@ class Sketch:
     @property
     def hash_seed(self) -> int | None:
         """The seed of the public hash functions (or projection) the sketches were made
-        with: sketches of different seeds are not comparable (:func:`pair_operands`)."""
+        with: sketches of different seeds are not comparable ([`pair_operands`][])."""
         return self.params.get("hash_seed")
 
 
@@ -154,7 +154,7 @@ class SketchRelease(NamedTuple):
     Attributes
     ----------
     entry : LedgerEntry
-        The guarantee of one user's release (:meth:`SketchBackend.privacy`).
+        The guarantee of one user's release ([`SketchBackend.privacy`][]).
     released : numpy.ndarray of bool
         Who released a sketch (the rest were excluded or had no data).
     outside : tuple of (numpy.ndarray of bool, str)
@@ -172,10 +172,10 @@ class SketchRelease(NamedTuple):
     conditions: tuple[str, ...] = ()
 
     def charge(self, accountant, entry: LedgerEntry | None = None) -> int:
-        """Register ``entry`` (default :attr:`entry`) with a model's ``accountant``,
+        """Register ``entry`` (default `entry`) with a model's ``accountant``,
         charge it once to every user who released a sketch, mark the others out of its
-        unit's scope (their exclusion depends on their data), and :attr:`outside` too,
-        and state the :attr:`conditions`; returns the entry's index."""
+        unit's scope (their exclusion depends on their data), and `outside` too,
+        and state the `conditions`; returns the entry's index."""
         entry = self.entry if entry is None else entry
         index = accountant.register(entry)
         accountant.charge({index: self.released.astype(np.int64)})
@@ -191,20 +191,20 @@ class SketchRelease(NamedTuple):
 class SketchBackend(abc.ABC):
     """Abstract base class of the sketch backends.
 
-    Subclasses set :attr:`name`, :attr:`similarity`, :attr:`score_range` and
-    :attr:`option_defaults`, and implement :meth:`sketch`, :meth:`estimate`,
-    :meth:`privacy` and :meth:`similarity_input`; the registry
-    :data:`dprec.similarity.SKETCH_BACKENDS` lists them by :attr:`name`.
+    Subclasses set `name`, `similarity`, `score_range` and
+    `option_defaults`, and implement [`sketch`][], [`estimate`][],
+    [`privacy`][] and [`similarity_input`][]; the registry
+    `dprec.similarity.SKETCH_BACKENDS` lists them by `name`.
     """
 
     #: the ``sim_options["name"]`` of the backend
     name: ClassVar[str] = ""
-    #: ``"jaccard"`` or ``"cosine"``: what :meth:`estimate` estimates
+    #: ``"jaccard"`` or ``"cosine"``: what `estimate` estimates
     similarity: ClassVar[str] = ""
     #: width of the range of similarity values (1 for Jaccard, 2 for cosine);
     #: the sensitivity private selectors use for these scores
     score_range: ClassVar[float] = 1.0
-    #: :meth:`from_options` defaults of constructor parameters that have none
+    #: `from_options` defaults of constructor parameters that have none
     option_defaults: ClassVar[dict[str, Any]] = {}
     #: parameters with a ``None`` default (for the deprecated names) that must be given
     required: ClassVar[tuple[str, ...]] = ()
@@ -215,7 +215,7 @@ class SketchBackend(abc.ABC):
     @abc.abstractmethod
     def sketch(self, X, keys=None, columns=None) -> Sketch:
         """Every user's privatised sketch (one row of ``X`` per user; ``columns`` the
-        public keys of its columns, see :func:`check_columns`)."""
+        public keys of its columns, see [`check_columns`][])."""
 
     @abc.abstractmethod
     def estimate(self, S: Sketch, other: Sketch | None = None, clip: bool = True) -> np.ndarray:
@@ -224,14 +224,14 @@ class SketchBackend(abc.ABC):
     def estimate_rows(self, S: Sketch, rows: np.ndarray) -> np.ndarray:
         """``estimate(S[rows], S)``: the rows ``rows`` of the similarity matrix of ``S``
         (without its diagonal of 1), for a model that keeps ``S`` and asks for a block
-        of rows at a time (:class:`~dprec.similarity.rows.SketchRows`).  A backend may
+        of rows at a time ([`SketchRows`][dprec.similarity.SketchRows]).  A backend may
         prepare what depends on ``S`` alone once and reuse it across blocks."""
         return self.estimate(S[rows], S)
 
     @abc.abstractmethod
     def privacy(self) -> LedgerEntry:
         """The guarantee of one release of a user's sketch (component ``"similarity"``),
-        through :meth:`_seeded` (void for an int ``random_state``)."""
+        through `_seeded` (void for an int ``random_state``)."""
 
     @abc.abstractmethod
     def similarity_input(self, ratings: sp.csr_matrix) -> sp.csr_matrix:
@@ -244,11 +244,11 @@ class SketchBackend(abc.ABC):
 
         The noise comes from ``random_state`` only; the public hash functions
         from ``hash_seed``, or, when it is None, from a seed derived one-way
-        (:func:`dprec._rng.derive_seed`) from the same draw: publishing it
+        (`dprec._rng.derive_seed`) from the same draw: publishing it
         reveals nothing of the noise unless ``random_state`` can be guessed.
         The hash seed used is kept in ``hash_seed_`` (public).  With an int
         ``random_state`` both seeds follow from that int, which a brute force over
-        small ints finds from ``hash_seed_``: :meth:`_seeded` voids the entry.
+        small ints finds from ``hash_seed_``: `_seeded` voids the entry.
         """
         entropy = fit_entropy(self.random_state)
         hash_seed = self.hash_seed if self.hash_seed is not None else \
@@ -257,10 +257,10 @@ class SketchBackend(abc.ABC):
         return hash_seed, derive_seed(entropy, "noise")
 
     def _seeded(self, entry: LedgerEntry) -> LedgerEntry:
-        """``entry``, void with the reason :data:`dprec.ledger.SEEDED` when it holds and
-        ``random_state`` is an int (:func:`dprec._rng.is_seeded`): the noise is then a
+        """``entry``, void with the reason `dprec.ledger.SEEDED` when it holds and
+        ``random_state`` is an int (`dprec._rng.is_seeded`): the noise is then a
         function of a seed anyone can guess, and nothing is guaranteed.  Every
-        backend's :meth:`privacy` passes its entry through it, so the entry is void
+        backend's [`privacy`][] passes its entry through it, so the entry is void
         wherever it is charged (a model's accountant, ``release_``, ``LocalKNN``)."""
         if is_seeded(self.random_state) and entry.status is Status.HOLDS:
             return replace(entry, status=Status.VOID,
@@ -268,7 +268,7 @@ class SketchBackend(abc.ABC):
         return entry
 
     def _scope(self) -> tuple[tuple[tuple[np.ndarray, str], ...], tuple[str, ...]]:
-        """``(outside, conditions)`` of the last release (:class:`SketchRelease`): none by
+        """``(outside, conditions)`` of the last release ([`SketchRelease`][]): none by
         default (every user who released is within the guarantee)."""
         return (), ()
 
@@ -278,7 +278,7 @@ class SketchBackend(abc.ABC):
 
     def _current_names(self, deprecated: Mapping[str, Any], stacklevel: int = 4,
                        **given) -> dict[str, Any]:
-        """``given`` (current names) updated with the values passed under :attr:`renamed`
+        """``given`` (current names) updated with the values passed under `renamed`
         names (a ``DeprecationWarning`` each, for the caller ``stacklevel`` frames up);
         any other unknown name is a ``TypeError``."""
         for old, value in deprecated.items():
@@ -291,7 +291,7 @@ class SketchBackend(abc.ABC):
         return given
 
     def __getattr__(self, name: str):
-        """Deprecated attribute names (:attr:`renamed`) read their current attribute."""
+        """Deprecated attribute names (`renamed`) read their current attribute."""
         renamed = type(self).renamed
         if name in renamed:
             warnings.warn(f"{type(self).__name__}.{name} is deprecated, use "
@@ -315,15 +315,15 @@ class SketchBackend(abc.ABC):
         Parameters
         ----------
         ratings : scipy.sparse matrix, users × items
-            E.g. :func:`dprec.datasets.user_item_matrix` of a trainset (not
+            E.g. [`dprec.datasets.user_item_matrix`][] of a trainset (not
             modified).
         columns : 1-D integer array, optional
-            The public key of each item (column), see :func:`check_columns`.
+            The public key of each item (column), see [`check_columns`][].
 
         Returns
         -------
         numpy.ndarray of shape (n_users, n_users), float64.  What was
-        released is kept in ``release_`` (a :class:`SketchRelease`).
+        released is kept in ``release_`` (a [`SketchRelease`][]).
         """
         sims = self.estimate(self.release(ratings, columns))
         np.fill_diagonal(sims, 1.0)
@@ -331,9 +331,9 @@ class SketchBackend(abc.ABC):
 
     def release(self, ratings, columns=None) -> Sketch:
         """Every user's privatised sketch of their rating row (as
-        :meth:`similarity_matrix` makes them), recorded in ``release_``: what a
+        [`similarity_matrix`][] makes them), recorded in ``release_``: what a
         model keeps to estimate its similarity rows on demand
-        (:class:`~dprec.similarity.rows.SketchRows`)."""
+        ([`SketchRows`][dprec.similarity.SketchRows])."""
         sketches = self.sketch(self.similarity_input(as_csr(ratings, "ratings")),
                                columns=columns)
         self.release_ = SketchRelease(self.privacy(), np.asarray(sketches.valid).copy(),
@@ -345,11 +345,11 @@ class SketchBackend(abc.ABC):
         """Build the backend from Surprise-style ``sim_options``.
 
         Keys are the constructor's parameter names (``random_state`` comes
-        separately), plus ``"name"`` (must be :attr:`name` when given) and
+        separately), plus ``"name"`` (must be `name` when given) and
         ``"user_based"`` (must be True).  Parameters not given take the
-        constructor's default, else :attr:`option_defaults`; ``epsilon`` (and
+        constructor's default, else `option_defaults`; ``epsilon`` (and
         ``rating_bound``) have no default: a privacy level is never chosen
-        silently.  Deprecated names (:attr:`renamed`) are read as their
+        silently.  Deprecated names (`renamed`) are read as their
         current names, with a ``DeprecationWarning``.
 
         Raises
@@ -460,7 +460,7 @@ def check_columns(columns, n_columns: int) -> np.ndarray:
 
     The public hash functions and projections are drawn per key, so one item
     gets the same hash values whatever else the data holds.  Give the keys of
-    the raw item ids (:func:`dprec._rng.stable_keys`, what :class:`dprec.PrivateKNN`
+    the raw item ids (`dprec._rng.stable_keys`, what [`dprec.PrivateKNN`][]
     does) whenever the columns are not a fixed public catalogue: an index that
     follows the order of the data would let one user's data change everyone's
     hash functions.
