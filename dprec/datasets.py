@@ -13,8 +13,8 @@ ids as strings (as Surprise's own loaders give them), so the result plugs into
   collaborative signal, generated without a Python loop over ratings.
 * [`user_item_matrix`][] -- a trainset as a ``scipy.sparse.csr_matrix``.
 
-The public datasets are not redistributed with dprec; see the project's data
-README for where to get them and how to cite them.
+The public datasets are not redistributed with dprec; the documentation's
+[data section](../getting_started.md#data) says where to get them and how to cite them.
 """
 
 from __future__ import annotations
