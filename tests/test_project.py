@@ -130,7 +130,7 @@ def run_cli(*args, timeout=600):
 
 def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
     pytest.importorskip("dask.distributed")
-    common = ["cv", "--quick", "--algo", "ppns", "--epsilon", "1", "5", "--n-jobs", "2",
+    common = ["cv", "--quick", "--algo", "ppns", "--epsilons", "1", "5", "--n-jobs", "2",
               "--seed", "3"]          # --quick: synthetic data of 12,000 ratings, 2 folds, k 10
     # the two runs are independent: the local one (loky) goes on while the cluster starts
     with (tmp_path / "local.err").open("w") as err:
