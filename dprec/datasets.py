@@ -27,11 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from surprise import Dataset, Reader, Trainset
+from surprise import Dataset, Reader
 
 from ._environment import IGNORED
-from ._ratings import RatingArrays
+from ._ratings import user_item_matrix
 from ._rng import RandomStateLike, check_random_state
 from ._validation import check_int, check_real
 
@@ -578,45 +577,3 @@ def _cover_items(rng: np.random.Generator, items: np.ndarray, n_items: int) -> n
     items = items.copy()
     items[taken] = rng.permutation(unrated)
     return items
-
-
-# --------------------------------------------------------------------------
-# user_item_matrix()
-# --------------------------------------------------------------------------
-
-def user_item_matrix(trainset: Trainset, threshold: float | None = None) -> sp.csr_matrix:
-    """The ratings of a trainset as a users x items sparse matrix.
-
-    Parameters
-    ----------
-    trainset : surprise.Trainset
-        Rows are inner user ids ``0..n_users-1``, columns inner item ids.
-    threshold : float, optional
-        If given, the 0/1 matrix of the ratings ``>= threshold`` (the pairs
-        "u liked i"); only the ones are stored.
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix of shape (trainset.n_users, trainset.n_items)
-        Without ``threshold``: float64 ratings, with exactly the rated pairs
-        stored (a rating of 0 is an explicit zero).  With ``threshold``: int8
-        ones.  Indices are sorted, without duplicates.
-
-    Raises
-    ------
-    TypeError
-        If ``trainset`` is not a Surprise ``Trainset`` or ``threshold`` not a
-        real number.
-    ValueError
-        If ``threshold`` is NaN or infinite, or the trainset rates a pair
-        twice (a dataset with duplicate rows).
-    """
-    if not isinstance(trainset, Trainset):
-        raise TypeError(f"trainset must be a surprise.Trainset, got {type(trainset).__name__}")
-    if threshold is not None:
-        threshold = check_real(threshold, "threshold")
-    matrix = RatingArrays.from_trainset(trainset).matrix.copy()    # the one conversion
-    if threshold is not None:
-        matrix.data = (matrix.data >= threshold).astype(np.int8)
-        matrix.eliminate_zeros()
-    return matrix
