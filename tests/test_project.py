@@ -168,3 +168,12 @@ def test_readme_commands_work_for_an_offline_newcomer(newcomer_run):
     assert "lower is better" in out
     assert "KNNBasic's algorithm: RMSE equal on every fold" in out
     assert (newcomer_run.repo / "results" / "demo.csv").is_file()
+
+
+def test_the_docs_list_every_command():
+    """The command table of docs/getting_started.md left out frontier and scaling."""
+    from dprec.cli import EXPERIMENTS
+
+    text = ROOT.joinpath("docs", "getting_started.md").read_text()
+    listed = set(re.findall(r"^\| `dprec (\w+)` \|", text, flags=re.M))
+    assert listed == {"demo", "cv", *EXPERIMENTS}
