@@ -25,6 +25,7 @@ from surprise import Trainset
 
 from ._rng import stable_keys
 from ._surprise import raw_ids
+from ._validation import check_real
 
 
 @dataclass(frozen=True)
@@ -218,3 +219,41 @@ def check_unique_pairs(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, 
 
 #: the arrays built (or registered) for each live trainset, by orientation
 _BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def user_item_matrix(trainset: Trainset, threshold: float | None = None) -> sp.csr_matrix:
+    """The ratings of a trainset as a users x items sparse matrix.
+
+    Parameters
+    ----------
+    trainset : surprise.Trainset
+        Rows are inner user ids ``0..n_users-1``, columns inner item ids.
+    threshold : float, optional
+        If given, the 0/1 matrix of the ratings ``>= threshold`` (the pairs
+        "u liked i"); only the ones are stored.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (trainset.n_users, trainset.n_items)
+        Without ``threshold``: float64 ratings, with exactly the rated pairs
+        stored (a rating of 0 is an explicit zero).  With ``threshold``: int8
+        ones.  Indices are sorted, without duplicates.
+
+    Raises
+    ------
+    TypeError
+        If ``trainset`` is not a Surprise ``Trainset`` or ``threshold`` not a
+        real number.
+    ValueError
+        If ``threshold`` is NaN or infinite, or the trainset rates a pair
+        twice (a dataset with duplicate rows).
+    """
+    if not isinstance(trainset, Trainset):
+        raise TypeError(f"trainset must be a surprise.Trainset, got {type(trainset).__name__}")
+    if threshold is not None:
+        threshold = check_real(threshold, "threshold")
+    matrix = RatingArrays.from_trainset(trainset).matrix.copy()    # the one conversion
+    if threshold is not None:
+        matrix.data = (matrix.data >= threshold).astype(np.int8)
+        matrix.eliminate_zeros()
+    return matrix

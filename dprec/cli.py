@@ -14,8 +14,8 @@ from pathlib import Path
 
 from surprise import KNNBasic
 
+from . import __version__, datasets
 from . import _kernels as kernels
-from . import datasets
 from ._plotting import subplots
 from .evaluation import cross_validate_table, dask_client, grid_table, parallel_backend, summarise
 from .experiments._options import (
@@ -28,9 +28,11 @@ from .experiments._options import (
     OptionParser,
     existing_path,
     output_folder,
+    plain_text,
 )
 from .knn import PrivateKNN
 from .ranking import MallowsRanker
+from .selectors import SELECTORS
 from .similarity import EXACT_SIMILARITIES, SKETCH_BACKENDS
 
 #: ``dprec <command> [options]`` runs ``dprec.experiments.<module>.main(options)``
@@ -132,6 +134,15 @@ def _privacy_label(algo, data) -> str:
     return f"ε={algo.epsilon:g} {', '.join(meaning.get(s, s) for s in statuses)}"
 
 
+def default_epsilon(algo: str) -> float | None:
+    """The ε `dprec cv --algo algo` runs at without `--epsilons`: the algorithm's own
+    default (PNCF, PPNS, the corrected PNCF, Mallows), or `None` for an algorithm that
+    takes no ε (it is not private)."""
+    if algo == "mallows":
+        return MallowsRanker().epsilon
+    return getattr(SELECTORS[algo](), "epsilon", None) if algo in SELECTORS else None
+
+
 def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosine",
                  p: float | None = None, neighbourhood: str = "item", seed: int = 0,
                  backend: str = "threads"):
@@ -152,11 +163,20 @@ def run_cv(args: argparse.Namespace) -> int:
         raise ValueError(f"--sim {args.sim} is one of dprec's sketches: Surprise's KNNBasic "
                          f"(--algo knnbasic) takes {', '.join(EXACT_SIMILARITIES)}; use "
                          "--algo topk for the same kNN on a sketch")
+    default = default_epsilon(args.algo)
+    if args.epsilons and default is None:
+        raise ValueError(f"--epsilons is not read by --algo {args.algo}, which is not private "
+                         "(it takes no ε); drop --epsilons, or choose a private algorithm: "
+                         "pncf, pncf_corrected, ppns or mallows")
     data, label = datasets.load_or_synthetic(args.dataset, args.seed, quick=args.quick,
                                              path=args.data_path)
-    epsilons = args.epsilon or [None]
-    print(f"dprec cv: {args.algo} on {label}, {args.folds} folds, ε = "
-          f"{', '.join(str(e) for e in epsilons)}, backend {args.backend}", flush=True)
+    epsilons = args.epsilons or [default]
+    private = default is not None
+    budget = (f"ε = {', '.join(f'{e:g}' for e in epsilons)}" if args.epsilons
+              else f"ε = {default:g} ({args.algo}'s default; --epsilons for others)"
+              if private else "not private (no ε)")
+    print(f"dprec cv: {args.algo} on {label}, {args.folds} folds, {budget}, backend "
+          f"{args.backend}", flush=True)
     configurations = [{"algo": args.algo, "epsilon": epsilon} for epsilon in epsilons]
     # on Dask, a kNN model's blocks of similarity rows are the tasks (the folds run here);
     # the other algorithms send whole folds
@@ -185,13 +205,13 @@ def run_cv(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "cv.csv", index=False)
-    means = table.groupby("epsilon", dropna=False, sort=False)[["rmse", "mae"]].mean()
+    means = table.groupby("epsilon" if private else "algo", sort=False)[["rmse", "mae"]].mean()
     print(means.to_string(float_format=lambda x: f"{x:.4f}"))
     print("RMSE and MAE: lower is better (means over the folds).")
     if len(epsilons) > 1 and means["rmse"].nunique() == 1:
         print(f"The RMSE is the same at every ε: with {args.algo}, ε changes which neighbours "
-              "may be drawn, not the predictions here (see the README's 'Neighbour "
-              "selectors' for why PPNS's accuracy is set by p, not ε).")
+              "may be drawn, not the predictions here (docs/selectors.md says why "
+              "PPNS's accuracy is set by p, not ε).")
     if len(epsilons) > 1:
         plot_cv(table, out / "cv.png")
     print(f"written: {out / 'cv.csv'}")
@@ -214,9 +234,10 @@ def plot_cv(table, path: Path) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The ``dprec`` argument parser: ``demo``, ``cv`` and the experiments."""
     parser = OptionParser(
-        prog="dprec", description=__doc__.split("\n\n")[0],
+        prog="dprec", description=plain_text(__doc__),
         epilog="Every command writes CSV (and PNG) under --out and takes --seed; "
                "--debug anywhere shows a traceback instead of a one-line error.")
+    parser.add_argument("--version", action="version", version=f"dprec {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="command")
     demo = commands.add_parser(
         "demo", help="cross-validate Surprise's KNNBasic next to dprec's algorithms",
@@ -241,8 +262,11 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--sim", type=str.lower, choices=CV_SIMILARITIES, default="cosine",
                     help="similarity of the kNN algorithms: cosine (default), msd, pearson, "
                          "pearson_baseline, or a sketch of dprec's (not with knnbasic)")
-    cv.add_argument("--epsilon", type=EPSILON, nargs="+", metavar="E",
-                    help="privacy budgets, one run each (pncf, ppns, pncf_corrected, mallows)")
+    cv.add_argument("--epsilons", type=EPSILON, nargs="+", metavar="E",
+                    help="privacy budgets, one run each (pncf, pncf_corrected, ppns, "
+                         "mallows; default: the algorithm's, 1)")
+    cv.add_argument("--epsilon", type=EPSILON, nargs="+", dest="epsilons",
+                    help=argparse.SUPPRESS)       # its former name, still read
     cv.add_argument("--k", type=POSITIVE_INT, default=40, quick=10,
                     help="neighbours (default 40; quick 10)")
     cv.add_argument("--p", type=PROBABILITY, default=None,

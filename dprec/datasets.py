@@ -27,10 +27,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from surprise import Dataset, Reader, Trainset
+from surprise import Dataset, Reader
 
-from ._ratings import RatingArrays
+from ._environment import IGNORED
+from ._ratings import user_item_matrix
 from ._rng import RandomStateLike, check_random_state
 from ._validation import check_int, check_real
 
@@ -42,6 +42,7 @@ __all__ = [
     "load",
     "find_lastfm",
     "load_or_synthetic",
+    "read_lastfm",
     "synthetic",
     "user_item_matrix",
 ]
@@ -205,6 +206,15 @@ def _ml100k_candidates(path: str | os.PathLike | None = None) -> list[Path]:
     return candidates
 
 
+def _folder_setting() -> str:
+    """``SURPRISE_DATA_FOLDER`` in the loaders' messages: its value, why it was ignored at
+    import (the words of that warning), or that it is not set."""
+    folder = os.environ.get("SURPRISE_DATA_FOLDER")
+    if folder is not None:
+        return f"SURPRISE_DATA_FOLDER={folder!r}"
+    return IGNORED or "SURPRISE_DATA_FOLDER is not set, so Surprise uses ~/.surprise_data"
+
+
 def _find_ml100k(path: str | os.PathLike | None = None) -> Path:
     """The first existing `_ml100k_candidates` file, or [`DatasetUnavailable`][]."""
     candidates = _ml100k_candidates(path)
@@ -216,11 +226,8 @@ def _find_ml100k(path: str | os.PathLike | None = None) -> Path:
         raise DatasetUnavailable(
             f"MovieLens 100k is not at the path given (--data-path): no file at {tried}; "
             "give MovieLens 100k's u.data or a folder containing it")
-    folder = os.environ.get("SURPRISE_DATA_FOLDER")
-    setting = f"SURPRISE_DATA_FOLDER={folder!r}" if folder is not None else (
-        "SURPRISE_DATA_FOLDER is not set, so Surprise uses ~/.surprise_data")
     raise DatasetUnavailable(
-        f"MovieLens 100k is not available offline: no file at {tried} ({setting}). "
+        f"MovieLens 100k is not available offline: no file at {tried} ({_folder_setting()}). "
         "dprec never downloads it. Set SURPRISE_DATA_FOLDER, before surprise is first "
         "imported, to a folder containing ml-100k/ml-100k/u.data (the layout of GroupLens' "
         "ml-100k.zip extracted into <folder>/ml-100k), or pass path=... to load() "
@@ -233,11 +240,16 @@ def _load_ml100k(path: str | os.PathLike | None) -> Dataset:
     from surprise.builtin_datasets import BUILTIN_DATASETS
 
     builtin = _surprise_builtin_ml100k()
-    if path is None and builtin is not None and file == builtin:
-        # The file exists, so Surprise reads it and neither prompts nor downloads.
-        return Dataset.load_builtin("ml-100k", prompt=False)
-    # Same reader as the builtin (tab separated, scale 1-5): same Dataset.
-    return Dataset.load_from_file(str(file), Reader(**BUILTIN_DATASETS["ml-100k"].reader_params))
+    try:
+        if path is None and builtin is not None and file == builtin:
+            # The file exists, so Surprise reads it and neither prompts nor downloads.
+            return Dataset.load_builtin("ml-100k", prompt=False)
+        # Same reader as the builtin (tab separated, scale 1-5): same Dataset.
+        return Dataset.load_from_file(str(file),
+                                      Reader(**BUILTIN_DATASETS["ml-100k"].reader_params))
+    except ValueError as error:          # Surprise's parse error, UnicodeDecodeError
+        raise ValueError(f"{file} is not MovieLens 100k's u.data (tab-separated user, item, "
+                         f"rating, timestamp): {error}") from None
 
 
 def _lastfm_candidates(path: str | os.PathLike | None = None) -> list[Path]:
@@ -263,23 +275,42 @@ def find_lastfm(path: str | os.PathLike | None = None) -> Path:
     raise DatasetUnavailable(
         f"HetRec 2011 Last.fm is not available offline: no file at {tried} "
         f"(DPREC_LASTFM={os.environ.get('DPREC_LASTFM')!r}, "
-        f"SURPRISE_DATA_FOLDER={os.environ.get('SURPRISE_DATA_FOLDER')!r}). "
+        f"{_folder_setting()}). "
         "Pass path= (user_artists.dat or the hetrec2011-lastfm-2k folder), set DPREC_LASTFM, "
         "or put hetrec2011-lastfm-2k/ next to the SURPRISE_DATA_FOLDER folder."
     )
 
 
-def _load_lastfm(path: str | os.PathLike | None) -> Dataset:
+def read_lastfm(path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """HetRec Last.fm's `user_artists.dat` ([`find_lastfm`][] of `path`) as text:
+    its columns ``userID``, ``artistID`` and ``weight`` (the play count), stripped.
+
+    Raises
+    ------
+    DatasetUnavailable
+        When there is no such file.
+    ValueError
+        For a file that is not it (other columns, not tab-separated text), naming it.
+    """
     file = find_lastfm(path)
-    raw = pd.read_csv(file, sep="\t", dtype=str, encoding="utf-8")
-    raw.columns = [c.strip() for c in raw.columns]
     expected = ["userID", "artistID", "weight"]
+    try:
+        raw = pd.read_csv(file, sep="\t", dtype=str, encoding="utf-8")
+    except ValueError as error:          # pandas' ParserError, UnicodeDecodeError
+        raise ValueError(f"{file} is not HetRec Last.fm's user_artists.dat (tab-separated "
+                         f"columns {expected}): {error}") from None
+    raw.columns = [c.strip() for c in raw.columns]
     if list(raw.columns[:3]) != expected:
         raise ValueError(f"{file} does not look like HetRec user_artists.dat: "
                          f"columns {list(raw.columns)}, expected {expected}")
-    users = raw["userID"].str.strip().astype(object)
-    items = raw["artistID"].str.strip().astype(object)
-    counts = pd.to_numeric(raw["weight"].str.strip(), errors="raise")
+    return raw[expected].apply(lambda column: column.str.strip())
+
+
+def _load_lastfm(path: str | os.PathLike | None) -> Dataset:
+    raw = read_lastfm(path)
+    users = raw["userID"].astype(object)
+    items = raw["artistID"].astype(object)
+    counts = pd.to_numeric(raw["weight"], errors="raise")
     ratings = lastfm_ratings(users, counts)
     frame = pd.DataFrame({"user": users, "item": items, "rating": ratings.astype(np.float64)})
     return Dataset.load_from_df(frame, Reader(rating_scale=(1, 5)))
@@ -546,45 +577,3 @@ def _cover_items(rng: np.random.Generator, items: np.ndarray, n_items: int) -> n
     items = items.copy()
     items[taken] = rng.permutation(unrated)
     return items
-
-
-# --------------------------------------------------------------------------
-# user_item_matrix()
-# --------------------------------------------------------------------------
-
-def user_item_matrix(trainset: Trainset, threshold: float | None = None) -> sp.csr_matrix:
-    """The ratings of a trainset as a users x items sparse matrix.
-
-    Parameters
-    ----------
-    trainset : surprise.Trainset
-        Rows are inner user ids ``0..n_users-1``, columns inner item ids.
-    threshold : float, optional
-        If given, the 0/1 matrix of the ratings ``>= threshold`` (the pairs
-        "u liked i"); only the ones are stored.
-
-    Returns
-    -------
-    scipy.sparse.csr_matrix of shape (trainset.n_users, trainset.n_items)
-        Without ``threshold``: float64 ratings, with exactly the rated pairs
-        stored (a rating of 0 is an explicit zero).  With ``threshold``: int8
-        ones.  Indices are sorted, without duplicates.
-
-    Raises
-    ------
-    TypeError
-        If ``trainset`` is not a Surprise ``Trainset`` or ``threshold`` not a
-        real number.
-    ValueError
-        If ``threshold`` is NaN or infinite, or the trainset rates a pair
-        twice (a dataset with duplicate rows).
-    """
-    if not isinstance(trainset, Trainset):
-        raise TypeError(f"trainset must be a surprise.Trainset, got {type(trainset).__name__}")
-    if threshold is not None:
-        threshold = check_real(threshold, "threshold")
-    matrix = RatingArrays.from_trainset(trainset).matrix.copy()    # the one conversion
-    if threshold is not None:
-        matrix.data = (matrix.data >= threshold).astype(np.int8)
-        matrix.eliminate_zeros()
-    return matrix

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from .ledger_entries import TIGHT_DELTA, Status
+from .ledger_entries import APPLIES_TO, TIGHT_DELTA, Status
 
 __all__ = ["report_text"]
 
@@ -56,17 +56,25 @@ def report_text(accountant) -> str:
     if not entries:
         lines.append("No private mechanism ran.")
     for index, entry in enumerate(entries):
-        counts = accountant.applications(index)
-        applied = f"{np.median(counts):g} / {counts.max()} per user (median / max)"
         lines.append(f"- {entry.component}: {entry.mechanism}: ε = {entry.epsilon:.4g}, "
                      f"δ = {entry.delta:.3g} per application ({entry.unit}), "
-                     f"{entry.status}; applied {applied}")
+                     f"{entry.status}; {_applied_text(entry, accountant.applications(index))}")
         if entry.note:
             lines.append(f"    {entry.note}")
     for unit in accountant.units():
         lines.extend(_unit_lines(accountant, unit, guarantee))
     lines.extend(f"Note: {note}" for note in accountant.notes)
     return "\n".join(lines)
+
+
+def _applied_text(entry, counts: np.ndarray) -> str:
+    """Whom ``entry`` is applied to and how often it was, e.g. "applied to every candidate
+    of a neighbour set another user asks for; so far 2 times to the median user, 7 to the
+    most exposed"."""
+    median = float(np.median(counts))
+    return (f"applied to {APPLIES_TO[entry.applies_to]}; so far {median:g} time"
+            f"{'' if median == 1 else 's'} to the median user, {counts.max()} to the most "
+            "exposed")
 
 
 def _applied(accountant, unit) -> list[int]:

@@ -36,8 +36,9 @@ def test_cli_parses_valid_arguments(command, data):
         expected[option.lstrip("-").replace("-", "_")] = value
     if command == "cv" and data.draw(st.booleans()):
         epsilons = data.draw(st.lists(st.floats(0.01, 100.0), min_size=1, max_size=4))
-        argv += ["--epsilon", *map(str, epsilons)]
-        expected["epsilon"] = epsilons
+        flag = data.draw(st.sampled_from(["--epsilons", "--epsilon"]))  # its former name
+        argv += [flag, *map(str, epsilons)]
+        expected["epsilons"] = epsilons
     if command == "demo" and data.draw(st.booleans()):
         argv.append("--quick")
         expected["quick"] = True
@@ -52,7 +53,7 @@ def test_cli_parses_valid_arguments(command, data):
 @given(st.sampled_from([
     (["demo", "--folds", "two"], "--folds"), (["demo", "--k", "4.5"], "--k"),
     (["demo", "--dataset", "movielens"], "--dataset"), (["cv", "--algo", "svd"], "--algo"),
-    (["cv", "--epsilon", "one"], "--epsilon"), (["cv", "--backend", "ray"], "--backend"),
+    (["cv", "--epsilons", "one"], "--epsilons"), (["cv", "--backend", "ray"], "--backend"),
     (["cv", "--neighbourhood", "both"], "--neighbourhood"), (["cv", "--p", "x"], "--p"),
     (["demo", "--seed"], "--seed"), (["bogus"], "command"), ([], "command"),
     (["cv", "--bogus", "1"], "--bogus"),
@@ -65,8 +66,9 @@ def test_cli_rejects_malformed_arguments(case):
 
 @pytest.mark.parametrize("argv", [
     ["demo", "--k", "0"], ["demo", "--folds", "1"], ["demo", "--n-jobs", "0"],
-    ["cv", "--k", "-3"], ["cv", "--folds", "0"], ["cv", "--epsilon", "0"],
-    ["cv", "--epsilon", "nan"], ["cv", "--p", "1.5"], ["cv", "--seed", "-1"],
+    ["cv", "--k", "-3"], ["cv", "--folds", "0"], ["cv", "--epsilons", "0"],
+    ["cv", "--epsilons", "nan"], ["cv", "--p", "1.5"], ["cv", "--seed", "-1"],
+    ["cv", "--epsilon", "0"],
 ])
 def test_cli_rejects_out_of_range_numbers(argv):
     message = parse_error(argv)

@@ -22,6 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import fuzz
 
+import dprec
 from dprec import cli, datasets
 from dprec.experiments import _options as OPTIONS
 from dprec.experiments import (
@@ -119,7 +120,7 @@ def test_an_unusable_output_folder_is_refused_before_the_run(command, folder):
     ["endtoend", "--targets", "0"], ["selectors", "--quick", "--ks", "0"],
     ["frontier", "--quick", "--folds", "1"], ["backends", "--quick", "--folds", "0"],
     ["sjlt", "--quick", "--reps", "0"], ["sketches", "--quick", "--reps", "0"],
-    ["sketches", "--quick", "--lastfm", "/nonexistent"],
+    ["sketches", "--quick", "--dataset", "lastfm", "--data-path", "/nonexistent"],
     ["demo", "--data-path", "/nonexistent/u.data"], ["ranking", "--folds", "1"],
     ["sjlt", "--reps", "-1"], ["scaling", "--epsilons", "nan"], ["audit", "--seed", "-1"],
     ["frontier", "--inner-folds", "1"], ["attack", "--n-known", "0"],
@@ -131,8 +132,8 @@ def test_invalid_values_are_refused_at_parse_time(argv):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["cv", "--epsilon", "abc"],
-     "dprec cv: error: argument --epsilon: expected a finite number > 0, got 'abc'"),
+    (["cv", "--epsilons", "abc"],
+     "dprec cv: error: argument --epsilons: expected a finite number > 0, got 'abc'"),
     (["ranking", "--folds", "1"],
      "dprec ranking: error: argument --folds: expected a number of folds >= 2, got '1'"),
     (["sjlt", "--reps", "-1"],
@@ -291,9 +292,9 @@ def test_malformed_values_are_one_line_and_exit_2(command, data):
     if data.draw(st.booleans()):
         argv.insert(1, "--quick")
     message = usage_error(argv)
-    # a value argparse takes for an option ("-1e+16") ends the list before it
-    assert message.startswith(f"dprec {command}: error: argument {flag}: ") or message == (
-        f"dprec {command}: error: unrecognized arguments: {value}"), message
+    # a negative number is a value, "-1e+16" and "-inf" included (argparse took them for
+    # options: "expected one argument", or "unrecognized arguments" after a valid value)
+    assert message.startswith(f"dprec {command}: error: argument {flag}: "), message
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -313,3 +314,121 @@ def test_the_installed_command_prints_one_line():
         out, err = process.communicate(timeout=120)
         assert process.returncode == 2 and err.count("\n") == 1, err
         assert "Traceback" not in err and out == ""
+
+
+# ---------------------------------------------------------------------------
+# issue #37: the command line's consistency, each a regression test
+# ---------------------------------------------------------------------------
+
+def stop_at(name: str):
+    """A stand-in for the function `name` where a run starts: raises `RunStarted`."""
+    def stop(*args, **kwargs):
+        raise RunStarted(name)
+    return stop
+
+
+def checked_error(argv: list[str], module, name: str = "run") -> str:
+    """The one-line error of `dprec argv` caught after parsing, before `module.name` (the
+    run) starts: exit status 2, no traceback."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, name, stop_at(name))
+        status, err = run_main(argv)
+    assert status == 2 and err.count("\n") == 1 and "Traceback" not in err, (argv, err)
+    return err.strip()
+
+
+@pytest.mark.parametrize("argv", [
+    ["frontier", "--epsilons", "-1e+16"], ["frontier", "--epsilons", "1", "-1e+16"],
+    ["cv", "--epsilons", "-inf"], ["endtoend", "--epsilons", "2", "-1E5"],
+    ["selectors", "--ks", "-1e+16"], ["scaling", "--epsilons", "-.5e-3"],
+])
+def test_a_negative_number_in_scientific_notation_is_a_value(argv):
+    """argparse read "-1e+16" as an option: "expected at least one argument", or
+    "unrecognized arguments" after a valid value, instead of the value's check."""
+    message = usage_error(argv)
+    assert message == (f"dprec {argv[0]}: error: argument {argv[1]}: expected "
+                       f"{'a whole number >= 1' if argv[1] == '--ks' else 'a finite number > 0'}"
+                       f", got '{argv[-1]}'")
+
+
+@pytest.mark.parametrize("content", [b"root:x:0:0:root:/root:/bin/bash\n", b"\x7fELF\xd0\x00\xff"])
+def test_sketches_checks_a_wrong_lastfm_file_before_the_run(tmp_path, content):
+    """A file that is not Last.fm's failed after the synthetic part, with a KeyError."""
+    wrong = tmp_path / "user_artists.dat"
+    wrong.write_bytes(content)
+    message = checked_error(["sketches", "--quick", "--dataset", "lastfm", "--data-path",
+                             str(wrong), "--out", str(tmp_path)], jaccard_sketches)
+    assert message.startswith(f"dprec sketches: error: {wrong} "), message
+    assert "user_artists.dat" in message.split(str(wrong), 1)[1], message
+
+
+def test_sketches_reads_one_dataset_from_data_path_as_the_others_do(tmp_path):
+    message = checked_error(["sketches", "--data-path", __file__, "--out", str(tmp_path)],
+                            jaccard_sketches)
+    assert message == ("dprec sketches: error: argument --data-path: the file of one dataset: "
+                       "add --dataset lastfm or --dataset ml-100k")
+    assert "--dataset {auto,lastfm,ml-100k,synthetic}" in parser_of("sketches").format_usage()
+
+
+@pytest.mark.parametrize("given", [["--dataset", "ml-100k"], ["--data-path", __file__],
+                                   ["--quick", "--dataset", "synthetic"]])
+def test_endtoend_refuses_a_dataset_its_ml_1m_shape_would_not_read(given, tmp_path):
+    message = checked_error(["endtoend", "--shape", "ml-1m", *given, "--out", str(tmp_path)],
+                            end_to_end)
+    assert message.startswith("dprec endtoend: error: argument --shape: ml-1m is synthetic "
+                              "data of MovieLens 1M's shape, so --dataset and --data-path are "
+                              "not read"), message
+
+
+@pytest.mark.parametrize("argv", [["--quick", "--shape", "ml-1m"],
+                                  ["--shape", "ml-1m", "--attack", "--dataset", "ml-100k"]])
+def test_endtoend_runs_ml_1m_where_every_option_is_read(argv, tmp_path):
+    with pytest.MonkeyPatch.context() as patch, pytest.raises(RunStarted):
+        patch.setattr(end_to_end, "synthetic", stop_at("synthetic"))
+        run_main(["endtoend", *argv, "--out", str(tmp_path)])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--min-users", "500", "--max-users", "100"], "argument --min-users: 500 is above "
+     "--max-users 100, so no shape is between them; give --min-users <= --max-users"),
+    (["--quick", "--min-users", "500", "--max-users", "100"], "argument --min-users: 500 is "
+     "above --max-users 100, so no shape is between them; give --min-users <= --max-users"),
+    (["--min-users", "7000", "--max-users", "10000"], "argument --min-users: no shape has "
+     "7000 to 10000 users (they have 943 (MovieLens 100k), 6040, 20000, 69878); widen the "
+     "range"),
+])
+def test_scaling_checks_its_range_of_users(argv, message, tmp_path):
+    """--min-users above --max-users ran (and an empty range crashed with a KeyError)."""
+    assert checked_error(["scaling", *argv, "--out", str(tmp_path)], users_scaling) == (
+        f"dprec scaling: error: {message}")
+
+
+def test_cv_runs_a_private_algorithm_at_its_default_epsilon_and_says_so(tmp_path, capsys):
+    """Without --epsilons, `dprec cv` printed "ε = None" and wrote an empty epsilon column
+    though PPNS ran at ε = 1, and ran Mallows without privacy (epsilon=None)."""
+    seen: list = []
+
+    def record(configurations, make, data, n_folds, **options):
+        seen.extend((c["epsilon"], make(**c).epsilon) for c in configurations)
+        raise RunStarted("grid_table")
+
+    for algo in ("ppns", "mallows"):
+        with pytest.MonkeyPatch.context() as patch, pytest.raises(RunStarted):
+            patch.setattr(cli, "grid_table", record)
+            cli.main(["cv", "--quick", "--algo", algo, "--out", str(tmp_path)])
+        assert f"folds, ε = 1 ({algo}'s default; --epsilons for others)" in \
+            capsys.readouterr().out
+    assert seen == [(1.0, 1.0), (1.0, 1.0)]
+    message = checked_error(["cv", "--quick", "--algo", "topk", "--epsilons", "1", "--out",
+                             str(tmp_path)], cli, "grid_table")
+    assert message.startswith("dprec cv: error: --epsilons is not read by --algo topk, which "
+                              "is not private"), message
+
+
+def test_version_and_plain_help(capsys):
+    """No `--version`; the help printed the docstrings' ``dprec`` markup."""
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out == f"dprec {dprec.__version__}\n"
+    helps = [cli.build_parser().format_help(), *(parser_of(c).format_help() for c in COMMANDS)]
+    assert not [text for text in helps if "`" in text]

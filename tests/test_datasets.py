@@ -241,6 +241,36 @@ def test_load_ml100k_offline_error_in_fresh_interpreter(tmp_path):
     assert list(tmp_path.iterdir()) == []  # no download attempted
 
 
+def test_an_ignored_data_folder_is_said_the_same_way_twice(tmp_path):
+    """An empty SURPRISE_DATA_FOLDER: the import's warning said it was ignored, then the
+    loader said "SURPRISE_DATA_FOLDER is not set"; both now say what was ignored."""
+    env = {**os.environ, "SURPRISE_DATA_FOLDER": "", "HOME": str(tmp_path),
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    code = ("from dprec.datasets import load, DatasetUnavailable\n"
+            "try:\n    load('ml-100k')\n"
+            "except DatasetUnavailable as e:\n    print(e)\n    raise SystemExit(3)\n")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 3, result.stderr
+    said = "SURPRISE_DATA_FOLDER='' is empty: ignored, so Surprise uses ~/.surprise_data"
+    assert said in result.stderr and said in result.stdout, (result.stderr, result.stdout)
+    assert "not set" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("name", ["lastfm", "ml-100k"])
+@pytest.mark.parametrize("content", [b"root:x:0:0:root:/root:/bin/bash\n",
+                                     b"\x7fELF\xd0\x00\xff\n"])
+def test_a_file_that_is_not_the_dataset_is_named(tmp_path, name, content):
+    """A wrong file gave pandas' or Surprise's message ("'utf-8' codec can't decode",
+    "Impossible to parse line") without the file."""
+    wrong = tmp_path / "wrong.dat"
+    wrong.write_bytes(content)
+    with pytest.raises(ValueError) as info:
+        load(name, path=wrong)
+    assert str(info.value).startswith(f"{wrong} "), info.value
+    assert ("user_artists.dat" if name == "lastfm" else "u.data") in str(info.value)
+
+
 @pytest.mark.data
 def test_load_lastfm(lastfm_path):
     data = load("lastfm", path=lastfm_path)

@@ -583,3 +583,41 @@ def test_a_large_epsilon_is_reported_by_basic_composition(split, epsilon):
     assert "(basic composition is the bound here: an entry's ε" in text
     with pytest.warns(RuntimeWarning, match="basic composition is returned"):
         assert report.tight_epsilon(Unit.RATING) == report.total(Unit.RATING)[0]
+
+
+# ------------------------------ issue #37, point 8: the report says what the user passed
+def test_the_report_states_the_epsilon_given_and_how_it_is_split(split):
+    """PPNS at epsilon=1 reported ε = 0.5 with nothing saying why: the header now names
+    the epsilon given, the entry its share, and the worst user's ε is that share times
+    the applications the entry line counts."""
+    trainset, testset = split
+    ppns = PrivateKNN(k=5, selector="ppns", epsilon=1.0, verbose=False).fit(trainset)
+    ppns.test(testset[:1])
+    report = ppns.privacy_report()
+    text = str(report)
+    assert text.startswith("Privacy report: PrivateKNN(selector='ppns', epsilon=1, ")
+    (entry,) = report.entries
+    assert entry.epsilon == 0.5 and entry.note.startswith(
+        "ε/2 of epsilon = 1, per neighbour set: PPNS draws with PNCF's weights")
+    most = int(report.applications(0).max())
+    assert most == 1 and report.total() == (0.5 * most, 0.0)
+    assert (f"applied to every candidate of a neighbour set another user asks for; so far "
+            f"{np.median(report.applications(0)):g} time") in text
+    assert f"{most} to the most exposed" in text and "(median / max)" not in text
+    pncf = PrivateKNN(k=5, selector="pncf", epsilon=3.0, verbose=False).fit(trainset)
+    notes = [entry.note for entry in pncf.privacy_report().entries]
+    assert [note.split(";")[0] for note in notes] == [
+        "ε/2 of epsilon = 3, per neighbour set (the other half: the perturbed similarities)",
+        "ε/2 of epsilon = 3, per chosen similarity (the other half: the selection)"]
+
+
+def test_a_seeded_report_names_the_seed_only_where_noise_ran(split):
+    """Top-k draws no noise: its report says nothing of a seed; a seeded sketch does."""
+    trainset, testset = split
+    for selector in ("topk", "probabilistic"):
+        algo = PrivateKNN(k=5, selector=selector, random_state=0, verbose=False).fit(trainset)
+        algo.test(testset[:5])
+        assert "seed" not in str(algo.privacy_report())
+    sketched = PrivateKNN(k=5, sim_options=_sjlt(1.0), random_state=0,
+                          verbose=False).fit(trainset)
+    assert "seeded noise (random_state is an int)" in str(sketched.privacy_report())

@@ -265,13 +265,15 @@ Guarantee for everything the model releases: none (ε = ∞).
   not covered: predictions: raw ratings
   neighbour lists: covered only by entries that do not hold (as published, void)
 - similarity: laplace (x): ε = 1, δ = 0 per application (one item of a user's set), holds; \
-applied 1 / 1 per user (median / max)
+applied to the releasing user, once per fit; so far 1 time to the median user, 1 to the most \
+exposed
     the argument
 - selector: exponential (y): ε = 0.5, δ = 0.1 per application (one rating), as published; \
-applied 1 / 2 per user (median / max)
+applied to every candidate of a neighbour set another user asks for; so far 1 time to the \
+median user, 2 to the most exposed
     a reason
-- selector: z: ε = 1, δ = 0 per application (one rating), void; applied 0 / 0 per user \
-(median / max)
+- selector: z: ε = 1, δ = 0 per application (one rating), void; applied to every neighbour \
+chosen for another user's query; so far 0 times to the median user, 0 to the most exposed
 Per user, composed (one item of a user's set): worst ε = 1, δ = 0 (holds for the \
 similarity entries only: no end-to-end guarantee); median ε = 1
     outside the guarantee, ε = ∞ (who they are depends on the data: out_of_scope_users() \

@@ -130,7 +130,7 @@ def run_cli(*args, timeout=600):
 
 def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
     pytest.importorskip("dask.distributed")
-    common = ["cv", "--quick", "--algo", "ppns", "--epsilon", "1", "5", "--n-jobs", "2",
+    common = ["cv", "--quick", "--algo", "ppns", "--epsilons", "1", "5", "--n-jobs", "2",
               "--seed", "3"]          # --quick: synthetic data of 12,000 ratings, 2 folds, k 10
     # the two runs are independent: the local one (loky) goes on while the cluster starts
     with (tmp_path / "local.err").open("w") as err:
@@ -168,3 +168,12 @@ def test_readme_commands_work_for_an_offline_newcomer(newcomer_run):
     assert "lower is better" in out
     assert "KNNBasic's algorithm: RMSE equal on every fold" in out
     assert (newcomer_run.repo / "results" / "demo.csv").is_file()
+
+
+def test_the_docs_list_every_command():
+    """The command table of the docs (docs/command_line.md) left out frontier and scaling."""
+    from dprec.cli import EXPERIMENTS
+
+    text = ROOT.joinpath("docs", "command_line.md").read_text()
+    listed = set(re.findall(r"^\| `(\w+)` \|", text, flags=re.M))
+    assert listed == {"demo", "cv", *EXPERIMENTS}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,18 +22,38 @@ MAX_SEED = 2**32 - 1
 _NO_QUICK = object()
 
 
+class _NegativeNumber:
+    """argparse's test of whether an argument that starts with `-` is a value (a negative
+    number) rather than an option: any number `float` reads. argparse's own pattern
+    takes `-1` and `-1.5` only, so `--epsilons -1e+16` read `-1e+16` as an option and
+    answered "expected one argument" instead of checking the value."""
+
+    @staticmethod
+    def match(text: str) -> bool:
+        """Whether `text` is `-` followed by a number (`-1e+16`, `-inf`, `-.5`)."""
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return text.startswith("-")
+
+
 class OptionParser(argparse.ArgumentParser):
     """An argparse parser whose usage errors are one line, `<prog>: error: <message>`,
     with exit status 2 (argparse prints its usage block first).
 
     `add_argument(..., quick=value)` gives an option another default under `--quick`;
-    a value the user gives wins over both. After parsing, `--data-path` with synthetic
-    data (`--quick` or `--dataset synthetic`) is refused: the path would not be read.
+    a value the user gives wins over both (`left_out` holds, after parsing, the
+    options with a `--quick` default that the user did not give). After parsing,
+    `--data-path` with synthetic data (`--quick` or `--dataset synthetic`) is refused:
+    the path would not be read. Every negative number is a value, `-1e+16` included.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.quick_defaults: dict[str, tuple[Any, Any]] = {}
+        self.left_out: set[str] = set()
+        self._negative_number_matcher = _NegativeNumber()
 
     def error(self, message: str):
         """Print `<prog>: error: <message>` (one line, no usage block); exit with 2."""
@@ -53,9 +74,11 @@ class OptionParser(argparse.ArgumentParser):
         `--quick` default under `--quick`) and check the options read together."""
         namespace, rest = super().parse_known_args(args, namespace)
         quick = getattr(namespace, "quick", False)
-        for dest, (default, quick_default) in self.quick_defaults.items():
-            if getattr(namespace, dest, None) is None:
-                setattr(namespace, dest, quick_default if quick else default)
+        self.left_out = {dest for dest in self.quick_defaults
+                         if getattr(namespace, dest, None) is None}
+        for dest in self.left_out:
+            default, quick_default = self.quick_defaults[dest]
+            setattr(namespace, dest, quick_default if quick else default)
         if getattr(namespace, "data_path", None) is not None \
                 and getattr(namespace, "dataset", None) == "synthetic":
             self.error("argument --data-path: not read on synthetic data (--quick or "
@@ -123,11 +146,23 @@ def output_folder(text: str) -> str:
     return text
 
 
+def plain_text(doc: str) -> str:
+    """The first paragraph of the docstring `doc` as plain text, for `--help`: the code
+    spans, cross-references and roles of docstrings are printed as their text (a name in
+    single or double backticks, a Markdown reference `[name][dprec.name]`, a Sphinx role
+    with a `~` path: the name alone)."""
+    text = doc.strip().split("\n\n")[0]
+    text = re.sub(r"\[`?([^`\]]+)`?\]\[[^\]]*\]", r"\1", text)
+    text = re.sub(r":\w+:`(~?)([^`]+)`",
+                  lambda m: m[2].rsplit(".", 1)[-1] if m[1] else m[2], text)
+    return re.sub(r"``([^`]+)``|`([^`]+)`", lambda m: m[1] or m[2], text)
+
+
 def experiment_parser(prog: str | None, doc: str, out: str, **options) -> OptionParser:
     """An experiment's command line: described by the first paragraph of its module's
-    docstring `doc`, with the options every experiment shares (`add_common_options`:
-    `out` the default folder, `options` its keywords)."""
-    parser = OptionParser(prog=prog, description=doc.split("\n\n")[0])
+    docstring `doc` (`plain_text`), with the options every experiment shares
+    (`add_common_options`: `out` the default folder, `options` its keywords)."""
+    parser = OptionParser(prog=prog, description=plain_text(doc))
     add_common_options(parser, out, **options)
     return parser
 

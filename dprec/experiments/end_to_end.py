@@ -210,6 +210,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help="a small run: synthetic 300 users, 2 folds, ε ∈ {1, 10} (the "
                              "options given win)")
     args = parser.parse_args(argv)
+    if args.shape == "ml-1m" and not args.attack and (
+            "dataset" not in parser.left_out or args.data_path is not None):
+        parser.error("argument --shape: ml-1m is synthetic data of MovieLens 1M's shape, so "
+                     "--dataset and --data-path are not read (only --attack runs on them); "
+                     "drop them, or --shape ml-1m")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.shape == "ml-1m":

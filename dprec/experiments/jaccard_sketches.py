@@ -225,9 +225,7 @@ def _rows_to_sets(users: np.ndarray, items: np.ndarray) -> sp.csr_matrix:
 
 def lastfm_sets(path: str | os.PathLike | None = None, top: int = 20) -> sp.csr_matrix:
     """Each HetRec Last.fm user's ``top`` most played artists (users with at least ``top``)."""
-    file = datasets.find_lastfm(path)
-    raw = pd.read_csv(file, sep="\t")
-    raw.columns = [c.strip() for c in raw.columns]
+    raw = datasets.read_lastfm(path).apply(pd.to_numeric)
     raw = raw.sort_values(["userID", "weight", "artistID"], ascending=[True, False, True])
     raw = raw.groupby("userID", sort=False).head(top)
     counts = raw.groupby("userID")["artistID"].transform("size")
@@ -315,18 +313,42 @@ def recall_table(name: str, sets: sp.csr_matrix, tau: int, ks: Sequence[int],
     return pd.DataFrame(rows)
 
 
-def real_data(ks, epsilons, bs, reps, seed, lastfm=None, movielens=None,
-              verbose=True) -> pd.DataFrame:
-    """Both datasets; a dataset that is absent is skipped with a message."""
-    tables = []
-    loaders = [("lastfm-top20", lambda: lastfm_sets(lastfm), 20),
-               ("ml-100k-liked", lambda: movielens_sets(movielens), 50)]
-    for name, load, tau in loaders:
+#: (b)'s real datasets: `--dataset` name -> (label, reader of the sets, τ)
+REAL_DATA = {"lastfm": ("lastfm-top20", lastfm_sets, 20),
+             "ml-100k": ("ml-100k-liked", movielens_sets, 50)}
+
+
+def real_sets(dataset: str = "auto", path: str | os.PathLike | None = None
+              ) -> list[tuple[str, sp.csr_matrix, int]]:
+    """`(label, sets, τ)` of (b)'s real data, read before any run: `"auto"` both
+    datasets, each when a local copy is found (one that is absent is skipped, saying so);
+    `"lastfm"` or `"ml-100k"` that one, from `path` when given; `"synthetic"` none.
+
+    Raises
+    ------
+    DatasetUnavailable
+        For a dataset named (not `"auto"`) without a local copy.
+    ValueError
+        For a file that is not the dataset named (`dprec.datasets.read_lastfm`).
+    """
+    chosen = {"auto": list(REAL_DATA), "synthetic": []}.get(dataset, [dataset])
+    found = []
+    for key in chosen:
+        label, read, tau = REAL_DATA[key]
         try:
-            sets = load()
+            found.append((label, read(path), tau))
         except datasets.DatasetUnavailable as exc:
-            print(f"skipping {name}: {exc}")
-            continue
+            if dataset != "auto":
+                raise
+            print(f"skipping {label}: {exc}")
+    return found
+
+
+def real_data(ks, epsilons, bs, reps, seed, real: Sequence[tuple[str, sp.csr_matrix, int]],
+              verbose=True) -> pd.DataFrame:
+    """The recall table of every `(label, sets, τ)` of `real` (`real_sets`)."""
+    tables = []
+    for name, sets, tau in real:
         start = time.perf_counter()
         tables.append(recall_table(name, sets, tau, ks, epsilons, bs, reps, seed))
         if verbose:
@@ -382,9 +404,12 @@ def plot_recall(summary: pd.DataFrame, path: Path) -> None:
 
 # ------------------------------------------------------------------ entry points
 def run(out: str | os.PathLike = "results/sketches", quick: bool = False, seed: int = 0,
-        reps: int | None = None, lastfm: str | None = None, movielens: str | None = None,
+        reps: int | None = None, real: Sequence[tuple[str, sp.csr_matrix, int]] | None = None,
         verbose: bool = True) -> pd.DataFrame:
     """Run (a) and (b), write the CSVs and figures; return the MAE table of (a).
+
+    ``real``: (b)'s data, `(label, sets, τ)` (default: `real_sets()`, every real dataset
+    that is found).
 
     ``quick``: τ ∈ {50, 250}, K ∈ {10, 50, 100, 200}, ε ∈ {2, 8}, 30
     repetitions in (a); K ∈ {50, 200}, ε ∈ {4, 8}, B = 2, one repetition in (b).
@@ -394,10 +419,11 @@ def run(out: str | os.PathLike = "results/sketches", quick: bool = False, seed: 
     if quick:
         grid = dict(taus=(50, 250), ks=(10, 50, 100, 200), epsilons=(2.0, 8.0),
                     reps=reps or 30)
-        real = dict(ks=(50, 200), epsilons=(4.0, 8.0), bs=(2,), reps=1)
+        grid_b = dict(ks=(50, 200), epsilons=(4.0, 8.0), bs=(2,), reps=1)
     else:
         grid = dict(reps=reps or 100)
-        real = dict(ks=(25, 50, 100, 200, 500), epsilons=EPSILONS, bs=BS, reps=5)
+        grid_b = dict(ks=(25, 50, 100, 200, 500), epsilons=EPSILONS, bs=BS, reps=5)
+    real = real_sets() if real is None else real
     if verbose:
         print("(a) synthetic pairs", flush=True)
     mae = mae_table(seed=seed, verbose=verbose, **grid)
@@ -406,7 +432,7 @@ def run(out: str | os.PathLike = "results/sketches", quick: bool = False, seed: 
         plot_mae(mae, cls.name, out / f"mae_{cls.name}.png")
     if verbose:
         print("(b) real data", flush=True)
-    recall = real_data(seed=seed, lastfm=lastfm, movielens=movielens, verbose=verbose, **real)
+    recall = real_data(seed=seed, real=real, verbose=verbose, **grid_b)
     if len(recall):
         summary = summarise_recall(recall)
         summary.to_csv(out / "recall.csv", index=False)
@@ -421,13 +447,22 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a small fast run")
     parser.add_argument("--reps", type=POSITIVE_INT, default=100, quick=30,
                         help="repetitions in (a) (default 100; quick 30)")
-    parser.add_argument("--lastfm", type=existing_path, default=None,
-                        help="HetRec Last.fm user_artists.dat")
-    parser.add_argument("--movielens", type=existing_path, default=None,
-                        help="MovieLens 100k u.data or folder")
+    parser.add_argument("--dataset", choices=("auto", *REAL_DATA, "synthetic"),
+                        default="auto",
+                        help="the real data of recall@10: auto (default): Last.fm and "
+                             "MovieLens 100k, each when a local copy is found (skipped, "
+                             "saying so, when not); lastfm or ml-100k: that one only; "
+                             "synthetic: the synthetic pairs' MAE only, no real data")
+    parser.add_argument("--data-path", type=existing_path, default=None, metavar="PATH",
+                        help="where --dataset lastfm or ml-100k is: Last.fm's "
+                             "user_artists.dat, MovieLens's u.data, or their folder "
+                             "(default: DPREC_LASTFM, SURPRISE_DATA_FOLDER)")
     args = parser.parse_args(argv)
-    mae = run(args.out, quick=args.quick, seed=args.seed, reps=args.reps, lastfm=args.lastfm,
-              movielens=args.movielens)
+    if args.data_path is not None and args.dataset == "auto":
+        parser.error("argument --data-path: the file of one dataset: add --dataset lastfm "
+                     "or --dataset ml-100k")
+    real = real_sets(args.dataset, args.data_path)     # a wrong file fails here, at once
+    mae = run(args.out, quick=args.quick, seed=args.seed, reps=args.reps, real=real)
     view = mae[mae.K.isin([50, 100, 200]) & (mae.tau == mae.tau.max())]
     table = view.pivot_table(index=["mechanism", "B", "epsilon", "J"], columns="K",
                              values="mae", dropna=False).dropna(how="all")

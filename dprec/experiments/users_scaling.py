@@ -125,15 +125,24 @@ def datasets(quick: bool, seed: int, max_users: int | None = None,
                     for s in (0.5, 1.0))
         yield "synthetic 1,200 users", synthetic(1200, 300, 48_000, random_state=seed)
         return
-    if min_users is None or min_users <= 943:
+    ml100k, shapes = chosen_shapes(max_users, min_users)
+    if ml100k:
         base, label = load_or_synthetic("auto", seed)
         for share in ML100K_SHARES:
             yield f"{label}, {share:.0%} of users", subsample_users(base, share, seed)
-    for n_users, n_items, n_ratings in SHAPES:
-        if (max_users is None or n_users <= max_users) and (min_users is None
-                                                              or n_users >= min_users):
-            yield (f"synthetic {n_users:,} × {n_items:,}, {n_ratings:,} ratings",
-                   synthetic(n_users, n_items, n_ratings, random_state=seed))
+    for n_users, n_items, n_ratings in shapes:
+        yield (f"synthetic {n_users:,} × {n_items:,}, {n_ratings:,} ratings",
+               synthetic(n_users, n_items, n_ratings, random_state=seed))
+
+
+def chosen_shapes(max_users: int | None = None, min_users: int | None = None
+                  ) -> tuple[bool, list[tuple[int, int, int]]]:
+    """What a full run reads: whether MovieLens 100k (943 users, kept unless `min_users`
+    is above that), and the synthetic `SHAPES` with `min_users` to `max_users` users."""
+    shapes = [shape for shape in SHAPES
+              if (max_users is None or shape[0] <= max_users)
+              and (min_users is None or shape[0] >= min_users)]
+    return min_users is None or min_users <= 943, shapes
 
 
 def evaluate(algo, trainset, testset) -> tuple[float, float]:
@@ -236,6 +245,15 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help="a small run: synthetic 200 to 1,200 users, ε ∈ {1} (the "
                              "options given win)")
     args = parser.parse_args(argv)
+    low, high = args.min_users, args.max_users
+    if low is not None and high is not None and low > high:
+        parser.error(f"argument --min-users: {low} is above --max-users {high}, so no shape "
+                     "is between them; give --min-users <= --max-users")
+    if not args.quick and chosen_shapes(high, low) == (False, []):
+        window = f"{low} to {high}" if high is not None else f"at least {low}"
+        parser.error(f"argument --min-users: no shape has {window} users (they have 943 "
+                     f"(MovieLens 100k), {', '.join(str(shape[0]) for shape in SHAPES)}); "
+                     "widen the range")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = run(args.quick, tuple(args.epsilons), args.seed, args.max_users,

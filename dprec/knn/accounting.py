@@ -130,7 +130,9 @@ def open_book(trainset, ratings: RatingArrays, *, selector: Selector, k: int,
     """Register what the model may release and charge the sketches' one release: the
     `Book` of a model fitted on `trainset` with these resolved parameters."""
     name = sim_options["name"]
-    model = (f"PrivateKNN(selector={selector.name!r}, similarity {name!r}, "
+    epsilon = getattr(selector, "epsilon", None)      # the selectors that take one
+    given = "" if epsilon is None else f", epsilon={epsilon:g}"
+    model = (f"PrivateKNN(selector={selector.name!r}{given}, similarity {name!r}, "
              f"{neighbourhood} neighbourhood, k={k})")
     accountant = PrivacyAccountant(raw_ids(trainset), budget=budget, model=model,
                                    seeded=is_seeded(random_state))

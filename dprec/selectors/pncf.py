@@ -146,13 +146,16 @@ class PNCF(Selector):
         rs = np.unique(np.asarray(sensitivity if sensitivity is not None else [1.0], float))
         perturbation = max(mechanisms.laplace_epsilon(self.noise_scale(r), float(r), "lattice")
                            for r in rs)
+        given = f"ε/2 of epsilon = {self.epsilon:g}, "
         return [
             LedgerEntry("selector", "exponential (PNCF selection, k draws, truncated)",
                         selection, self.rho, Unit.RATING, Status.AS_PUBLISHED, "candidates",
-                        AS_PUBLISHED_SELECTION),
+                        given + "per neighbour set (the other half: the perturbed "
+                        "similarities); " + AS_PUBLISHED_SELECTION),
             LedgerEntry("selector", "laplace (PNCF perturbed similarities)", perturbation, 0.0,
                         Unit.RATING, Status.AS_PUBLISHED, "chosen",
-                        AS_PUBLISHED_PERTURBATION),
+                        given + "per chosen similarity (the other half: the selection); "
+                        + AS_PUBLISHED_PERTURBATION),
         ]
 
 

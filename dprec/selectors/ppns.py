@@ -67,7 +67,9 @@ class PPNS(Selector):
 
     Privacy, **as published** (reproduced, not guaranteed): ``k`` exponential
     draws of ``ε/(2k)`` each, i.e. ε/2 per neighbour set, relative to one
-    rating of a candidate with score sensitivity ``RS``.  The claim does not
+    rating of a candidate with score sensitivity ``RS`` (PNCF's weights, which
+    give the selection half of ε; PPNS adds no noise for the other half, and
+    the privacy report says so).  The claim does not
     hold for what a model releases: the partitions are cut at exact ranks,
     so one rating moves a candidate across a partition boundary and changes
     its probability by far more than ``e^{ε/2}`` (the exponential weights
@@ -177,7 +179,14 @@ class PPNS(Selector):
         epsilon = exponential_epsilon(normalised_coefficient(self.epsilon, k), sensitivity=1.0,
                                       k=k)
         return [LedgerEntry("selector", "exponential (PPNS selection, k draws)", epsilon, 0.0,
-                            Unit.RATING, Status.AS_PUBLISHED, "candidates", AS_PUBLISHED)]
+                            Unit.RATING, Status.AS_PUBLISHED, "candidates",
+                            SPLIT.format(epsilon=self.epsilon) + AS_PUBLISHED)]
+
+
+#: How PPNS's entry relates to the `epsilon` given (the start of its note).
+SPLIT = ("ε/2 of epsilon = {epsilon:g}, per neighbour set: PPNS draws with PNCF's weights "
+         "exp(ε·sim/(4k·RS)), which give the selection half of ε (PNCF spends the other half "
+         "on noise on the chosen similarities, which PPNS does not add); ")
 
 
 #: Why PPNS's ε/2 is not a guarantee (the reason its entry carries).
