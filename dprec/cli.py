@@ -94,12 +94,6 @@ def demo_algorithms(k: int, seed: int) -> dict:
     }
 
 
-def _say_compiling() -> None:
-    print("compiling dprec's kernels with Numba: once, on the first run after installing "
-          "(about 20 s); cached on disk for the next runs, and not in the timings below",
-          flush=True)
-
-
 def run_demo(args: argparse.Namespace) -> int:
     """``dprec demo``: cross-validate KNNBasic and dprec's algorithms; prints the
     report and writes ``demo.csv``."""
@@ -107,8 +101,15 @@ def run_demo(args: argparse.Namespace) -> int:
                                              path=args.data_path)
     print(f"dprec demo: {args.folds}-fold cross-validation on {label}, k={args.k}", flush=True)
     algorithms = demo_algorithms(args.k, args.seed)
-    compiled = []           # not empty once the warm-up had to compile (no disk cache yet)
-    seconds = kernels.warm_up(compiling=lambda: compiled.append(_say_compiling()))
+    compiled = []
+
+    def compiling() -> None:          # the warm-up has to compile: no disk cache yet
+        compiled.append(True)
+        print("compiling dprec's kernels with Numba: once, on the first run after installing "
+              "(about 20 s); cached on disk for the next runs, and not in the timings below",
+              flush=True)
+
+    seconds = kernels.warm_up(compiling)
     if compiled:
         print(f"compiled kernels ready in {seconds:.1f} s (compiled once: the next runs load "
               "them in about a second; not in the timings below)", flush=True)
@@ -143,7 +144,7 @@ def demo_report(table, privacy: dict, n_folds: int) -> str:
         "whether dprec guarantees it, as the privacy accountant of the model fitted with "
         "fresh noise says: holds (end to end, for everything the model releases) or as "
         "published (a paper's claim, which dprec's audits refute). The runs above are "
-        "seeded, hence reproducible: their own reports say void.",
+        "seeded, hence reproducible, and guarantee nothing themselves (void).",
         "user nbhd: the papers' semantics. Each user's k neighbours are chosen once among "
         "all users, and few of them rated a given item: their term is shrunk towards the "
         f"user's own mean by n/(n + λ), n the neighbours who rated it, λ = {USER_SHRINKAGE:g} "
