@@ -1,7 +1,7 @@
 """Compiled loops for the hot paths of exact kNN, when Numba is installed.
 
 Each kernel replaces a chain of whole-array numpy passes by one pass over
-the data (installed with ``pip install 'dprec[fast]'``; without Numba,
+the data (Numba is one of dprec's dependencies; where it cannot be imported,
 `AVAILABLE` is False and dprec runs its numpy code, which gives the
 same numbers):
 
@@ -25,8 +25,9 @@ same numbers):
   neighbours' ratings, added one neighbour at a time as Surprise adds them.
 
 The kernels release the GIL (``nogil``), so `dprec._threads.map_blocks`
-runs blocks of them on every core; their machine code is cached on disk
-(``cache=True``) after the first call.  ``DPREC_DISABLE_NUMBA=1`` turns them
+runs blocks of them on every core; their machine code is compiled by the
+first process that calls them (about 20 s) and cached on disk (``cache=True``)
+for the next ones (`warm_up`).  ``DPREC_DISABLE_NUMBA=1`` turns them
 off (the tests run both paths).
 """
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -468,23 +470,54 @@ def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarra
     return shift, count
 
 
-def warm_up() -> float:
-    """Load the kernels' machine code (compiling it on first use, then from the disk
-    cache) for the argument types dprec passes, on tiny inputs; returns the seconds
-    taken (0 when the kernels are off).  About 0.3 s once per process with a warm
-    cache: a timing that should not include it (``dprec demo``) calls this first."""
+def _compiled() -> int:
+    """How many (kernel, argument types) this process compiled rather than loaded from
+    Numba's disk cache (the dispatchers' public ``stats``)."""
+    kernels = (_co_rated_rows, _similarity_rows, _stable_top, _weighted_means)
+    return sum(sum(kernel.stats.cache_misses.values()) for kernel in kernels)
+
+
+def warm_up(compiling: Callable[[], object] | None = None) -> float:
+    """Load the kernels' machine code for the argument types dprec passes, on tiny
+    inputs; returns the seconds taken (0 when the kernels are off).
+
+    About 1 s once per process from Numba's disk cache.  The first run after installing
+    (or updating) dprec has no cache and compiles them, about 20 s, once: the cache is
+    written then (next to the installed module, or in `NUMBA_CACHE_DIR`).  A timing that
+    should include neither (`dprec demo`) calls this first.
+
+    Parameters
+    ----------
+    compiling : callable, optional
+        Called once, with no argument, as soon as a kernel had to be compiled (the
+        smallest comes first, a few seconds), before the others are: the caller can say
+        why this run waits.
+    """
     if not enabled():
         return 0.0
     start = time.perf_counter()
+    before = _compiled()
     by_row, by_column = rating_triples(sp.csr_matrix(np.array([[1.0, 0.0, 2.0],
                                                               [3.0, 4.0, 0.0]])))
-    for counts, dtype in ((np.float32, np.float32), (np.float32, np.float64),
-                          (np.float64, np.float64)):
-        sums = (np.zeros((2, 2), counts), *(np.zeros((2, 2), dtype) for _ in range(5)))
-        add_co_rated_sums(np.arange(2), by_row, by_column, sums, upper=True)
-    similarity_rows("msd", np.arange(2), by_row, by_column, np.zeros((2, 2)), upper=True)
-    stable_top(np.zeros((2, 2)), np.arange(2), np.zeros(2, np.int64), np.ones(2, np.int64),
-               np.arange(2), 1)
-    weighted_means(np.zeros((1, 1), np.int64), np.ones((1, 1)), np.zeros(1, np.int64),
-                   np.ones(1), False)
+
+    def co_rated_sums() -> None:
+        for counts, dtype in ((np.float32, np.float32), (np.float32, np.float64),
+                              (np.float64, np.float64)):
+            sums = (np.zeros((2, 2), counts), *(np.zeros((2, 2), dtype) for _ in range(5)))
+            add_co_rated_sums(np.arange(2), by_row, by_column, sums, upper=True)
+
+    loads = (
+        lambda: weighted_means(np.zeros((1, 1), np.int64), np.ones((1, 1)),
+                               np.zeros(1, np.int64), np.ones(1), False),
+        lambda: similarity_rows("msd", np.arange(2), by_row, by_column, np.zeros((2, 2)),
+                                upper=True),
+        co_rated_sums,
+        lambda: stable_top(np.zeros((2, 2)), np.arange(2), np.zeros(2, np.int64),
+                           np.ones(2, np.int64), np.arange(2), 1),
+    )
+    for load in loads:
+        load()
+        if compiling is not None and _compiled() > before:
+            compiling()
+            compiling = None
     return time.perf_counter() - start

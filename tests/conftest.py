@@ -122,7 +122,7 @@ def kernel_path(request):
     from dprec import _kernels
 
     if request.param == "compiled" and not _kernels.AVAILABLE:
-        pytest.skip("numba is not installed (pip install 'dprec[fast]')")
+        pytest.skip("numba cannot be imported here (a dependency of dprec)")
     previous = _kernels.set_enabled(request.param == "compiled")
     yield request.param
     _kernels.set_enabled(previous)

@@ -3,6 +3,8 @@ fitted on either path is the same model."""
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -11,7 +13,7 @@ from dprec import PrivateKNN, _kernels
 from dprec._arrays import pattern_matrix, stable_descending_order
 
 pytestmark = pytest.mark.skipif(not _kernels.AVAILABLE,
-                                reason="numba is not installed (pip install 'dprec[fast]')")
+                                reason="numba cannot be imported here (a dependency of dprec)")
 
 
 def _padded(sim, rows, starts, lengths, candidates):
@@ -339,13 +341,29 @@ def test_co_rated_sums_reject_mismatched_outputs():
                                        (None, good, None, bad, None, None))
 
 
+def _count_kernel_calls(monkeypatch) -> collections.Counter:
+    """Calls of each public kernel of `dprec._kernels` from now on, by name (the models
+    call them through the module)."""
+    calls = collections.Counter()
+    for name in ("add_co_rated_sums", "similarity_rows", "stable_top", "weighted_means"):
+        kernel = getattr(_kernels, name)
+
+        def counted(*args, _kernel=kernel, _name=name, **kwargs):
+            calls[_name] += 1
+            return _kernel(*args, **kwargs)
+
+        monkeypatch.setattr(_kernels, name, counted)
+    return calls
+
+
 @pytest.mark.parametrize("storage", ["dense", "blocked"])
 @pytest.mark.parametrize("user_based", [True, False])
 @pytest.mark.parametrize("name", ["msd", "cosine", "pearson"])
-def test_both_paths_fit_the_same_model(split, storage, user_based, name):
+def test_both_paths_fit_the_same_model(split, storage, user_based, name, monkeypatch):
     """A model fitted and tested on the compiled path and on the numpy path: the same
     similarities, predictions, details and neighbours, bit for bit (integer ratings)."""
     trainset, testset = split
+    calls = _count_kernel_calls(monkeypatch)
     results = []
     for compiled in (True, False):
         previous = _kernels.set_enabled(compiled)
@@ -359,6 +377,9 @@ def test_both_paths_fit_the_same_model(split, storage, user_based, name):
             results.append((sim, predictions, neighbours))
         finally:
             _kernels.set_enabled(previous)
+        # each path is the one asked for: the kernels ran on the first, never on the second
+        assert (sum(calls.values()) > 0) == compiled, calls
+        calls.clear()
     (sim_a, predictions_a, neighbours_a), (sim_b, predictions_b, neighbours_b) = results
     np.testing.assert_array_equal(sim_a, sim_b)
     assert predictions_a == predictions_b
@@ -384,3 +405,63 @@ def test_warm_up_loads_the_kernels_once_and_is_nothing_when_off():
         assert _kernels.warm_up() == 0.0
     finally:
         _kernels.set_enabled(previous)
+
+
+def test_warm_up_says_once_when_it_compiles(monkeypatch):
+    """``compiling`` is called once, as soon as a kernel had to be compiled (no disk
+    cache: the first run after installing), and not when every kernel is loaded."""
+    told = []
+    _kernels.warm_up()
+    _kernels.warm_up(compiling=lambda: told.append("compiling"))
+    assert told == []                          # all loaded in this process already
+    compiled = iter(range(100))                # as if each kernel loaded were compiled
+    monkeypatch.setattr(_kernels, "_compiled", lambda: next(compiled))
+    _kernels.warm_up(compiling=lambda: told.append("compiling"))
+    assert told == ["compiling"]
+
+
+#: a process on a platform without Numba (``import numba`` fails): dprec's numpy code only;
+#: prints the estimates of two models (item and user neighbourhood) on small synthetic data
+WITHOUT_NUMBA = """
+import json, sys
+sys.modules["numba"] = None
+from dprec import _kernels
+from tests.test_kernels import estimates_of_two_models
+assert not _kernels.AVAILABLE and not _kernels.enabled() and _kernels.warm_up() == 0.0
+print(json.dumps(estimates_of_two_models()))
+"""
+
+
+def estimates_of_two_models() -> list[list]:
+    """The estimates compared by `test_the_numpy_path_without_numba_is_the_compiled_one`."""
+    from dprec.datasets import synthetic
+
+    trainset = synthetic(n_users=120, n_items=200, n_ratings=4000,
+                         random_state=0).build_full_trainset()
+    pairs = trainset.build_testset()[:800] + trainset.build_anti_testset()[:800]
+    return [[(p.est, p.details["was_impossible"]) for p in PrivateKNN(
+        k=7, sim_options={"name": "cosine"}, neighbourhood=neighbourhood,
+        verbose=False).fit(trainset).test(pairs)] for neighbourhood in ("item", "user")]
+
+
+def test_the_numpy_path_without_numba_is_the_compiled_one():
+    """Where Numba cannot be imported (a platform it does not support: its import fails in
+    a new process) dprec runs its numpy code, and the models' estimates are the compiled
+    kernels' bit for bit (floats through JSON are exact)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", WITHOUT_NUMBA], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=300,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    without = json.loads(result.stdout.strip().splitlines()[-1])
+    assert _kernels.enabled()
+    compiled = estimates_of_two_models()
+    assert without == [[list(pair) for pair in model] for model in compiled]
