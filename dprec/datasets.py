@@ -228,10 +228,9 @@ def _find_ml100k(path: str | os.PathLike | None = None) -> Path:
             "give MovieLens 100k's u.data or a folder containing it")
     raise DatasetUnavailable(
         f"MovieLens 100k is not available offline: no file at {tried} ({_folder_setting()}). "
-        "dprec never downloads it. Set SURPRISE_DATA_FOLDER, before surprise is first "
-        "imported, to a folder containing ml-100k/ml-100k/u.data (the layout of GroupLens' "
-        "ml-100k.zip extracted into <folder>/ml-100k), or pass path=... to load() "
-        "(--data-path on the dprec command line)."
+        "dprec never downloads it. Extract GroupLens' ml-100k.zip into <folder>/ml-100k "
+        "(giving <folder>/ml-100k/ml-100k/u.data) and set SURPRISE_DATA_FOLDER=<folder>, or "
+        "pass path=... to load() (--data-path on the dprec command line)."
     )
 
 
