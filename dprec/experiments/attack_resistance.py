@@ -142,7 +142,7 @@ def make_algo(config: dict, k: int = 20, n_known: int = 8, seed: int = 0) -> Pri
                       epsilon=epsilon if selector in PRIVATE_SELECTORS else None,
                       p=PPNS_P if selector == "ppns" else None,
                       neighbourhood=config.get("neighbourhood", "user"),
-                      random_state=seed)
+                      random_state=seed, verbose=False)
 
 
 # ------------------------------------------------------------------ attack
