@@ -28,6 +28,7 @@ from .experiments._options import (
     OptionParser,
     existing_path,
     output_folder,
+    quick_folder,
 )
 from .knn import PrivateKNN
 from .ranking import MallowsRanker
@@ -226,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--k", type=POSITIVE_INT, default=40, quick=10,
                       help="neighbours (default 40; quick 10)")
     demo.add_argument("--out", type=output_folder, default="results",
-                      help="folder for demo.csv (default results)")
+                      quick=quick_folder("results"),
+                      help="folder for demo.csv (default results; quick results/quick)")
     demo.set_defaults(handler=run_demo)
 
     cv = commands.add_parser(
@@ -260,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--no-progress", dest="progress", action="store_false",
                     help="no progress bar (default: a tqdm bar over the (ε, fold) jobs)")
     cv.add_argument("--out", type=output_folder, default="results/cv",
-                    help="output folder (default results/cv)")
+                    quick=quick_folder("results/cv"),
+                    help="output folder (default results/cv; quick results/quick/cv)")
     cv.set_defaults(handler=run_cv)
 
     for command, (_, summary) in EXPERIMENTS.items():

@@ -26,13 +26,14 @@ class OptionParser(argparse.ArgumentParser):
     with exit status 2 (argparse prints its usage block first).
 
     `add_argument(..., quick=value)` gives an option another default under `--quick`;
-    a value the user gives wins over both. After parsing, `--data-path` with synthetic
+    a value the user gives wins over both, and a default given as text is parsed by the
+    option's `type`, as argparse parses its defaults. After parsing, `--data-path` with synthetic
     data (`--quick` or `--dataset synthetic`) is refused: the path would not be read.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.quick_defaults: dict[str, tuple[Any, Any]] = {}
+        self.quick_defaults: dict[str, tuple[argparse.Action, Any, Any]] = {}
 
     def error(self, message: str):
         """Print `<prog>: error: <message>` (one line, no usage block); exit with 2."""
@@ -43,7 +44,7 @@ class OptionParser(argparse.ArgumentParser):
         `--quick`."""
         action = super().add_argument(*args, **kwargs)
         if quick is not _NO_QUICK:
-            self.quick_defaults[action.dest] = (action.default, quick)
+            self.quick_defaults[action.dest] = (action, action.default, quick)
             action.default = None
         return action
 
@@ -53,9 +54,15 @@ class OptionParser(argparse.ArgumentParser):
         `--quick` default under `--quick`) and check the options read together."""
         namespace, rest = super().parse_known_args(args, namespace)
         quick = getattr(namespace, "quick", False)
-        for dest, (default, quick_default) in self.quick_defaults.items():
+        for dest, (action, default, quick_default) in self.quick_defaults.items():
             if getattr(namespace, dest, None) is None:
-                setattr(namespace, dest, quick_default if quick else default)
+                value = quick_default if quick else default
+                if isinstance(value, str) and action.type is not None:
+                    try:
+                        value = action.type(value)
+                    except argparse.ArgumentTypeError as error:
+                        self.error(f"argument {'/'.join(action.option_strings)}: {error}")
+                setattr(namespace, dest, value)
         if getattr(namespace, "data_path", None) is not None \
                 and getattr(namespace, "dataset", None) == "synthetic":
             self.error("argument --data-path: not read on synthetic data (--quick or "
@@ -123,6 +130,13 @@ def output_folder(text: str) -> str:
     return text
 
 
+def quick_folder(out: str) -> str:
+    """The default output folder of a `--quick` run whose full run writes to `out`:
+    `results/quick/...` for `results/...`, so a quick run never replaces the full results
+    the notebooks and the documentation read."""
+    return str(Path("results", "quick", *Path(out).parts[1:]))
+
+
 def experiment_parser(prog: str | None, doc: str, out: str, **options) -> OptionParser:
     """An experiment's command line: described by the first paragraph of its module's
     docstring `doc`, with the options every experiment shares (`add_common_options`:
@@ -135,11 +149,12 @@ def experiment_parser(prog: str | None, doc: str, out: str, **options) -> Option
 def add_common_options(parser: OptionParser, out: str, *, folds: int | None = None,
                        quick_folds: int = 2, n_jobs: int | None = None, jobs: str = "jobs",
                        data: bool = False) -> None:
-    """Add `--out` and `--seed`; `--folds` (`quick_folds` under `--quick`) and `--n-jobs`
-    when given a default (`jobs` says what runs in parallel); with `data`, `--dataset`
-    (synthetic under `--quick`) and `--data-path` (read by `experiment_data`)."""
-    parser.add_argument("--out", type=output_folder, default=out,
-                        help=f"output folder (default {out})")
+    """Add `--out` (`quick_folder(out)` under `--quick`) and `--seed`; `--folds`
+    (`quick_folds` under `--quick`) and `--n-jobs` when given a default (`jobs` says what
+    runs in parallel); with `data`, `--dataset` (synthetic under `--quick`) and
+    `--data-path` (read by `experiment_data`)."""
+    parser.add_argument("--out", type=output_folder, default=out, quick=quick_folder(out),
+                        help=f"output folder (default {out}; quick {quick_folder(out)})")
     parser.add_argument("--seed", type=SEED, default=0,
                         help="seed of the data, folds and noise (default 0)")
     if folds is not None:

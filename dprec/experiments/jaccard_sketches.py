@@ -61,7 +61,12 @@ from tqdm import tqdm
 from dprec import datasets
 from dprec._plotting import subplots
 from dprec._validation import check_int
-from dprec.experiments._options import POSITIVE_INT, existing_path, experiment_parser
+from dprec.experiments._options import (
+    POSITIVE_INT,
+    existing_path,
+    experiment_parser,
+    quick_folder,
+)
 from dprec.similarity.minhash import (
     MinHash,
     NoisyMinHash,
@@ -381,15 +386,18 @@ def plot_recall(summary: pd.DataFrame, path: Path) -> None:
 
 
 # ------------------------------------------------------------------ entry points
-def run(out: str | os.PathLike = "results/sketches", quick: bool = False, seed: int = 0,
+def run(out: str | os.PathLike | None = None, quick: bool = False, seed: int = 0,
         reps: int | None = None, lastfm: str | None = None, movielens: str | None = None,
         verbose: bool = True) -> pd.DataFrame:
     """Run (a) and (b), write the CSVs and figures; return the MAE table of (a).
 
+    ``out``: the folder written (default ``results/sketches``; ``results/quick/sketches`` when
+    ``quick``).
+
     ``quick``: τ ∈ {50, 250}, K ∈ {10, 50, 100, 200}, ε ∈ {2, 8}, 30
     repetitions in (a); K ∈ {50, 200}, ε ∈ {4, 8}, B = 2, one repetition in (b).
     """
-    out = Path(out)
+    out = Path(out or (quick_folder("results/sketches") if quick else "results/sketches"))
     out.mkdir(parents=True, exist_ok=True)
     if quick:
         grid = dict(taus=(50, 250), ks=(10, 50, 100, 200), epsilons=(2.0, 8.0),
