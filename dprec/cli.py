@@ -16,7 +16,7 @@ from surprise import KNNBasic
 
 from . import _kernels as kernels
 from . import datasets
-from ._plotting import subplots
+from ._plotting import save, subplots
 from .evaluation import cross_validate_table, dask_client, grid_table, parallel_backend, summarise
 from .experiments._options import (
     EPSILON,
@@ -208,8 +208,7 @@ def plot_cv(table, path: Path) -> None:
         ax.plot(means.index, means[column], marker="o", label=column.upper())
     ax.set(xscale="log", xlabel="ε", title=f"{table['algo'].iloc[0]}: error against ε")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -59,7 +59,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from dprec import datasets
-from dprec._plotting import subplots
+from dprec._plotting import save, subplots
 from dprec._validation import check_int
 from dprec.experiments._options import (
     POSITIVE_INT,
@@ -216,8 +216,7 @@ def plot_mae(table: pd.DataFrame, mechanism: str, path: Path) -> None:
                 ax.set_ylabel("MAE")
     axes[0][0].legend(fontsize=6, ncol=2)
     fig.suptitle(f"{mechanism}: MAE of the Jaccard estimate (δ = {DELTA:g}, α = {ALPHA})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 # ------------------------------------------------------------------ (b) real data
@@ -381,8 +380,7 @@ def plot_recall(summary: pd.DataFrame, path: Path) -> None:
             ax.set_ylabel("recall@10")
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 # ------------------------------------------------------------------ entry points

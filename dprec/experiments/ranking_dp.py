@@ -34,7 +34,7 @@ from surprise.model_selection import KFold
 from tqdm import tqdm
 
 from dprec import datasets
-from dprec._plotting import subplots
+from dprec._plotting import save, subplots
 from dprec.experiments._options import FOLDS, add_data_path, experiment_parser, quick_folder
 from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
@@ -203,8 +203,7 @@ def plot(concordance: pd.DataFrame, accuracy: pd.DataFrame, path: Path) -> None:
         ax.legend(fontsize=7)
     for ax in axes[1][2:]:
         ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path)
 
 
 # ------------------------------------------------------------------ entry points

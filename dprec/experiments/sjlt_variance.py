@@ -45,7 +45,7 @@ import pandas as pd
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from dprec._plotting import subplots
+from dprec._plotting import save, subplots
 from dprec.experiments._options import POSITIVE_INT, experiment_parser, quick_folder
 from dprec.mechanisms import gaussian_sigma, laplace_scale
 from dprec.similarity.sjlt import (
@@ -211,8 +211,7 @@ def plot(variance: pd.DataFrame, comparison: pd.DataFrame, path: Path) -> None:
     ax.set(xlabel="δ (JL)", ylabel="s (SJLT)",
            title=f"log10 Var SJLT / Var JL (ε={eps_mid:g}, k={k}); blue: SJLT wins")
     fig.colorbar(image, ax=ax)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def run(out: str | os.PathLike | None = None, quick: bool = False, seed: int = 0,

@@ -39,7 +39,7 @@ import pandas as pd
 from surprise import SVD, AlgoBase, BaselineOnly, accuracy
 from surprise.model_selection import train_test_split
 
-from .._plotting import subplots
+from .._plotting import save, subplots
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_als import DPALS
 from ..dp_baseline import DPBaseline
@@ -215,8 +215,7 @@ def plot(results: pd.DataFrame, path: Path) -> None:
         ax.set(xscale="log", xlabel="users", title=f"ε = {eps:g}")
     axes[0].set_ylabel("RMSE")
     axes[-1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
