@@ -17,7 +17,7 @@ from surprise import KNNBasic
 
 from . import __version__, datasets
 from . import _kernels as kernels
-from ._plotting import subplots
+from ._plotting import save, subplots
 from .dp_baseline import DPBaseline
 from .dp_item_knn import DPItemKNN
 from .evaluation import cross_validate_table, dask_client, grid_table, parallel_backend, summarise
@@ -32,6 +32,7 @@ from .experiments._options import (
     existing_path,
     output_folder,
     plain_text,
+    quick_folder,
 )
 from .experiments.hyperparameters import guarantee_label
 from .knn import PrivateKNN
@@ -281,8 +282,7 @@ def plot_cv(table, path: Path) -> None:
         ax.plot(means.index, means[column], marker="o", label=column.upper())
     ax.set(xscale="log", xlabel="ε", title=f"{table['algo'].iloc[0]}: error against ε")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -301,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--k", type=POSITIVE_INT, default=40, quick=10,
                       help="neighbours (default 40; quick 10)")
     demo.add_argument("--out", type=output_folder, default="results",
-                      help="folder for demo.csv (default results)")
+                      quick=quick_folder("results"),
+                      help="folder for demo.csv (default results; quick results/quick)")
     demo.set_defaults(handler=run_demo)
 
     cv = commands.add_parser(
@@ -338,7 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--no-progress", dest="progress", action="store_false",
                     help="no progress bar (default: a tqdm bar over the (ε, fold) jobs)")
     cv.add_argument("--out", type=output_folder, default="results/cv",
-                    help="output folder (default results/cv)")
+                    quick=quick_folder("results/cv"),
+                    help="output folder (default results/cv; quick results/quick/cv)")
     cv.set_defaults(handler=run_cv)
 
     for command, (_, summary) in EXPERIMENTS.items():

@@ -69,8 +69,9 @@ class NewcomerRun:
 
 class NotebookRuns:
     """Every notebook executed in quick mode (``DPREC_QUICK=1``, the inline backend: the
-    kernels' environment, not this process's), each in its own kernel from ``notebooks/``,
-    one after the other in a thread started at once.  :meth:`result` waits for them."""
+    kernels' environment, not this process's), each in its own kernel working in a
+    temporary folder (what a quick run writes is not left in ``notebooks/``), one after the
+    other in a thread started at once.  :meth:`result` waits for them."""
 
     def __init__(self) -> None:
         self.env = {key: value for key, value in os.environ.items() if key != "MPLBACKEND"}
@@ -90,25 +91,29 @@ class NotebookRuns:
         return {path: await self._execute(path) for path in NOTEBOOKS}
 
     async def _execute(self, path: Path) -> tuple:
-        """(executed notebook, its error or None) for one notebook."""
+        """(executed notebook, its error or None, the names it added to its own folder)
+        for one notebook."""
         import nbclient
         import nbformat
 
         notebook = nbformat.read(path, as_version=4)
-        client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
-                                         resources={"metadata": {"path": str(path.parent)}})
-        try:
-            await client.async_execute(env=self.env)
-        except Exception as error:      # reported by that notebook's test
-            return notebook, error
-        return notebook, None
+        before = set(os.listdir(path.parent))
+        with tempfile.TemporaryDirectory(prefix="dprec-notebook-") as folder:
+            client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
+                                             resources={"metadata": {"path": folder}})
+            try:
+                await client.async_execute(env=self.env)
+            except Exception as error:      # reported by that notebook's test
+                return notebook, error, sorted(set(os.listdir(path.parent)) - before)
+        return notebook, None, sorted(set(os.listdir(path.parent)) - before)
 
     def result(self, timeout: float) -> dict:
-        """path -> (executed notebook, its error or None, DPREC_QUICK of the kernels)."""
+        """path -> (executed notebook, its error or None, DPREC_QUICK of the kernels, the
+        names the run added to ``notebooks/``)."""
         self.thread.join(timeout)
         if self.error is not None:
             raise self.error
         if self.results is None:
             raise TimeoutError(f"the notebooks did not finish within {timeout} s")
-        return {path: (notebook, error, self.env["DPREC_QUICK"])
-                for path, (notebook, error) in self.results.items()}
+        return {path: (notebook, error, self.env["DPREC_QUICK"], added)
+                for path, (notebook, error, added) in self.results.items()}

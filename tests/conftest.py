@@ -55,7 +55,8 @@ def newcomer_run(request):
 @pytest.fixture(scope="module")
 def notebook_runs(request):
     """Every notebook executed in quick mode (`background.NotebookRuns`), started at
-    collection: path -> (executed notebook, its error or None, DPREC_QUICK of the kernels)."""
+    collection: path -> (executed notebook, its error or None, DPREC_QUICK of the kernels,
+    the names its run added to `notebooks/`)."""
     pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")
     return request.config.stash[NOTEBOOKS].result(timeout=1200)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import CV_OPTIONS, DEMO_OPTIONS, fuzz
 
-from dprec.cli import build_parser, run_cv, run_demo
+from dprec.cli import EXPERIMENTS, build_parser, main, run_cv, run_demo
+from dprec.experiments._options import OptionParser
 
 
 def parse_error(argv) -> str:
@@ -119,3 +121,35 @@ def test_plots_leave_a_running_backend_alone(tmp_path):
         assert (tmp_path / "cv.png").stat().st_size > 1000
     finally:
         matplotlib.use(before)
+
+
+class Parsed(Exception):
+    """Raised with a command's options once parsed, before its run."""
+
+
+@pytest.mark.parametrize("command", ["demo", "cv", *EXPERIMENTS])
+def test_a_quick_run_writes_apart_from_the_full_results(command, tmp_path, monkeypatch):
+    """`--quick` without `--out` writes under `results/quick/`, never into the folder of
+    the full run the notebooks and the documentation read (`dprec frontier --quick` used
+    to replace `results/frontier`, and the notebook showed its numbers as the full run's)."""
+    parse = OptionParser.parse_known_args
+
+    def parsed(self, args=None, namespace=None):
+        namespace, rest = parse(self, args, namespace)
+        if self.prog == f"dprec {command}" and hasattr(namespace, "out"):   # not the stub
+            raise Parsed(namespace.out)
+        return namespace, rest
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(OptionParser, "parse_known_args", parsed)
+    folders = []
+    for argv in ([command], [command, "--quick"]):
+        with pytest.raises(Parsed) as info:
+            main(argv)
+        folders.append(Path(info.value.args[0]))
+    full, quick = folders
+    assert full.parts[0] == "results" and "quick" not in full.parts
+    assert quick == Path("results", "quick", *full.parts[1:])
+    with pytest.raises(Parsed) as info:
+        main([command, "--quick", "--out", "mine"])
+    assert info.value.args[0] == "mine"

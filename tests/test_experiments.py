@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
 from dprec.evaluation import grid_table
 from dprec.experiments import selectors_cv
+
+#: what a kNN model prints as it fits, when verbose (Surprise's messages, PrivateKNN's too):
+#: an experiment builds its models quiet and prints its results and a progress bar only
+FITTING_MESSAGES = re.compile(r"Computing the \w+ similarit|Done computing|Estimating biases")
 
 
 @pytest.mark.slow
@@ -49,10 +55,11 @@ def test_ranking_dp_quick_writes_tables_and_figure(tmp_path):
 
 
 @pytest.mark.slow
-def test_backends_cv_quick(tmp_path):
+def test_backends_cv_quick(tmp_path, capsys):
     from dprec.experiments import backends_cv
 
     table = backends_cv.main(["--quick", "--out", str(tmp_path)])
+    assert not FITTING_MESSAGES.findall(capsys.readouterr().out)    # 112 lines of 142
     assert set(table.backend) == set(backends_cv.BACKENDS)
     assert table[["rmse", "mae"]].notna().all().all()
     assert (tmp_path / "backends_cv.csv").is_file()
@@ -60,7 +67,8 @@ def test_backends_cv_quick(tmp_path):
 
 @pytest.mark.slow
 def test_privacy_audit_quick_refutes_the_claims_and_not_the_guarantees(tmp_path, monkeypatch,
-                                                                      quick_release_audit):
+                                                                      quick_release_audit,
+                                                                      capsys):
     from dprec.experiments import privacy_audit, release_audit
 
     # its last part, release_audit.run(quick=True, seed=0), is the session's table (conftest;
@@ -75,6 +83,7 @@ def test_privacy_audit_quick_refutes_the_claims_and_not_the_guarantees(tmp_path,
 
     monkeypatch.setattr(release_audit, "run", shared_run)
     table = privacy_audit.main(["--quick", "--out", str(tmp_path)])
+    assert not FITTING_MESSAGES.findall(capsys.readouterr().out)    # 826 lines of 864
     assert calls == [(True, 0)]
     surfaces = pd.read_csv(tmp_path / "release_audit.csv")
     assert list(surfaces.scenario) == list(quick_release_audit.scenario)

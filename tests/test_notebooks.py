@@ -35,7 +35,8 @@ def test_committed_notebook_is_executed_and_shows_its_figures(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes_in_quick_mode(path, notebook_runs):
     # executed in the background since collection (conftest.py, tests/background.py)
-    notebook, error, quick = notebook_runs[path]
+    notebook, error, quick, added = notebook_runs[path]
+    assert not added, f"the quick run wrote {added} into notebooks/, not its own folder"
     if error is not None:
         raise error
     errors = [output for cell in notebook.cells if cell.cell_type == "code"

@@ -44,14 +44,15 @@ class OptionParser(argparse.ArgumentParser):
 
     `add_argument(..., quick=value)` gives an option another default under `--quick`;
     a value the user gives wins over both (`left_out` holds, after parsing, the
-    options with a `--quick` default that the user did not give). After parsing,
+    options with a `--quick` default that the user did not give), and a default given as
+    text is parsed by the option's `type`, as argparse parses its defaults. After parsing,
     `--data-path` with synthetic data (`--quick` or `--dataset synthetic`) is refused:
     the path would not be read. Every negative number is a value, `-1e+16` included.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.quick_defaults: dict[str, tuple[Any, Any]] = {}
+        self.quick_defaults: dict[str, tuple[argparse.Action, Any, Any]] = {}
         self.left_out: set[str] = set()
         self._negative_number_matcher = _NegativeNumber()
 
@@ -64,7 +65,7 @@ class OptionParser(argparse.ArgumentParser):
         `--quick`."""
         action = super().add_argument(*args, **kwargs)
         if quick is not _NO_QUICK:
-            self.quick_defaults[action.dest] = (action.default, quick)
+            self.quick_defaults[action.dest] = (action, action.default, quick)
             action.default = None
         return action
 
@@ -77,8 +78,14 @@ class OptionParser(argparse.ArgumentParser):
         self.left_out = {dest for dest in self.quick_defaults
                          if getattr(namespace, dest, None) is None}
         for dest in self.left_out:
-            default, quick_default = self.quick_defaults[dest]
-            setattr(namespace, dest, quick_default if quick else default)
+            action, default, quick_default = self.quick_defaults[dest]
+            value = quick_default if quick else default
+            if isinstance(value, str) and action.type is not None:
+                try:
+                    value = action.type(value)
+                except argparse.ArgumentTypeError as error:
+                    self.error(f"argument {'/'.join(action.option_strings)}: {error}")
+            setattr(namespace, dest, value)
         if getattr(namespace, "data_path", None) is not None \
                 and getattr(namespace, "dataset", None) == "synthetic":
             self.error("argument --data-path: not read on synthetic data (--quick or "
@@ -158,6 +165,13 @@ def plain_text(doc: str) -> str:
     return re.sub(r"``([^`]+)``|`([^`]+)`", lambda m: m[1] or m[2], text)
 
 
+def quick_folder(out: str) -> str:
+    """The default output folder of a `--quick` run whose full run writes to `out`:
+    `results/quick/...` for `results/...`, so a quick run never replaces the full results
+    the notebooks and the documentation read."""
+    return str(Path("results", "quick", *Path(out).parts[1:]))
+
+
 def experiment_parser(prog: str | None, doc: str, out: str, **options) -> OptionParser:
     """An experiment's command line: described by the first paragraph of its module's
     docstring `doc` (`plain_text`), with the options every experiment shares
@@ -170,11 +184,12 @@ def experiment_parser(prog: str | None, doc: str, out: str, **options) -> Option
 def add_common_options(parser: OptionParser, out: str, *, folds: int | None = None,
                        quick_folds: int = 2, n_jobs: int | None = None, jobs: str = "jobs",
                        data: bool = False) -> None:
-    """Add `--out` and `--seed`; `--folds` (`quick_folds` under `--quick`) and `--n-jobs`
-    when given a default (`jobs` says what runs in parallel); with `data`, `--dataset`
-    (synthetic under `--quick`) and `--data-path` (read by `experiment_data`)."""
-    parser.add_argument("--out", type=output_folder, default=out,
-                        help=f"output folder (default {out})")
+    """Add `--out` (`quick_folder(out)` under `--quick`) and `--seed`; `--folds`
+    (`quick_folds` under `--quick`) and `--n-jobs` when given a default (`jobs` says what
+    runs in parallel); with `data`, `--dataset` (synthetic under `--quick`) and
+    `--data-path` (read by `experiment_data`)."""
+    parser.add_argument("--out", type=output_folder, default=out, quick=quick_folder(out),
+                        help=f"output folder (default {out}; quick {quick_folder(out)})")
     parser.add_argument("--seed", type=SEED, default=0,
                         help="seed of the data, folds and noise (default 0)")
     if folds is not None:

@@ -51,7 +51,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 from surprise.model_selection import KFold
 
-from .._plotting import subplots
+from .._plotting import save, subplots
 from ..attacks import BetaKNNAttack
 from ..knn import PrivateKNN
 from ._options import POSITIVE_INT, experiment_data, experiment_parser
@@ -142,7 +142,7 @@ def make_algo(config: dict, k: int = 20, n_known: int = 8, seed: int = 0) -> Pri
                       epsilon=epsilon if selector in PRIVATE_SELECTORS else None,
                       p=PPNS_P if selector == "ppns" else None,
                       neighbourhood=config.get("neighbourhood", "user"),
-                      random_state=seed)
+                      random_state=seed, verbose=False)
 
 
 # ------------------------------------------------------------------ attack
@@ -264,8 +264,7 @@ def plot_attack(summary_table: pd.DataFrame, path: Path, epsilon: float = 1.0) -
     axes[0][0].legend(fontsize=8, title=f"ε = {epsilon:g} (thin: other ε; dotted: "
                       "no-attack baseline)", title_fontsize=7)
     axes[0][2].legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def plot_frontier(summary_table: pd.DataFrame, path: Path, betas: Sequence[int] = (1, 3)) -> None:
@@ -292,8 +291,7 @@ def plot_frontier(summary_table: pd.DataFrame, path: Path, betas: Sequence[int] 
     axes[0][-1].legend(fontsize=6, ncol=2, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.suptitle("Accuracy against pooled recovery (grey bar: down to the model's no-attack "
                  "baseline; dashed: the item-mean yardstick)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    save(fig, path)
 
 
 # -------------------------------------------------------------------- main

@@ -45,8 +45,9 @@ def make_algo(backend: str, sim_epsilon: float | None, selector: str, k: int = 4
     options = dict(BACKENDS[backend][0])
     if sim_epsilon is not None:
         options["epsilon"] = sim_epsilon
-    return PrivateKNN(k=k, sim_options=options, selector=selector, epsilon=1.0, p=0.5,
-                      random_state=seed)
+    private = {} if selector == "topk" else {"epsilon": 1.0, "p": 0.5}    # top-k has none
+    return PrivateKNN(k=k, sim_options=options, selector=selector, random_state=seed,
+                      verbose=False, **private)
 
 
 def run(data=None, n_folds: int = 5, seed: int = 0, n_jobs: int = 1,

@@ -36,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 from surprise import SVD, BaselineOnly
 
-from .._plotting import subplots
+from .._plotting import save, subplots
 from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_als import DPALS, FACTOR_SHARE
@@ -185,8 +185,7 @@ def plot(table: pd.DataFrame, path: Path) -> None:
             ax.plot(rows["epsilon"].astype(float), rows["rmse"], marker="o", label=model)
     ax.set(xscale="log", xlabel="ε", ylabel="RMSE", title="accuracy against ε")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:

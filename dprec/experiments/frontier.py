@@ -86,7 +86,7 @@ from surprise import BaselineOnly
 from surprise.model_selection import KFold
 from tqdm.auto import tqdm
 
-from .._plotting import subplots
+from .._plotting import save, subplots
 from .._surprise import inner_ids
 from ..attacks import BetaKNNAttack
 from ..data_usage import data_usage, reuseknn_threshold, vulnerable_share
@@ -463,8 +463,7 @@ def plot_frontier(frontier: pd.DataFrame, path: Path) -> None:
     axes[0][1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.suptitle("Accuracy against the β-kNN attack: each point a configuration "
                  "(colour: privacy guarantee)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    save(fig, path)
 
 
 # ------------------------------------------------------------------ anchor

@@ -59,9 +59,14 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from dprec import datasets
-from dprec._plotting import subplots
+from dprec._plotting import save, subplots
 from dprec._validation import check_int
-from dprec.experiments._options import POSITIVE_INT, existing_path, experiment_parser
+from dprec.experiments._options import (
+    POSITIVE_INT,
+    existing_path,
+    experiment_parser,
+    quick_folder,
+)
 from dprec.similarity.minhash import (
     MinHash,
     NoisyMinHash,
@@ -211,8 +216,7 @@ def plot_mae(table: pd.DataFrame, mechanism: str, path: Path) -> None:
                 ax.set_ylabel("MAE")
     axes[0][0].legend(fontsize=6, ncol=2)
     fig.suptitle(f"{mechanism}: MAE of the Jaccard estimate (δ = {DELTA:g}, α = {ALPHA})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 # ------------------------------------------------------------------ (b) real data
@@ -398,15 +402,17 @@ def plot_recall(summary: pd.DataFrame, path: Path) -> None:
             ax.set_ylabel("recall@10")
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=6, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 # ------------------------------------------------------------------ entry points
-def run(out: str | os.PathLike = "results/sketches", quick: bool = False, seed: int = 0,
+def run(out: str | os.PathLike | None = None, quick: bool = False, seed: int = 0,
         reps: int | None = None, real: Sequence[tuple[str, sp.csr_matrix, int]] | None = None,
         verbose: bool = True) -> pd.DataFrame:
     """Run (a) and (b), write the CSVs and figures; return the MAE table of (a).
+
+    ``out``: the folder written (default ``results/sketches``; ``results/quick/sketches`` when
+    ``quick``).
 
     ``real``: (b)'s data, `(label, sets, τ)` (default: `real_sets()`, every real dataset
     that is found).
@@ -414,7 +420,7 @@ def run(out: str | os.PathLike = "results/sketches", quick: bool = False, seed: 
     ``quick``: τ ∈ {50, 250}, K ∈ {10, 50, 100, 200}, ε ∈ {2, 8}, 30
     repetitions in (a); K ∈ {50, 200}, ε ∈ {4, 8}, B = 2, one repetition in (b).
     """
-    out = Path(out)
+    out = Path(out or (quick_folder("results/sketches") if quick else "results/sketches"))
     out.mkdir(parents=True, exist_ok=True)
     if quick:
         grid = dict(taus=(50, 250), ks=(10, 50, 100, 200), epsilons=(2.0, 8.0),

@@ -121,7 +121,8 @@ def ppns_boundary_pair(data: Dataset, k: int = 5, p: float = 0.5,
     """
     trainset = data.build_full_trainset()
     visited = len(ppns_schedule(k, p)) * k
-    base = PrivateKNN(k=k, sim_options={"name": "cosine"}, neighbourhood="user").fit(trainset)
+    base = PrivateKNN(k=k, sim_options={"name": "cosine"}, neighbourhood="user",
+                      verbose=False).fit(trainset)
     ratings = [dict(trainset.ur[u]) for u in range(trainset.n_users)]
     for u in range(min(trainset.n_users, max_users)):
         row = base.sim[u].copy()
@@ -153,7 +154,7 @@ def ppns_partition_boundary(data: Dataset, k: int = 5, p: float = 0.5, epsilon: 
     for ts in (data.build_full_trainset(),
                with_rating(data, raw_v, item, None).build_full_trainset()):
         model = PrivateKNN(k=k, sim_options={"name": "cosine"}, selector="ppns",
-                           epsilon=epsilon, p=p, neighbourhood="user").fit(ts)
+                           epsilon=epsilon, p=p, neighbourhood="user", verbose=False).fit(ts)
         inner_u, inner_v = ts.to_inner_uid(raw_u), ts.to_inner_uid(raw_v)
         sims = np.delete(model.sim[inner_u], inner_u)
         candidate = inner_v - (inner_v > inner_u)
@@ -223,13 +224,15 @@ def pncf_sensitivity_jump(epsilon: float = 1.0, rho: float = 0.1, k: int = 5,
 
     def factory(s):
         return PrivateKNN(k=k, sim_options={"name": "cosine"}, selector="pncf",
-                          epsilon=epsilon, rho=rho, neighbourhood="user", random_state=s)
+                          epsilon=epsilon, rho=rho, neighbourhood="user", random_state=s,
+                          verbose=False)
 
     bound = audit_model(factory, a, b, lambda m: m.predict("u0", "i0").details.get("actual_k", 0),
                         [Event(f"actual_k < {k}", lambda x: np.asarray(x) < k)], n_runs,
                         CONFIDENCE, delta=rho, random_state=seed)
     rs = [PrivateKNN(k=k, sim_options={"name": "cosine"}, selector="pncf",
-                     neighbourhood="user").fit(ts).sensitivity_[ts.to_inner_uid("u0")]
+                     neighbourhood="user", verbose=False).fit(ts).sensitivity_[
+              ts.to_inner_uid("u0")]
           for ts in (a, b)]
     return audit_result("PNCF perturbation", "as published", "one rating", epsilon, rho, bound,
                         n_runs, f"RS(u0) {rs[0]:.3g} → {rs[1]:.3g} when one rating of a candidate "
@@ -287,13 +290,14 @@ def single_rater_item(data: Dataset, selector: str = "ppns", epsilon: float = 1.
 
     def factory(s):
         return PrivateKNN(k=k, sim_options={"name": "cosine"}, selector=selector,
-                          epsilon=epsilon, random_state=s)
+                          epsilon=epsilon, random_state=s, verbose=False)
 
     bound = audit_model(_reusing_similarities(factory), a, b,
                         lambda m: m.predict(raw_u, item).est,
                         [Event("estimate > 4.5", lambda x: np.asarray(x) > 4.5)], n_runs,
                         CONFIDENCE, random_state=seed)
-    claimed = PrivateKNN(k=k, selector=selector, epsilon=epsilon).fit(a).privacy_report()
+    claimed = PrivateKNN(k=k, selector=selector, epsilon=epsilon,
+                         verbose=False).fit(a).privacy_report()
     eps = sum(e.epsilon for e in claimed)
     delta = sum(e.delta for e in claimed)
     return audit_result(f"{selector.upper()} predictions", "as published", "one rating", eps, delta,
@@ -321,7 +325,7 @@ def diagnostics_alpha(data: Dataset, k: int = 5, p: float = 0.5, epsilon: float 
     ``D``'s values.  Claim: PPNS's ε/2 per neighbour set.
     """
     trainset = data.build_full_trainset()
-    model = PrivateKNN(k=k, sim_options={"name": "cosine"}).fit(trainset)
+    model = PrivateKNN(k=k, sim_options={"name": "cosine"}, verbose=False).fit(trainset)
     query = None
     for i in range(trainset.n_items):
         raters = [v for v, _ in trainset.ir[i]]
@@ -349,7 +353,8 @@ def diagnostics_alpha(data: Dataset, k: int = 5, p: float = 0.5, epsilon: float 
 
     def factory(s):
         return PrivateKNN(k=k, sim_options={"name": "cosine"}, selector="ppns",
-                          epsilon=epsilon, p=p, diagnostics=True, random_state=s)
+                          epsilon=epsilon, p=p, diagnostics=True, random_state=s,
+                          verbose=False)
 
     def in_support(alpha):
         alpha = np.asarray(alpha, dtype=np.float64)
@@ -383,7 +388,7 @@ def cross_validated_privacy(data: Dataset, selector: str = "pncf", epsilon: floa
     accountants, rows = [], []
     for fold, (trainset, testset) in enumerate(KFold(n_folds, random_state=seed).split(data)):
         algo = PrivateKNN(k=k, sim_options={"name": "cosine"}, selector=selector,
-                          epsilon=epsilon, random_state=seed).fit(trainset)
+                          epsilon=epsilon, random_state=seed, verbose=False).fit(trainset)
         algo.test(testset)
         accountants.append(algo.privacy_report())
         rows.append(_composition_row(f"fold {fold + 1}", accountants[-1], Unit.RATING))

@@ -34,8 +34,8 @@ from surprise.model_selection import KFold
 from tqdm import tqdm
 
 from dprec import datasets
-from dprec._plotting import subplots
-from dprec.experiments._options import FOLDS, add_data_path, experiment_parser
+from dprec._plotting import save, subplots
+from dprec.experiments._options import FOLDS, add_data_path, experiment_parser, quick_folder
 from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
     concordant_pairs,
@@ -203,20 +203,22 @@ def plot(concordance: pd.DataFrame, accuracy: pd.DataFrame, path: Path) -> None:
         ax.legend(fontsize=7)
     for ax in axes[1][2:]:
         ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path)
 
 
 # ------------------------------------------------------------------ entry points
-def run(out: str | os.PathLike = "results/ranking", quick: bool = False, folds: int | None = None,
+def run(out: str | os.PathLike | None = None, quick: bool = False, folds: int | None = None,
         seed: int = 0, dataset: str = "ml-100k", ranker_params: dict | None = None,
         verbose: bool = True, data_path: str | os.PathLike | None = None) -> pd.DataFrame:
     """Run (a) and (b), write the CSVs and the figure; return the fold-level table of (b).
 
+    ``out``: the folder written (default ``results/ranking``; ``results/quick/ranking`` when
+    ``quick``).
+
     ``quick``: m ≤ 50 and 300 repetitions in (a); 2 folds, ε ∈ {1, ∞} and 5
     epochs in (b).
     """
-    out = Path(out)
+    out = Path(out or (quick_folder("results/ranking") if quick else "results/ranking"))
     out.mkdir(parents=True, exist_ok=True)
     if quick:
         concordance = concordance_table(ms=(5, 10, 20, 50), n_rep=300, seed=seed)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._plotting import subplots
+from .._plotting import save, subplots
 from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
@@ -96,8 +96,7 @@ def plot(table: pd.DataFrame, path: Path) -> None:
                 ax.plot(rows["epsilon"].astype(float), rows["mae"], marker="o", label=selector)
         ax.set(xscale="log", xlabel="ε", ylabel="MAE", title=f"{rule}, {neighbourhood} nbhd, k={k}")
     axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save(fig, path)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:

@@ -45,8 +45,8 @@ import pandas as pd
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from dprec._plotting import subplots
-from dprec.experiments._options import POSITIVE_INT, experiment_parser
+from dprec._plotting import save, subplots
+from dprec.experiments._options import POSITIVE_INT, experiment_parser, quick_folder
 from dprec.mechanisms import gaussian_sigma, laplace_scale
 from dprec.similarity.sjlt import (
     GaussianJL,
@@ -211,17 +211,19 @@ def plot(variance: pd.DataFrame, comparison: pd.DataFrame, path: Path) -> None:
     ax.set(xlabel="δ (JL)", ylabel="s (SJLT)",
            title=f"log10 Var SJLT / Var JL (ε={eps_mid:g}, k={k}); blue: SJLT wins")
     fig.colorbar(image, ax=ax)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
-def run(out: str | os.PathLike = "results/sjlt", quick: bool = False, seed: int = 0,
+def run(out: str | os.PathLike | None = None, quick: bool = False, seed: int = 0,
         reps: int | None = None, verbose: bool = True) -> pd.DataFrame:
     """Run (a) and (b), write the CSVs and the figure; return the table of (a).
 
+    ``out``: the folder written (default ``results/sjlt``; ``results/quick/sjlt`` when
+    ``quick``).
+
     ``quick``: ε ∈ {1, 4}, δ ∈ {1e-4, 1e-9}, k ∈ {64, 256}, s ∈ {1, 4, 16}, 500 repetitions.
     """
-    out = Path(out)
+    out = Path(out or (quick_folder("results/sjlt") if quick else "results/sjlt"))
     out.mkdir(parents=True, exist_ok=True)
     grid = (dict(epsilons=(1.0, 4.0), deltas=(1e-4, 1e-9), ks=(64, 256), ss=(1, 4, 16))
             if quick else {})

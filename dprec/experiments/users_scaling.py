@@ -39,7 +39,7 @@ import pandas as pd
 from surprise import SVD, AlgoBase, BaselineOnly, accuracy
 from surprise.model_selection import train_test_split
 
-from .._plotting import subplots
+from .._plotting import save, subplots
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_als import DPALS
 from ..dp_baseline import DPBaseline
@@ -213,7 +213,9 @@ def knn_pays(results: pd.DataFrame, min_gain: float = 0.001,
 def plot(results: pd.DataFrame, path: Path) -> None:
     """RMSE against the number of users, one panel per ε; the references dashed."""
     epsilons = sorted(results["epsilon"].dropna().unique())
-    fig, axes = subplots(1, len(epsilons), figsize=(3.6 * len(epsilons), 3.6), sharey=True)
+    legend_rows = -(-results["model"].nunique() // len(epsilons))   # below, a column a panel
+    fig, axes = subplots(1, len(epsilons), figsize=(3.6 * len(epsilons), 3.6 + 0.3 * legend_rows),
+                         sharey=True)
     axes = np.atleast_1d(axes)
     references = results[results["epsilon"].isna()]
     for ax, eps in zip(axes, epsilons):
@@ -223,9 +225,9 @@ def plot(results: pd.DataFrame, path: Path) -> None:
             ax.plot(rows["users"], rows["rmse"], ls="--", lw=1, label=model)
         ax.set(xscale="log", xlabel="users", title=f"ε = {eps:g}")
     axes[0].set_ylabel("RMSE")
-    axes[-1].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center",
+               ncols=len(epsilons))
+    save(fig, path)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:

@@ -1,0 +1,66 @@
+"""The experiments' figures are readable where they are shown: about 700 pixels wide in
+the documentation and the notebooks (a wider PNG is scaled down to that width)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from PIL import Image
+
+from dprec.experiments import end_to_end, users_scaling
+
+#: the width (pixels) a figure is shown at, and the smallest text readable there
+SHOWN, READABLE = 700, 10
+
+
+def scaling_results() -> pd.DataFrame:
+    """`users_scaling`'s table at four ε (a figure four panels wide)."""
+    rows = [{"users": users, "model": model, "epsilon": epsilon, "rmse": 1 + 1 / users}
+            for users in (200, 400, 800) for epsilon in (0.5, 1.0, 2.0, 5.0)
+            for model in ("DPBaseline", "DPItemKNN", "DPALS")]
+    rows += [{"users": users, "model": "BaselineOnly", "epsilon": np.nan, "rmse": 0.95}
+             for users in (200, 400, 800)]
+    return pd.DataFrame(rows)
+
+
+def end_to_end_table() -> pd.DataFrame:
+    """`end_to_end`'s table: two private models against ε and a reference."""
+    rows = [{"model": model, "epsilon": epsilon, "fold": fold, "rmse": 1 + 1 / epsilon,
+             "mae": 0.8, "precision@10": 0.5, "ndcg@10": 0.8}
+            for model in ("DPBaseline", "DPItemKNN") for epsilon in (0.5, 1.0, 5.0)
+            for fold in (0, 1)]
+    rows += [{"model": "BaselineOnly", "epsilon": np.nan, "fold": fold, "rmse": 0.95,
+              "mae": 0.75, "precision@10": 0.6, "ndcg@10": 0.85} for fold in (0, 1)]
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("plot, table", [(users_scaling.plot, scaling_results),
+                                         (end_to_end.plot, end_to_end_table)],
+                         ids=["users_scaling", "end_to_end"])
+def test_every_text_of_a_saved_figure_is_readable_where_it_is_shown(plot, table, tmp_path,
+                                                                     monkeypatch):
+    """Tick labels, legends and annotations included: at least 10 pixels high when the
+    PNG is shown 700 pixels wide (in the figures 12 to 17 inches wide, saved at 110 or
+    120 dpi, they were 4 to 7), and the PNG at 150 dpi."""
+    figures, savefig = [], Figure.savefig
+
+    def record(figure, *args, **kwargs):
+        figures.append(figure)
+        return savefig(figure, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    path = tmp_path / "figure.png"
+    plot(table(), path)
+    [figure] = figures
+    image = Image.open(path)
+    dpi = image.info["dpi"][0]
+    shown = min(1.0, SHOWN / image.width)          # a narrower PNG is shown as it is
+    sizes = {text.get_text(): text.get_fontsize() * dpi / 72 * shown
+             for text in figure.findobj(Text) if text.get_visible() and text.get_text()}
+    small = {text: round(size, 1) for text, size in sizes.items() if size < READABLE - 1e-6}
+    assert not small, f"text below {READABLE} pixels at {SHOWN} wide: {small}"
+    assert dpi == pytest.approx(150, abs=0.5)       # sharp there, on a high-density screen
+    assert image.width == round(figure.get_figwidth() * dpi)   # nothing cut or added
