@@ -99,7 +99,7 @@ class NotebookRuns:
         notebook = nbformat.read(path, as_version=4)
         before = set(os.listdir(path.parent))
         with tempfile.TemporaryDirectory(prefix="dprec-notebook-") as folder:
-            client = nbclient.NotebookClient(notebook, timeout=180, kernel_name="python3",
+            client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
                                              resources={"metadata": {"path": folder}})
             try:
                 await client.async_execute(env=self.env)

@@ -16,47 +16,79 @@ if "SURPRISE_DATA_FOLDER" not in os.environ and (SHARED_DATA / "surprise").is_di
 
 import pytest  # noqa: E402
 
-#: the long runs started at collection (``tests/background.py``)
-NEWCOMER, NOTEBOOKS = pytest.StashKey(), pytest.StashKey()
+#: the long runs started in the background (``tests/background.py``), and which of them the
+#: selected tests need
+NEWCOMER, NOTEBOOKS, SELECTED = pytest.StashKey(), pytest.StashKey(), pytest.StashKey()
+#: the tests that wait for them
+BACKGROUND_TESTS = {"test_readme_commands_work_for_an_offline_newcomer": NEWCOMER,
+                    "test_notebook_executes_in_quick_mode": NOTEBOOKS}
+
+
+def _worker(config) -> bool:
+    """Whether this process is one of pytest-xdist's workers (``-n``): it does not know, at
+    collection, which tests it will run."""
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the tests that wait for the background runs go first, together,
+    to one worker (``--dist loadgroup``): it starts the runs and waits for them while the
+    other worker runs the rest of the suite."""
+    if not _worker(config):
+        return
+    waiting = [item for item in items if item.originalname in BACKGROUND_TESTS]
+    for item in waiting:
+        item.add_marker(pytest.mark.xdist_group("background"))
+    items[:] = waiting + [item for item in items if item.originalname not in BACKGROUND_TESTS]
+
+
+def _start_background(config) -> None:
+    """Start the selected background runs, once per process."""
+    import importlib.util
+
+    from background import NewcomerRun, NotebookRuns
+
+    for key in config.stash.get(SELECTED, []):
+        if key in config.stash:
+            continue
+        if key is NEWCOMER:
+            config.stash[NEWCOMER] = NewcomerRun()
+        elif importlib.util.find_spec("nbclient") is not None:
+            config.stash[NOTEBOOKS] = NotebookRuns()
 
 
 def pytest_collection_finish(session):
     """Start the suite's two long independent runs when a test that needs them is
     selected: the newcomer's install and demo (about 100 s) and the notebooks in quick mode
     (about 60 s) go on in the background, mostly on the other core, while the other tests
-    run; their tests then wait for the results (fixtures `newcomer_run`, `notebook_runs`)."""
-    import importlib.util
-
-    from background import NewcomerRun, NotebookRuns
-
+    run; their tests then wait for the results (fixtures `newcomer_run`, `notebook_runs`).
+    An xdist worker starts them when it reaches the first of those tests instead."""
     if session.config.option.collectonly:
         return
     selected = {item.originalname for item in session.items}
-    if "test_readme_commands_work_for_an_offline_newcomer" in selected:
-        session.config.stash[NEWCOMER] = NewcomerRun()
-    if ("test_notebook_executes_in_quick_mode" in selected
-            and importlib.util.find_spec("nbclient") is not None):
-        session.config.stash[NOTEBOOKS] = NotebookRuns()
+    session.config.stash[SELECTED] = [key for name, key in BACKGROUND_TESTS.items()
+                                      if name in selected]
+    if not _worker(session.config):
+        _start_background(session.config)
 
 
-def pytest_sessionfinish(session):
-    newcomer = session.config.stash.get(NEWCOMER, None)
-    if newcomer is not None:
-        newcomer.stop()
+def pytest_runtest_setup(item):
+    if _worker(item.config) and item.originalname in BACKGROUND_TESTS:
+        _start_background(item.config)
 
 
 @pytest.fixture
 def newcomer_run(request):
-    """The README's first command run as an offline newcomer (`background.NewcomerRun`),
-    started at collection."""
+    """The README's first command run as an offline newcomer (`background.NewcomerRun`)."""
     return request.config.stash[NEWCOMER]
 
 
 @pytest.fixture(scope="module")
 def notebook_runs(request):
-    """Every notebook executed in quick mode (`background.NotebookRuns`), started at
-    collection: path -> (executed notebook, its error or None, DPREC_QUICK of the kernels,
-    the names its run added to `notebooks/`)."""
+    """Every notebook executed in quick mode (`background.NotebookRuns`): path -> (executed
+    notebook, its error or None, DPREC_QUICK of the kernels, the names its run added to
+    `notebooks/`)."""
     pytest.importorskip("nbformat")
     pytest.importorskip("nbclient")
     return request.config.stash[NOTEBOOKS].result(timeout=1200)
