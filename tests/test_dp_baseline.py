@@ -639,6 +639,9 @@ def test_the_shrinkage_reads_the_noise():
     ({"clip": -1.0}, "clip"),
     ({"prior_variance": -0.5}, "prior_variance"),
     ({"centre": "user", "unit": "rating", "mechanism": "gaussian"}, "centre"),
+    ({"unit": "rating", "epsilon": 1e-6}, r"global_share \* epsilon = 1e-07 is too small"),
+    ({"unit": "rating", "epsilon": 1e-4, "global_share": 0.9999},
+     r"\(1 - global_share\) \* epsilon = 1e-08 is too small"),
 ])
 def test_the_new_parameters_are_checked(data, params, match):
     with pytest.raises(ValueError, match=rf"^{match}\b"):

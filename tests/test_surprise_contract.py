@@ -55,12 +55,30 @@ def test_localknn_gives_its_released_neighbours_at_any_k(trainset, sim_options):
 @pytest.mark.parametrize("make", [lambda: DPItemKNN(epsilon=1.0), lambda: LocalKNN(epsilon=1.0)])
 def test_neighbourhood_models_check_the_ids_and_point_at_sim(trainset, make):
     model = make().fit(trainset)
+    n = trainset.n_items if isinstance(model, DPItemKNN) else trainset.n_users
     with pytest.raises(ValueError, match="^iid must be <="):
         model.get_neighbors(10**6, 3)
+    with pytest.raises(ValueError, match=f"^iid must be <= {n - 1}, got {n}$"):
+        model.get_neighbors(n, 3)                      # one past the last inner id
+    with pytest.raises(ValueError, match="^iid must be >= 0, got -1$"):
+        model.get_neighbors(-1, 3)                     # not numpy's last row
     with pytest.raises(ValueError, match="^k must be >= 1"):
         model.get_neighbors(0, 0)
     with pytest.raises(TypeError, match="releases its similarities at fit: read its sim"):
         model.compute_similarities()
+    assert model.privacy_report().guarantee is not None     # nothing was answered yet
+
+
+@pytest.mark.parametrize("make", [lambda: DPItemKNN(epsilon=1.0), lambda: LocalKNN(epsilon=1.0)])
+def test_the_report_names_the_inner_ids_get_neighbors_shows_once(trainset, make):
+    model = make().fit(trainset)
+    model.get_neighbors(0, 3)
+    model.get_neighbors(1, 5)
+    report = model.privacy_report()
+    shown = [o for o in report.outputs if o.name == "neighbours' inner ids (get_neighbors)"]
+    assert len(shown) == 1 and "order of the data" in shown[0].gap
+    assert "not covered: neighbours' inner ids (get_neighbors): inner ids" in str(report)
+    assert report.guarantee is None
 
 
 @pytest.mark.parametrize("make", [DPBaseline, MallowsRanker, DPALS])
