@@ -114,6 +114,27 @@ def test_an_unusable_output_folder_is_refused_before_the_run(command, folder):
                               f"results to the folder {folder!r}"), message
 
 
+def test_checking_an_output_folder_creates_nothing_on_its_path(tmp_path, monkeypatch):
+    """Two processes parsing the same default `results/cv` in one directory (the test
+    workers) raced: the first created `results` to probe it, the second then failed
+    ("a file is in the way") or found it removed."""
+    from dprec.experiments._options import output_folder
+
+    monkeypatch.chdir(tmp_path)
+    made: list = []
+    real_mkdir = Path.mkdir
+
+    def recording_mkdir(self, *args, **kwargs):
+        made.append(self.name)
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", recording_mkdir)
+    assert output_folder("results/cv") == "results/cv"
+    assert made == [] and list(tmp_path.iterdir()) == []
+    (tmp_path / "results").mkdir()          # another process made it meanwhile: still fine
+    assert output_folder("results/cv") == "results/cv"
+
+
 @pytest.mark.parametrize("argv", [
     ["attack", "--quick", "--k", "0"], ["attack", "--quick", "--targets", "0"],
     ["endtoend", "--quick", "--epsilons", "-1"], ["endtoend", "--epsilons", "1", "-2"],

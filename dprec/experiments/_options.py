@@ -8,6 +8,7 @@ import argparse
 import math
 import os
 import re
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -131,25 +132,26 @@ def existing_path(text: str) -> str:
 
 
 def output_folder(text: str) -> str:
-    """Parse a folder the results can be written to (an argparse `type`): it exists,
-    or can be created, and is writable. The folders created to find out are removed
-    again (the run creates them)."""
-    path, created = Path(text), []
+    """Parse a folder the results can be written to (an argparse `type`): it exists, or
+    can be created, and is writable. The path is not created (the run creates it): a
+    folder of a unique name is made and removed in the nearest existing folder on it, so
+    that parsing never races another process parsing the same default (`results/...`) in
+    the same directory."""
+    path = Path(text)
     try:
-        for folder in [*reversed(path.parents), path]:
-            if not folder.is_dir():
-                folder.mkdir()      # FileExistsError where a file stands in the way
-                created.append(folder)
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise PermissionError(13, "Permission denied")
+        if "\0" in text:
+            raise ValueError("embedded null byte")
+        existing = path
+        while not existing.exists():        # the run creates the rest of the path
+            existing = existing.parent
+        if not existing.is_dir():
+            raise FileExistsError(17, "a file is in the way")
+        os.rmdir(tempfile.mkdtemp(prefix=".dprec-write-check-", dir=existing))
     except (OSError, ValueError) as error:     # ValueError: a null byte
         reason = "a file is in the way" if isinstance(error, FileExistsError) else (
             getattr(error, "strerror", None) or str(error))
         raise argparse.ArgumentTypeError(f"cannot write results to the folder {text!r}: "
                                          f"{reason}") from None
-    finally:
-        for folder in reversed(created):
-            folder.rmdir()
     return text
 
 
