@@ -182,7 +182,6 @@ def plot(concordance: pd.DataFrame, accuracy: pd.DataFrame, path: Path) -> None:
         ax.set_title(f"ε = {eps:g}")
         ax.set_xlabel("m (items)")
         ax.set_ylabel("E[concordant] / C(m,2)")
-    axes[0][0].legend(fontsize=7)
     overall = accuracy[accuracy["users"] == "all"]
     for ax, metric in zip(axes[1][:2], ["pairwise_accuracy", "ndcg_at_10"], strict=True):
         for (algo, mech), sub in overall.groupby(["algorithm", "mechanism"], sort=False):
@@ -200,9 +199,14 @@ def plot(concordance: pd.DataFrame, accuracy: pd.DataFrame, path: Path) -> None:
         ax.set_xscale("log")
         ax.set_xlabel("ε (∞ drawn at 40)")
         ax.set_ylabel(metric)
-        ax.legend(fontsize=7)
-    for ax in axes[1][2:]:
+    # each row's legend in a spare panel of the second row (in its own panel without one)
+    spare = list(axes[1][2:])
+    for ax in spare:
         ax.axis("off")
+    for source in (axes[0][0], axes[1][0]):
+        target = spare.pop(0) if spare else source
+        target.legend(*source.get_legend_handles_labels(),
+                      loc="center" if target is not source else "best")
     save(fig, path)
 
 
