@@ -214,7 +214,8 @@ def plot_mae(table: pd.DataFrame, mechanism: str, path: Path) -> None:
                 ax.set_xlabel("K")
             if j == 0:
                 ax.set_ylabel("MAE")
-    axes[0][0].legend(fontsize=6, ncol=2)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 5))
     fig.suptitle(f"{mechanism}: MAE of the Jaccard estimate (δ = {DELTA:g}, α = {ALPHA})")
     save(fig, path)
 
