@@ -26,7 +26,7 @@ same numbers):
 
 The kernels release the GIL (``nogil``), so `dprec._threads.map_blocks`
 runs blocks of them on every core; their machine code is compiled by the
-first process that calls them (about 20 s) and cached on disk (``cache=True``)
+first process that calls them (20–40 s on 2 cores) and cached on disk (``cache=True``)
 for the next ones (`warm_up`).  ``DPREC_DISABLE_NUMBA=1`` turns them
 off (the tests run both paths).
 """
@@ -482,7 +482,7 @@ def warm_up(compiling: Callable[[], object] | None = None) -> float:
     inputs; returns the seconds taken (0 when the kernels are off).
 
     About 1 s once per process from Numba's disk cache.  The first run after installing
-    (or updating) dprec has no cache and compiles them, about 20 s, once: the cache is
+    (or updating) dprec has no cache and compiles them, 20–40 s on 2 cores, once: the cache is
     written then (next to the installed module, or in `NUMBA_CACHE_DIR`).  A timing that
     should include neither (`dprec demo`) calls this first.
 

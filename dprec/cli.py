@@ -109,8 +109,8 @@ def run_demo(args: argparse.Namespace) -> int:
     def compiling() -> None:          # the warm-up has to compile: no disk cache yet
         compiled.append(True)
         print("compiling dprec's kernels with Numba: once, on the first run after installing "
-              "(about 20 s); cached on disk for the next runs, and not in the timings below",
-              flush=True)
+              "(20 to 40 s on 2 cores); cached on disk for the next runs, and not in the "
+              "timings below", flush=True)
 
     seconds = kernels.warm_up(compiling)
     if compiled:
