@@ -226,9 +226,10 @@ def test_ml100k_candidates_follow_environment(tmp_path, monkeypatch):
     assert _ml100k_candidates()[0] == tmp_path / "ml-100k" / "ml-100k" / "u.data"
 
 
-def test_load_ml100k_offline_error_in_fresh_interpreter(tmp_path):
-    """Surprise reads SURPRISE_DATA_FOLDER at import: check in a new process."""
-    env = {**os.environ, "SURPRISE_DATA_FOLDER": str(tmp_path),
+def load_ml100k_in_fresh_interpreter(**environ: str) -> subprocess.CompletedProcess:
+    """`load('ml-100k')` in a new process with `environ` set (Surprise reads
+    SURPRISE_DATA_FOLDER at import); it must fail with DatasetUnavailable, printed."""
+    env = {**os.environ, **environ,
            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     code = ("from dprec.datasets import load, DatasetUnavailable\n"
             "try:\n    load('ml-100k')\n"
@@ -236,6 +237,12 @@ def test_load_ml100k_offline_error_in_fresh_interpreter(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                             text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert result.returncode == 3, result.stderr
+    return result
+
+
+def test_load_ml100k_offline_error_in_fresh_interpreter(tmp_path):
+    """Surprise reads SURPRISE_DATA_FOLDER at import: check in a new process."""
+    result = load_ml100k_in_fresh_interpreter(SURPRISE_DATA_FOLDER=str(tmp_path))
     assert "SURPRISE_DATA_FOLDER" in result.stdout
     assert str(tmp_path / "ml-100k" / "ml-100k" / "u.data") in result.stdout
     assert list(tmp_path.iterdir()) == []  # no download attempted
@@ -244,14 +251,7 @@ def test_load_ml100k_offline_error_in_fresh_interpreter(tmp_path):
 def test_an_ignored_data_folder_is_said_the_same_way_twice(tmp_path):
     """An empty SURPRISE_DATA_FOLDER: the import's warning said it was ignored, then the
     loader said "SURPRISE_DATA_FOLDER is not set"; both now say what was ignored."""
-    env = {**os.environ, "SURPRISE_DATA_FOLDER": "", "HOME": str(tmp_path),
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    code = ("from dprec.datasets import load, DatasetUnavailable\n"
-            "try:\n    load('ml-100k')\n"
-            "except DatasetUnavailable as e:\n    print(e)\n    raise SystemExit(3)\n")
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                            text=True, timeout=120, stdin=subprocess.DEVNULL)
-    assert result.returncode == 3, result.stderr
+    result = load_ml100k_in_fresh_interpreter(SURPRISE_DATA_FOLDER="", HOME=str(tmp_path))
     said = "SURPRISE_DATA_FOLDER='' is empty: ignored, so Surprise uses ~/.surprise_data"
     assert said in result.stderr and said in result.stdout, (result.stderr, result.stdout)
     assert "not set" not in result.stdout + result.stderr
