@@ -174,6 +174,12 @@ def quick_folder(out: str) -> str:
     return str(Path("results", "quick", *Path(out).parts[1:]))
 
 
+def run_folder(out: str | os.PathLike | None, default: str, quick: bool) -> Path:
+    """The folder a Python `run(out, quick)` writes to: `out` when given, else `default`
+    (`quick_folder(default)` for a quick run)."""
+    return Path(out or (quick_folder(default) if quick else default))
+
+
 def experiment_parser(prog: str | None, doc: str, out: str, **options) -> OptionParser:
     """An experiment's command line: described by the first paragraph of its module's
     docstring `doc` (`plain_text`), with the options every experiment shares

@@ -65,7 +65,7 @@ from dprec.experiments._options import (
     POSITIVE_INT,
     existing_path,
     experiment_parser,
-    quick_folder,
+    run_folder,
 )
 from dprec.similarity.minhash import (
     MinHash,
@@ -421,7 +421,7 @@ def run(out: str | os.PathLike | None = None, quick: bool = False, seed: int = 0
     ``quick``: τ ∈ {50, 250}, K ∈ {10, 50, 100, 200}, ε ∈ {2, 8}, 30
     repetitions in (a); K ∈ {50, 200}, ε ∈ {4, 8}, B = 2, one repetition in (b).
     """
-    out = Path(out or (quick_folder("results/sketches") if quick else "results/sketches"))
+    out = run_folder(out, "results/sketches", quick)
     out.mkdir(parents=True, exist_ok=True)
     if quick:
         grid = dict(taus=(50, 250), ks=(10, 50, 100, 200), epsilons=(2.0, 8.0),

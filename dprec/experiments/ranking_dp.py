@@ -35,7 +35,7 @@ from tqdm import tqdm
 
 from dprec import datasets
 from dprec._plotting import save, subplots
-from dprec.experiments._options import FOLDS, add_data_path, experiment_parser, quick_folder
+from dprec.experiments._options import FOLDS, add_data_path, experiment_parser, run_folder
 from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
     concordant_pairs,
@@ -222,7 +222,7 @@ def run(out: str | os.PathLike | None = None, quick: bool = False, folds: int | 
     ``quick``: m ≤ 50 and 300 repetitions in (a); 2 folds, ε ∈ {1, ∞} and 5
     epochs in (b).
     """
-    out = Path(out or (quick_folder("results/ranking") if quick else "results/ranking"))
+    out = run_folder(out, "results/ranking", quick)
     out.mkdir(parents=True, exist_ok=True)
     if quick:
         concordance = concordance_table(ms=(5, 10, 20, 50), n_rep=300, seed=seed)

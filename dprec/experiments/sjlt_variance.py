@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from dprec._plotting import save, subplots
-from dprec.experiments._options import POSITIVE_INT, experiment_parser, quick_folder
+from dprec.experiments._options import POSITIVE_INT, experiment_parser, run_folder
 from dprec.mechanisms import gaussian_sigma, laplace_scale
 from dprec.similarity.sjlt import (
     GaussianJL,
@@ -223,7 +223,7 @@ def run(out: str | os.PathLike | None = None, quick: bool = False, seed: int = 0
 
     ``quick``: ε ∈ {1, 4}, δ ∈ {1e-4, 1e-9}, k ∈ {64, 256}, s ∈ {1, 4, 16}, 500 repetitions.
     """
-    out = Path(out or (quick_folder("results/sjlt") if quick else "results/sjlt"))
+    out = run_folder(out, "results/sjlt", quick)
     out.mkdir(parents=True, exist_ok=True)
     grid = (dict(epsilons=(1.0, 4.0), deltas=(1e-4, 1e-9), ks=(64, 256), ss=(1, 4, 16))
             if quick else {})
