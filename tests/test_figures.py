@@ -64,3 +64,21 @@ def test_every_text_of_a_saved_figure_is_readable_where_it_is_shown(plot, table,
     assert not small, f"text below {READABLE} pixels at {SHOWN} wide: {small}"
     assert dpi == pytest.approx(150, abs=0.5)       # sharp there, on a high-density screen
     assert image.width == round(figure.get_figwidth() * dpi)   # nothing cut or added
+
+
+def test_the_committed_docs_figures_are_saved_as_the_experiments_save_them():
+    """The figures in `docs/` come from full runs saved by `dprec._plotting.save` (150
+    dpi); one left from an older rendering (110 or 120 dpi, text 4 to 9 pixels high at
+    700 wide) fails here.  Figures re-encoded without a dpi record are not checked."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    listed = subprocess.run(["git", "ls-files", "docs/*.png"], cwd=root, capture_output=True,
+                            text=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    recorded = {name: Image.open(root / name).info["dpi"][0]
+                for name in listed.stdout.split() if "dpi" in Image.open(root / name).info}
+    assert recorded, "no committed figure records its dpi"
+    assert {name: dpi for name, dpi in recorded.items() if abs(dpi - 150) > 0.5} == {}

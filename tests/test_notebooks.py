@@ -28,6 +28,8 @@ def test_committed_notebook_is_executed_and_shows_its_figures(path):
     assert not plotting_cells_without_image(notebook)
     assert not [o for cell in code for o in cell.outputs if o.output_type == "error"]
     assert "quick mode" not in "".join(o.get("text", "") for o in code[0].outputs)
+    shown = "".join(o.get("text", "") for cell in code for o in cell.outputs)
+    assert "similarity matrix" not in shown, "Surprise's fitting messages: fit verbose=False"
     assert path.stat().st_size < 600_000, "trim the outputs (images are meant to be small)"
 
 
