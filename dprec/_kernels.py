@@ -306,25 +306,24 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
             kept_order[slot] = -1
 
 
-def _weighted_means_py(positions, weights, starts, values, centered, shift,
+def _weighted_means_py(positions, weights, starts, values, min_sim, shift,
                        count):  # pragma: no cover - compiled
-    """Per query ``q``: ``shift[q] = Σ w · values[starts[q] + p] / Σ w`` over its
-    neighbours ``(p, w)`` in ``(positions[q], weights[q])`` with ``p >= 0`` and
-    ``w > 0`` (with ``centered``: ``w != 0``, and ``Σ |w|`` below), added in row
-    order (0 where the denominator is 0); ``count[q]`` how many were added.
-    Returns whether every slot ``starts[q] + p`` was within ``values`` (else
-    the outputs are not all written)."""
+    """Per query ``q``: ``shift[q] = Σ w · values[starts[q] + p] / Σ |w|`` over its
+    neighbours ``(p, w)`` in ``(positions[q], weights[q])`` with ``p >= 0``,
+    ``w != 0`` and ``w > min_sim``, added in row order (0 where the denominator is
+    0); ``count[q]`` how many were added.  Returns whether every slot
+    ``starts[q] + p`` was within ``values`` (else the outputs are not all written)."""
     for q in range(positions.shape[0]):
         numerator = denominator = 0.0
         n = 0
         for j in range(positions.shape[1]):
             p, w = positions[q, j], weights[q, j]
-            if p >= 0 and (w != 0.0 if centered else w > 0.0):
+            if p >= 0 and w != 0.0 and w > min_sim:
                 slot = starts[q] + p
                 if slot >= len(values) or slot < 0:
                     return False
                 numerator += w * values[slot]
-                denominator += abs(w) if centered else w
+                denominator += abs(w)
                 n += 1
         shift[q] = numerator / denominator if denominator != 0.0 else 0.0
         count[q] = n
@@ -448,11 +447,12 @@ def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
 
 
 def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarray,
-                   values: np.ndarray, centered: bool) -> tuple[np.ndarray, np.ndarray]:
+                   values: np.ndarray, min_sim: float) -> tuple[np.ndarray, np.ndarray]:
     """``(shift, count)``: per query (row), the weighted mean of its neighbours' values
-    and how many count, as Surprise's kNN adds them (``Σ w · v / Σ w``, one neighbour
-    at a time in row order, only those with ``w > 0``; with ``centered``, ``w ≠ 0``
-    over ``Σ |w|``); 0 where nothing counts.
+    and how many count, as Surprise's kNN adds them (``Σ w · v / Σ |w|``, one neighbour
+    at a time in row order, only those with ``w ≠ 0`` and ``w > min_sim``: with
+    ``min_sim = 0``, Surprise's ``w > 0`` and ``Σ |w| = Σ w`` bit for bit; ``-inf``
+    for every ``w ≠ 0``, the papers' centred rule); 0 where nothing counts.
 
     ``positions`` (``-1`` pads) and ``weights`` are ``(n, k)``; a neighbour's
     value is ``values[starts[q] + position]`` (checked in the loop).
@@ -465,7 +465,7 @@ def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarra
         raise ValueError("weighted_means: positions and weights must be (n, k), starts (n,)")
     shift, count = np.empty(len(positions)), np.empty(len(positions), dtype=np.int64)
     if not _weighted_means(positions, weights, starts, np.asarray(values, dtype=np.float64),
-                           bool(centered), shift, count):
+                           float(min_sim), shift, count):
         raise ValueError("weighted_means: a neighbour's slot is outside the values")
     return shift, count
 
@@ -508,7 +508,7 @@ def warm_up(compiling: Callable[[], object] | None = None) -> float:
 
     loads = (
         lambda: weighted_means(np.zeros((1, 1), np.int64), np.ones((1, 1)),
-                               np.zeros(1, np.int64), np.ones(1), False),
+                               np.zeros(1, np.int64), np.ones(1), 0.0),
         lambda: similarity_rows("msd", np.arange(2), by_row, by_column, np.zeros((2, 2)),
                                 upper=True),
         co_rated_sums,
