@@ -48,6 +48,8 @@ EXPERIMENTS = {
     "selectors": ("selectors_cv", "neighbour selectors × ε × k × neighbourhood (accuracy, α, β)"),
     "backends": ("backends_cv", "top-k and PPNS on every similarity backend"),
     "sketches": ("jaccard_sketches", "Jaccard sketches: MAE against K, recall@10 on real data"),
+    "implicit": ("implicit_feedback", "implicit-feedback kNN on Last.fm: recall@10 and NDCG@10 "
+                                      "against ε, private set sketches"),
     "sjlt": ("sjlt_variance", "private SJLT against Gaussian JL: distance variances"),
     "ranking": ("ranking_dp", "ranking DP: Mallows against Laplace, the private ranker"),
     "attack": ("attack_resistance", "the β-kNN attack against every configuration"),
