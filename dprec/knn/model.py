@@ -111,8 +111,10 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
     sim_options : dict, optional
         Surprise-style similarity options: `name` (`"msd"` (default),
         `"cosine"`, `"pearson"`, `"pearson_baseline"` with `shrinkage`,
-        default 100), `user_based` (default True; False for item-based kNN,
-        exact similarities only), `min_support` (default 1); or a private
+        default 100, or LensKit's `"centered_cosine"`: each row centred at its
+        mean, the cosine over all entries; see `dprec.similarity.centered`),
+        `user_based` (default True; False for item-based kNN, exact
+        similarities only), `min_support` (default 1); or a private
         sketch backend (user-based), e.g.
         `{"name": "rr_minhash", "width": 128, "B": 4, "epsilon": 4.0, "delta": 1e-4}`
         (also `"noisy_minhash"`, `"minhash"`, `"sjlt"`, `"gaussian_jl"`;
