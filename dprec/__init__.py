@@ -6,6 +6,7 @@ from .attacks import BetaKNNAttack
 from .dp_als import DPALS
 from .dp_baseline import DPBaseline
 from .dp_item_knn import DPItemKNN
+from .implicit_knn import ImplicitKNN
 from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
 from .ledger import PrivacyAccountant
 from .local_knn import LocalKNN
@@ -13,9 +14,10 @@ from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
-__all__ = ["BetaKNNAttack", "DPALS", "DPBaseline", "DPItemKNN", "LocalKNN", "MallowsRanker",
-           "PrivacyAccountant", "PrivateKNN", "PrivateKNNBaseline", "PrivateKNNWithMeans",
-           "PrivateKNNWithZScore", "__version__", "datasets", "mechanisms", "metrics"]
+__all__ = ["BetaKNNAttack", "DPALS", "DPBaseline", "DPItemKNN", "ImplicitKNN", "LocalKNN",
+           "MallowsRanker", "PrivacyAccountant", "PrivateKNN", "PrivateKNNBaseline",
+           "PrivateKNNWithMeans", "PrivateKNNWithZScore", "__version__", "datasets",
+           "mechanisms", "metrics"]
 
 
 def __getattr__(name: str):

@@ -15,6 +15,7 @@ same numbers):
   a float64 sum.
 - `similarity_rows`: the same pairs, each row's sums turned into its
   similarities at once (no ``n × n`` sums).
+- `centered_sensitivity`: the centred cosine's ``RS``, removals that cannot matter skipped.
 - `stable_top`: per query, the ``prefix`` most similar of its
   candidates (the raters of its item), in the order of
   `dprec._arrays.stable_descending_order` (descending similarity,
@@ -106,9 +107,11 @@ def _co_rated_rows_py(rows, upper, indptr, indices, data, column_ptr, column_row
 
 
 def _similarity_of(kind, freq, sq_i, sq_j, prods, s_i, s_j):  # pragma: no cover - compiled
-    """Surprise's similarity ``kind`` (`SIMILARITY_KINDS`) of one pair from its
+    """The similarity ``kind`` (`SIMILARITY_KINDS`) of one pair from its
     co-rated sums: [`dprec.similarity.exact.similarity_from_sums`][], operation for
     operation (0 where a denominator vanishes)."""
+    if kind == 3:                                   # centred cosine: sums of unit rows
+        return min(max(prods, -1.0), 1.0)
     if kind == 0:                                   # cosine
         denominator = np.sqrt(sq_i * sq_j)
         return prods / denominator if denominator != 0.0 else 0.0
@@ -165,6 +168,55 @@ def _similarity_rows_py(rows, upper, kind, min_support, indptr, indices, data, c
                                         acc[v, 4], acc[v, 5]))
             acc[v, :] = 0.0
         out[a, u] = 1.0
+
+
+def _change(s, c_sum, c, f, g, coefficient, inverse, support):  # pragma: no cover
+    """How far a centred cosine ``s`` moves without a rating ([`dprec.similarity.centered`][])."""
+    new = min(max((s + g * c_sum - coefficient * c) * inverse, -1.0), 1.0)
+    return abs(s - (0.0 if f < support else new))
+
+
+def _centered_sensitivity_py(rows, indptr, indices, data, column_ptr, column_rows,
+                             column_data, terms, column_terms, order, scale, sim, s_i, s_j,
+                             freq, support, out):  # pragma: no cover - compiled
+    """``out[a]``: the largest `_change` of ``sim[a, v]`` (``u = rows[a]``, ``v != u``,
+    ``freq[a, v] >= support``: else 0 either way) by removing a rating of ``u`` or ``v``;
+    the arguments and the bound ``w max(|sim|, |C|)`` that skips the rest of a row (its
+    ratings by decreasing ``w``): `dprec.similarity.centered.centered_cosine_sensitivity`."""
+    (g, coefficient, inverse, weight), (g_c, coefficient_c, inverse_c) = terms, column_terms
+    stamp, column_stamp = np.full(sim.shape[1], -1), np.full(len(column_ptr) - 1, -1)
+    for a in range(len(rows)):
+        u, best = rows[a], 0.0
+        for p in range(indptr[u], indptr[u + 1]):          # u's or v's rating of a column
+            column_stamp[indices[p]] = u                    # both rated
+            for q in range(column_ptr[indices[p]], column_ptr[indices[p] + 1]):
+                v = column_rows[q]
+                if v != u and freq[a, v] >= support:
+                    f = freq[a, v] - 1.0
+                    best = max(best, _change(sim[a, v], s_j[a, v], column_data[q], f, g[p],
+                                             coefficient[p], inverse[p], support),
+                               _change(sim[a, v], s_i[a, v], data[p], f, g_c[q],
+                                       coefficient_c[q], inverse_c[q], support))
+        for k in range(indptr[u], indptr[u + 1]):          # u's, of a column v did not rate
+            p = order[k]
+            if weight[p] * scale[a] * 1.000001 <= best:
+                break
+            for q in range(column_ptr[indices[p]], column_ptr[indices[p] + 1]):
+                stamp[column_rows[q]] = p
+            for v in range(sim.shape[1]):
+                if v != u and stamp[v] != p and freq[a, v] >= support:
+                    best = max(best, _change(sim[a, v], s_j[a, v], 0.0, freq[a, v], g[p],
+                                             coefficient[p], inverse[p], support))
+        for v in range(sim.shape[1]):                        # v's, of a column u did not rate
+            if v != u and freq[a, v] >= support:
+                for k in range(indptr[v], indptr[v + 1]):
+                    e = order[k]
+                    if weight[e] * max(abs(sim[a, v]), abs(s_i[a, v])) * 1.000001 <= best:
+                        break
+                    if column_stamp[indices[e]] != u:
+                        best = max(best, _change(sim[a, v], s_i[a, v], 0.0, freq[a, v], g[e],
+                                                 coefficient[e], inverse[e], support))
+        out[a] = best
 
 
 def _before(v1, p1, v2, p2):  # pragma: no cover - compiled
@@ -306,25 +358,24 @@ def _stable_top_py(sim, sim_rows, starts, lengths, candidates, prefix,
             kept_order[slot] = -1
 
 
-def _weighted_means_py(positions, weights, starts, values, centered, shift,
+def _weighted_means_py(positions, weights, starts, values, min_sim, shift,
                        count):  # pragma: no cover - compiled
-    """Per query ``q``: ``shift[q] = Σ w · values[starts[q] + p] / Σ w`` over its
-    neighbours ``(p, w)`` in ``(positions[q], weights[q])`` with ``p >= 0`` and
-    ``w > 0`` (with ``centered``: ``w != 0``, and ``Σ |w|`` below), added in row
-    order (0 where the denominator is 0); ``count[q]`` how many were added.
-    Returns whether every slot ``starts[q] + p`` was within ``values`` (else
-    the outputs are not all written)."""
+    """Per query ``q``: ``shift[q] = Σ w · values[starts[q] + p] / Σ |w|`` over its
+    neighbours ``(p, w)`` in ``(positions[q], weights[q])`` with ``p >= 0``,
+    ``w != 0`` and ``w > min_sim``, added in row order (0 where the denominator is
+    0); ``count[q]`` how many were added.  Returns whether every slot
+    ``starts[q] + p`` was within ``values`` (else the outputs are not all written)."""
     for q in range(positions.shape[0]):
         numerator = denominator = 0.0
         n = 0
         for j in range(positions.shape[1]):
             p, w = positions[q, j], weights[q, j]
-            if p >= 0 and (w != 0.0 if centered else w > 0.0):
+            if p >= 0 and w != 0.0 and w > min_sim:
                 slot = starts[q] + p
                 if slot >= len(values) or slot < 0:
                     return False
                 numerator += w * values[slot]
-                denominator += abs(w) if centered else w
+                denominator += abs(w)
                 n += 1
         shift[q] = numerator / denominator if denominator != 0.0 else 0.0
         count[q] = n
@@ -336,6 +387,8 @@ if AVAILABLE:
     _co_rated_rows = njit(nogil=True, cache=True)(_co_rated_rows_py)
     _similarity_of = njit(inline="always")(_similarity_of)
     _similarity_rows = njit(nogil=True, cache=True)(_similarity_rows_py)
+    _change = njit(inline="always")(_change)
+    _centered_sensitivity = njit(nogil=True, cache=True)(_centered_sensitivity_py)
     _before = njit(inline="always")(_before)
     _sift_down = njit(nogil=True, inline="always")(_sift_down)
     _heap_top = njit(nogil=True, inline="always")(_heap_top)
@@ -387,8 +440,9 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
                    *(empty if m is None else m for m in sums[1:]))
 
 
-#: the similarities `similarity_rows` computes, and their codes in the kernel
-SIMILARITY_KINDS = {"cosine": 0, "msd": 1, "pearson": 2}
+#: the similarities `similarity_rows` computes, and their codes in the kernel (the centred
+#: cosine from the unit centred rows, `dprec.similarity.exact.summed_values`)
+SIMILARITY_KINDS = {"cosine": 0, "msd": 1, "pearson": 2, "centered_cosine": 3}
 
 
 def similarity_rows(name: str, rows: np.ndarray, by_row: tuple, by_column: tuple,
@@ -414,6 +468,24 @@ def similarity_rows(name: str, rows: np.ndarray, by_row: tuple, by_column: tuple
         raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
     _similarity_rows(rows, upper, SIMILARITY_KINDS[name], float(min_support), *by_row,
                      *by_column, out)
+
+
+def centered_sensitivity(rows: np.ndarray, by_row: tuple, by_column: tuple, terms: tuple,
+                         column_terms: tuple, order: np.ndarray, scale: np.ndarray,
+                         sim: np.ndarray, s_i: np.ndarray, s_j: np.ndarray, freq: np.ndarray,
+                         min_support: int = 1) -> np.ndarray:
+    """The centred cosine's ``RS`` of ``rows`` (unfloored; [`dprec.similarity.centered`][]):
+    ``by_row``, ``by_column`` the unit centred rows' `rating_triples`, ``terms``,
+    ``column_terms``, ``order`` and ``scale`` as the loop reads them, the others
+    ``(len(rows), n_rows)`` arrays."""
+    rows, out = np.asarray(rows, dtype=np.int64), np.empty(len(rows))
+    arrays = [np.ascontiguousarray(m, dtype=np.float64) for m in (sim, s_i, s_j, freq)]
+    if any(m.shape != (len(rows), len(by_row[0]) - 1) for m in arrays):
+        raise ValueError("sim, s_i, s_j and freq must have one row per row asked")
+    _centered_sensitivity(rows, *by_row, *by_column, tuple(terms), tuple(column_terms), order,
+                          np.asarray(scale, np.float64), *arrays, float(max(min_support, 1)),
+                          out)
+    return out
 
 
 def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
@@ -448,11 +520,12 @@ def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
 
 
 def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarray,
-                   values: np.ndarray, centered: bool) -> tuple[np.ndarray, np.ndarray]:
+                   values: np.ndarray, min_sim: float) -> tuple[np.ndarray, np.ndarray]:
     """``(shift, count)``: per query (row), the weighted mean of its neighbours' values
-    and how many count, as Surprise's kNN adds them (``Σ w · v / Σ w``, one neighbour
-    at a time in row order, only those with ``w > 0``; with ``centered``, ``w ≠ 0``
-    over ``Σ |w|``); 0 where nothing counts.
+    and how many count, as Surprise's kNN adds them (``Σ w · v / Σ |w|``, one neighbour
+    at a time in row order, only those with ``w ≠ 0`` and ``w > min_sim``: with
+    ``min_sim = 0``, Surprise's ``w > 0`` and ``Σ |w| = Σ w`` bit for bit; ``-inf``
+    for every ``w ≠ 0``, the papers' centred rule); 0 where nothing counts.
 
     ``positions`` (``-1`` pads) and ``weights`` are ``(n, k)``; a neighbour's
     value is ``values[starts[q] + position]`` (checked in the loop).
@@ -465,7 +538,7 @@ def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarra
         raise ValueError("weighted_means: positions and weights must be (n, k), starts (n,)")
     shift, count = np.empty(len(positions)), np.empty(len(positions), dtype=np.int64)
     if not _weighted_means(positions, weights, starts, np.asarray(values, dtype=np.float64),
-                           bool(centered), shift, count):
+                           float(min_sim), shift, count):
         raise ValueError("weighted_means: a neighbour's slot is outside the values")
     return shift, count
 
@@ -473,7 +546,8 @@ def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarra
 def _compiled() -> int:
     """How many (kernel, argument types) this process compiled rather than loaded from
     Numba's disk cache (the dispatchers' public ``stats``)."""
-    kernels = (_co_rated_rows, _similarity_rows, _stable_top, _weighted_means)
+    kernels = (_co_rated_rows, _similarity_rows, _stable_top, _weighted_means,
+               _centered_sensitivity)
     return sum(sum(kernel.stats.cache_misses.values()) for kernel in kernels)
 
 
@@ -508,12 +582,15 @@ def warm_up(compiling: Callable[[], object] | None = None) -> float:
 
     loads = (
         lambda: weighted_means(np.zeros((1, 1), np.int64), np.ones((1, 1)),
-                               np.zeros(1, np.int64), np.ones(1), False),
+                               np.zeros(1, np.int64), np.ones(1), 0.0),
         lambda: similarity_rows("msd", np.arange(2), by_row, by_column, np.zeros((2, 2)),
                                 upper=True),
         co_rated_sums,
         lambda: stable_top(np.zeros((2, 2)), np.arange(2), np.zeros(2, np.int64),
                            np.ones(2, np.int64), np.arange(2), 1),
+        lambda: centered_sensitivity(np.arange(2), by_row, by_column, (np.ones(4),) * 4,
+                                     (np.ones(4),) * 3, np.arange(4), np.ones(2),
+                                     *[np.ones((2, 2))] * 4),
     )
     for load in loads:
         load()

@@ -39,7 +39,7 @@ from .knn import PrivateKNN
 from .ledger import Unit
 from .ranking import MallowsRanker
 from .selectors import SELECTORS
-from .similarity import EXACT_SIMILARITIES, SKETCH_BACKENDS
+from .similarity import EXACT_SIMILARITIES, SKETCH_BACKENDS, SURPRISE_SIMILARITIES
 
 #: ``dprec <command> [options]`` runs ``dprec.experiments.<module>.main(options)``
 EXPERIMENTS = {
@@ -48,6 +48,8 @@ EXPERIMENTS = {
     "selectors": ("selectors_cv", "neighbour selectors × ε × k × neighbourhood (accuracy, α, β)"),
     "backends": ("backends_cv", "top-k and PPNS on every similarity backend"),
     "sketches": ("jaccard_sketches", "Jaccard sketches: MAE against K, recall@10 on real data"),
+    "implicit": ("implicit_feedback", "implicit-feedback kNN on Last.fm: recall@10 and NDCG@10 "
+                                      "against ε, private set sketches"),
     "sjlt": ("sjlt_variance", "private SJLT against Gaussian JL: distance variances"),
     "ranking": ("ranking_dp", "ranking DP: Mallows against Laplace, the private ranker"),
     "attack": ("attack_resistance", "the β-kNN attack against every configuration"),
@@ -60,7 +62,8 @@ EXPERIMENTS = {
 
 CV_ALGORITHMS = ("knnbasic", "topk", "probabilistic", "pncf", "pncf_corrected", "ppns",
                  "mallows")
-#: ``dprec cv --sim``: Surprise's similarities (every algorithm), dprec's sketches (PrivateKNN)
+#: ``dprec cv --sim``: Surprise's similarities (every algorithm), the centred cosine and dprec's
+#: sketches (PrivateKNN)
 CV_SIMILARITIES = (*EXACT_SIMILARITIES, *SKETCH_BACKENDS)
 #: the errors an ordinary mistake raises: one line and exit status 2 (``--debug``: traceback)
 USER_ERRORS = (datasets.DatasetUnavailable, ValueError, TypeError, ImportError)
@@ -214,10 +217,12 @@ def cv_algorithm(algo: str, epsilon: float | None, k: int = 40, sim: str = "cosi
 
 def run_cv(args: argparse.Namespace) -> int:
     """``dprec cv``: cross-validate one algorithm for each ε; writes ``cv.csv``."""
-    if args.algo == "knnbasic" and args.sim not in EXACT_SIMILARITIES:
-        raise ValueError(f"--sim {args.sim} is one of dprec's sketches: Surprise's KNNBasic "
-                         f"(--algo knnbasic) takes {', '.join(EXACT_SIMILARITIES)}; use "
-                         "--algo topk for the same kNN on a sketch")
+    if args.algo == "knnbasic" and args.sim not in SURPRISE_SIMILARITIES:
+        kind = "dprec's centred cosine" if args.sim in EXACT_SIMILARITIES else (
+            "one of dprec's sketches")
+        raise ValueError(f"--sim {args.sim} is {kind}: Surprise's KNNBasic "
+                         f"(--algo knnbasic) takes {', '.join(SURPRISE_SIMILARITIES)}; use "
+                         "--algo topk for the same kNN with it")
     default = default_epsilon(args.algo)
     if args.epsilons and default is None:
         raise ValueError(f"--epsilons is not read by --algo {args.algo}, which is not private "
@@ -316,7 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "(default ppns)")
     cv.add_argument("--sim", type=str.lower, choices=CV_SIMILARITIES, default="cosine",
                     help="similarity of the kNN algorithms: cosine (default), msd, pearson, "
-                         "pearson_baseline, or a sketch of dprec's (not with knnbasic)")
+                         "pearson_baseline, or dprec's centered_cosine or a sketch (not "
+                         "with knnbasic)")
     cv.add_argument("--epsilons", type=EPSILON, nargs="+", metavar="E",
                     help="privacy budgets, one run each (pncf, pncf_corrected, ppns, "
                          "mallows; default: the algorithm's, 1)")

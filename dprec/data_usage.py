@@ -13,14 +13,16 @@ MovieLens 1M at $k = 10$.
 * [`data_usage`][] counts, for a fitted [`PrivateKNN`][] and a
   set of queries, how many of them each user contributes to: a chosen
   neighbour with a counted weight (similarity $> 0$, as ReuseKNN's
-  UserKNN and Surprise's ``KNNBasic``; $\ne 0$ with ``centered=True``)
-  who rated the item (user neighbourhood: one neighbour set per user, so
-  only its members who rated $i$ answer).  The asking user is never
-  counted, nor anyone when the model's rule reads no neighbour: with
-  ``neighbour_shrinkage=inf`` and a rule that is never impossible (not the
-  basic rule with ``fallback="global_mean"``, whose neighbours still decide
-  whether it answers).  The rule is the model's own: neighbours read for
-  another rule of ``estimate_rules`` are counted by this model's.
+  UserKNN and Surprise's ``KNNBasic``; $\ne 0$ with ``centered=True``;
+  above the model's ``min_sim`` if it has one) who rated the item (user
+  neighbourhood: one neighbour set per user, so only its members who rated
+  $i$ answer).  The asking user is never counted, nor anyone when the
+  model's rule reads no neighbour: with ``neighbour_shrinkage=inf`` and a
+  rule whose answer their number does not decide (not the basic rule with
+  ``fallback="global_mean"``, impossible without them, nor a rule on
+  $\mu_u$ with ``fallback="baseline"``).  The rule is the model's own:
+  neighbours read for another rule of ``estimate_rules`` are counted by
+  this model's.
 * [`reuseknn_threshold`][] is $\tau$ as ReuseKNN's published code
   computes it from plain UserKNN's data usage (``get_privacy_threshold``):
   a 25-bin histogram of the usage, a Gaussian kernel density of bandwidth
@@ -42,6 +44,7 @@ import numpy as np
 from ._ratings import RatingArrays
 from ._validation import check_real
 from .knn import PrivateKNN
+from .knn.rules import counts, reads_neighbours
 
 __all__ = ["data_usage", "reuseknn_threshold", "vulnerable_share"]
 
@@ -80,8 +83,7 @@ def data_usage(algo: PrivateKNN, users, items,
         raise ValueError(f"users and items must be 1-D arrays of the same length, got shapes "
                          f"{users.shape} and {items.shape}")
     n_users = algo.trainset.n_users
-    if np.isinf(algo.neighbour_shrinkage_) and not (algo.prediction_ == "basic"
-                                                   and algo.fallback_ == "global_mean"):
+    if not reads_neighbours((algo.prediction_, algo.fallback_, algo.neighbour_shrinkage_)):
         return np.zeros(n_users, dtype=np.int64)
     if neighbours is not None:
         neighbours, weights = neighbours
@@ -94,8 +96,7 @@ def data_usage(algo: PrivateKNN, users, items,
     else:
         unique, row = np.unique(users, return_inverse=True)
         neighbours, weights = (part[row] for part in algo.kneighbors(unique))
-    counted = (weights != 0) if algo.centered else (weights > 0)
-    counted &= (neighbours >= 0) & (neighbours != users[:, None])
+    counted = counts(weights, algo.min_sim_) & (neighbours >= 0) & (neighbours != users[:, None])
     if algo.neighbourhood_ == "user":    # the set's members who rated the item answer
         rows, slots = np.nonzero(counted)
         _, rated = RatingArrays.from_trainset(algo.trainset).lookup(neighbours[rows, slots],

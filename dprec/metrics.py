@@ -161,8 +161,10 @@ def kendall_tau(predictions: Sequence) -> float:
     return float(np.mean(tau[defined]))
 
 
-def ndcg_at_k(predictions: Sequence, k: int = 10, gains: str = "linear") -> float:
-    r"""Mean over users of NDCG@k, ranking each user's test items by estimate.
+def ndcg_at_k(predictions, k: int = 10, gains: str = "linear", *,
+              threshold: float | None = None, testset=None) -> float:
+    r"""Mean over users of NDCG@k, ranking each user's test items by estimate (or of top-N
+    lists against a testset).
 
     $$
     \mathrm{DCG@k} = \sum_{p=1}^{k} \frac{g(r_{(p)})}{\log_2(p + 1)},\qquad
@@ -176,12 +178,23 @@ def ndcg_at_k(predictions: Sequence, k: int = 10, gains: str = "linear") -> floa
     ECIR 2008), so the value does not depend on the order of the input.
     Users whose IDCG is 0 are skipped.
 
+    Over a top-N frame ([`dprec.topn.recommend_batch`][]) and ``testset`` the relevance
+    is binary (held-out interactions): an item at rank $p \le k$ gains 1 if the testset
+    holds it for that user (with ``threshold``, rated at least that), and
+    $\mathrm{IDCG@k} = \sum_{p=1}^{\min(k, |R_u|)} 1/\log_2(p + 1)$ over the user's
+    relevant items $R_u$; users without one are skipped.
+
     Parameters
     ----------
-    predictions : list of surprise Prediction
+    predictions : list of surprise Prediction, or DataFrame (uid, iid, rank)
     k : int, default 10
         Cut-off (``>= 1``).
     gains : {"linear", "exponential"}
+        For predictions (a top-N frame's gains are binary).
+    threshold : float, optional
+        With a top-N frame: relevant if rated ``>= threshold`` in the testset (default:
+        every pair of the testset).
+    testset : list of (uid, iid, r_ui), required with a top-N frame
 
     Raises
     ------
@@ -190,6 +203,19 @@ def ndcg_at_k(predictions: Sequence, k: int = 10, gains: str = "linear") -> floa
     """
     k = check_int(k, "k", minimum=1)
     gains = check_choice(gains, "gains", ("linear", "exponential"))
+    if isinstance(predictions, pd.DataFrame):
+        users, rank, relevant, _, n_relevant = _ranked(predictions, k, _check_threshold(
+            threshold, predictions), testset)
+        discount = 1.0 / np.log2(np.arange(k) + 2.0)
+        dcg = np.bincount(users, discount[rank] * relevant, minlength=len(n_relevant))
+        idcg = np.cumsum(discount)[np.minimum(n_relevant, k) - 1]
+        valid = n_relevant > 0
+        if not valid.any():
+            raise ValueError("no user has a relevant item in testset: every ideal DCG is 0")
+        return min(float(np.mean(dcg[valid] / idcg[valid])), 1.0)
+    if threshold is not None or testset is not None:
+        raise ValueError("threshold and testset are for a top-N frame (recommend_batch); "
+                         "test predictions are scored by their true ratings")
     users, true, est = _arrays(predictions)
     gain = true if gains == "linear" else np.exp2(true) - 1.0
     if (gain < 0).any():
@@ -241,7 +267,8 @@ def _ranked(predictions, k: int, threshold: float, testset):
         if frame.empty:
             raise ValueError(_EMPTY)
         truth = pd.DataFrame(list(testset), columns=["uid", "iid", "r_ui"])
-        truth = truth[pd.to_numeric(truth["r_ui"]) >= threshold]
+        if threshold is not None:
+            truth = truth[pd.to_numeric(truth["r_ui"]) >= threshold]
         listed = frame[frame["rank"] <= k].sort_values(["uid", "rank"], kind="stable")
         codes, uniques = pd.factorize(pd.concat([listed["uid"], truth["uid"]],
                                                 ignore_index=True))
@@ -266,8 +293,19 @@ def _ranked(predictions, k: int, threshold: float, testset):
     return users[top], rank[top], relevant[top], (est >= threshold)[top], n_relevant
 
 
-def _check_topn_args(k, threshold):
-    return check_int(k, "k", minimum=1), check_real(threshold, "threshold")
+def _check_threshold(threshold, predictions) -> float | None:
+    """``threshold`` checked: a number, or None with a top-N frame (every testset pair is
+    relevant: held-out interactions)."""
+    if threshold is None:
+        if not isinstance(predictions, pd.DataFrame):
+            raise ValueError("threshold=None (every testset pair relevant) is for a top-N "
+                             "frame with testset; test predictions need a number")
+        return None
+    return check_real(threshold, "threshold")
+
+
+def _check_topn_args(k, threshold, predictions):
+    return check_int(k, "k", minimum=1), _check_threshold(threshold, predictions)
 
 
 def precision_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> float:
@@ -283,11 +321,12 @@ def precision_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=Non
     ----------
     predictions : list of surprise Prediction, or DataFrame (uid, iid, rank)
     k : int, default 10
-    threshold : float, default 3.5
-        Relevance: true rating ``>= threshold``.
+    threshold : float or None, default 3.5
+        Relevance: true rating ``>= threshold``.  With a top-N frame, ``None`` makes every
+        pair of ``testset`` relevant (held-out interactions, binary relevance).
     testset : list of (uid, iid, r_ui), required with a top-N frame
     """
-    k, threshold = _check_topn_args(k, threshold)
+    k, threshold = _check_topn_args(k, threshold, predictions)
     users, _, relevant, recommended, n_relevant = _ranked(predictions, k, threshold, testset)
     n = len(n_relevant)
     hits = np.bincount(users, relevant & recommended, minlength=n)
@@ -301,7 +340,7 @@ def recall_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) 
     Same recommendations as [`precision_at_k`][]; a user without relevant
     items scores 0 (Surprise's FAQ).
     """
-    k, threshold = _check_topn_args(k, threshold)
+    k, threshold = _check_topn_args(k, threshold, predictions)
     users, _, relevant, recommended, n_relevant = _ranked(predictions, k, threshold, testset)
     n = len(n_relevant)
     hits = np.bincount(users, relevant & recommended, minlength=n)
@@ -320,7 +359,7 @@ def map_at_k(predictions, k: int = 10, threshold: float = 3.5, testset=None) -> 
     predictions every one of the first ``k`` counts as shown, whatever its
     estimate) and $R_u$ the user's relevant items.
     """
-    k, threshold = _check_topn_args(k, threshold)
+    k, threshold = _check_topn_args(k, threshold, predictions)
     users, rank, relevant, _, n_relevant = _ranked(predictions, k, threshold, testset)
     hits_so_far = np.zeros(len(users))
     if len(users):

@@ -4,9 +4,11 @@ A user's top-N list ranks every item of the catalogue by its estimate; the
 estimates of a block of users × all items are one call of the model's
 ``estimate_arrays`` (whole item rows at once, no Python loop over items), so
 a private model answers, and its accountant charges, them as any other
-queries.  Items without an estimate (``was_impossible``) are never
-recommended, nor, with ``exclude_rated``, those the user rated in the
-trainset.  Ties are broken by inner item id, so the lists are reproducible.
+queries; a model that scores whole rows ([`ImplicitKNN`][dprec.implicit_knn.ImplicitKNN])
+is asked for them by its ``score_rows(users)`` instead (the same numbers).  Items
+without an estimate (``was_impossible``) are never recommended, nor, with
+``exclude_rated``, those the user rated in the trainset.  Ties are broken by inner
+item id, so the lists are reproducible.
 
 See [Prediction rules](../prediction_rules.md) for the kNN API and top-N recommendation.
 """
@@ -64,8 +66,11 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     frames = []
     for start in range(0, len(users), size):
         block = users[start:start + size]
-        est, possible = algo.estimate_arrays(np.repeat(block, n_items),
-                                             np.tile(np.arange(n_items), len(block)))
+        if hasattr(algo, "score_rows"):
+            est, possible = algo.score_rows(block)
+        else:
+            est, possible = algo.estimate_arrays(np.repeat(block, n_items),
+                                                 np.tile(np.arange(n_items), len(block)))
         scores = np.where(possible, est, -np.inf).reshape(len(block), n_items)
         if rated is not None:
             rows = rated[block]

@@ -30,6 +30,7 @@ from dprec.experiments import (
     backends_cv,
     end_to_end,
     frontier,
+    implicit_feedback,
     jaccard_sketches,
     selectors_cv,
     sjlt_variance,
@@ -188,12 +189,15 @@ def test_knnbasic_with_a_sketch_is_one_line_not_surprises_name_error(tmp_path):
     (users_scaling, "run", ["--epsilons", "3"], lambda a, k: a[1]),
     (sjlt_variance, "run", ["--reps", "7"], lambda a, k: k["reps"]),
     (jaccard_sketches, "run", ["--reps", "7"], lambda a, k: k["reps"]),
+    (implicit_feedback, "run", ["--reps", "7", "--epsilons", "3"],
+     lambda a, k: (k["reps"], list(k["epsilons"]))),
 ])
 def test_the_values_given_win_over_quick(module, name, argv, read, tmp_path):
     """`--quick` sets the options the user left out, never the ones given."""
     expected = {"run": {attack_resistance: (7, 3), end_to_end: ([3.0], 4),
                         selectors_cv: ([7], ["user"], [3.0]), backends_cv: 4,
-                        users_scaling: (3.0,), sjlt_variance: 7, jaccard_sketches: 7},
+                        users_scaling: (3.0,), sjlt_variance: 7, jaccard_sketches: 7,
+                        implicit_feedback: (7, [3.0])},
                 "accuracy_table": {frontier: (4, (7,))}}[name][module]
     calls: list = []
 

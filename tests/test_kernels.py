@@ -121,15 +121,17 @@ def test_stable_top_writes_into_the_given_arrays():
             _kernels.stable_top(sim, rows, starts, lengths, candidates, 8, bad)
 
 
-def _surprise_weighted_mean(positions, weights, starts, values, centered):
-    """Surprise's loop (``KNNBasic.estimate``) over each query's neighbours, in Python."""
+def _surprise_weighted_mean(positions, weights, starts, values, min_sim):
+    """Surprise's loop (``KNNBasic.estimate``) over each query's neighbours, in Python:
+    ``w > 0`` over ``Σ w`` at ``min_sim = 0``, else ``w ≠ 0``, ``w > min_sim`` over
+    ``Σ |w|``."""
     shift, count = [], []
     for q in range(len(positions)):
         sum_sim = sum_ratings = 0.0
         n = 0
         for p, w in zip(positions[q], weights[q]):
-            if p >= 0 and (w != 0 if centered else w > 0):
-                sum_sim += abs(w) if centered else w
+            if p >= 0 and (w > 0 if min_sim == 0 else w != 0 and w > min_sim):
+                sum_sim += w if min_sim == 0 else abs(w)
                 sum_ratings += w * values[starts[q] + p]
                 n += 1
         shift.append(sum_ratings / sum_sim if sum_sim != 0 else 0.0)
@@ -137,12 +139,13 @@ def _surprise_weighted_mean(positions, weights, starts, values, centered):
     return np.array(shift), np.array(count)
 
 
-@pytest.mark.parametrize("centered", [False, True])
+@pytest.mark.parametrize("min_sim", [0.0, -np.inf, 0.3, -0.2])
 @pytest.mark.parametrize("seed", range(4))
-def test_weighted_means_add_as_surprise_on_both_paths(seed, centered):
-    """Σ w·x / Σ w (|w| centred) over the neighbours that count, padding ``-1`` and
-    weights ≤ 0 (≠ 0 centred) skipped, 0 where nothing counts: Surprise's loop bit for
-    bit, compiled and in numpy (knn's twin, which adds left to right too)."""
+def test_weighted_means_add_as_surprise_on_both_paths(seed, min_sim):
+    """Σ w·x / Σ |w| over the neighbours that count, padding ``-1`` and weights ≤
+    ``min_sim`` or 0 skipped, 0 where nothing counts: Surprise's loop bit for bit at
+    ``min_sim = 0`` (``Σ w``), compiled and in numpy (knn's twin, which adds left to
+    right too)."""
     from dprec.knn.rules import weighted_mean as _weighted_mean
 
     rng = np.random.default_rng(seed)
@@ -154,11 +157,11 @@ def test_weighted_means_add_as_surprise_on_both_paths(seed, centered):
                          rng.integers(0, 30, (n, k)) % np.maximum(lengths, 1)[:, None], -1)
     weights = np.where(positions >= 0, rng.normal(0.2, 0.5, (n, k)), 0.0)
     weights[::7] = 0.0                                   # nothing counts on these rows
-    expected = _surprise_weighted_mean(positions, weights, starts, values, centered)
+    expected = _surprise_weighted_mean(positions, weights, starts, values, min_sim)
     for compiled in (True, False):
         previous = _kernels.set_enabled(compiled)
         try:
-            shift, count = _weighted_mean(positions, weights, starts, values, centered)
+            shift, count = _weighted_mean(positions, weights, starts, values, min_sim)
         finally:
             _kernels.set_enabled(previous)
         np.testing.assert_array_equal(shift, expected[0])
@@ -169,13 +172,13 @@ def test_weighted_means_add_as_surprise_on_both_paths(seed, centered):
 def test_weighted_means_reject_bad_arguments():
     positions, weights = np.array([[0, 2, -1]]), np.array([[0.5, 0.25, 0.0]])
     with pytest.raises(ValueError, match="outside the values"):
-        _kernels.weighted_means(positions, weights, np.array([1]), np.ones(3), False)
+        _kernels.weighted_means(positions, weights, np.array([1]), np.ones(3), 0.0)
     with pytest.raises(ValueError, match=r"\(n, k\)"):
-        _kernels.weighted_means(positions, weights[:, :2], np.array([0]), np.ones(3), False)
+        _kernels.weighted_means(positions, weights[:, :2], np.array([0]), np.ones(3), 0.0)
     with pytest.raises(ValueError, match=r"\(n, k\)"):
-        _kernels.weighted_means(positions, weights, np.array([0, 0]), np.ones(3), False)
+        _kernels.weighted_means(positions, weights, np.array([0, 0]), np.ones(3), 0.0)
     shift, count = _kernels.weighted_means(positions, weights, np.array([0]),
-                                           np.array([2.0, 9.0, 4.0]), False)
+                                           np.array([2.0, 9.0, 4.0]), 0.0)
     assert shift[0] == (0.5 * 2.0 + 0.25 * 4.0) / 0.75 and count[0] == 2
 
 
@@ -187,7 +190,7 @@ def test_weighted_means_of_signed_zeros_start_from_zero_on_both_paths():
         previous = _kernels.set_enabled(compiled)
         try:
             shift, _ = _weighted_mean(np.array([[0]]), np.array([[-0.5]]), np.array([0]),
-                                      np.array([0.0]), True)
+                                      np.array([0.0]), -np.inf)
         finally:
             _kernels.set_enabled(previous)
         assert shift[0] == 0.0 and not np.signbit(shift[0])

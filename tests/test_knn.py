@@ -247,7 +247,8 @@ def test_user_mean_fallback_replaces_only_the_impossible_predictions(split, neig
 RULES = [{"prediction": "basic"}, {"prediction": "means"},
          {"prediction": "baseline", "neighbour_shrinkage": 5.0},
          {"prediction": "basic", "fallback": "user_mean", "neighbour_shrinkage": 2.5},
-         {"prediction": "zscore", "neighbour_shrinkage": math.inf}]
+         {"prediction": "zscore", "neighbour_shrinkage": math.inf},
+         {"prediction": "means", "fallback": "baseline"}]
 
 
 @pytest.mark.parametrize("selector, neighbourhood, user_based, storage", [

@@ -234,6 +234,33 @@ def test_top_n_lists_are_scored_against_the_testset():
         metrics.coverage([("a", "x")], 3)
 
 
+def test_top_n_lists_are_scored_against_held_out_interactions():
+    """Binary relevance: every pair of the testset is relevant with threshold=None, and
+    NDCG@k of a frame, by hand."""
+    top = pd.DataFrame({"uid": ["a", "a", "a", "b", "b"], "rank": [1, 2, 3, 1, 2],
+                        "iid": ["x", "y", "z", "x", "w"], "est": [5, 4, 3, 5, 4]})
+    held_out = [("a", "y", 1.0), ("a", "q", 1.0), ("b", "w", 1.0), ("c", "x", 1.0)]
+    # a: y at rank 2 of 3 shown, relevant {y, q}; b: w at rank 2 of 2 shown; c: no list
+    assert metrics.precision_at_k(top, 3, None, held_out) == pytest.approx((1 / 3 + 1 / 2) / 3)
+    assert metrics.recall_at_k(top, 3, None, held_out) == pytest.approx((1 / 2 + 1) / 3)
+    d2 = 1 / math.log2(3)                          # the discount of rank 2
+    assert metrics.ndcg_at_k(top, 3, testset=held_out) == pytest.approx(
+        (d2 / (1 + d2) + d2 / 1 + 0) / 3)
+    assert metrics.ndcg_at_k(top, 1, testset=held_out) == 0.0
+    # with a threshold the testset's ratings decide: only (a, q) is relevant at 4
+    rated = [("a", "y", 3.0), ("a", "q", 5.0), ("b", "w", 1.0)]
+    assert metrics.ndcg_at_k(top, 3, threshold=4.0, testset=rated) == 0.0
+    assert metrics.recall_at_k(top, 3, 4.0, rated) == 0.0
+    # at 3, a's y and q are relevant (b has none: skipped)
+    assert metrics.ndcg_at_k(top, 3, threshold=3.0, testset=rated) == pytest.approx(d2 / (1 + d2))
+    raises_naming(lambda: metrics.recall_at_k(_random_predictions(0), 3, None), "threshold")
+    raises_naming(lambda: metrics.ndcg_at_k(_random_predictions(0), testset=held_out),
+                  "testset")
+    raises_naming(lambda: metrics.ndcg_at_k(top), "testset")
+    with pytest.raises(ValueError, match="no user has a relevant item"):
+        metrics.ndcg_at_k(top, 3, threshold=9.0, testset=rated)
+
+
 def test_recommendations_rank_every_item_and_skip_what_was_rated(small_data):
     from dprec import PrivateKNN
 

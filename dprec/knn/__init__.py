@@ -21,7 +21,7 @@ The package, one idea per module (each imports only those below it):
 | `user_neighbourhood` | one neighbour set per user, chosen once and kept |
 | `accounting` | what the model may release, and the charge of each new query |
 | `selection` | the selector's choice among sorted candidates, with α, β, partitions |
-| `rules` | the prediction rules: basic, means, zscore, baseline, centred; fallback, shrinkage |
+| `rules` | the rules: basic, means, zscore, baseline, centred; min_sim, fallback, shrinkage |
 | `storage` | `storage=`: the whole matrix, or rows on demand (threads or Dask) |
 | `answers` | the chosen neighbours, batches of estimates, the selections' totals |
 | `blocks` | how queries are cut into blocks, summed so that padding changes no bit |

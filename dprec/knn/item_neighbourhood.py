@@ -119,7 +119,7 @@ class ItemNeighbourhood:
                 if id(rule.by_column) not in means:
                     means[id(rule.by_column)] = weighted_mean(
                         chosen.columns, chosen.weights, starts[block], rule.by_column,
-                        self.rules.centered)
+                        self.rules.min_sim)
                 shift, actual_k = means[id(rule.by_column)]
                 est[j] = self.rules.finish(rule, users[block], items[block], shift, actual_k)
             return chosen, est, actual_k

@@ -39,10 +39,11 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
     r"""kNN collaborative filtering with pluggable neighbour selection and similarity.
 
     Surprise's prediction rules (`prediction`), user- or item-based, over the chosen
-    neighbours $v$ with $s(u, v) > 0$ who rated $i$: `KNNBasic`'s
+    neighbours $v$ with $s(u, v) > 0$ (or $>$ `min_sim`) who rated $i$: `KNNBasic`'s
     $\hat r_{ui} = \sum_v s(u,v)\, r_{vi} / \sum_v s(u,v)$, `KNNWithMeans`,
     `KNNWithZScore` and `KNNBaseline` (Koren 2010), falling back to $\mu_u$ or
-    $b_{ui}$ below `min_k` neighbours as Surprise's do, and the papers' centred rule
+    $b_{ui}$ below `min_k` neighbours as Surprise's do (or to $b_{ui}$ for every rule,
+    `fallback="baseline"`, as LensKit's pipelines), and the papers' centred rule
     (`centered=True`); each a short function of `dprec.knn.rules`, its formula in its
     docstring.
 
@@ -51,7 +52,7 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
     `fit`, or by `check_params`, which also resolves them into the
     fitted attributes `selector_`, `sim_options_`, `bsl_options_`,
     `neighbourhood_`, `prediction_`, `fallback_`, `neighbour_shrinkage_`,
-    `backend_`, `k_` and `min_k_`; everything after
+    `min_sim_`, `backend_`, `k_` and `min_k_`; everything after
     `sim_options` is keyword-only.
 
     Parameters
@@ -63,21 +64,27 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
     min_k : int, default 1
         Fewer contributing neighbours than this makes the prediction impossible
         (Surprise then falls back to the global mean, `was_impossible=True`).
-    fallback : {"global_mean", "user_mean"}, default "global_mean"
-        The basic rule's answer with fewer than `min_k` contributing
-        neighbours: impossible, hence Surprise's global mean
-        (`"global_mean"`), or the user's own mean $\mu_u$
-        (`"user_mean"`, `was_impossible=False`), as `KNNWithMeans` falls
-        back.  User-based it reads only the asking user's own ratings, shown
-        to them alone: nothing to charge.  Item-based it is the item's mean
-        over its raters, which, like every prediction, no privacy claim covers
-        (the accountant says so).  The other rules always fall back to
-        $\mu_u$ or $b_{ui}$.
+    fallback : {"global_mean", "user_mean", "baseline"}, default "global_mean"
+        The answer with fewer than `min_k` contributing neighbours.
+        `"global_mean"`: Surprise's, the basic rule impossible (hence the global
+        mean, `was_impossible=True`), the other rules their own fallback,
+        $\mu_u$ or $b_{ui}$.  `"user_mean"`: the basic rule answers the user's
+        own mean $\mu_u$ (`was_impossible=False`), as `KNNWithMeans` falls
+        back; user-based it reads only the asking user's own ratings, shown to
+        them alone, item-based the item's mean over its raters.
+        `"baseline"`: every rule answers Surprise's baseline
+        $b_{ui} = \mu + b_u + b_i$ (fitted with `bsl_options` as
+        `compute_baselines` fits them) below $\max(\texttt{min\_k}, 1)$
+        contributing neighbours, and unknown users or items the baseline of
+        what is known, as `KNNBaseline` does (`was_impossible=False`):
+        LensKit's kNN with its bias fallback.  The baselines are fitted on
+        every rating; like every prediction, no privacy claim covers them
+        (the accountant says so).
     neighbour_shrinkage : float, default 0
         $\lambda \ge 0$ (`inf` allowed): the neighbours' term of the
         rule is weighted by $n / (n + \lambda)$, `n` the number of
         contributing neighbours (`actual_k`), shrinking each estimate
-        towards the rule's fallback, $\mu_u$ (basic, means, zscore,
+        towards the rule's offset, $\mu_u$ (basic, means, zscore,
         centred) or $b_{ui}$ (baseline), where few neighbours speak
         (the support shrinkage of Koren, TKDD 2010, applied to the
         prediction).  `0` is Surprise's rule; `inf` predicts
@@ -85,13 +92,29 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         cross-validation over a grid holding `inf` is never worse than it on
         the validation folds (the basic rule with `fallback="global_mean"`
         stays impossible below `min_k` neighbours: use `"user_mean"` to
-        predict $\mu_u$ everywhere).  Reads nothing the rule does not
+        predict $\mu_u$ everywhere; `"baseline"` still answers $b_{ui}$
+        below `min_k`).  Reads nothing the rule does not
         (`n` is in `details`).
+    min_sim : float, optional
+        The chosen neighbours contribute if their similarity $s$ is above
+        `min_sim` (and $s \ne 0$), and the rules divide by
+        $\sum_v |s(u,v)|$.  `None` (default) is the rule's own: $s > 0$,
+        Surprise's (`0.0`, the same numbers bit for bit), or every
+        $s \ne 0$ with `centered=True`.  LensKit keeps $s \ge$ `min_sim`
+        (`1e-6` by default).  A negative `min_sim` lets negative similarities
+        contribute, against the neighbour's deviation (old LensKit's and Java
+        LensKit's $\sum |s|$ average): for the rules on deviations
+        (`prediction` `"means"`, `"zscore"`, `"baseline"`, or
+        `centered=True`) only.  Applied to the neighbours the selector
+        chose (with top-k, the same as choosing the `k` most similar among
+        those above `min_sim`, as LensKit does).
     sim_options : dict, optional
         Surprise-style similarity options: `name` (`"msd"` (default),
         `"cosine"`, `"pearson"`, `"pearson_baseline"` with `shrinkage`,
-        default 100), `user_based` (default True; False for item-based kNN,
-        exact similarities only), `min_support` (default 1); or a private
+        default 100, or LensKit's `"centered_cosine"`: each row centred at its
+        mean, the cosine over all entries; see `dprec.similarity.centered`),
+        `user_based` (default True; False for item-based kNN, exact
+        similarities only), `min_support` (default 1); or a private
         sketch backend (user-based), e.g.
         `{"name": "rr_minhash", "width": 128, "B": 4, "epsilon": 4.0, "delta": 1e-4}`
         (also `"noisy_minhash"`, `"minhash"`, `"sjlt"`, `"gaussian_jl"`;
@@ -190,8 +213,9 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         Each user's (item's, item-based) mean rating and standard deviation
         (Surprise's `KNNWithMeans.means` and `KNNWithZScore.sigmas`).
     bu, bi : ndarray or None
-        The user and item baselines (`prediction="baseline"` or
-        `pearson_baseline`), as Surprise's `compute_baselines` returns them.
+        The user and item baselines (`prediction="baseline"`,
+        `fallback="baseline"` or `pearson_baseline`), as Surprise's
+        `compute_baselines` returns them.
     sensitivity_ : ndarray of shape (n_users,) or None
         Each user's recommendation-aware sensitivity `RS(u)` (the private
         selectors' score sensitivity), computed on the raw data; `None` for
@@ -218,7 +242,7 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
                  budget: tuple[float, float] | None = None, prediction: str = "basic",
                  bsl_options: Mapping | None = None, storage: str = "auto",
                  backend: str = "threads", fallback: str = "global_mean",
-                 neighbour_shrinkage: float = 0.0) -> None:
+                 neighbour_shrinkage: float = 0.0, min_sim: float | None = None) -> None:
         AlgoBase.__init__(self)  # with no options: Surprise's would add keys to the caller's
         self.sim_options = {} if sim_options is None else sim_options
         self.bsl_options = {} if bsl_options is None else bsl_options
@@ -229,13 +253,14 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         self.random_state, self.verbose, self.diagnostics = random_state, verbose, diagnostics
         self.budget, self.storage, self.backend = budget, storage, backend
         self.fallback, self.neighbour_shrinkage = fallback, neighbour_shrinkage
+        self.min_sim = min_sim
 
     def check_params(self) -> PrivateKNN:
         """Validate the parameters (as `fit` does first) and set what they resolve to:
         `sim_options_`, `bsl_options_` (validated copies), `selector_` (the
         `dprec.selectors.Selector` object), `neighbourhood_`, `prediction_`,
-        `fallback_`, `backend_` (lower-cased), `neighbour_shrinkage_` (a float), `k_` and
-        `min_k_` (`int`s)
+        `fallback_`, `backend_` (lower-cased), `neighbour_shrinkage_` and `min_sim_`
+        (floats), `k_` and `min_k_` (`int`s)
         (`dprec.knn.parameters`).  Returns `self`.
 
         Raises
@@ -312,7 +337,8 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         self.storage_ = storage.name
         self._ratings, self.sensitivity_ = ratings, sensitivity
         self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
-        self._rules = Rules(ratings, self.means, self.sigmas, self.centered, self.min_k_)
+        self._rules = Rules(ratings, self.means, self.sigmas, self.centered, self.min_k_,
+                            self.min_sim_)
         self._rule_ = self._rule((self.prediction_, self.fallback_, self.neighbour_shrinkage_))
         # no query has more than n_users candidates: a larger k chooses them all, as k =
         # n_users does (every selector takes all candidates once k reaches their number)

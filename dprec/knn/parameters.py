@@ -3,16 +3,17 @@
 Parameters are stored as given (scikit-learn's convention) and checked here,
 at `fit` or by `PrivateKNN.check_params`, which sets what they resolve to:
 `sim_options_`, `bsl_options_`, `selector_`, `neighbourhood_`, `prediction_`,
-`fallback_`, `neighbour_shrinkage_`, `backend_`, `k_` and `min_k_` (plain `int`s: a
-numpy integer given as `k` is never used in arithmetic).  The choices themselves
-are defined where they are implemented: `PREDICTIONS`, `FALLBACKS` and
-`RULE_PARAMETERS` with the rules, `STORAGES` and `BACKENDS` with the storages,
-`NEIGHBOURHOODS` with the engines.
+`fallback_`, `neighbour_shrinkage_`, `min_sim_` (a float), `backend_`, `k_` and
+`min_k_` (plain `int`s: a numpy integer given as `k` is never used in arithmetic).
+The choices themselves are defined where they are implemented: `PREDICTIONS`,
+`FALLBACKS` and `RULE_PARAMETERS` with the rules, `STORAGES` and `BACKENDS` with the
+storages, `NEIGHBOURHOODS` with the engines.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 from collections.abc import Mapping
 
@@ -31,7 +32,7 @@ from .._validation import (
 from ..selectors import SELECTORS, Selector
 from ..similarity import BLOCKED_SIMILARITIES, EXACT_SIMILARITIES, check_sim_options
 from .neighbourhoods import NEIGHBOURHOODS
-from .rules import FALLBACKS, PREDICTIONS
+from .rules import FALLBACKS, PREDICTIONS, check_signed_rule
 from .storage import BACKENDS, STORAGES
 
 _BASELINE_OPTIONS = {"method", "n_epochs", "reg", "reg_u", "reg_i", "learning_rate"}
@@ -66,6 +67,10 @@ def check_params(model) -> None:
     if model.centered and model.prediction_ != "basic":
         raise ValueError("centered=True (the papers' rule) needs prediction='basic'; "
                          "Surprise's mean-centred rule is prediction='means'")
+    # None: the rule's own, s > 0 (Surprise's), every s != 0 centred (the papers')
+    model.min_sim_ = ((-math.inf if model.centered else 0.0) if model.min_sim is None
+                      else check_real(model.min_sim, "min_sim"))
+    check_signed_rule(model.prediction_, model.centered, model.min_sim_, "prediction")
     validate_random_state(model.random_state)
     check_bool(model.verbose, "verbose")
     check_bool(model.diagnostics, "diagnostics")

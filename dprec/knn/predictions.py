@@ -4,7 +4,7 @@ answer engine: the same numbers one query at a time or a whole testset at once.
 A mixin, as [`KNNQueries`][dprec.knn.queries.KNNQueries]: it reads the fitted model
 through the hooks `PrivateKNN.fit` sets up (`dprec.knn.model`): the engine (`_engine`),
 the rules (`_rules`, `_rule_`), the book (`_book`), the ratings and baselines
-(`_ratings`, `bu`, `bi`), and `prediction_`, `sim_options_`, `selector_`,
+(`_ratings`, `bu`, `bi`), and `prediction_`, `fallback_`, `sim_options_`, `selector_`,
 `diagnostics`, `k`, `trainset`, `_check_fitted`, `default_prediction`.
 """
 
@@ -33,7 +33,7 @@ class SurprisePredictions:
         self._check_fitted()
         known_u, known_i = self.trainset.knows_user(u), self.trainset.knows_item(i)
         if not (known_u and known_i):
-            if self.prediction_ == "baseline":  # KNNBaseline: the baseline of what is known
+            if self._baseline_answers_unknown():  # KNNBaseline: the baseline of what is known
                 return float(self._unknown_baseline(np.array([u if known_u else -1]),
                                                     np.array([i if known_i else -1]))[0])
             raise PredictionImpossible(UNKNOWN)
@@ -57,7 +57,7 @@ class SurprisePredictions:
         possible[known] = self._rules.possible(self._rule_, batch.actual_k)
         est = np.full(n, self.default_prediction(), dtype=np.float64)
         est[possible] = batch.est[0, position[possible]]
-        baseline = self.prediction_ == "baseline"
+        baseline = self._baseline_answers_unknown()
         if baseline:  # KNNBaseline answers unknown users and items with their baseline
             unknown = position < 0
             est[unknown] = self._unknown_baseline(users[unknown], items[unknown])
@@ -90,6 +90,11 @@ class SurprisePredictions:
         if not len(users):
             return Batch.empty(self._width, len(rules))
         return self._engine.answer(users, items, rules, self._book)
+
+    def _baseline_answers_unknown(self) -> bool:
+        """Whether unknown users and items get the baseline of what is known
+        (`KNNBaseline`'s rule, and every rule's with `fallback="baseline"`)."""
+        return "baseline" in (self.prediction_, self.fallback_)
 
     def _unknown_baseline(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         return unknown_baseline(self._ratings.global_mean, self.bu, self.bi, users, items)

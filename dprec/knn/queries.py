@@ -180,7 +180,7 @@ class KNNQueries:
         """
         self._check_fitted()
         keys = rule_keys(rules, self.prediction_, self.fallback_, self.neighbour_shrinkage_,
-                         self.centered)
+                         self.centered, self.min_sim_)
         answers, neighbours = self._estimate_rules(users, items,
                                                    [self._rule(key) for key in keys],
                                                    with_neighbours)

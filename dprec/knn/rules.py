@@ -2,7 +2,9 @@ r"""The prediction rules: how the chosen neighbours' ratings become an estimate.
 
 Surprise's four kNN rules, for user $u$ and item $i$, over the chosen
 neighbours $v \in N$ with $s(u, v) > 0$ who rated $i$ (user-based;
-item-based swaps the roles of users and items), each a function below:
+item-based swaps the roles of users and items; `min_sim` $m$ keeps those with
+$s > m$ instead, $s \ne 0$, and divides by $\sum_v |s(u,v)|$, which is
+$\sum_v s(u,v)$ bit for bit while $m \ge 0$), each a function below:
 
 - `basic` (`KNNBasic`): $\hat r_{ui} = \sum_v s(u,v)\, r_{vi} / \sum_v s(u,v)$;
 - `means` (`KNNWithMeans`):
@@ -15,10 +17,12 @@ item-based swaps the roles of users and items), each a function below:
 with $b_{ui} = \mu + b_u + b_i$ (Koren 2010).  The last three fall back to
 $\mu_u$ (or $b_{ui}$) when fewer than `min_k` neighbours contribute, as
 Surprise's do; `basic` is then impossible, or $\mu_u$ with
-`fallback="user_mean"`.  The papers' centred rule (`centered=True`) is
-$\mu_u + \sum_v s(u,v)(r_{vi} - \mu_v) / \sum_v |s(u,v)|$ over the neighbours
-with $s \ne 0$.  A shrinkage $\lambda$ weighs the neighbours' term by
-$n / (n + \lambda)$, $n$ the number of contributing neighbours (`actual_k`).
+`fallback="user_mean"`; with `fallback="baseline"` every rule answers $b_{ui}$
+below $\max(\texttt{min\_k}, 1)$ neighbours.  The papers' centred rule
+(`centered=True`) is $\mu_u + \sum_v s(u,v)(r_{vi} - \mu_v) / \sum_v |s(u,v)|$
+over the neighbours with $s \ne 0$ (and $s >$ `min_sim` if one is given).  A
+shrinkage $\lambda$ weighs the neighbours' term by $n / (n + \lambda)$, $n$ the
+number of contributing neighbours (`actual_k`).
 
 A fitted model keeps each rule it was asked for as a `Rule` (what each stored
 rating contributes, in both orders of the ratings) in its `Rules`; the
@@ -43,8 +47,10 @@ from .blocks import at_positions, sequential_sum
 
 #: Surprise's kNN prediction rules: KNNBasic, KNNWithMeans, KNNWithZScore, KNNBaseline
 PREDICTIONS = ("basic", "means", "zscore", "baseline")
-#: what the basic rule predicts with fewer than `min_k` contributing neighbours
-FALLBACKS = ("global_mean", "user_mean")
+#: what the rules predict with fewer than `min_k` contributing neighbours: Surprise's
+#: fallbacks (`"global_mean"`: the basic rule impossible, the others theirs; `"user_mean"`:
+#: the basic rule $\mu_u$), or $b_{ui}$ for every rule (`"baseline"`)
+FALLBACKS = ("global_mean", "user_mean", "baseline")
 #: the parameters that only turn the chosen neighbours into an estimate: models that differ
 #: in them alone make the same selections (`PrivateKNN.estimate_rules`)
 RULE_PARAMETERS = ("prediction", "fallback", "neighbour_shrinkage")
@@ -81,12 +87,15 @@ class Rules:
         The papers' centred rule (every rule is then the basic one, centred).
     min_k : int
         Fewer contributing neighbours than this make the rule fall back.
+    min_sim : float
+        The chosen neighbours with similarity $s \\ne 0$ and $s >$ `min_sim` contribute
+        (`counts`).
     """
 
     def __init__(self, ratings: RatingArrays, means: np.ndarray, sigmas: np.ndarray,
-                 centered: bool, min_k: int) -> None:
+                 centered: bool, min_k: int, min_sim: float) -> None:
         self.ratings, self.means, self.sigmas = ratings, means, sigmas
-        self.centered, self.min_k = centered, min_k
+        self.centered, self.min_k, self.min_sim = centered, min_k, min_sim
         self.bx = self.by = None
         self._built: dict[tuple, Rule] = {}
 
@@ -101,17 +110,18 @@ class Rules:
         what each stored rating $r_{xy}$ contributes to the weighted sum, $r$ (basic),
         $r - \\mu_x$ (means, centred), $(r - \\mu_x) / \\sigma_x$ (zscore; 0 where
         $\\sigma_x = 0$, i.e. all the ratings are equal, so the estimate is then $\\mu_u$),
-        $r - (\\mu + b_x + b_y)$ (baseline)."""
+        $r - (\\mu + b_x + b_y)$ (baseline); the baselines are fitted for
+        `fallback="baseline"` too."""
         if key in self._built:
             return self._built[key]
+        if "baseline" in key[:2] and self.bx is None:
+            self.bx, self.by = baselines()
         shared = next((other for other in self._built.values() if other.prediction == key[0]),
                       None)
         if shared is not None:   # the deviations depend on the prediction alone
             self._built[key] = replace(shared, fallback=key[1], shrinkage=key[2])
             return self._built[key]
         ratings = self.ratings
-        if key[0] == "baseline":
-            self.bx, self.by = baselines()
         matrix = ratings.matrix
         by_row = (np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr)), matrix.indices,
                   matrix.data)
@@ -136,8 +146,8 @@ class Rules:
 
     def possible(self, rule: Rule, actual_k: np.ndarray) -> np.ndarray:
         """Which known queries have an estimate: `basic` needs `min_k` (at least 1)
-        contributing neighbours unless it falls back to the user's mean, the other rules
-        fall back to a mean or baseline."""
+        contributing neighbours unless it falls back to the user's mean or the
+        baseline, the other rules fall back to a mean or baseline."""
         if rule.prediction == "basic" and rule.fallback == "global_mean":
             return actual_k >= max(self.min_k, 1)
         return np.ones(len(actual_k), dtype=bool)
@@ -146,9 +156,18 @@ class Rules:
                actual_k: np.ndarray) -> np.ndarray:
         """The rule's estimates from the weighted mean `shift` of its deviations (`rule`):
         the mean itself (basic), or an offset plus it, dropped where fewer than `min_k`
-        neighbours contribute (Surprise's fallback; the basic rule's is `fallback`); the
+        neighbours contribute (Surprise's fallback; the basic rule's is `fallback`), or
+        $b_{ui}$ below $\\max(\\texttt{min\\_k}, 1)$ with `fallback="baseline"`; the
         neighbours' term weighted $n / (n + \\lambda)$, $\\lambda$ the rule's shrinkage."""
         few = actual_k < max(self.min_k, 1)
+        est = self._estimate(rule, xs, ys, shift, actual_k, few)
+        if rule.fallback == "baseline":
+            return np.where(few, self._baseline(xs, ys), est)
+        return est
+
+    def _estimate(self, rule: Rule, xs: np.ndarray, ys: np.ndarray, shift: np.ndarray,
+                  actual_k: np.ndarray, few: np.ndarray) -> np.ndarray:
+        """`finish`'s estimates, Surprise's fallbacks applied (not the baseline's)."""
         weight = shrinkage_weight(actual_k, rule.shrinkage)
         if self.centered:
             return centred(self.means[xs], shift, weight, few, rule.fallback)
@@ -158,10 +177,14 @@ class Rules:
             shift = weight * shift
         shift = np.where(actual_k < self.min_k, 0.0, shift)
         if rule.prediction == "baseline":
-            return baseline(self.ratings.global_mean + self.bx[xs] + self.by[ys], shift)
+            return baseline(self._baseline(xs, ys), shift)
         if rule.prediction == "zscore":
             return zscore(self.means[xs], self.sigmas[xs], shift)
         return means(self.means[xs], shift)
+
+    def _baseline(self, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """$b_{ui} = \\mu + b_x + b_y$ of the queries `(xs, ys)`."""
+        return self.ratings.global_mean + self.bx[xs] + self.by[ys]
 
 
 def shrinkage_weight(actual_k: np.ndarray, shrinkage: float) -> np.ndarray | None:
@@ -226,9 +249,10 @@ def unknown_baseline(global_mean: float, bu: np.ndarray, bi: np.ndarray, users: 
 
 
 def rule_keys(rules: Sequence[Mapping], prediction: str, fallback: str, shrinkage: float,
-              centered: bool) -> list[tuple[str, str, float]]:
+              centered: bool, min_sim: float) -> list[tuple[str, str, float]]:
     """`rules` (dicts of `RULE_PARAMETERS`, the model's own `prediction`, `fallback`
-    and `shrinkage` where absent) as validated `(prediction, fallback, shrinkage)` keys."""
+    and `shrinkage` where absent) as validated `(prediction, fallback, shrinkage)` keys
+    (each prediction checked against the model's `min_sim`, `check_signed_rule`)."""
     if isinstance(rules, (Mapping, str)) or not isinstance(rules, Sequence) or not rules:
         raise TypeError("rules must be a non-empty list of dicts of "
                         f"{RULE_PARAMETERS}, got {type(rules).__name__}")
@@ -244,6 +268,7 @@ def rule_keys(rules: Sequence[Mapping], prediction: str, fallback: str, shrinkag
                              PREDICTIONS)
         if centered and asked != "basic":
             raise ValueError("rules: a centered=True model has the basic rule only")
+        check_signed_rule(asked, centered, min_sim, "rules[]['prediction']")
         keys.append((asked,
                      check_choice(rule.get("fallback", fallback), "rules[]['fallback']",
                                   FALLBACKS),
@@ -252,22 +277,44 @@ def rule_keys(rules: Sequence[Mapping], prediction: str, fallback: str, shrinkag
     return keys
 
 
-def counts(weights: np.ndarray, centered: bool) -> np.ndarray:
-    """Which neighbours count: similarity $> 0$ (Surprise), $\\ne 0$ centred (the
-    papers' rule)."""
-    return weights != 0 if centered else weights > 0
+def check_signed_rule(prediction: str, centered: bool, min_sim: float, name: str) -> None:
+    """A `min_sim < 0` (negative similarities contribute) only with a rule on deviations
+    from a mean or baseline: the basic rule's $\\sum_v s\\, r_{vi} / \\sum_v |s|$ would
+    not be an average of ratings (one neighbour of similarity $-1$ predicts $-r_{vi}$)."""
+    if min_sim < 0 and prediction == "basic" and not centered:
+        raise ValueError(f"min_sim={min_sim:g} < 0 lets negative similarities contribute, "
+                         f"which the basic rule ({name}='basic') cannot weigh: use "
+                         "prediction='means', 'zscore' or 'baseline' (or centered=True), or "
+                         "min_sim >= 0")
+
+
+def reads_neighbours(key: tuple[str, str, float]) -> bool:
+    """Whether the rule `key` reads the chosen neighbours at all: not with
+    $\\lambda = \\infty$ if its answer is then the same whatever their number (the
+    rule's offset, $\\mu_u$ or $b_{ui}$, everywhere); but the basic rule's impossibility
+    (`fallback="global_mean"`) and the baseline fallback of a rule whose offset is
+    $\\mu_u$ depend on how many contribute."""
+    prediction, fallback, shrinkage = key
+    return (not np.isinf(shrinkage) or (prediction == "basic" and fallback == "global_mean")
+            or (fallback == "baseline" and prediction != "baseline"))
+
+
+def counts(weights: np.ndarray, min_sim: float) -> np.ndarray:
+    """Which chosen neighbours count: similarity $s \\ne 0$ and $s >$ `min_sim` (Surprise's
+    $s > 0$ at `min_sim = 0`, the papers' centred $s \\ne 0$ at $-\\infty$)."""
+    return (weights != 0) & (weights > min_sim)
 
 
 def weighted_mean(positions: np.ndarray, weights: np.ndarray, starts: np.ndarray,
-                  values: np.ndarray, centered: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise $\\sum w x / \\sum w$ over the neighbours that count (0 where none), and
-    their count: `dprec._kernels.weighted_means` (`x = values[starts + positions]`),
-    compiled or in numpy.  Both add one neighbour at a time in row order, as
-    Surprise's kNN does (the same numbers bit for bit)."""
+                  values: np.ndarray, min_sim: float) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise $\\sum w x / \\sum |w|$ over the neighbours that count (`counts`; 0 where
+    none), and their count: `dprec._kernels.weighted_means`
+    (`x = values[starts + positions]`), compiled or in numpy.  Both add one neighbour at
+    a time in row order, as Surprise's kNN does (the same numbers bit for bit: with
+    $w > 0$, $|w| = w$)."""
     if kernels.enabled():
-        return kernels.weighted_means(positions, weights, starts, values, centered)
-    use = (positions >= 0) & counts(weights, centered)
+        return kernels.weighted_means(positions, weights, starts, values, min_sim)
+    use = (positions >= 0) & counts(weights, min_sim)
     w = np.where(use, weights, 0.0)
     x = np.where(use, at_positions(values, starts, positions, 0.0), 0.0)
-    denominator = sequential_sum(np.abs(w) if centered else w)
-    return safe_divide(sequential_sum(w * x), denominator), use.sum(axis=1)
+    return safe_divide(sequential_sum(w * x), sequential_sum(np.abs(w))), use.sum(axis=1)

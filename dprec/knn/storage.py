@@ -4,7 +4,7 @@
 `DenseSimilarities` keeps the whole $n \\times n$ matrix (Surprise's way);
 `BlockedSimilarities` keeps none and computes the rows a batch of queries
 needs, a block of users at a time: from co-rated sums
-(`dprec.similarity.rows.SimilarityRows`: cosine, msd, pearson) or estimated
+(`dprec.similarity.rows.SimilarityRows`: cosine, msd, pearson, centered_cosine) or estimated
 from the users' one sketch release (`dprec.similarity.rows.SketchRows`), on
 this machine's threads or as tasks on Dask (`backend=`).  The same numbers
 either way.  `similarities` computes what `fit` stores, whichever it is.

@@ -108,19 +108,18 @@ class UserNeighbourhood:
         """One neighbour set per user; its members who rated `i` predict.
 
         The weighted sums of every (user, item) pair asked are sparse products
-        $W D$ and $W B$ ($W$ the users' neighbour weights, $D$ the rule's
-        deviations, $B$ the rating pattern, restricted to the items asked),
-        per block of users.
+        $W D$ and $|W| B$ ($W$ the weights of the users' neighbours that count, $D$
+        the rule's deviations, $B$ the rating pattern, restricted to the items
+        asked), per block of users.
         """
         unique_users, row = np.unique(users, return_inverse=True)
         chosen = self.sets.take(unique_users, book)
         unique_items, column = np.unique(items, return_inverse=True)
-        centered = self.rules.centered
         # one deviation matrix per prediction (the rules of one prediction share it)
         slot = {id(rule.matrix): j for j, rule in reversed(list(enumerate(rules)))}
         deviations = {j: rules[j].matrix[:, unique_items] for j in set(slot.values())}
         pattern = pattern_matrix(next(iter(deviations.values())))
-        counted = (chosen.columns >= 0) & counts(chosen.weights, centered)
+        counted = (chosen.columns >= 0) & counts(chosen.weights, self.rules.min_sim)
         shift = np.zeros((len(rules), len(users)))
         actual_k = np.zeros(len(users), dtype=np.int64)
         by_row = np.argsort(row, kind="stable")
@@ -132,7 +131,7 @@ class UserNeighbourhood:
                 (w, chosen.columns[block][use], np.concatenate([[0], np.cumsum(use.sum(axis=1))])),
                 shape=(len(block), self.ratings.n_users))
             numerators = {j: (weights @ matrix).toarray() for j, matrix in deviations.items()}
-            weights.data = np.abs(w) if centered else w
+            weights.data = np.abs(w)   # Σ |s|: Σ s bit for bit where every s > 0
             denominator = (weights @ pattern).toarray()
             weights.data = np.ones(len(w))
             count = (weights @ pattern).toarray()

@@ -2,7 +2,8 @@
 
 ``sim_options`` follows Surprise: ``{"name": ..., "user_based": True,
 "min_support": 1}`` for the exact similarities (``"msd"``, ``"cosine"``,
-``"pearson"``, ``"pearson_baseline"`` with ``"shrinkage"``, default 100),
+``"pearson"``, ``"pearson_baseline"`` with ``"shrinkage"``, default 100, and
+LensKit's ``"centered_cosine"``, [`centered`][dprec.similarity.centered]),
 user- or item-based, or a sketch backend's name and parameters
 (``"rr_minhash"``, ``"noisy_minhash"``, ``"minhash"``, ``"sjlt"``,
 ``"gaussian_jl"``; see [`dprec.similarity.sketches`][]), or a sketch backend
@@ -10,6 +11,7 @@ object itself (``PrivateKNN(sim_options=PrivateSJLT(64, 4, epsilon=1.0,
 rating_bound=5.0))``), which stands for its parameters.
 
 Layers: [`exact`][dprec.similarity.exact] (Surprise's similarities and their sensitivity),
+[`centered`][dprec.similarity.centered] (the centred cosine and its sensitivity),
 [`sketches`][dprec.similarity.sketches] (the contract every sketch backend follows),
 [`minhash`][dprec.similarity.minhash] and [`sjlt`][dprec.similarity.sjlt] (the backends),
 [`incremental`][dprec.similarity.incremental] (similarities kept up to date as rows
@@ -32,7 +34,8 @@ from .._threads import map_blocks, map_on_dask, thread_count
 from .._validation import check_bool, check_int, check_real
 from .exact import (
     EXACT_SIMILARITIES,
-    SUM_SIMILARITIES,
+    ROW_SIMILARITIES,
+    SURPRISE_SIMILARITIES,
     change_bound,
     exact_similarity,
     exact_similarity_and_sums,
@@ -49,7 +52,7 @@ SKETCH_BACKENDS: Mapping[str, type[SketchBackend]] = MappingProxyType(
     {backend.name: backend for backend in (MinHash, RRMinHash, NoisyMinHash, PrivateSJLT,
                                            GaussianJL)})
 #: what ``storage="blocked"`` serves: rows from co-rated sums, or from one sketch release
-BLOCKED_SIMILARITIES = (*SUM_SIMILARITIES, *SKETCH_BACKENDS)
+BLOCKED_SIMILARITIES = (*ROW_SIMILARITIES, *SKETCH_BACKENDS)
 
 _EXACT_KEYS = {"name", "user_based", "min_support"}
 _SHRINKAGE_KEYS = _EXACT_KEYS | {"shrinkage"}
@@ -216,7 +219,7 @@ def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: b
     """[`similarity_matrix`][] without the matrix: ``(rows, sensitivity, release)``, its
     rows on demand.
 
-    For the sum similarities (cosine, msd, pearson)
+    For the similarities of co-rated sums (cosine, msd, pearson, centered_cosine)
     [`SimilarityRows`][] and, with ``with_sensitivity``,
     every row's ``RS``, computed by blocks of rows on every core
     (``backend="threads"``) or as tasks on the ``dask.distributed`` client in scope
@@ -245,9 +248,10 @@ def similarity_rows(options: Mapping, ratings: RatingArrays, with_sensitivity: b
     return rows, np.concatenate(parts), None
 
 
-__all__ = ["BLOCKED_SIMILARITIES", "EXACT_SIMILARITIES", "SKETCH_BACKENDS", "GaussianJL",
-           "MinHash", "NoisyMinHash", "PrivateSJLT", "RRMinHash", "SimilarityRows", "Sketch",
-           "SketchBackend", "SketchRelease", "SketchRows", "UnknownSimilarityError",
+__all__ = ["BLOCKED_SIMILARITIES", "EXACT_SIMILARITIES", "SKETCH_BACKENDS",
+           "SURPRISE_SIMILARITIES", "GaussianJL", "MinHash", "NoisyMinHash", "PrivateSJLT",
+           "RRMinHash", "SimilarityRows", "Sketch", "SketchBackend", "SketchRelease",
+           "SketchRows", "UnknownSimilarityError",
            "backend_options", "change_bound", "check_sim_options", "difference_bound",
            "exact_similarity", "recommendation_aware_sensitivity", "similarity_matrix",
            "similarity_rows", "sketch_backend", "with_public_bounds"]

@@ -42,10 +42,20 @@ from .. import _kernels as kernels
 from .._arrays import safe_divide
 from .._linalg import gram
 from .._threads import map_blocks, thread_count
+from .centered import centered_cosine_sensitivity, centered_unit_rows
 
 #: the similarities that are functions of the co-rated sums alone (updatable incrementally)
 SUM_SIMILARITIES = ("cosine", "msd", "pearson")
-EXACT_SIMILARITIES = (*SUM_SIMILARITIES, "pearson_baseline")
+#: Surprise's own similarities (the names its kNN algorithms take)
+SURPRISE_SIMILARITIES = (*SUM_SIMILARITIES, "pearson_baseline")
+#: the exact similarities: Surprise's and the centred cosine (`dprec.similarity.centered`)
+EXACT_SIMILARITIES = (*SURPRISE_SIMILARITIES, "centered_cosine")
+#: the exact similarities computed from co-rated sums of the ratings (the centred cosine:
+#: of its unit centred rows), whole or a block of rows at a time
+ROW_SIMILARITIES = (*SUM_SIMILARITIES, "centered_cosine")
+#: the similarities whose co-rated sums ``Σ r_ui``, ``Σ r_vi`` are read: by pearson's
+#: expression, by the centred cosine's RS
+READS_ROW_SUMS = ("pearson", "centered_cosine")
 
 
 #: largest dense operand (bytes, at float64) that co_rated_sums builds at once
@@ -212,8 +222,12 @@ def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods) -> np.nda
     The arrays (any common shape) are ``|I_uv|``, ``Σ r_ui``, ``Σ r_vi``,
     ``Σ r_ui²``, ``Σ r_vi²`` and ``Σ r_ui r_vi`` over the co-rated items; the
     expressions are Surprise's, operation for operation.  Where ``|I_uv| = 0``
-    or a denominator vanishes the similarity is 0.
+    or a denominator vanishes the similarity is 0.  ``"centered_cosine"`` is the
+    co-rated sum of the unit centred rows ([`summed_values`][]): ``prods``, clipped to
+    $[-1, 1]$.
     """
+    if name == "centered_cosine":
+        return np.clip(prods, -1.0, 1.0)
     if name == "cosine":
         return safe_divide(prods, np.sqrt(sq_i * sq_j))
     if name == "msd":
@@ -228,12 +242,21 @@ def similarity_from_sums(name: str, freq, s_i, s_j, sq_i, sq_j, prods) -> np.nda
     return safe_divide(numerator, np.sqrt(denominator, out=denominator))
 
 
+def summed_values(name: str, ratings: sp.csr_matrix) -> sp.csr_matrix:
+    """The values whose co-rated sums make the similarity ``name`` (`ROW_SIMILARITIES`):
+    the ratings (float64), or for ``"centered_cosine"`` each row centred at its mean and
+    scaled to unit norm ([`centered_unit_rows`][dprec.similarity.centered.centered_unit_rows])."""
+    if name == "centered_cosine":
+        return centered_unit_rows(ratings)
+    return sp.csr_matrix(ratings, dtype=np.float64)
+
+
 def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) -> np.ndarray:
-    """The n_users × n_users similarity matrix ``name`` of Surprise.
+    """The n_users × n_users similarity matrix ``name`` of Surprise (or the centred cosine).
 
     Parameters
     ----------
-    name : {"cosine", "msd", "pearson"}
+    name : {"cosine", "msd", "pearson", "centered_cosine"}
     ratings : scipy.sparse.csr_matrix
         Users × items ratings (explicit zeros are not ratings).
     min_support : int
@@ -244,8 +267,8 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
     numpy.ndarray of shape (n_users, n_users), float64, symmetric.
     """
     if kernels.enabled() and name in kernels.SIMILARITY_KINDS:
-        return _similarity_by_pairs(name, sp.csr_matrix(ratings, dtype=np.float64), min_support)
-    return _similarity_and_co_rated_sums(name, ratings, min_support)[0]
+        return _similarity_by_pairs(name, summed_values(name, ratings), min_support)
+    return _similarity_and_co_rated_sums(name, ratings, min_support, False)[0]
 
 
 def _similarity_by_pairs(name: str, ratings: sp.csr_matrix, min_support: int) -> np.ndarray:
@@ -300,18 +323,22 @@ def pearson_baseline_similarity(ratings: sp.csr_matrix, residuals: np.ndarray,
 
 def exact_similarity_and_sums(name: str, ratings: sp.csr_matrix, min_support: int = 1):
     """[`exact_similarity`][] and the co-rated sums it was computed from, as
-    float64 ([`co_rated_sums`][]; not for ``pearson_baseline``, which needs
-    baselines: [`pearson_baseline_similarity`][])."""
-    sim, sums = _similarity_and_co_rated_sums(name, ratings, min_support)
+    float64 ([`co_rated_sums`][] of [`summed_values`][], with ``Σ r_ui`` for the names in
+    `READS_ROW_SUMS`; not for ``pearson_baseline``, which needs baselines:
+    [`pearson_baseline_similarity`][])."""
+    sim, sums = _similarity_and_co_rated_sums(name, ratings, min_support,
+                                              name in READS_ROW_SUMS)
     return sim, tuple(None if m is None else m.astype(np.float64) for m in sums)
 
 
-def _similarity_and_co_rated_sums(name: str, ratings: sp.csr_matrix, min_support: int):
-    """The similarity and the sums in the dtype of their products."""
-    if name not in SUM_SIMILARITIES:
-        raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")
-    sums = freq, sq_i, prods, s_i = co_rated_sums(sp.csr_matrix(ratings, dtype=np.float64),
-                                                with_sums=name == "pearson")
+def _similarity_and_co_rated_sums(name: str, ratings: sp.csr_matrix, min_support: int,
+                                  with_sums: bool):
+    """The similarity and the sums in the dtype of their products (``Σ r_ui`` computed
+    for pearson, and ``with_sums``)."""
+    if name not in ROW_SIMILARITIES:
+        raise ValueError(f"name must be one of {ROW_SIMILARITIES}, got {name!r}")
+    sums = freq, sq_i, prods, s_i = co_rated_sums(summed_values(name, ratings),
+                                                with_sums=with_sums or name == "pearson")
 
     def block(rows, mirrors):
         (freq, sq_i, prods, s_i), (sq_j, s_j) = rows, mirrors
@@ -369,9 +396,14 @@ def recommendation_aware_sensitivity(name: str, ratings: sp.csr_matrix, sim: np.
        visited, item by item, as one array operation over the item's
        remaining users × all its raters.
 
+    The centred cosine is not a function of the co-rated sums alone (removing one
+    rating moves its row's mean): its ``RS`` is over the removal of any one rating of
+    ``u`` or of ``v``, computed in closed form
+    ([`dprec.similarity.centered`][]).
+
     Parameters
     ----------
-    name : {"cosine", "msd", "pearson"}
+    name : {"cosine", "msd", "pearson", "centered_cosine"}
     ratings : scipy.sparse.csr_matrix
         Users × items ratings.
     sim : ndarray (n_users, n_users)
@@ -403,7 +435,13 @@ def sensitivity_of_rows(name: str, ratings: sp.csr_matrix, rows: np.ndarray, sim
     of the other user of each pair (``s_j[u, v] = s_i[v, u]``; ``s_i``, ``s_j``
     ``None`` but for pearson).  The whole matrix is the case ``rows = all``;
     blocks of rows give the same numbers ([`dprec.similarity.rows.SimilarityRows`][]).
+    The centred cosine's ``RS`` is
+    [`centered_cosine_sensitivity`][dprec.similarity.centered.centered_cosine_sensitivity]
+    (the sums are then of the unit centred rows, and ``ratings`` the ratings themselves).
     """
+    if name == "centered_cosine":
+        return centered_cosine_sensitivity(ratings, rows, sim, sums, mirrored, min_support,
+                                           floor)
     freq, s_i, sq_i, prods, s_j, sq_j, sim = (
         m if m is None or m.flags.c_contiguous or m.T.flags.c_contiguous
         else np.ascontiguousarray(m) for m in (*sums, *mirrored, sim))
@@ -446,7 +484,7 @@ def _take(matrix: np.ndarray | None, flat: np.ndarray, mirror: np.ndarray):
 def change_bound(name: str, ratings: np.ndarray) -> float:
     """The widest ``|sim(u, v) − sim_{−s}(u, v)|`` can be: the width of the
     similarity's range (msd lies in [0, 1], cosine in [0, 1] on non-negative
-    ratings and [−1, 1] otherwise, pearson in [−1, 1]).  With integer ratings
+    ratings and [−1, 1] otherwise, pearson and the centred cosine in [−1, 1]).  With integer ratings
     the co-rated sums are exact and the computed similarities stay in range;
     otherwise up to rounding."""
     if name == "msd" or (name == "cosine" and (len(ratings) == 0 or ratings.min() >= 0)):

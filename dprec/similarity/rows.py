@@ -21,7 +21,10 @@ whole matrix; with the compiled kernels (`dprec._kernels`) the same
 sums come from one loop over the pairs of rows that share a column
 (``Σ_{u ∈ b} Σ_{i ∈ I_u} |U_i|`` steps), the same numbers.  The
 recommendation-aware sensitivity ``RS`` of a block is
-[`sensitivity_of_rows`][] on the block's sums.
+[`sensitivity_of_rows`][] on the block's sums.  The centred cosine
+(`dprec.similarity.centered`) is the same computation on the unit centred rows
+(``R`` holds them, ``B`` their pattern): its rows equal the whole matrix's to float64
+rounding (the same bits with the compiled kernels, which sum each pair in one order).
 
 See [Similarities](../similarities.md) (blocked similarities).
 """
@@ -34,7 +37,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import _kernels as kernels
-from .exact import SUM_SIMILARITIES, sensitivity_of_rows, similarity_from_sums
+from .exact import (
+    READS_ROW_SUMS,
+    ROW_SIMILARITIES,
+    sensitivity_of_rows,
+    similarity_from_sums,
+    summed_values,
+)
 
 #: cells (rows × columns) of one block of similarity rows: 16 MB per float64 array
 ROW_BLOCK_CELLS = 1 << 21
@@ -56,10 +65,11 @@ class SimilarityRows(_RowsOnDemand):
 
     Parameters
     ----------
-    name : {"cosine", "msd", "pearson"}
+    name : {"cosine", "msd", "pearson", "centered_cosine"}
     ratings : scipy.sparse.csr_matrix
         Rows × columns ratings (users × items, or items × users item-based);
-        explicit zeros are ratings (Surprise counts them).  Copied.
+        explicit zeros are ratings (Surprise counts them).  Copied; the sums run over
+        [`summed_values`][] of them (the unit centred rows for the centred cosine).
     min_support : int, default 1
         Pairs with fewer co-rated columns get similarity 0.
 
@@ -75,28 +85,29 @@ class SimilarityRows(_RowsOnDemand):
     """
 
     def __init__(self, name: str, ratings: sp.csr_matrix, min_support: int = 1) -> None:
-        if name not in SUM_SIMILARITIES:
-            raise ValueError(f"name must be one of {SUM_SIMILARITIES}, got {name!r}")
+        if name not in ROW_SIMILARITIES:
+            raise ValueError(f"name must be one of {ROW_SIMILARITIES}, got {name!r}")
         self.name, self.min_support = name, min_support
         ratings = sp.csr_matrix(ratings, dtype=np.float64, copy=True)
         ratings.sort_indices()
-        self.ratings = ratings
-        data = ratings.data
+        self.ratings = ratings                    # what RS removes ratings from
+        self.values = values = summed_values(name, ratings)   # what the sums add up
+        data = values.data
         exact_in_float32 = (ratings.shape[1] * float(np.max(data**2, initial=0.0)) < 2**24
                             and np.array_equal(data, np.round(data)))
         self.dtype = np.float32 if exact_in_float32 else np.float64
 
         def operand(values: np.ndarray) -> sp.csr_matrix:
             return sp.csr_matrix((values.astype(self.dtype), ratings.indices, ratings.indptr),
-                                 shape=ratings.shape)
+                                 shape=ratings.shape)   # the pattern of the values
 
         self._pattern, self._values, self._squares = (
             operand(np.ones_like(data)), operand(data), operand(data**2))
 
     @cached_property
     def _rating_triples(self) -> tuple[tuple, tuple]:
-        """The ratings by row and by column, for the compiled kernel."""
-        return kernels.rating_triples(self.ratings)
+        """The summed values by row and by column, for the compiled kernel."""
+        return kernels.rating_triples(self.values)
 
     @property
     def n_rows(self) -> int:
@@ -110,32 +121,35 @@ class SimilarityRows(_RowsOnDemand):
             kernels.similarity_rows(self.name, rows, *self._rating_triples, sim,
                                     self.min_support)
             return sim
-        return self._rows(rows, with_counts=self.name != "cosine" or self.min_support > 1)[0]
+        return self._rows(rows, with_counts=(self.name not in ("cosine", "centered_cosine")
+                                             or self.min_support > 1),
+                          with_sums=self.name == "pearson")[0]
 
     def with_sums(self, rows: np.ndarray) -> tuple[np.ndarray, tuple, tuple]:
         """``(sim, sums, mirrored)`` of the rows ``rows``, all ``(len(rows), n_rows)``
         float64: ``sums = (freq, s_i, sq_i, prods)``, ``mirrored = (s_j, sq_j)`` as
         [`sensitivity_of_rows`][] reads them (``s_i``,
-        ``s_j`` ``None`` but for pearson)."""
-        return self._rows(rows, with_counts=True)
+        ``s_j`` ``None`` but for `READS_ROW_SUMS`)."""
+        return self._rows(rows, with_counts=True, with_sums=self.name in READS_ROW_SUMS)
 
-    def _rows(self, rows: np.ndarray, with_counts: bool) -> tuple[np.ndarray, tuple, tuple]:
+    def _rows(self, rows: np.ndarray, with_counts: bool,
+              with_sums: bool) -> tuple[np.ndarray, tuple, tuple]:
         """[`with_sums`][]; without ``with_counts`` ``freq`` is not computed (``None``):
-        cosine with ``min_support <= 1`` needs no counts (a pair without co-rated item
-        has ``Σ r_ui r_vi = 0`` and similarity 0 either way)."""
+        the cosines with ``min_support <= 1`` need no counts (a pair without co-rated item
+        has ``Σ r_ui r_vi = 0`` and similarity 0 either way); ``Σ r_ui``, ``Σ r_vi`` only
+        ``with_sums``."""
         rows = np.asarray(rows, dtype=np.int64)
-        pearson = self.name == "pearson"
         if kernels.enabled():
             sums = freq, sq_i, sq_j, prods, s_i, s_j = tuple(
                 np.zeros((len(rows), self.n_rows)) if needed else None
-                for needed in (with_counts, True, True, True, pearson, pearson))
+                for needed in (with_counts, True, True, True, with_sums, with_sums))
             kernels.add_co_rated_sums(rows, *self._rating_triples, sums)
             return self._similarity(rows, freq, s_i, s_j, sq_i, sq_j, prods)
         pattern, values, squares = (m[rows].toarray().T for m in
                                     (self._pattern, self._values, self._squares))
         with_pattern = self._pattern @ np.hstack(
-            ([pattern] if with_counts else []) + [squares] + ([values] if pearson else []))
-        with_values = self._values @ (np.hstack([values, pattern]) if pearson else values)
+            ([pattern] if with_counts else []) + [squares] + ([values] if with_sums else []))
+        with_values = self._values @ (np.hstack([values, pattern]) if with_sums else values)
         sq_j = self._squares @ pattern
         b = len(rows)
 
@@ -145,7 +159,7 @@ class SimilarityRows(_RowsOnDemand):
         first = int(with_counts)
         freq = part(with_pattern, 0) if with_counts else None
         sq_i, prods, sq_j = part(with_pattern, first), part(with_values, 0), part(sq_j, 0)
-        s_i, s_j = ((part(with_pattern, first + 1), part(with_values, 1)) if pearson
+        s_i, s_j = ((part(with_pattern, first + 1), part(with_values, 1)) if with_sums
                     else (None, None))
         return self._similarity(rows, freq, s_i, s_j, sq_i, sq_j, prods)
 
