@@ -4,17 +4,21 @@ A user's top-N list ranks every item of the catalogue by its estimate; the
 estimates of a block of users × all items are one call of the model's
 ``estimate_arrays`` (whole item rows at once, no Python loop over items), so
 a private model answers, and its accountant charges, them as any other
-queries; a model that scores whole rows ([`ImplicitKNN`][dprec.implicit_knn.ImplicitKNN])
-is asked for them by its ``score_rows(users)`` instead (the same numbers).  Items
-without an estimate (``was_impossible``) are never recommended, nor, with
-``exclude_rated``, those the user rated in the trainset.  Ties are broken by inner
-item id, so the lists are reproducible.
+queries; a model that scores whole rows (`PrivateKNN.score_rows`,
+[`ImplicitKNN`][dprec.implicit_knn.ImplicitKNN]'s) is asked for them by its
+``score_rows(users, **options)`` instead, which also says which items a list may hold
+(`PrivateKNN`: those at least ``min_k`` neighbours support, by default every
+estimate but a fallback's).  Items without an estimate (``was_impossible``) are never
+recommended, nor, with ``exclude_rated``, those the user rated in the trainset.  Ties
+are broken by inner item id, so the lists are reproducible.
 
-See [Prediction rules](../prediction_rules.md) for the kNN API and top-N recommendation.
+See [Top-N recommendation](../topn.md) for what ranks well, and
+[Prediction rules](../prediction_rules.md) for the kNN API.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 
 import numpy as np
@@ -30,8 +34,8 @@ __all__ = ["recommend_batch"]
 _BLOCK_CELLS = 1 << 20
 
 
-def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = True
-                    ) -> pd.DataFrame:
+def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = True,
+                    **options) -> pd.DataFrame:
     """The top-``n`` items of each user in ``uids`` (raw ids), by estimate.
 
     Parameters
@@ -43,6 +47,11 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
         List length (``>= 1``); shorter when fewer items have an estimate.
     exclude_rated : bool, default True
         Leave out the items the user rated in the trainset.
+    **options
+        Passed to the model's ``score_rows``: for `PrivateKNN`, ``min_k`` (rank only
+        the items at least that many neighbours support) and ``neighbour_shrinkage``
+        (rank by the estimate shrunk towards the rule's offset); see
+        `PrivateKNN.score_rows`.
 
     Returns
     -------
@@ -58,16 +67,17 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     if isinstance(uids, (str, bytes)) or not hasattr(uids, "__iter__"):
         raise TypeError(f"uids must be a list of raw user ids (for one user: "
                         f"recommend(uid)), got {type(uids).__name__} {uids!r}")
+    _check_options(algo, options)
     uids = list(uids)
     users = np.array([_inner_uid(trainset, uid) for uid in uids], dtype=np.int64)
     n_items = trainset.n_items
     rated = RatingArrays.from_trainset(trainset).matrix if exclude_rated else None
     size = max(1, _BLOCK_CELLS // max(n_items, 1))
     frames = []
-    for start in range(0, len(users), size):
+    for start in range(0, max(len(users), 1), size):   # once with no user: checks options
         block = users[start:start + size]
         if hasattr(algo, "score_rows"):
-            est, possible = algo.score_rows(block)
+            est, possible = algo.score_rows(block, **options)
         else:
             est, possible = algo.estimate_arrays(np.repeat(block, n_items),
                                                  np.tile(np.arange(n_items), len(block)))
@@ -78,13 +88,28 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
         top = _top(scores, n)
         top["position"] += start
         frames.append(top)
-    top = pd.concat(frames, ignore_index=True) if frames else _top(np.zeros((0, 0)), n)
+    top = pd.concat(frames, ignore_index=True)
     return pd.DataFrame({
         "uid": [uids[j] for j in top["position"].tolist()],
         "rank": top["rank"].to_numpy(),
         "iid": [trainset.to_raw_iid(i) for i in top["item"].tolist()],
         "est": top["est"].to_numpy(),
     })
+
+
+def _check_options(algo, options: dict) -> None:
+    """``options`` must be keyword-only parameters of the model's ``score_rows``."""
+    if not options:
+        return
+    scorer = getattr(algo, "score_rows", None)
+    accepted = [] if scorer is None else [
+        name for name, parameter in inspect.signature(scorer).parameters.items()
+        if parameter.kind is parameter.KEYWORD_ONLY]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise TypeError(f"{', '.join(unknown)}: not a ranking option of "
+                        f"{type(algo).__name__}, which takes "
+                        + (", ".join(accepted) if accepted else "none"))
 
 
 def _inner_uid(trainset, uid) -> int:

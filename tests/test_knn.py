@@ -536,6 +536,7 @@ def test_a_first_fit_refused_by_the_budget_leaves_the_model_unfitted(split):
              "get_neighbors": lambda: algo.get_neighbors(0, 5),
              "recommend": lambda: algo.recommend(uid),
              "recommend_batch": lambda: algo.recommend_batch([uid]),
+             "score_rows": lambda: algo.score_rows(ids),
              "estimate_arrays": lambda: algo.estimate_arrays(ids, ids),
              "estimate_rules": lambda: algo.estimate_rules(ids, ids, [{}]),
              "privacy_report": algo.privacy_report, "selection_summary": algo.selection_summary,

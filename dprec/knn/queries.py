@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .._arrays import stable_descending_order
-from .._validation import check_int
+from .._validation import check_int, check_real
 from ..selectors import TopK
 from ..topn import recommend_batch
 from .parameters import check_ids
@@ -113,18 +113,81 @@ class KNNQueries:
         columns = sets.take(np.array([iid]), book).columns[0]
         return columns[columns >= 0].tolist()
 
-    def recommend(self, uid, n: int = 10, exclude_rated: bool = True) -> list[tuple]:
+    def recommend(self, uid, n: int = 10, exclude_rated: bool = True, *,
+                  min_k: int | None = None,
+                  neighbour_shrinkage: float | None = None) -> list[tuple]:
         """The top-`n` items for raw user id `uid`: `[(raw iid, est), ...]`, best
-        first (see `dprec.topn.recommend_batch`; charged as `n_items` queries)."""
+        first, ranked as `score_rows` says (`dprec.topn.recommend_batch`; charged as
+        `n_items` queries)."""
         self._check_fitted()
-        top = recommend_batch(self, [uid], n, exclude_rated)
+        top = recommend_batch(self, [uid], n, exclude_rated, min_k=min_k,
+                              neighbour_shrinkage=neighbour_shrinkage)
         return list(zip(top["iid"].tolist(), top["est"].tolist()))
 
-    def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True):
+    def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True, *,
+                        min_k: int | None = None, neighbour_shrinkage: float | None = None):
         """Top-`n` lists of many users at once, a DataFrame (`uid`, `rank`,
-        `iid`, `est`): `dprec.topn.recommend_batch`."""
+        `iid`, `est`), ranked as `score_rows` says: `dprec.topn.recommend_batch`."""
         self._check_fitted()
-        return recommend_batch(self, uids, n, exclude_rated)
+        return recommend_batch(self, uids, n, exclude_rated, min_k=min_k,
+                               neighbour_shrinkage=neighbour_shrinkage)
+
+    def score_rows(self, users, *, min_k: int | None = None,
+                   neighbour_shrinkage: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        r"""Every item's estimate for each of `users` (inner ids), and which of them a
+        top-N list may hold: what `dprec.topn.recommend_batch` ranks.
+
+        A rating predictor ranks badly when it ranks what its neighbours hardly
+        support: the fallback's $\mu_u$, $\mu_i$ or $b_{ui}$, or the estimate of one
+        neighbour who rated 5 ([Top-N recommendation](../topn.md)).  Both options
+        leave the model's predictions as they are.
+
+        Parameters
+        ----------
+        users : 1-D array of inner user ids
+        min_k : int, optional
+            Rank only the items at least `min_k` neighbours contribute to (`actual_k`
+            in `details`); the others are never recommended, as LensKit's pipelines
+            drop what its kNN cannot score (its `min_nbrs`).  Default: the model's
+            `min_k`, at least 1, so a fallback's answer is never ranked; `0` ranks
+            every estimate; at most `k`.
+        neighbour_shrinkage : float, optional
+            Rank by the estimate of the model's rule with this shrinkage
+            $\lambda \ge 0$ (`inf` allowed): the neighbours' term weighted
+            $n / (n + \lambda)$, so an estimate few neighbours support moves
+            towards the rule's offset ($\mu_u$, $\mu_i$ item-based, or $b_{ui}$).
+            Default: the model's `neighbour_shrinkage`.
+
+        Returns
+        -------
+        est : ndarray of float64, shape (len(users), n_items)
+            `estimate_arrays`' numbers (under `neighbour_shrinkage` if given).
+        ranked : ndarray of bool, shape (len(users), n_items)
+            Where there is an estimate with at least `min_k` contributing neighbours.
+        """
+        self._check_fitted()
+        min_k, rule = self._ranking(min_k, neighbour_shrinkage)
+        users = check_ids(users, "users", self.trainset.n_users)
+        n_items = self.trainset.n_items
+        [(est, possible)], _, actual_k = self._estimate_rules(
+            np.repeat(users, n_items), np.tile(np.arange(n_items), len(users)), [rule], False)
+        shape = (len(users), n_items)
+        return est.reshape(shape), (possible & (actual_k >= min_k)).reshape(shape)
+
+    def _ranking(self, min_k, neighbour_shrinkage) -> tuple[int, Rule]:
+        """`score_rows`' options checked: the smallest `actual_k` ranked, and the rule."""
+        if min_k is None:
+            min_k = max(self.min_k_, 1)
+        else:
+            min_k = check_int(min_k, "min_k", minimum=0)
+            if min_k > self.k_:
+                raise ValueError(f"min_k must be <= k ({self.k_}): no item has more "
+                                 f"contributing neighbours than k, got min_k={min_k}")
+        if neighbour_shrinkage is None:
+            return min_k, self._rule_
+        shrinkage = check_real(neighbour_shrinkage, "neighbour_shrinkage", low=0.0,
+                               allow_inf=True)
+        return min_k, self._rule((self.prediction_, self.fallback_, shrinkage))
 
     def estimate_arrays(self, users, items, with_neighbours: bool = False) -> tuple:
         """Estimates for arrays of inner ids, as `test` computes them.
@@ -144,8 +207,8 @@ class KNNQueries:
         neighbours : ndarray of int64, shape (len(users), k), with `with_neighbours`
         """
         self._check_fitted()
-        [(est, possible)], chosen = self._estimate_rules(users, items, [self._rule_],
-                                                         with_neighbours)
+        [(est, possible)], chosen, _ = self._estimate_rules(users, items, [self._rule_],
+                                                            with_neighbours)
         return (est, possible, chosen[0]) if with_neighbours else (est, possible)
 
     def estimate_rules(self, users, items, rules: Sequence[Mapping],
@@ -181,15 +244,16 @@ class KNNQueries:
         self._check_fitted()
         keys = rule_keys(rules, self.prediction_, self.fallback_, self.neighbour_shrinkage_,
                          self.centered, self.min_sim_)
-        answers, neighbours = self._estimate_rules(users, items,
-                                                   [self._rule(key) for key in keys],
-                                                   with_neighbours)
+        answers, neighbours, _ = self._estimate_rules(users, items,
+                                                      [self._rule(key) for key in keys],
+                                                      with_neighbours)
         return (answers, neighbours) if with_neighbours else answers
 
     def _estimate_rules(self, users, items, rules: list[Rule],
-                        with_neighbours: bool) -> tuple[list, tuple | None]:
-        """`[(est, possible) per rule]` and, with `with_neighbours`, the queries'
-        `(neighbours, weights)` (else None), for arrays of inner ids."""
+                        with_neighbours: bool) -> tuple[list, tuple | None, np.ndarray]:
+        """`[(est, possible) per rule]`, with `with_neighbours` the queries'
+        `(neighbours, weights)` (else None), and their `actual_k`, for arrays of inner
+        ids."""
         self._check_fitted()
         users = check_ids(users, "users", self.trainset.n_users)
         items = check_ids(items, "items", self.trainset.n_items)
@@ -203,7 +267,7 @@ class KNNQueries:
             out.append((np.where(possible, np.clip(est, low, high), self.default_prediction()),
                         possible))
         return out, ((batch.neighbours[batch.row], batch.chosen.weights[batch.row])
-                     if with_neighbours else None)
+                     if with_neighbours else None), batch.actual_k
 
     def selection_summary(self) -> dict:
         """Accuracy α and security β of the neighbour selections made so far.
