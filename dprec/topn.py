@@ -5,7 +5,9 @@ estimates of a block of users × all items are one call of the model's
 ``estimate_arrays`` (whole item rows at once, no Python loop over items), so
 a private model answers, and its accountant charges, them as any other
 queries; a model that scores whole rows ([`ImplicitKNN`][dprec.implicit_knn.ImplicitKNN])
-is asked for them by its ``score_rows(users)`` instead (the same numbers).  Items
+is asked for them by its ``score_rows(users)`` instead (the same numbers), over the
+items of its ``item_list_`` (raw ids; with a public catalogue, items nobody rated
+too), and ties follow that list.  Items
 without an estimate (``was_impossible``) are never recommended, nor, with
 ``exclude_rated``, those the user rated in the trainset.  Ties are broken by inner
 item id, so the lists are reproducible.
@@ -60,13 +62,15 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
                         f"recommend(uid)), got {type(uids).__name__} {uids!r}")
     uids = list(uids)
     users = np.array([_inner_uid(trainset, uid) for uid in uids], dtype=np.int64)
-    n_items = trainset.n_items
+    rows_model = hasattr(algo, "score_rows")
+    item_ids, columns = _item_columns(algo, trainset, rows_model)
+    n_items = len(item_ids)
     rated = RatingArrays.from_trainset(trainset).matrix if exclude_rated else None
     size = max(1, _BLOCK_CELLS // max(n_items, 1))
     frames = []
     for start in range(0, len(users), size):
         block = users[start:start + size]
-        if hasattr(algo, "score_rows"):
+        if rows_model:
             est, possible = algo.score_rows(block)
         else:
             est, possible = algo.estimate_arrays(np.repeat(block, n_items),
@@ -74,7 +78,8 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
         scores = np.where(possible, est, -np.inf).reshape(len(block), n_items)
         if rated is not None:
             rows = rated[block]
-            scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr)), rows.indices] = -np.inf
+            scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr)),
+                   columns[rows.indices]] = -np.inf
         top = _top(scores, n)
         top["position"] += start
         frames.append(top)
@@ -82,9 +87,20 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     return pd.DataFrame({
         "uid": [uids[j] for j in top["position"].tolist()],
         "rank": top["rank"].to_numpy(),
-        "iid": [trainset.to_raw_iid(i) for i in top["item"].tolist()],
+        "iid": [item_ids[i] for i in top["item"].tolist()],
         "est": top["est"].to_numpy(),
     })
+
+
+def _item_columns(algo, trainset, rows_model: bool) -> tuple[list, np.ndarray]:
+    """The raw ids of the columns ranked, and the column of each inner item id: the
+    trainset's items in inner order, or a row model's ``item_list_``."""
+    inner = [trainset.to_raw_iid(i) for i in range(trainset.n_items)]
+    if not rows_model:
+        return inner, np.arange(trainset.n_items)
+    item_ids = list(algo.item_list_)
+    where = {raw: n for n, raw in enumerate(item_ids)}
+    return item_ids, np.fromiter((where[raw] for raw in inner), np.int64, len(inner))
 
 
 def _inner_uid(trainset, uid) -> int:
