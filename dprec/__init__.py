@@ -7,6 +7,7 @@ from .dp_als import DPALS
 from .dp_baseline import DPBaseline
 from .dp_item_knn import DPItemKNN
 from .implicit_knn import ImplicitKNN
+from .implicit_popularity import PrivatePopularity
 from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
 from .ledger import PrivacyAccountant
 from .local_knn import LocalKNN
@@ -16,7 +17,8 @@ __version__ = "0.1.0"
 
 __all__ = ["BetaKNNAttack", "DPALS", "DPBaseline", "DPItemKNN", "ImplicitKNN", "LocalKNN",
            "MallowsRanker", "PrivacyAccountant", "PrivateKNN", "PrivateKNNBaseline",
-           "PrivateKNNWithMeans", "PrivateKNNWithZScore", "__version__", "datasets",
+           "PrivateKNNWithMeans", "PrivateKNNWithZScore", "PrivatePopularity", "__version__",
+           "datasets",
            "mechanisms", "metrics"]
 
 

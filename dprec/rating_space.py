@@ -173,10 +173,12 @@ class RatingSpace:
         """Positions of raw user and item ids in the lists (`-1`: not listed)."""
         return self.users.positions(uids), self.items.positions(iids)
 
-    def declare_scope(self, accountant: PrivacyAccountant, unit: Unit) -> None:
+    def declare_scope(self, accountant: PrivacyAccountant, unit: Unit,
+                      user_list: bool = True) -> None:
         """State the lists' conditions in the report (`SCOPE`) and
         mark the boundary users (those whose unit, removed, would change a list read from
-        the data) out of `unit`'s scope."""
+        the data) out of `unit`'s scope.  `user_list=False`: no release reads the user
+        list (e.g. sums over the users), so it states nothing of it."""
         if self.items.given:
             accountant.add_condition(SCOPE["items given"])
         else:
@@ -185,6 +187,8 @@ class RatingSpace:
             sole[self.rows[counts[self.matrix.indices] == 1]] = True
             accountant.add_condition(SCOPE["items from data"])
             accountant.out_of_scope(unit, sole, SCOPE["sole rater"])
+        if not user_list:
+            return
         if self.users.given:
             accountant.add_condition(SCOPE["users given"])
         elif unit is Unit.USER:

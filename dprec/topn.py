@@ -8,9 +8,11 @@ queries; a model that scores whole rows (`PrivateKNN.score_rows`,
 [`ImplicitKNN`][dprec.implicit_knn.ImplicitKNN]'s) is asked for them by its
 ``score_rows(users, **options)`` instead, which also says which items a list may hold
 (`PrivateKNN`: those at least ``min_k`` neighbours support, by default every
-estimate but a fallback's).  Items without an estimate (``was_impossible``) are never
-recommended, nor, with ``exclude_rated``, those the user rated in the trainset.  Ties
-are broken by inner item id, so the lists are reproducible.
+estimate but a fallback's).  The columns are the trainset's items in inner order, or
+the model's ``item_list_`` where it has one (`ImplicitKNN`: raw ids, sorted; with a
+public catalogue, items nobody rated too).  Items without an estimate
+(``was_impossible``) are never recommended, nor, with ``exclude_rated``, those the user
+rated in the trainset.  Ties are broken by column order, so the lists are reproducible.
 
 See [Top-N recommendation](../topn.md) for what ranks well, and
 [Prediction rules](../prediction_rules.md) for the kNN API.
@@ -70,13 +72,15 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     _check_options(algo, options)
     uids = list(uids)
     users = np.array([_inner_uid(trainset, uid) for uid in uids], dtype=np.int64)
-    n_items = trainset.n_items
+    rows_model = hasattr(algo, "score_rows")
+    item_ids, columns = _item_columns(algo, trainset)
+    n_items = len(item_ids)
     rated = RatingArrays.from_trainset(trainset).matrix if exclude_rated else None
     size = max(1, _BLOCK_CELLS // max(n_items, 1))
     frames = []
     for start in range(0, max(len(users), 1), size):   # once with no user: checks options
         block = users[start:start + size]
-        if hasattr(algo, "score_rows"):
+        if rows_model:
             est, possible = algo.score_rows(block, **options)
         else:
             est, possible = algo.estimate_arrays(np.repeat(block, n_items),
@@ -84,7 +88,8 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
         scores = np.where(possible, est, -np.inf).reshape(len(block), n_items)
         if rated is not None:
             rows = rated[block]
-            scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr)), rows.indices] = -np.inf
+            scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr)),
+                   columns[rows.indices]] = -np.inf
         top = _top(scores, n)
         top["position"] += start
         frames.append(top)
@@ -92,7 +97,7 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     return pd.DataFrame({
         "uid": [uids[j] for j in top["position"].tolist()],
         "rank": top["rank"].to_numpy(),
-        "iid": [trainset.to_raw_iid(i) for i in top["item"].tolist()],
+        "iid": [item_ids[i] for i in top["item"].tolist()],
         "est": top["est"].to_numpy(),
     })
 
@@ -110,6 +115,17 @@ def _check_options(algo, options: dict) -> None:
         raise TypeError(f"{', '.join(unknown)}: not a ranking option of "
                         f"{type(algo).__name__}, which takes "
                         + (", ".join(accepted) if accepted else "none"))
+
+
+def _item_columns(algo, trainset) -> tuple[list, np.ndarray]:
+    """The raw ids of the columns ranked, and the column of each inner item id: the
+    trainset's items in inner order, or the model's ``item_list_``."""
+    inner = [trainset.to_raw_iid(i) for i in range(trainset.n_items)]
+    if not hasattr(algo, "item_list_"):
+        return inner, np.arange(trainset.n_items)
+    item_ids = list(algo.item_list_)
+    where = {raw: n for n, raw in enumerate(item_ids)}
+    return item_ids, np.fromiter((where[raw] for raw in inner), np.int64, len(inner))
 
 
 def _inner_uid(trainset, uid) -> int:

@@ -41,6 +41,28 @@ def test_the_sketch_width_is_the_one_of_smallest_estimate_sd():
     assert sds[1] == pytest.approx(0.43, abs=0.005)
 
 
+def test_the_private_k_is_a_public_function_of_epsilon():
+    """Enough neighbours to average the reports' noise down to TOLERANCE; every user for
+    the sketches, whose estimates are noise at ε ≤ 8; never below k."""
+    rule = experiment.private_k
+    assert experiment.TOLERANCE == 0.05
+    assert [rule(experiment.RELEASED, e, 20, 1892) for e in (0.5, 1.0, 2.0, 4.0, 8.0)] == \
+        [1568, 369, 73, 20, 20]
+    assert rule("user-kNN rr_minhash", 8.0, 20, 1892) == 1892
+    assert rule(experiment.RELEASED_SKETCHES, 8.0, 20, 1892) == 1892
+    assert rule(experiment.RELEASED, 8.0, 50, 1892) == 50
+    assert rule(experiment.RELEASED, 1.0, 20, 1892, "k") == 20
+    assert rule(experiment.RELEASED, 8.0, 20, 1892, "all") == 1892
+
+
+def test_the_tuning_grid_runs_on_the_synthetic_sets_only():
+    grid = experiment.tuning(tolerances=(0.05,), prior_sds=(0.05, None), epsilons=(8.0,),
+                             reps=1, verbose=False)
+    assert grid.shape == (3, 4)                    # the popularity row and two prior_sds
+    assert set(grid.prior_sd.dropna()) == {0.05, np.inf}
+    assert grid[8.0].between(0, 1).all() and (grid["mean"] == grid[8.0]).all()
+
+
 @pytest.mark.slow
 def test_the_quick_run_writes_the_table_the_summary_and_the_figure(tmp_path, capsys):
     assert cli.main(["implicit", "--quick", "--out", str(tmp_path)]) == 0
@@ -49,12 +71,18 @@ def test_the_quick_run_writes_the_table_the_summary_and_the_figure(tmp_path, cap
     assert (tmp_path / "implicit.png").stat().st_size > 10_000
     assert set(table.model) == {"popularity", *experiment.EXACT, "user-kNN minhash",
                                 "user-kNN rr_minhash", "user-kNN noisy_minhash",
-                                experiment.RELEASED}
+                                *experiment.HOLDS}
     assert set(table.epsilon.dropna()) == {1.0, 8.0}
     assert table[["precision", "recall", "ndcg"]].apply(lambda c: c.between(0, 1)).all().all()
     labels = dict(zip(summary.model, summary.guarantee))
     assert labels["popularity"] == labels["user-kNN cosine"] == "none"
-    assert labels["user-kNN rr_minhash"] == "in part" and labels[experiment.RELEASED] == "holds"
+    assert labels["user-kNN rr_minhash"] == "in part"
+    assert {labels[label] for label in experiment.HOLDS} == {"holds"}
+    holds = summary[summary.model.isin(experiment.HOLDS)]
+    assert (holds.outside == 0).all()                           # the public catalogues
+    assert set(holds.unit) == {"user", "item of a set"}
+    at_8 = summary[summary.epsilon == 8.0].set_index("model").recall
+    assert at_8[experiment.RELEASED] > at_8[experiment.POPULARITY_REPORTS]
     recall = summary.set_index("model").recall
     assert recall["item-kNN cosine"] > recall["popularity"]     # the synthetic sets' signal
     assert "user-kNN cosine" in capsys.readouterr().out
@@ -69,3 +97,4 @@ def test_lastfm_interactions_and_their_split():
     assert frame.shape == (92834, 2) and frame.user.nunique() == 1892
     train, test = experiment.holdout_split(frame, seed=0)
     assert (len(train), len(test)) == (74266, 18568)
+    assert train.groupby("user").size().max() == experiment.LASTFM_CAP   # the public cap

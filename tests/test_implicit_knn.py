@@ -85,7 +85,13 @@ def lenskit_user_scores(X, name, k, min_nbrs):
     return scores
 
 
+def in_list_order(algo, reference):
+    """The columns of a reference in inner item order, put in the model's item list order."""
+    return reference[:, [algo.trainset.to_inner_iid(i) for i in algo.item_list_]]
+
+
 def assert_scores(algo, reference):
+    reference = in_list_order(algo, reference)
     est, possible = algo.score_rows(np.arange(algo.trainset.n_users))
     np.testing.assert_array_equal(possible, ~np.isnan(reference))
     np.testing.assert_allclose(est, np.nan_to_num(reference), rtol=1e-12, atol=1e-12)
@@ -116,12 +122,12 @@ def test_estimate_predict_and_test_give_the_score_unclipped(trainset):
     algo = ImplicitKNN(k=30, sim_options={"user_based": False}).fit(trainset)
     est, possible = algo.score_rows(np.arange(trainset.n_users))
     assert est.max() > trainset.rating_scale[1]          # a score, not a rating
-    u, i = np.unravel_index(np.argmax(est), est.shape)
-    uid, iid = trainset.to_raw_uid(int(u)), trainset.to_raw_iid(int(i))
-    assert algo.estimate(int(u), int(i))[0] == est[u, i]
-    assert algo.predict(uid, iid).est == algo.predict(uid, iid, clip=True).est == est[u, i]
-    pairs = [(trainset.to_raw_uid(a), trainset.to_raw_iid(b), None)
-             for a in range(trainset.n_users) for b in range(trainset.n_items)]
+    u, column = np.unravel_index(np.argmax(est), est.shape)
+    uid, iid = trainset.to_raw_uid(int(u)), algo.item_list_[column]
+    assert algo.estimate(int(u), trainset.to_inner_iid(iid))[0] == est[u, column]
+    assert algo.predict(uid, iid).est == algo.predict(uid, iid, clip=True).est == est[u, column]
+    pairs = [(trainset.to_raw_uid(a), b, None)
+             for a in range(trainset.n_users) for b in algo.item_list_]
     predictions = algo.test(pairs + [("nobody", iid, None)])
     np.testing.assert_array_equal([p.est for p in predictions[:-1]], est.ravel())
     assert [not p.details["was_impossible"] for p in predictions[:-1]] == possible.ravel().tolist()
@@ -136,9 +142,10 @@ def test_top_n_ranks_by_score_without_the_users_items(trainset):
     est, possible = algo.score_rows(np.arange(6))
     for u, uid in enumerate(uids):
         rows = top[top["uid"] == uid]
-        own = {i for i, _ in trainset.ur[u]}
-        assert not {trainset.to_inner_iid(i) for i in rows["iid"]} & own
-        allowed = [est[u, i] for i in range(trainset.n_items) if i not in own and possible[u, i]]
+        own = {trainset.to_raw_iid(i) for i, _ in trainset.ur[u]}
+        assert not set(rows["iid"]) & own
+        allowed = [est[u, c] for c, i in enumerate(algo.item_list_)
+                   if i not in own and possible[u, c]]
         np.testing.assert_allclose(rows["est"], sorted(allowed, reverse=True)[:8], atol=0)
         assert rows["rank"].tolist() == list(range(1, len(rows) + 1))
     assert algo.recommend(uids[0], n=8) == list(zip(top["iid"][:8], top["est"][:8]))
@@ -147,10 +154,13 @@ def test_top_n_ranks_by_score_without_the_users_items(trainset):
 
 
 def test_get_neighbors_are_the_most_similar_and_the_report_says_inner_ids(trainset):
+    """Ties go by raw id (the sorted user list), not by the data's order."""
     algo = ImplicitKNN(sim_options={"name": "jaccard"}).fit(trainset)
     sim = set_similarity(dense_sets(trainset), "jaccard")[3]
     sim[3] = -1
-    assert algo.get_neighbors(3, 5) == np.argsort(-sim, kind="stable")[:5].tolist()
+    by_id = sorted(range(trainset.n_users), key=trainset.to_raw_uid)
+    expected = [by_id[n] for n in np.argsort(-sim[by_id], kind="stable")[:5]]
+    assert algo.get_neighbors(3, 5) == expected
     assert any("inner ids" in output.name for output in algo.privacy_report().outputs)
 
 
@@ -275,7 +285,15 @@ def test_an_audit_refutes_the_raw_scores_but_not_the_released_ones():
     ({"k": 3, "min_nbrs": 4}, ValueError, "min_nbrs must be <= 3"),
     ({"min_sim": 0.0}, ValueError, "min_sim must be > 0"),
     ({"threshold": "4"}, TypeError, "threshold must be a real number"),
-    ({"set_epsilon": 1.0}, ValueError, "set_epsilon makes the scores read"),
+    ({"set_epsilon": 1.0, "sim_options": {"name": "cosine"}}, ValueError,
+     "set_epsilon makes the scores read"),
+    ({"sim_options": {"name": "reports"}}, ValueError, "give set_epsilon"),
+    ({"set_epsilon": 1.0, "prior_sd": 0.0}, ValueError, "prior_sd must be > 0"),
+    ({"set_epsilon": 1.0, "sim_options": {"set_difference": 0}}, ValueError,
+     r"sim_options\['set_difference'\] must be >= 1"),
+    ({"set_epsilon": 1.0, "sim_options": {"tau": 3}}, ValueError, r"unknown option\(s\) \['tau'\]"),
+    ({"items": "abc"}, TypeError, "items must be a sequence of raw ids"),
+    ({"items": ["not an item"]}, ValueError, "items: the ratings hold"),
     ({"sim_options": {"name": "rr_minhash", "epsilon": 1.0, "tau": 3},
       "set_epsilon": 0.0}, ValueError, "set_epsilon must be > 0"),
     ({"sim_options": {"name": "msd"}}, UnknownSimilarityError, r"sim_options\['name'\]"),

@@ -10,7 +10,17 @@ import math
 import numpy as np
 import pytest
 
-from dprec import DPALS, DPBaseline, DPItemKNN, LocalKNN, MallowsRanker, PrivateKNN, datasets
+from dprec import (
+    DPALS,
+    DPBaseline,
+    DPItemKNN,
+    ImplicitKNN,
+    LocalKNN,
+    MallowsRanker,
+    PrivateKNN,
+    PrivatePopularity,
+    datasets,
+)
 from dprec.ledger import BudgetExceededError
 
 #: one configuration per model, small enough to fit fast; PrivateKNN with a private
@@ -25,6 +35,8 @@ MODELS = {
     "PrivateKNN": lambda **kw: PrivateKNN(k=5, selector="pncf", epsilon=1.0,
                                           sim_options={"name": "sjlt", "epsilon": 1.0},
                                           verbose=False, **kw),
+    "ImplicitKNN": lambda **kw: ImplicitKNN(k=5, set_epsilon=1.0, **kw),
+    "PrivatePopularity": lambda **kw: PrivatePopularity(1.0, cap=10, **kw),
 }
 #: the models whose releases are all planned before any noise (PrivateKNN's sketch
 #: release is refused by its accountant when charged, its queries as they are answered)
@@ -45,6 +57,11 @@ VARIANTS = {
     "DPALS, the rule's baseline only": lambda **kw: DPALS(epsilon=0.5, n_epochs=1, **kw),
     "MallowsRanker, Laplace": lambda **kw: MallowsRanker(epsilon=3.0, mechanism="laplace",
                                                          n_epochs=1, **kw),
+    "ImplicitKNN, sketch neighbours": lambda **kw: ImplicitKNN(
+        k=5, set_epsilon=0.5, sim_options={"name": "rr_minhash", "epsilon": 0.5, "tau": 5,
+                                           "small_users": "exclude"}, **kw),
+    "PrivatePopularity, reports": lambda **kw: PrivatePopularity(2.0, mechanism="reports",
+                                                                 **kw),
 }
 #: (ASCII names: mutmut passes the test ids back to pytest, which escapes non-ASCII ones)
 BAD_BUDGETS = {"negative eps": ((-1.0, 0.0), ValueError), "eps = 0": ((0.0, 0.0), ValueError),

@@ -1,0 +1,184 @@
+r"""Private popularity: every item's number of holders, released with differential
+privacy, as a top-N model — the yardstick of the private implicit models.
+
+Popularity ranks the items by how many users hold them; it needs no neighbours, so a
+private model that cannot beat it is no use.  Two releases, each a model with its
+privacy report ([`PrivatePopularity`][dprec.implicit_popularity.PrivatePopularity]):
+
+* `mechanism="laplace"` (central, **per user**): a curator caps each user's set at a
+  public `cap` items (a uniformly random `cap` of a larger set) and releases the
+  counts plus discrete Laplace noise of scale $t = \text{cap} / \varepsilon$
+  ([`dprec.mechanisms.discrete_laplace`][]).  Removing a user changes the capped counts
+  by at most `cap` in ℓ1, so the counts are ε-DP for a whole user (`Unit.USER`),
+  δ = 0;
+* `mechanism="reports"` (local, **per item of a set**): each user releases their set by
+  randomised response on every item of the item list ([`dprec.set_reports`][], as
+  [`ImplicitKNN`][dprec.implicit_knn.ImplicitKNN]'s `set_epsilon`), and the counts are
+  the reports' debiased sums ([`dprec.set_reports.item_counts`][]), ε-LDP per item of a
+  set (`Unit.SET_ITEM`), δ = 0.  The same counts come free with `ImplicitKNN`'s
+  released sets: its prior.
+
+Every user's scores are the released counts; a user's own list leaves out their own
+items (shown to them alone).  The item list must not depend on the data: give the
+public catalogue `items=`, or the sole holder of an item is outside the guarantee (the
+report says so).  The reports' count of reporters reads the user list too (`users=`;
+without it, a user of one interaction is outside); the central counts do not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+from surprise import AlgoBase
+
+from . import implicit_scores as scores
+from . import set_reports
+from ._rng import RandomStateLike, derive_generator, derive_seed, fit_entropy, is_seeded
+from ._validation import check_choice, check_epsilon, check_int, check_real
+from .implicit_base import ImplicitModel
+from .ledger import LedgerEntry, Status, Unit
+from .mechanisms import discrete_laplace, discrete_laplace_epsilon
+from .mechanisms.exact_laplace import MAX_T, MIN_T
+from .rating_space import RatingSpace
+
+__all__ = ["MECHANISMS", "PrivatePopularity", "capped_counts"]
+
+#: the releases of the counts (`mechanism`)
+MECHANISMS = ("laplace", "reports")
+_OUTPUT = "scores and recommendations (estimate, test, predict, recommend)"
+_OWN_SET = ("a user's own list leaves out the items of their own set: shown to them alone "
+            "(their device), not charged")
+_CURATOR = ("central model: a trusted curator reads the raw sets and releases only the "
+            "noisy counts")
+
+
+class PrivatePopularity(ImplicitModel):
+    r"""Items ranked by their number of holders, released with differential privacy.
+
+    See the module docstring for the two releases and their guarantees.  Parameters
+    are stored as given and validated by `fit` (scikit-learn's convention).
+
+    Parameters
+    ----------
+    epsilon : float, default 1.0
+        The ε of the release: per user (`"laplace"`) or per item of a set (`"reports"`).
+    mechanism : {"laplace", "reports"}, default "laplace"
+        Central counts with discrete Laplace noise, or the users' randomised responses.
+    cap : int, optional
+        With `"laplace"` (required): the public bound on a set's items counted (a
+        larger set counts a uniformly random `cap` of its items), `>= 1`.
+    threshold : float, optional
+        Only the ratings `>= threshold` are interactions (default: every stored pair).
+    users, items : sequence of raw ids, optional
+        Public catalogues (validated at `fit`; every interaction must be within them).
+        Default: the trainset's.
+    random_state : None, int, RandomState or Generator
+        The noise (and the cap's choice).  `None` (default): fresh entropy at each fit;
+        an int gives seeded noise, for experiments (the report's entry is void).
+    budget : (float, float), optional
+        A per-user `(ε, δ)` budget: a fit that spends more is refused before any noise
+        is drawn (`BudgetExceededError`, a `ValueError`).
+
+    Attributes
+    ----------
+    counts_ : pandas.Series
+        The released counts, by raw item id (`item_list_`): integers (`"laplace"`),
+        debiased sums (`"reports"`).
+    item_list_ : tuple
+        The raw ids of the items scored, sorted.
+
+    Examples
+    --------
+    >>> from dprec import datasets
+    >>> trainset = datasets.synthetic(100, 80, 1500, random_state=0).build_full_trainset()
+    >>> algo = PrivatePopularity(epsilon=1.0, cap=20).fit(trainset)
+    >>> len(algo.recommend(trainset.to_raw_uid(0), n=5))
+    5
+    """
+
+    def __init__(self, epsilon: float = 1.0, *, mechanism: str = "laplace",
+                 cap: int | None = None, threshold: float | None = None,
+                 users: Iterable | None = None, items: Iterable | None = None,
+                 random_state: RandomStateLike = None,
+                 budget: tuple[float, float] | None = None) -> None:
+        AlgoBase.__init__(self)
+        self.epsilon, self.mechanism, self.cap = epsilon, mechanism, cap
+        self.threshold, self.users, self.items = threshold, users, items
+        self.random_state, self.budget = random_state, budget
+
+    def _entry(self) -> tuple[LedgerEntry, str, int | None]:
+        """The release's ledger entry, the mechanism and the cap, validated."""
+        epsilon = check_epsilon(self.epsilon)
+        mechanism = check_choice(self.mechanism, "mechanism", MECHANISMS)
+        if mechanism == "reports":
+            if self.cap is not None:
+                raise ValueError("cap is read with mechanism='laplace' only (each report "
+                                 "covers the whole item list): drop cap")
+            return set_reports.set_report_entry(epsilon), mechanism, None
+        if self.cap is None:
+            raise ValueError("cap must be given with mechanism='laplace': the public bound "
+                             "on the items of a set counted (the counts' sensitivity per "
+                             "user), e.g. the most items a user can have")
+        cap = check_int(self.cap, "cap", minimum=1)
+        t = cap / epsilon
+        if not MIN_T <= t <= MAX_T:
+            raise ValueError(f"epsilon = {epsilon:g} with cap = {cap} gives the noise scale "
+                             f"cap / epsilon = {t:g}, outside [{MIN_T:g}, 2**42]: choose an "
+                             "epsilon within [cap / 2**42, cap * 1e18]")
+        entry = LedgerEntry(
+            "popularity", "discrete Laplace on capped counts",
+            discrete_laplace_epsilon(t, cap), 0.0, Unit.USER, Status.HOLDS, "user",
+            f"each set capped at cap = {cap} items (ℓ1 sensitivity {cap} per user), "
+            f"discrete Laplace of scale cap/ε = {t:.4g} on every item's count")
+        return entry, mechanism, cap
+
+    def fit(self, trainset) -> PrivatePopularity:
+        """Release the counts of every listed item (spending `epsilon` once per listed
+        user) and open the privacy report; refused past the `budget`, before any
+        noise."""
+        entry, mechanism, cap = self._entry()
+        threshold = None if self.threshold is None else check_real(self.threshold,
+                                                                   "threshold")
+        self._checked_budget()
+        space = RatingSpace.build(trainset, self.users, self.items)
+        self._refuse_past_budget([(entry.epsilon, entry.delta)], entry.unit)
+        X = scores.interactions(space.matrix, threshold)
+        entropy = fit_entropy(self.random_state)
+        if mechanism == "reports":
+            reports = set_reports.report_sets(X, entry.epsilon, 1,
+                                              derive_seed(entropy, "set reports"))
+            counts = set_reports.item_counts(reports, entry.epsilon)
+        else:
+            rng = derive_generator(entropy, "popularity")
+            counts = discrete_laplace(capped_counts(X, cap, rng), cap / entry.epsilon, rng)
+        AlgoBase.fit(self, trainset)
+        self._set_space(trainset, space)
+        self._counts = counts
+        self.counts_ = pd.Series(counts, index=space.items.labels(), name="count")
+        accountant = self._open_accountant(
+            space.users.ids, f"PrivatePopularity(mechanism={mechanism!r})",
+            is_seeded(self.random_state))
+        accountant.release_once([accountant.register(entry)], [_OUTPUT], _OWN_SET)
+        if mechanism == "laplace":
+            accountant.notes.append(_CURATOR)
+        space.declare_scope(accountant, entry.unit, user_list=mechanism == "reports")
+        self._accountant = accountant
+        return self
+
+    def _score_block(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every listed user's scores are the released counts."""
+        out = np.broadcast_to(self._counts, (len(rows), len(self._counts))).copy()
+        return out, np.ones(out.shape, dtype=bool)
+
+
+def capped_counts(X, cap: int, rng: np.random.Generator) -> np.ndarray:
+    """Every column's number of rows of the 0/1 matrix `X` (users × items, CSR), each
+    row counting a uniformly random `cap` of its items when it holds more (`X` is not
+    modified)."""
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    order = np.lexsort((rng.random(X.nnz), rows))
+    rank = np.arange(X.nnz) - X.indptr[rows]             # rows are sorted in CSR order
+    kept = order[rank < cap]
+    return np.bincount(X.indices[kept], minlength=X.shape[1]).astype(np.float64)
