@@ -157,16 +157,18 @@ class ImplicitModel(PrivateModel, AlgoBase):
                 print(prediction)
         return out
 
-    def recommend(self, uid, n: int = 10, exclude_rated: bool = True) -> list[tuple]:
+    def recommend(self, uid, n: int = 10, exclude_rated: bool = True,
+                  **options) -> list[tuple]:
         """The top-`n` listed items for raw user id `uid` by score: `[(raw iid, score),
         ...]`, best first, without the user's trainset items
-        (`dprec.topn.recommend_batch`)."""
+        (`dprec.topn.recommend_batch`; it names any `options`, which this model
+        does not take, in a `TypeError`)."""
         self._check_fitted()
-        top = recommend_batch(self, [uid], n, exclude_rated)
+        top = recommend_batch(self, [uid], n, exclude_rated, **options)
         return list(zip(top["iid"].tolist(), top["est"].tolist()))
 
-    def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True):
+    def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True, **options):
         """Top-`n` lists of many users, a DataFrame (`uid`, `rank`, `iid`, `est`):
         `dprec.topn.recommend_batch`."""
         self._check_fitted()
-        return recommend_batch(self, uids, n, exclude_rated)
+        return recommend_batch(self, uids, n, exclude_rated, **options)

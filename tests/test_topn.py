@@ -177,9 +177,12 @@ def test_options_a_model_does_not_take_are_named(fallback_data):
                                         "which takes min_k, neighbour_shrinkage"):
         recommend_batch(algo, ["u0"], min_nbrs=2)
     implicit = ImplicitKNN(k=2).fit(fallback_data)
-    with pytest.raises(TypeError, match="min_k: not a ranking option of ImplicitKNN, which "
-                                        "takes none"):
-        recommend_batch(implicit, ["u0"], min_k=2)
+    for call in (lambda: recommend_batch(implicit, ["u0"], min_k=2),
+                 lambda: implicit.recommend("u0", min_k=2),
+                 lambda: implicit.recommend_batch(["u0"], min_k=2)):
+        with pytest.raises(TypeError, match="min_k: not a ranking option of ImplicitKNN, "
+                                            "which takes none"):
+            call()
 
 
 # ------------------------------------------------- MovieLens u1 (skips without the files)
