@@ -313,8 +313,9 @@ class DPItemKNN(ListedModel, AlgoBase):
         if rho is not None:        # the releases composed in zCDP: one entry
             component = ("effects (no covariance: too few users for this budget)"
                          if share == 1.0 else "effects, covariance and co-rating weights")
-            spent_rho = rho if share == 1.0 else share * rho + 2.0 * ((1.0 - share) * rho / 2.0)
-            spent = {component: stated_epsilon(spent_rho, delta, epsilon)}
+            # zCDP composes by adding ρ: share·ρ for the effects and (1 − share)·ρ/2 for
+            # each of the covariance and the co-rating weights, ρ in all
+            spent = {component: stated_epsilon(rho, delta, epsilon)}
             return spent, [(spent[component], delta)]
         n_items = len(lists.items)
         epsilon_each = (1.0 - share) * epsilon / 2.0
