@@ -562,13 +562,14 @@ def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
         If a residual is off the grid or beyond $m h$ (the sensitivity would not
         bound it), or if the sums could exceed $2^{53}$ (float64 would round them).
     """
+    norm = check_choice(norm, "norm", ("l1", "l2"))
     n_users, n_items = matrix.shape
     levels = grid_levels(clip, bits)
     scaled = np.asarray(residuals) * 2.0**bits
     if np.any(np.abs(scaled) > levels) or np.any(scaled != np.round(scaled)):
         raise ValueError(f"residuals must be multiples of 2^-grid_bits within ±{levels} "
                          "steps (round, then clip: grid_residuals)")
-    power = 2 if norm == "l1" else 1           # w_u |I_u|^2 <= 1 (l1) or w_u |I_u| <= 1 (l2)
+    power = {"l1": 2, "l2": 1}[norm]           # w_u |I_u|^2 <= 1 (l1) or w_u |I_u| <= 1 (l2)
     sensitivity_cov, scale = sum_sensitivities(n_items, clip, bits, norm)
     if n_users * sensitivity_cov >= 2.0**53:
         raise ValueError(f"clip = {clip!r} and grid_bits = {bits} give integer sums beyond "
@@ -587,13 +588,13 @@ def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
 
 
 def sum_sensitivities(n_items: int, clip: float, bits: int,
-                      norm: str = "l1") -> tuple[float, float]:
+                      norm: str) -> tuple[float, float]:
     r"""$m^2 2^A$ and $2^A$: how far one user moves the upper triangles of
     [`integer_sums`][dprec.dp_item_knn.integer_sums]' $\mathrm{Cov}/g$ and $W 2^A$ (in ℓ1,
     or in ℓ2 with `norm="l2"`), with $A = \lceil 2 \log_2 n_{\text{items}} \rceil$ (ℓ1) or
     $\lceil \log_2 n_{\text{items}} \rceil$ (ℓ2): public functions of the number of items
     and the grid, known before any sum."""
     levels = grid_levels(clip, bits)
-    power = 2 if norm == "l1" else 1
+    power = {"l1": 2, "l2": 1}[norm]
     scale = 2.0 ** math.ceil(power * math.log2(max(n_items, 2)))       # 2^A: public
     return float(levels**2) * scale, scale

@@ -132,6 +132,13 @@ def test_integer_sums_refuse_residuals_the_sensitivity_does_not_bound():
     np.testing.assert_array_equal(raw, raw_copy)                       # input not modified
 
 
+def test_integer_sums_refuse_a_norm_they_do_not_bound():
+    """An unknown norm was read as ℓ2, whose sensitivity is not ℓ1's."""
+    matrix, raw = worst_case_matrix(0.75, 1)
+    with pytest.raises(ValueError, match="norm"):
+        integer_sums(matrix, grid_residuals(raw, 0.75, 1), 0.75, 1, "linf")
+
+
 def test_the_integer_release_is_noised_with_its_sensitivity(trainset):
     # each matrix's upper triangle gets discrete Laplace noise of scale Δ/ε (its own Δ),
     # mirrored; the privacy map of that scale gives back ε
