@@ -1,14 +1,18 @@
-"""Cross-validation comparisons as tidy pandas tables.
+"""Cross-validation comparisons as tidy pandas tables, and a ranking option chosen on
+the training ratings alone.
 
 One function, [`cross_validate_table`][], runs Surprise's
 ``cross_validate`` for several named algorithms on the same folds and returns
 one row per (algorithm, fold); [`summarise`][] averages the folds.  The
 ``dprec demo`` and ``dprec cv`` commands and the experiments print and save
-these tables.
+these tables.  [`choose_ranking_option`][] picks a top-N ranking option (e.g.
+`neighbour_shrinkage`) by precision@n on a per-user hold-out of the training ratings
+([`holdout_split`][]), never on the test ratings.
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,11 +20,12 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-from surprise import accuracy
+from surprise import Dataset, Reader, accuracy
 from surprise.model_selection import KFold, cross_validate
 
-from ._validation import check_int
+from ._validation import check_int, check_open_unit, check_real
 from .metrics import ndcg_at_k, precision_at_k
+from .topn import recommend_batch
 
 FOLD_COLUMNS = ["algo", "fold", "rmse", "mae", "fit_time", "test_time"]
 
@@ -127,6 +132,115 @@ def grid_table(configurations: Sequence[Mapping], make_algo: Callable[..., objec
         results = Parallel(n_jobs=n_jobs)(tasks)
     rows = [{**config, "fold": fold, **result} for (config, fold), result in zip(jobs, results)]
     return pd.DataFrame(rows)
+
+
+def holdout_split(frame: pd.DataFrame, share: float = 0.2, seed: int = 0
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    r"""``(train, held)``: $\min(\lfloor s n + 1/2 \rfloor, n - 1)$ of each user's $n$
+    rows held out at random, $s$ = ``share``: none for a user where that is 0, never all
+    of a user's rows (every user keeps one to be fitted on).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per (user, item) pair, with a ``user`` column; not modified.
+    share : float, default 0.2
+        The share of each user's rows held out, in $(0, 1)$.
+    seed : int, default 0
+        The seed of the draw (``>= 0``): the same seed, the same split.
+
+    Returns
+    -------
+    (pandas.DataFrame, pandas.DataFrame)
+        The rows kept and the rows held out, each in the order of ``frame``, with a
+        new index.
+    """
+    share = check_open_unit(share, "share")
+    seed = check_int(seed, "seed", minimum=0)
+    if not isinstance(frame, pd.DataFrame) or "user" not in frame.columns:
+        raise TypeError("frame must be a pandas DataFrame with a 'user' column")
+    frame = frame.reset_index(drop=True)
+    shuffled = frame.iloc[np.random.default_rng(seed).permutation(len(frame))]
+    position = shuffled.groupby("user", sort=False).cumcount()
+    size = shuffled.groupby("user", sort=False)["user"].transform("size")
+    held = position < np.minimum(np.floor(share * size + 0.5), size - 1)
+    return (shuffled[~held].sort_index().reset_index(drop=True),
+            shuffled[held].sort_index().reset_index(drop=True))
+
+
+def choose_ranking_option(algo, trainset, option: str, values: Sequence, n: int = 10,
+                          threshold: float = 4.0, share: float = 0.2, seed: int = 0
+                          ) -> tuple[object, pd.Series]:
+    r"""Choose a top-N ranking option on the training ratings alone: the value of
+    ``option`` of best precision@``n`` on a hold-out of ``trainset``.
+
+    ``share`` of each user's ratings of ``trainset`` are held out ([`holdout_split`][],
+    seeded); a copy of ``algo`` is fitted on the rest, once, and ranks the top ``n`` of
+    every user with a held-out rating $\ge$ ``threshold`` under each value
+    ([`dprec.topn.recommend_batch`][] with ``option=value``); precision@``n`` counts the
+    listed items the user rated $\ge$ ``threshold`` in the hold-out
+    ([`dprec.metrics.precision_at_k`][]).  Refit on the whole ``trainset`` and rank with
+    the value chosen: the test ratings never enter the choice.
+
+    Parameters
+    ----------
+    algo : model
+        Unfitted or fitted; a copy is fitted, ``algo`` is not changed.  Its ``fit`` must
+        take a Surprise trainset, and its lists take ``option`` (e.g. `PrivateKNN`'s
+        ``neighbour_shrinkage`` or ``min_k``).
+    trainset : surprise.Trainset
+        The training ratings (not modified).
+    option : str
+        The ranking option, a keyword of ``recommend_batch``.
+    values : sequence
+        The candidate values, at least one.
+    n : int, default 10
+        The lists' length (``>= 1``).
+    threshold : float, default 4.0
+        Relevance: a held-out rating ``>= threshold``.
+    share : float, default 0.2
+        The share of each user's ratings held out, in $(0, 1)$.
+    seed : int, default 0
+        The hold-out's seed.
+
+    Returns
+    -------
+    (value, pandas.Series)
+        The value chosen (the first of the best precision, in the order of ``values``),
+        and precision@``n`` of every value (the validation curve, indexed by value).
+
+    Raises
+    ------
+    TypeError
+        For an ``option`` the model's lists do not take (naming it).
+    ValueError
+        For no ``values``, or no held-out rating ``>= threshold``.
+    """
+    if not isinstance(option, str):
+        raise TypeError(f"option must be the name of a ranking option (a str), "
+                        f"got {type(option).__name__} {option!r}")
+    values = list(values)
+    if not values:
+        raise ValueError(f"values must hold at least one value of {option}")
+    n = check_int(n, "n", minimum=1)
+    threshold = check_real(threshold, "threshold")
+    frame = pd.DataFrame([(trainset.to_raw_uid(u), trainset.to_raw_iid(i), r)
+                          for u, i, r in trainset.all_ratings()],
+                         columns=["user", "item", "rating"])
+    train, held = holdout_split(frame, share, seed)
+    relevant = held[held["rating"] >= threshold]
+    if relevant.empty:
+        raise ValueError(f"no held-out rating is >= threshold ({threshold:g}): raise share or "
+                         "lower threshold")
+    fitted = copy.deepcopy(algo)
+    fitted.fit(Dataset.load_from_df(train, Reader(rating_scale=trainset.rating_scale))
+               .build_full_trainset())
+    uids = list(dict.fromkeys(relevant["user"]))
+    testset = list(held.itertuples(index=False, name=None))
+    curve = [precision_at_k(recommend_batch(fitted, uids, n, **{option: value}), n,
+                            threshold=threshold, testset=testset) for value in values]
+    curve = pd.Series(curve, index=pd.Index(values, name=option), name=f"precision@{n}")
+    return values[int(np.argmax(curve.to_numpy()))], curve
 
 
 @contextmanager

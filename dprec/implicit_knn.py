@@ -237,7 +237,13 @@ class ImplicitKNN(ImplicitModel):
         backend = sketches = reports = release = item_sims = prior = None
         if options["name"] in SKETCHES:
             backend = sketch_backend(options, derive_generator(entropy, "similarity"))
-            sketches = backend.release(X, stable_keys(space.items.ids))
+            try:
+                sketches = backend.release(X, stable_keys(space.items.ids))
+            except ValueError as error:          # e.g. tau: named as the user gave it
+                empty = "" if X.nnz or checked["threshold"] is None else (
+                    f" (threshold = {checked['threshold']:g} keeps no rating)")
+                raise ValueError(f"sim_options for {options['name']!r}: {error}{empty}"
+                                 ) from None
             release = backend.release_
             if checked["set_epsilon"] is not None:     # a private sketch (`_checked`)
                 checked["set_difference"] = backend.set_difference

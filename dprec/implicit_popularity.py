@@ -116,7 +116,7 @@ class PrivatePopularity(ImplicitModel):
             if self.cap is not None:
                 raise ValueError("cap is read with mechanism='laplace' only (each report "
                                  "covers the whole item list): drop cap")
-            return set_reports.set_report_entry(epsilon), mechanism, None
+            return set_reports.set_report_entry(epsilon, name="epsilon"), mechanism, None
         if self.cap is None:
             raise ValueError("cap must be given with mechanism='laplace': the public bound "
                              "on the items of a set counted (the counts' sensitivity per "

@@ -22,10 +22,11 @@ boundary cases, which the model using it states (see
 **Use**: $\hat x_{ui} = (y_{ui} - q) / (p - q)$, $q = 1 - p$, is unbiased for $x_{ui}$
 with variance $V = p q / (p - q)^2$ ([`noise_variance`][]: about 0.92 at
 $\varepsilon_b = 1$, 0.019 at 4, $3.4 \cdot 10^{-4}$ at 8): every item of every report
-carries it, held or not.  Sums of them are post-processing: every item's number of
-holders ([`item_counts`][]), the overlap of a user's own set with each report
-([`overlaps`][]), and a weighted share of users holding each item, shrunk towards the
-share of all users ([`shrunk_shares`][]).
+carries it, held or not ($p - q = \tanh(\varepsilon_b / 2)$, computed as such: $1 - 2q$
+cancels to 0 at a tiny $\varepsilon_b$, which must be at least $2^{-42}$).  Sums of them
+are post-processing: every item's number of holders ([`item_counts`][]), the overlap
+of a user's own set with each report ([`overlaps`][]), and a weighted share of users
+holding each item, shrunk towards the share of all users ([`shrunk_shares`][]).
 
 **Cost**: $n_{\text{users}} \times |I|$ draws at `fit` (a block of users at a time); the
 reported ones are kept sparse, about $q |I|$ per user (at $\varepsilon_b = 1$, 27% of
@@ -42,11 +43,16 @@ import scipy.sparse as sp
 from ._validation import check_epsilon, check_int
 from .ledger import LedgerEntry, Status, Unit
 from .mechanisms.common import keyed_log_uniform
+from .mechanisms.exact_laplace import MAX_T
 from .mechanisms.randomized_response import MAX_EPSILON, randomized_response_log_move
 
-__all__ = ["DENSE_CELLS", "debias", "dense_reports", "flip_probability", "item_counts",
-           "noise_variance", "overlaps", "report_sets", "set_report_entry", "shrunk_shares"]
+__all__ = ["DENSE_CELLS", "MIN_BIT_EPSILON", "debias", "dense_reports", "flip_probability",
+           "item_counts", "noise_variance", "overlaps", "report_sets", "set_report_entry",
+           "shrunk_shares"]
 
+#: the smallest ε per bit: a debiased bit's noise sd, about 1 / ε_b, stays below 2**42
+#: (the largest noise scale of the discrete Laplace, `MAX_T`)
+MIN_BIT_EPSILON = 1.0 / MAX_T
 #: bits drawn at once
 _BLOCK_CELLS = 1 << 21
 #: the largest reports kept dense for the products (float32: 512 MB)
@@ -56,15 +62,26 @@ DENSE_CELLS = 1 << 27
 _SPARSE_COST = 100
 
 
-def _bit_epsilon(epsilon: float, set_difference: int) -> float:
-    """$\\varepsilon_b = \\varepsilon / \\alpha$, checked."""
-    epsilon = check_epsilon(epsilon, "set_epsilon")
+def _bit_epsilon(epsilon: float, set_difference: int, name: str = "set_epsilon") -> float:
+    """$\\varepsilon_b = \\varepsilon / \\alpha$, checked (`name`: the user's parameter)."""
+    epsilon = check_epsilon(epsilon, name)
     alpha = check_int(set_difference, "set_difference", minimum=1)
     bit = epsilon / alpha
     if bit > MAX_EPSILON:
-        raise ValueError(f"set_epsilon must be at most {MAX_EPSILON:g} per item, got "
+        raise ValueError(f"{name} must be at most {MAX_EPSILON:g} per item, got "
                          f"{epsilon!r}")
+    if bit < MIN_BIT_EPSILON:
+        raise ValueError(f"{name} must be at least 2**-42 = {MIN_BIT_EPSILON:.3g} per item "
+                         f"(divided by set_difference = {alpha}), got {epsilon!r}: below it "
+                         "a debiased report bit's noise has an sd above 2**42")
     return bit
+
+
+def _signal(epsilon: float, set_difference: int) -> tuple[float, float]:
+    """$(q, p - q)$: the flip probability and $p - q = \\tanh(\\varepsilon_b / 2)$, exact
+    where $1 - 2q$ would cancel."""
+    return (flip_probability(epsilon, set_difference),
+            math.tanh(_bit_epsilon(epsilon, set_difference) / 2.0))
 
 
 def flip_probability(epsilon: float, set_difference: int = 1) -> float:
@@ -97,15 +114,15 @@ def debias(sums: np.ndarray, weights: np.ndarray, epsilon: float,
     r"""$\sum_v w_v \hat x_{vi} = (\sum_v w_v y_{vi} - q \sum_v w_v) / (p - q)$ from the
     weighted sums of reports `sums` (rows × items) and each row's total weight
     `weights`: the unbiased weighted count of the items in the weighted users' sets."""
-    q = flip_probability(epsilon, set_difference)
-    return (sums - q * np.asarray(weights, dtype=np.float64)[:, None]) / (1.0 - 2.0 * q)
+    q, signal = _signal(epsilon, set_difference)
+    return (sums - q * np.asarray(weights, dtype=np.float64)[:, None]) / signal
 
 
 def noise_variance(epsilon: float, set_difference: int = 1) -> float:
-    r"""$V = q (1 - q) / (1 - 2 q)^2$: the variance of one debiased report bit
-    $\hat x_{ui}$, whether the item is held or not."""
-    q = flip_probability(epsilon, set_difference)
-    return q * (1.0 - q) / (1.0 - 2.0 * q) ** 2
+    r"""$V = q (1 - q) / (1 - 2 q)^2$, with $1 - 2q = \tanh(\varepsilon_b / 2)$: the
+    variance of one debiased report bit $\hat x_{ui}$, whether the item is held or not."""
+    q, signal = _signal(epsilon, set_difference)
+    return q * (1.0 - q) / signal**2
 
 
 def item_counts(reports: sp.csr_matrix, epsilon: float, set_difference: int = 1
@@ -180,11 +197,13 @@ def shrunk_shares(weights: sp.csr_matrix, reports: sp.csr_matrix, prior: np.ndar
     return shares * (1.0 - shrink)[:, None] + np.outer(shrink, prior)
 
 
-def set_report_entry(epsilon: float, set_difference: int = 1) -> LedgerEntry:
-    """The guarantee of one user's report (see the module docstring)."""
-    bit = _bit_epsilon(epsilon, set_difference)
+def set_report_entry(epsilon: float, set_difference: int = 1, name: str = "set_epsilon"
+                     ) -> LedgerEntry:
+    """The guarantee of one user's report (see the module docstring); ``epsilon`` checked
+    (``name``: the user's parameter), from `MIN_BIT_EPSILON` to 1e18 per item."""
+    bit = _bit_epsilon(epsilon, set_difference, name)
     return LedgerEntry(
         "set report", "randomized_response per item (unary encoding)",
-        check_epsilon(epsilon, "set_epsilon"), 0.0, Unit.SET_ITEM, Status.HOLDS, "user",
+        check_epsilon(epsilon, name), 0.0, Unit.SET_ITEM, Status.HOLDS, "user",
         f"every item of the item list through binary randomised response at ε/α = "
         f"{bit:.4g}; {set_difference} item(s) of a set change at most that many bits")

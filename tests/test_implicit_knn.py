@@ -305,6 +305,17 @@ def test_an_audit_refutes_the_raw_scores_but_not_the_released_ones():
      ValueError, "give threshold= to the model"),
     ({"sim_options": {"name": "rr_minhash"}}, ValueError, "must give 'epsilon'"),
     ({"budget": (0.0, 0.1)}, ValueError, "budget epsilon"),
+    # the model contract's findings: the sketch's own checks and its tau read from the
+    # data, named as given (were "epsilon must be ...", "every set is empty ... give
+    # tau"), and a set_epsilon whose debiasing divides by 0 (was a ZeroDivisionError)
+    ({"sim_options": {"name": "noisy_minhash", "epsilon": math.nan}}, ValueError,
+     "^sim_options for 'noisy_minhash': epsilon must be a finite number"),
+    ({"sim_options": {"name": "rr_minhash", "epsilon": 1.0}, "threshold": 9}, ValueError,
+     r"^sim_options for 'rr_minhash': every set is empty: .* give tau \(threshold = 9 "
+     "keeps no rating\\)$"),
+    ({"set_epsilon": 1e-300}, ValueError, r"^set_epsilon must be at least 2\*\*-42"),
+    ({"set_epsilon": 1e-12, "sim_options": {"set_difference": 10}}, ValueError,
+     r"^set_epsilon must be at least .* \(divided by set_difference = 10\)"),
 ])
 def test_bad_parameters_are_refused_at_fit_naming_them(trainset, kwargs, error, message):
     algo = ImplicitKNN(**kwargs)                 # stored as given

@@ -234,6 +234,20 @@ def test_item_counts_are_unbiased_and_the_noise_variance_is_the_bits():
     assert noise_variance(1.0) == pytest.approx(0.92, abs=0.005)
 
 
+def test_the_debiasing_is_exact_at_a_small_epsilon():
+    """p - q = tanh(ε/2): 1 - 2q cancels (a relative error of 2e-7 at ε = 1e-9, and 0, a
+    division by zero, below 1e-16), so the variance and the debiased counts were off."""
+    for epsilon in (1e-9, 1e-6, 1.0, 30.0, 1e18):
+        signal = math.tanh(epsilon / 2)
+        q = flip_probability(epsilon)
+        assert noise_variance(epsilon) == pytest.approx(q * (1 - q) / signal**2, rel=1e-14)
+        counts = item_counts(sp.csr_matrix(np.array([[1.0, 0.0], [1.0, 1.0]])), epsilon)
+        np.testing.assert_allclose(counts, [(2 - 2 * q) / signal, (1 - 2 * q) / signal],
+                                   rtol=1e-12)
+    assert noise_variance(1e-9) == pytest.approx(1 / (4 * math.sinh(5e-10) ** 2), rel=1e-12)
+    assert math.isfinite(noise_variance(2.0**-42))
+
+
 def test_the_dense_and_sparse_reports_give_the_same_sums():
     rng = np.random.default_rng(1)
     X = sp.csr_matrix((rng.random((30, 20)) < 0.3).astype(float))
@@ -321,6 +335,11 @@ def test_an_audit_of_popularity_removing_the_sole_listener_holds_with_the_catalo
     ({"cap": 3, "threshold": "x"}, TypeError, "threshold must be a real number"),
     ({"cap": 3, "items": ["i0"]}, ValueError, "items: the ratings hold"),
     ({"cap": 3, "budget": (0.5, 0.0)}, BudgetExceededError, "budget"),
+    # the model contract's findings: the reports' ε named as the model's epsilon (was
+    # "set_epsilon"), and one too small to debias refused (was -inf counts)
+    ({"mechanism": "reports", "epsilon": 1e300}, ValueError, "^epsilon must be at most 1e"),
+    ({"mechanism": "reports", "epsilon": 1e-300}, ValueError,
+     r"^epsilon must be at least 2\*\*-42"),
 ])
 def test_popularity_refuses_bad_parameters_at_fit_naming_them(sets, kwargs, error, message):
     algo = PrivatePopularity(**kwargs)

@@ -13,11 +13,29 @@ ratings, scales with zero and negative ratings).  The contract:
   unknown users and items are impossible: `strategies.check_predictions`),
   `get_neighbors` answers or raises a `TypeError`, and the privacy report prints;
 * the trainset is unchanged.
+
+The set models (`ImplicitKNN` exact, with a sketch and with `set_epsilon`;
+`PrivatePopularity`) score sets, not ratings: a score is no rating, so "inside the rating
+scale" does not apply (a released count or share may be negative), nor Surprise's
+`verbose` (they take none).  What applies, checked for them
+(`test_every_set_model_keeps_the_contract_that_applies`): a bad parameter named (or the
+valid ones refused on their own, e.g. ε = 1e-300); a fit returns the model; scores
+finite, `test()` equals `score_rows` and `predict()` (with `set_epsilon`, one user alone
+up to float32 rounding: a known gap), an impossible score is the default 0, unknown
+users and unlisted items impossible;
+`score_rows` and the lists' shapes, the lists the best possible unrated items; bad ids,
+users and `n` named; the same seed gives the same numbers; no input (trainset,
+`sim_options`, catalogues, budget) changed.  No model has `get_params`/`clone` or is
+pickled here: the rating models are not checked for them either.
 """
 
 from __future__ import annotations
 
+import copy
+import re
+
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -29,6 +47,7 @@ from strategies import (
     fuzz,
     raises_naming,
     rating_frames,
+    raw_ids,
     to_dataset,
     trainset_state,
 )
@@ -37,11 +56,13 @@ from dprec import (
     DPALS,
     DPBaseline,
     DPItemKNN,
+    ImplicitKNN,
     LocalKNN,
     MallowsRanker,
     PrivateKNN,
     PrivateKNNBaseline,
     PrivateKNNWithZScore,
+    PrivatePopularity,
 )
 
 #: ε from tiny to huge: each either works with its guarantee or is refused, naming it
@@ -150,3 +171,173 @@ def test_every_model_keeps_surprises_contract(name, data):
         assert all(isinstance(n, int) for n in neighbours)
     assert str(algo.privacy_report())
     assert trainset_state(trainset) == before
+
+
+# ------------------------------------------------------------------ the set models
+THRESHOLDS = st.one_of(st.none(), st.floats(-3.0, 11.0))
+BAD_THRESHOLDS = st.sampled_from([NAN, float("inf"), "1", True])
+PRIOR_SDS = st.one_of(st.none(), st.floats(1e-3, 1.0))
+BUDGETS = st.sampled_from([None, (1e6, 0.5)])
+BAD_BUDGETS = st.sampled_from([(-1.0, 0.0), (1.0, 1.0), "1", (NAN, 0.0)])
+#: "data": the data's own ids, "extra": them and an id nobody holds (a public catalogue)
+CATALOGUES = st.sampled_from([None, "data", "extra"])
+BAD_CATALOGUES = st.sampled_from(["missing", "a string"])
+SET_SKETCHES = st.one_of(
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["rr_minhash", "noisy_minhash"]), "width": st.integers(1, 16),
+         "B": st.integers(2, 5), "epsilon": st.floats(0.05, 20.0),
+         "delta": st.floats(1e-6, 0.2)},
+        optional={"tau": st.integers(1, 3), "small_users": st.sampled_from(["raise", "exclude"])}),
+    st.fixed_dictionaries({"name": st.just("minhash"), "width": st.integers(1, 16),
+                           "B": st.integers(2, 5)}))
+COMMON = {"k": (integers(1, 30), BAD_INTS), "min_nbrs": (integers(1, 3), BAD_INTS),
+          "min_sim": (st.floats(1e-9, 1.0), BAD_REALS), "threshold": (THRESHOLDS, BAD_THRESHOLDS),
+          "users": (CATALOGUES, BAD_CATALOGUES), "items": (CATALOGUES, BAD_CATALOGUES),
+          "budget": (BUDGETS, BAD_BUDGETS)}
+#: model name -> (class, parameters always given, {parameter: (valid, invalid)})
+SET_MODELS = {
+    "ImplicitKNN": (ImplicitKNN, {}, {
+        **COMMON, "sim_options": (
+            st.sampled_from([None, {"name": "jaccard"}, {"user_based": False},
+                             {"name": "Jaccard", "user_based": False}]),
+            st.sampled_from([{"name": "bogus"}, "cosine", {"name": "cosine", "shrinkage": 1},
+                             {"user_based": "no"}, {"name": "reports"}]))}),
+    "ImplicitKNN sketch": (ImplicitKNN, {"sim_options": {"name": "minhash", "width": 8}}, {
+        **COMMON, "sim_options": (SET_SKETCHES, st.sampled_from([
+            {"name": "rr_minhash"}, {"name": "minhash", "user_based": False},
+            {"name": "minhash", "threshold": 3.0}, {"name": "noisy_minhash", "epsilon": NAN}]))}),
+    "ImplicitKNN set_epsilon": (ImplicitKNN, {"set_epsilon": 1.0}, {
+        **COMMON, "set_epsilon": (EPSILONS, NOT_NONE), "prior_sd": (PRIOR_SDS, NOT_NONE),
+        "sim_options": (
+            st.one_of(st.sampled_from([None, {"name": "reports", "set_difference": 3}]),
+                      SET_SKETCHES.filter(lambda o: o["name"] != "minhash")),
+            st.sampled_from([{"name": "cosine"}, {"name": "minhash"},
+                             {"name": "reports", "set_difference": 0},
+                             {"name": "reports", "user_based": False}]))}),
+    "PrivatePopularity": (PrivatePopularity, {"cap": 3}, {
+        "epsilon": (EPSILONS, BAD_REALS), "mechanism": (st.just("laplace"), BAD_CHOICES),
+        "cap": (integers(1, 10), BAD_INTS), "threshold": (THRESHOLDS, BAD_THRESHOLDS),
+        "users": (CATALOGUES, BAD_CATALOGUES), "items": (CATALOGUES, BAD_CATALOGUES),
+        "budget": (BUDGETS, BAD_BUDGETS)}),
+    "PrivatePopularity reports": (PrivatePopularity, {"mechanism": "reports"}, {
+        "epsilon": (EPSILONS, BAD_REALS), "threshold": (THRESHOLDS, BAD_THRESHOLDS),
+        "users": (CATALOGUES, BAD_CATALOGUES), "items": (CATALOGUES, BAD_CATALOGUES),
+        "budget": (BUDGETS, BAD_BUDGETS)}),
+}
+
+
+def _catalogue(value, frame: pd.DataFrame, column: str):
+    """A drawn catalogue made from the data's ids (`CATALOGUES`, `BAD_CATALOGUES`)."""
+    ids = sorted(set(frame[column]))
+    return {"data": ids, "extra": [*ids, f"{column} nobody holds"], "missing": ids[1:] or
+            ["not in the data"], "a string": ids[0]}.get(value, value)
+
+
+def check_scores(algo, trainset) -> None:
+    """A fitted set model's scores: finite, the same by `test`, `predict`, `score_rows`
+    and `estimate_arrays`, 0 where impossible; its lists the best possible unrated
+    items; bad ids, users and `n` named."""
+    testset = full_testset(trainset)
+    predictions = algo.test(testset)
+    assert len(predictions) == len(testset)
+    users, _ = raw_ids(trainset)
+    columns = {raw: n for n, raw in enumerate(algo.item_list_)}
+    est, possible = algo.score_rows(np.arange(trainset.n_users))
+    assert est.shape == possible.shape == (trainset.n_users, len(algo.item_list_))
+    assert np.isfinite(est).all() and (est[~possible] == 0).all()
+    assert algo.default_prediction() == 0.0
+    for prediction, (uid, iid, r_ui) in zip(predictions, testset):
+        assert (prediction.uid, prediction.iid, prediction.r_ui) == (uid, iid, r_ui)
+        impossible = prediction.details["was_impossible"]
+        if uid not in users or iid not in columns:
+            assert impossible, prediction
+            continue
+        cell = trainset.to_inner_uid(uid), columns[iid]
+        assert prediction.est == est[cell] and impossible != possible[cell], prediction
+    # one user's scores alone (predict, recommend) against a block's: equal, but with the
+    # released sets up to float32 rounding (their dense products run in float32 BLAS, whose
+    # sums' order depends on the block's rows: a known gap, not fixed here)
+    exact = getattr(algo, "reports_", None) is None
+    for prediction in predictions[:: max(1, len(predictions) // 6)] + predictions[-3:]:
+        again = algo.predict(prediction.uid, prediction.iid, prediction.r_ui)
+        assert again.details == prediction.details
+        assert again.est == (prediction.est if exact else pytest.approx(prediction.est,
+                                                                        rel=1e-6, abs=1e-9))
+    cells = [columns[trainset.to_raw_iid(i)] for i in range(trainset.n_items)]
+    scores, ok = algo.estimate_arrays(np.repeat(np.arange(trainset.n_users), trainset.n_items),
+                                      np.tile(np.arange(trainset.n_items), trainset.n_users))
+    assert (scores == est[:, cells].ravel()).all() and (ok == possible[:, cells].ravel()).all()
+    uids = [trainset.to_raw_uid(u) for u in range(trainset.n_users)]
+    top = algo.recommend_batch(uids, 3)
+    for user, uid in enumerate(uids):
+        rated = {columns[trainset.to_raw_iid(i)] for i, _ in trainset.ur[user]}
+        best = sorted((-est[user, c], c) for c in range(len(columns))
+                      if possible[user, c] and c not in rated)[:3]
+        mine = top[top["uid"] == uid]
+        assert mine["iid"].tolist() == [algo.item_list_[c] for _, c in best]
+        assert mine["rank"].tolist() == list(range(1, len(best) + 1))
+        alone = algo.recommend(uid, 3)
+        if exact:
+            assert alone == list(zip(mine["iid"], mine["est"]))
+        else:
+            assert [e for _, e in alone] == pytest.approx(mine["est"].tolist(), rel=1e-6,
+                                                          abs=1e-9)
+    raises_naming(lambda: algo.recommend("no such user"), "uid", "uids")
+    raises_naming(lambda: algo.recommend(uids[0], 0), "n")
+    raises_naming(lambda: algo.score_rows(np.array([trainset.n_users])), "users")
+    raises_naming(lambda: algo.estimate_arrays(np.array([0]), np.array([0, 0])), "items")
+
+
+def _set_kwargs(fixed: dict, drawn: dict, frame: pd.DataFrame) -> dict:
+    """The model's keyword arguments: `fixed`, then `drawn`, the catalogues made."""
+    kwargs = {**fixed, **drawn}
+    for column, key in (("user", "users"), ("item", "items")):
+        if key in kwargs:
+            kwargs[key] = _catalogue(kwargs[key], frame, column)
+    return kwargs
+
+
+@pytest.mark.parametrize("name", sorted(SET_MODELS))
+@fuzz(EXAMPLES)
+@given(data=st.data())
+def test_every_set_model_keeps_the_contract_that_applies(name, data):
+    cls, fixed, parameters = SET_MODELS[name]
+    pick = Picker(data.draw, parameters)
+    given_names = data.draw(st.sets(st.sampled_from(sorted(parameters)), max_size=4))
+    drawn = {p: pick(p, *parameters[p]) for p in sorted(given_names)}
+    pick.bad &= set(drawn)
+    frame, scale = data.draw(rating_frames(max_users=8, max_items=7))
+    kwargs = _set_kwargs(fixed, drawn, frame)
+    trainset = to_dataset(frame, scale).build_full_trainset()
+    before, given_before = trainset_state(trainset), copy.deepcopy(kwargs)
+    algo = cls(random_state=0, **kwargs)
+    if pick.bad:
+        with pytest.raises((ValueError, TypeError)) as info:
+            algo.fit(trainset)
+        if not any(re.search(rf"(?<![A-Za-z_]){bad}(?![A-Za-z_])", str(info.value))
+                   for bad in pick.bad):    # then the valid ones are refused on their own
+            valid = {p: v for p, v in drawn.items() if p not in pick.bad}
+            with pytest.raises(type(info.value), match=re.escape(str(info.value))):
+                cls(random_state=0, **_set_kwargs(fixed, valid, frame)).fit(trainset)
+        return
+    try:
+        fitted = algo.fit(trainset)
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        assert any(word in message for word in (*kwargs, *DATA_WORDS)), (kwargs, message)
+        return
+    assert fitted is algo
+    check_scores(algo, trainset)
+    again = cls(random_state=0, **kwargs).fit(trainset)        # the same seed, the same numbers
+    users = np.arange(trainset.n_users)
+    for result, expected in zip(again.score_rows(users), algo.score_rows(users)):
+        np.testing.assert_array_equal(result, expected)
+    try:
+        neighbours = algo.get_neighbors(0, 2)
+    except TypeError as error:
+        assert "no neighbours" in str(error)
+    else:
+        assert all(isinstance(n, int) for n in neighbours)
+    assert str(algo.privacy_report())
+    assert trainset_state(trainset) == before
+    assert kwargs == given_before

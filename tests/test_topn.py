@@ -1,6 +1,7 @@
 """Top-N lists of `PrivateKNN` (issue #38): which items a list may hold (`min_k`, by default
 never a fallback's answer) and the support-aware score (`neighbour_shrinkage`), on hand-made
-data, against references from `predict`, and precision@10 on MovieLens u1."""
+data, against references from `predict`; a ranking option chosen on the training ratings
+alone (`dprec.evaluation.choose_ranking_option`); precision@10 on MovieLens u1."""
 
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from strategies import trainset_state
 from surprise import Dataset, Reader
 from surprise.builtin_datasets import get_dataset_dir
 from surprise.model_selection import PredefinedKFold
 
-from dprec import ImplicitKNN, PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans
+from dprec import ImplicitKNN, PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, datasets
+from dprec.evaluation import choose_ranking_option, holdout_split
 from dprec.metrics import precision_at_k
 from dprec.topn import recommend_batch
 
@@ -185,6 +188,90 @@ def test_options_a_model_does_not_take_are_named(fallback_data):
             call()
 
 
+# ------------------------------------------------- choosing an option on the training ratings
+def test_the_hold_out_is_a_seeded_share_of_each_users_rows_and_names_bad_input():
+    frame = pd.DataFrame({"user": np.repeat(["a", "b", "c", "d"], [10, 3, 2, 1]),
+                          "item": [f"i{n}" for n in range(16)], "rating": np.arange(16.0)})
+    before = frame.copy()
+    train, held = holdout_split(frame, 0.2, seed=4)
+    assert held.groupby("user").size().to_dict() == {"a": 2, "b": 1}    # round(0.2 n)
+    pd.testing.assert_frame_equal(pd.concat([train, held]).sort_values("item", key=lambda c:
+                                  c.str[1:].astype(int)).reset_index(drop=True), before)
+    for part in (train, held):                                   # the frame's order
+        assert part["rating"].is_monotonic_increasing and part.index.tolist() == list(
+            range(len(part)))
+    pd.testing.assert_frame_equal(holdout_split(frame, 0.2, seed=4)[0], train)
+    assert not holdout_split(frame, 0.2, seed=5)[0].equals(train)
+    # never all of a user's rows: each keeps one to be fitted on
+    assert holdout_split(frame, 0.9, seed=4)[1].groupby("user").size().to_dict() == {
+        "a": 9, "b": 2, "c": 1}
+    pd.testing.assert_frame_equal(frame, before)
+    for kwargs, error, needle in [({"share": 0.0}, ValueError, "share"),
+                                  ({"share": 1.0}, ValueError, "share"),
+                                  ({"share": "0.2"}, TypeError, "share"),
+                                  ({"seed": -1}, ValueError, "seed"),
+                                  ({"seed": 1.5}, TypeError, "seed")]:
+        with pytest.raises(error, match=needle):
+            holdout_split(frame, **kwargs)
+    with pytest.raises(TypeError, match="'user' column"):
+        holdout_split(frame.rename(columns={"user": "uid"}))
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A small synthetic trainset with signal (a few seconds to fit and rank)."""
+    return datasets.synthetic(120, 150, 2400, random_state=0).build_full_trainset()
+
+
+def _reference_curve(make, trainset, option, values, share, seed):
+    """Precision@10 of each value on the hold-out, computed from its definition."""
+    frame = pd.DataFrame([(trainset.to_raw_uid(u), trainset.to_raw_iid(i), r)
+                          for u, i, r in trainset.all_ratings()],
+                         columns=["user", "item", "rating"])
+    train, held = holdout_split(frame, share, seed)
+    fitted = make().fit(Dataset.load_from_df(train, Reader(rating_scale=trainset.rating_scale))
+                        .build_full_trainset())
+    uids = sorted(set(held.loc[held["rating"] >= 4, "user"]))
+    truth = list(held.itertuples(index=False, name=None))
+    return [precision_at_k(fitted.recommend_batch(uids, 10, **{option: value}), 10,
+                           threshold=4, testset=truth) for value in values]
+
+
+@pytest.mark.parametrize("option, values", [("neighbour_shrinkage", [0, 3, 10, math.inf]),
+                                            ("min_k", [0, 1, 3, 5])])
+def test_an_option_is_chosen_by_its_precision_on_the_hold_out(small, option, values):
+    def make():
+        return PrivateKNNBaseline(k=8, sim_options={"name": "cosine", "user_based": False},
+                                  verbose=False)
+    algo = make()
+    state = trainset_state(small)
+    best, curve = choose_ranking_option(algo, small, option, values, share=0.25, seed=3)
+    expected = _reference_curve(make, small, option, values, share=0.25, seed=3)
+    np.testing.assert_allclose(curve.to_numpy(), expected, rtol=0, atol=1e-12)
+    assert curve.index.tolist() == values and curve.index.name == option
+    assert best == values[int(np.argmax(expected))]
+    assert len(set(expected)) > 1                      # the choice is not a tie
+    assert not hasattr(algo, "trainset") and trainset_state(small) == state
+    # another seed, another hold-out (the curve moves)
+    _, other = choose_ranking_option(algo, small, option, values, share=0.25, seed=4)
+    assert not np.allclose(other.to_numpy(), curve.to_numpy())
+
+
+def test_the_first_of_equal_values_is_chosen_and_bad_input_is_named(small):
+    algo = PrivateKNN(k=5, verbose=False)
+    best, curve = choose_ranking_option(algo, small, "neighbour_shrinkage", [2.0, 2.0])
+    assert best == 2.0 and curve.iloc[0] == curve.iloc[1]
+    for args, kwargs, error, needle in [
+            (("min_nbrs", [1]), {}, TypeError, "min_nbrs: not a ranking option of PrivateKNN"),
+            (("min_k", []), {}, ValueError, "values must hold at least one value of min_k"),
+            ((3, [1]), {}, TypeError, "option must be the name of a ranking option"),
+            (("min_k", [1]), {"threshold": 99}, ValueError, r"threshold \(99\)"),
+            (("min_k", [1]), {"share": 1.5}, ValueError, "share"),
+            (("min_k", [1]), {"n": 0}, ValueError, "n must be >= 1")]:
+        with pytest.raises(error, match=needle):
+            choose_ranking_option(algo, small, *args, **kwargs)
+
+
 # ------------------------------------------------- MovieLens u1 (skips without the files)
 @pytest.fixture(scope="module")
 def u1():
@@ -204,9 +291,11 @@ def u1():
     (lambda: PrivateKNNWithMeans(k=20, min_sim=1e-6, fallback="baseline", bsl_options={
         "method": "als", "n_epochs": 1, "reg_u": 0.0, "reg_i": 0.0},
         sim_options={"name": "centered_cosine", "user_based": False}), {}, 0.0669),
-    # the recommended configuration: KNNBaseline item-based, shrunk for the ranking
+    # the recommended configuration: KNNBaseline item-based, shrunk for the ranking by the
+    # λ = 5 that choose_ranking_option picks on u1.base alone (benchmarks/bench_topn.py;
+    # docs/topn.md: the validation curve, and 0.1461 at the λ = 10 read off u1.test)
     (lambda: PrivateKNNBaseline(k=40, sim_options={"name": "cosine", "user_based": False}),
-     {"neighbour_shrinkage": 10}, 0.1461),
+     {"neighbour_shrinkage": 5}, 0.1458),
 ])
 def test_precision_at_10_on_u1(u1, make, options, measured):
     trainset, uids, testset = u1

@@ -83,7 +83,7 @@ import numpy as np
 import pandas as pd
 from surprise import Dataset, Reader
 
-from dprec import datasets
+from dprec import datasets, evaluation
 from dprec._plotting import save, subplots
 from dprec.experiments._options import (
     EPSILON,
@@ -157,15 +157,9 @@ def synthetic_interactions(seed: int = 0, n_users: int = 300, n_items: int = 400
 def holdout_split(frame: pd.DataFrame, share: float = HOLDOUT, seed: int = 0
                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(train, test)``: ``round(share · n)`` of each user's ``n`` interactions held out,
-    at random (seeded), none for a user where that is 0."""
-    rng = np.random.default_rng(seed)
-    frame = frame.drop_duplicates(["user", "item"]).reset_index(drop=True)
-    shuffled = frame.iloc[rng.permutation(len(frame))]
-    position = shuffled.groupby("user", sort=False).cumcount()
-    size = shuffled.groupby("user", sort=False)["item"].transform("size")
-    held = position < np.floor(share * size + 0.5)
-    return (shuffled[~held].sort_index().reset_index(drop=True),
-            shuffled[held].sort_index().reset_index(drop=True))
+    at random (seeded), none for a user where that is 0 (a pair listed twice counts
+    once; [`dprec.evaluation.holdout_split`][])."""
+    return evaluation.holdout_split(frame.drop_duplicates(["user", "item"]), share, seed)
 
 
 def lastfm_catalogue(path: str | os.PathLike | None = None) -> list[str]:

@@ -358,7 +358,8 @@ class SketchBackend(abc.ABC):
             If ``options`` is not a mapping.
         ValueError
             For unknown keys (named), a wrong ``name``, a missing required
-            parameter, or any invalid parameter value.
+            parameter, or any invalid parameter value (the message starts
+            ``sim_options for '<name>': ``, then the constructor's).
         """
         if not isinstance(options, Mapping):
             raise TypeError(f"sim_options must be a dict, got {type(options).__name__}")
@@ -387,7 +388,10 @@ class SketchBackend(abc.ABC):
                 kwargs[p.name] = cls.option_defaults[p.name]
             elif p.default is inspect.Parameter.empty or p.name in cls.required:
                 raise ValueError(f"sim_options for {cls.name!r} must give {p.name!r}")
-        return cls(**kwargs, random_state=random_state)
+        try:
+            return cls(**kwargs, random_state=random_state)
+        except (TypeError, ValueError) as error:     # named as the user gave it
+            raise type(error)(f"sim_options for {cls.name!r}: {error}") from None
 
     @classmethod
     def _parameters(cls) -> list[inspect.Parameter]:
