@@ -136,6 +136,21 @@ def test_end_to_end_rows_take_public_hyperparameters(small_data):
         assert end_to_end.make_algo(model, 1.0).k == 40
 
 
+def test_end_to_end_has_the_centred_cosine_reference(small_data):
+    """#38: the most accurate non-private kNN, KNNWithMeans item-based on the centred
+    cosine (k = 40), is a reference row of the end-to-end comparison."""
+    from dprec import PrivateKNNWithMeans
+    from dprec.experiments import end_to_end
+
+    model = "KNNWithMeans (centred cosine, item)"
+    assert model in end_to_end.REFERENCES
+    algo = end_to_end.make_algo(model)
+    assert isinstance(algo, PrivateKNNWithMeans) and algo.k == 40
+    assert algo.sim_options == {"name": "centered_cosine", "user_based": False}
+    table = end_to_end.run(small_data, n_folds=2, progress=False, models=(model,))
+    assert len(table) == 2 and table.epsilon.isna().all() and table.rmse.between(0.5, 2).all()
+
+
 def test_users_scaling_quick_measures_every_model_at_every_size(tmp_path):
     from dprec.experiments import users_scaling
 

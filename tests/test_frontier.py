@@ -15,13 +15,17 @@ from dprec.similarity import sketch_backend, with_public_bounds
 def test_the_grid_covers_every_combination():
     configs = frontier.configurations()
     knn = [c for c in configs if c["family"] == "knn"]
-    # exact cosine: 2 non-private selectors + 3 private × 4 ε; each private sketch: 5 × 4 ε
-    assert len(knn) == (2 + 3 * 4) * 3 * 2 + 4 * 5 * 4 * 3 * 2
+    # each exact similarity (co-rated and centred cosine): 2 non-private selectors + 3
+    # private × 4 ε; each private sketch: 5 × 4 ε
+    assert len(knn) == 2 * (2 + 3 * 4) * 3 * 2 + 4 * 5 * 4 * 3 * 2
     assert len(configs) == len(knn) + 5 * 4 + 3      # 5 end-to-end models × 4 ε, 3 references
     assert len({c["config"] for c in configs}) == len(configs)
     seen = {(c["similarity"], c["selector"], c["rule"], c["neighbourhood"]) for c in knn}
-    assert len(seen) == 5 * 5 * 3 * 2
-    assert {c["epsilon"] for c in knn if c["similarity"] != "cosine"} == set(frontier.EPSILONS)
+    assert len(seen) == 6 * 5 * 3 * 2
+    assert {c["epsilon"] for c in knn if c["similarity"] not in frontier.EXACT} == \
+        set(frontier.EPSILONS)
+    assert {c["epsilon"] for c in knn if c["similarity"] in frontier.EXACT
+            and c["selector"] in ("topk", "probabilistic")} == {None}
 
 
 def test_make_algo_follows_the_configuration():
@@ -37,6 +41,28 @@ def test_make_algo_follows_the_configuration():
     assert isinstance(sketch.selector, CorrectedPNCF) and sketch.selector.epsilon == 0.5
     width = sketch_backend(with_public_bounds(sketch.sim_options, (1.0, 5.0))).score_range
     assert sketch.selector.score_range == width and sketch.sim_options["epsilon"] == 0.5
+
+
+def test_the_centred_cosine_runs_in_quick_mode(tmp_path):
+    """#38: the centred cosine is an exact similarity of the grid: its own sim_options,
+    the width of its range [−1, 1] for the corrected PNCF, and a quick run gives its rows
+    (scored, attacked, labelled as co-rated cosine's)."""
+    configs = {c["config"]: c for c in frontier.configurations(
+        (1.0,), ("centered_cosine",), ("topk", "pncf_corrected"), ("means",), ("user",))}
+    topk = frontier.make_algo(configs["centered_cosine/topk/means/user"], 10)
+    assert topk.sim_options == {"name": "centered_cosine"} and topk.epsilon is None
+    corrected = frontier.make_algo(configs["centered_cosine/pncf_corrected/means/user/eps=1"], 10)
+    assert isinstance(corrected.selector, CorrectedPNCF) and corrected.selector.score_range == 2
+    table = frontier.main(["--quick", "--similarities", "centered_cosine", "--targets", "3",
+                           "--out", str(tmp_path)]).set_index("config")
+    rows = table[table.similarity == "centered_cosine"]
+    assert set(rows.index) == {f"centered_cosine/{selector}/{rule}/{nbhd}" + suffix
+                               for selector, suffix in (("topk", ""), ("ppns", "/eps=1"))
+                               for rule in ("basic", "means") for nbhd in ("item", "user")}
+    assert rows.rmse.between(0.5, 2).all() and rows["precision@10"].between(0, 1).all()
+    assert rows.max_gain.between(-1, 1).all() and (rows.targets == 3).all()
+    assert rows.guarantee["centered_cosine/topk/basic/item"] == "none"
+    assert rows.guarantee["centered_cosine/ppns/means/user/eps=1"] == "as published"
 
 
 def test_pareto_front():

@@ -2,8 +2,9 @@
 
 Every model is cross-validated on the same folds: the global mean, Surprise's
 ``BaselineOnly``, ``KNNBasic`` and ``KNNBaseline`` (no privacy; the last two
-computed by dprec's top-k, whose predictions equal Surprise's to 1e-9), dprec's
-``DPBaseline`` (per user and per rating), ``DPItemKNN`` (per user) and
+computed by dprec's top-k, whose predictions equal Surprise's to 1e-9), ``SVD``, the
+most accurate non-private kNN here (``KNNWithMeans``, item-based, LensKit's centred
+cosine), dprec's ``DPBaseline`` (per user and per rating), ``DPItemKNN`` (per user) and
 ``LocalKNN`` (local model, per rating, with each rating release), whose
 guarantees hold for everything they release, PNCF's selection *corrected*
 (its neighbour lists hold, its predictions are unprotected), and PNCF and PPNS *as
@@ -43,14 +44,15 @@ from ..dp_als import DPALS, FACTOR_SHARE
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import BASELINE_SHARE, DPItemKNN
 from ..evaluation import grid_table
-from ..knn import PrivateKNN, PrivateKNNBaseline
+from ..knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans
 from ..local_knn import LocalKNN
 from ..selectors import CorrectedPNCF
 from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K, PUBLIC_RULE
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
-REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline", "SVD")
+REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline", "SVD",
+              "KNNWithMeans (centred cosine, item)")
 PRIVATE = ("DPBaseline (user)", "DPBaseline (user, centre user)",
            "DPBaseline (user, laplace)", "DPBaseline (rating)", "DPItemKNN (user)",
            "DPItemKNN (user, covariance always)", "DPItemKNN (user, factors)",
@@ -79,6 +81,10 @@ def make_algo(model: str, epsilon: float | None = None, seed: int | None = 0):
         return PrivateKNNBaseline(k=PUBLIC_K, verbose=False)
     if model == "SVD":
         return SVD(random_state=0)
+    if model == "KNNWithMeans (centred cosine, item)":    # LensKit's similarity, top-k
+        return PrivateKNNWithMeans(k=PUBLIC_K, sim_options={"name": "centered_cosine",
+                                                            "user_based": False},
+                                   verbose=False)
     if model.startswith("DPALS"):      # "factors always": the factors' share whatever the rule
         share = 1.0 - FACTOR_SHARE if "always" in model else None
         return DPALS(epsilon=epsilon, baseline_share=share, random_state=seed)

@@ -4,22 +4,20 @@ Every neighbour selector × similarity × prediction rule × neighbourhood, each
 private configuration at every ε, next to the end-to-end DP models and the
 references, on the same folds and against the same attack:
 
-* **configurations** — the selectors top-k, probabilistic, PNCF and PPNS (as
-  published) and PNCF corrected; the exact co-rated cosine and the private
-  sketch backends RR-MinHash, Noisy-MinHash, SJLT and Gaussian-JL (the
-  backend's ε equal to the selector's; the MinHash family with the public
-  ``τ = n_known``); Surprise's ``basic``, ``means`` and ``baseline`` rules;
-  the item neighbourhood (Surprise's semantics) and the user neighbourhood
-  (the papers'), whose basic rule falls back to the user's mean where no
-  neighbour rated the item (``fallback="user_mean"``) and whose rules shrink
-  towards their fallback by the number of contributing neighbours
-  (``neighbour_shrinkage`` λ; λ = ∞ *is* the fallback, μ_u or ``b_ui``, so
-  the user semantics never lose to it on the validation folds); the
-  end-to-end DP models
-  ``DPItemKNN``, ``LocalKNN`` (k-RR and Laplace ratings), ``DPBaseline`` and ``DPALS``;
-  references: the global mean, ``BaselineOnly`` and ``KNNBaseline``
-  (pearson-baseline, computed by dprec's top-k, equal to Surprise's).  The
-  non-private top-k of each rule and neighbourhood is in the grid.
+* **configurations** — the selectors top-k, probabilistic, PNCF and PPNS (as published)
+  and PNCF corrected; the exact co-rated cosine and centred cosine (LensKit's; its own
+  RS and range) and the private sketch backends RR-MinHash, Noisy-MinHash, SJLT and
+  Gaussian-JL (the backend's ε equal to the selector's; the MinHash family with the
+  public ``τ = n_known``); Surprise's ``basic``, ``means`` and ``baseline`` rules; the
+  item neighbourhood (Surprise's semantics) and the user neighbourhood (the papers'),
+  whose basic rule falls back to the user's mean where no neighbour rated the item
+  (``fallback="user_mean"``) and whose rules shrink towards their fallback by the number
+  of contributing neighbours (``neighbour_shrinkage`` λ; λ = ∞ *is* the fallback, μ_u or
+  ``b_ui``, so the user semantics never lose to it on the validation folds); the
+  end-to-end DP models ``DPItemKNN``, ``LocalKNN`` (k-RR and Laplace ratings),
+  ``DPBaseline`` and ``DPALS``; references: the global mean, ``BaselineOnly`` and
+  ``KNNBaseline`` (pearson-baseline, computed by dprec's top-k, equal to Surprise's).
+  The non-private top-k of each rule and neighbourhood is in the grid.
 * **hyper-parameters** (`dprec.experiments.hyperparameters`; column
   ``hyperparameters``) — the models that hold end to end, and those with
   nothing to tune, by the **public rule** (``k = 40``, the models' default
@@ -109,7 +107,10 @@ EPSILONS = (0.5, 1.0, 2.0, 5.0)
 BETAS = (1, 2, 4, 8)
 SELECTORS = ("topk", "probabilistic", "pncf", "ppns", "pncf_corrected")
 PRIVATE_SELECTORS = ("pncf", "ppns", "pncf_corrected")
-SIMILARITIES = ("cosine", "rr_minhash", "noisy_minhash", "sjlt", "gaussian_jl")
+SIMILARITIES = ("cosine", "centered_cosine", "rr_minhash", "noisy_minhash", "sjlt",
+                "gaussian_jl")
+#: the exact similarities (non-private; the sketch backends are private at ε)
+EXACT = ("cosine", "centered_cosine")
 RULES = ("basic", "means", "baseline")
 NEIGHBOURHOODS = ("item", "user")
 END_TO_END = ("DPItemKNN", "LocalKNN (krr)", "LocalKNN (laplace)", "DPBaseline (user)", "DPALS")
@@ -144,7 +145,7 @@ def configurations(epsilons: Sequence[float] = EPSILONS,
              "rule": None, "neighbourhood": None, "epsilon": None} for name in references]
     for similarity in similarities:
         for selector in selectors:
-            private = similarity != "cosine" or selector in PRIVATE_SELECTORS
+            private = similarity not in EXACT or selector in PRIVATE_SELECTORS
             for rule in rules:
                 for neighbourhood in neighbourhoods:
                     for epsilon in (epsilons if private else (None,)):
@@ -193,11 +194,11 @@ def make_algo(config: dict, k: int | None, shrinkage: float = 0.0, *, seed: int 
         return (DPALS(epsilon=epsilon, random_state=seed) if model == "DPALS" else
                 DPBaseline(epsilon=epsilon, unit="user", random_state=seed))
     similarity, selector = config["similarity"], config["selector"]
-    options = ({"name": "cosine"} if similarity == "cosine"
+    options = ({"name": similarity} if similarity in EXACT
                else backend_options(similarity, epsilon, N_KNOWN))
     if selector == "pncf_corrected":   # Δ: the width of the similarity's range
-        width = (change_bound("cosine", np.array(rating_scale, dtype=float))
-                 if similarity == "cosine"
+        width = (change_bound(similarity, np.array(rating_scale, dtype=float))
+                 if similarity in EXACT
                  else sketch_backend(with_public_bounds(options, rating_scale)).score_range)
         selector = CorrectedPNCF(epsilon=epsilon, score_range=float(width))
         epsilon = None
