@@ -163,14 +163,7 @@ def test_every_model_keeps_surprises_contract(name, data):
     check_predictions(algo, trainset, full_testset(trainset),
                       unknown_impossible=isinstance(algo, PrivateKNN)
                       and algo.prediction_ != "baseline")   # Surprise's KNNBaseline answers
-    try:
-        neighbours = algo.get_neighbors(0, 2)
-    except TypeError as error:
-        assert "no neighbours" in str(error)
-    else:
-        assert all(isinstance(n, int) for n in neighbours)
-    assert str(algo.privacy_report())
-    assert trainset_state(trainset) == before
+    check_neighbours_report_and_trainset(algo, trainset, before)
 
 
 # ------------------------------------------------------------------ the set models
@@ -332,6 +325,13 @@ def test_every_set_model_keeps_the_contract_that_applies(name, data):
     users = np.arange(trainset.n_users)
     for result, expected in zip(again.score_rows(users), algo.score_rows(users)):
         np.testing.assert_array_equal(result, expected)
+    check_neighbours_report_and_trainset(algo, trainset, before)
+    assert kwargs == given_before
+
+
+def check_neighbours_report_and_trainset(algo, trainset, before) -> None:
+    """`get_neighbors` gives ints (or says the model has none), the report prints, and
+    the trainset is as it was (`before`)."""
     try:
         neighbours = algo.get_neighbors(0, 2)
     except TypeError as error:
@@ -340,4 +340,3 @@ def test_every_set_model_keeps_the_contract_that_applies(name, data):
         assert all(isinstance(n, int) for n in neighbours)
     assert str(algo.privacy_report())
     assert trainset_state(trainset) == before
-    assert kwargs == given_before
