@@ -425,7 +425,7 @@ def check_sim_options(sim_options, default: str = "cosine") -> dict:
             raise ValueError(f"sim_options['user_based'] must be True for "
                              f"{options['name']!r}: a user releases their own set (or its "
                              "sketch), and no user holds an item's set of users")
-        if "threshold" in options:
+        if options.pop("threshold", None) is not None:      # None: a backend's default
             raise ValueError("sim_options['threshold'] is not read by ImplicitKNN: give "
                              "threshold= to the model (it decides the interactions of every "
                              "similarity)")

@@ -29,6 +29,7 @@ from dprec.set_reports import (
     report_sets,
     shrunk_shares,
 )
+from dprec.similarity import RRMinHash
 
 
 def fit_quietly(algo, trainset):
@@ -211,6 +212,20 @@ def test_the_sketches_choose_the_neighbours_of_released_sets_too(sets):
     assert [e.component for e in report.entries] == ["similarity", "set report"]
     est, possible = model.score_rows(np.arange(trainset.n_users))
     assert possible.all() and np.isfinite(est).all()
+
+
+def test_a_sketch_object_fits_as_its_options_do(sets):
+    # a backend object carries threshold=None, which is the model's own default
+    trainset = trainset_of(sets)
+    given = {"epsilon": 1.0, "width": 8, "tau": 3}
+    objects = fit_quietly(ImplicitKNN(k=5, sim_options=RRMinHash(**given), random_state=4),
+                          trainset)
+    names = fit_quietly(ImplicitKNN(k=5, sim_options={"name": "rr_minhash", **given},
+                                    random_state=4), trainset)
+    np.testing.assert_array_equal(objects.score_rows(np.arange(5))[0],
+                                  names.score_rows(np.arange(5))[0])
+    with pytest.raises(ValueError, match="give threshold= to the model"):
+        ImplicitKNN(sim_options=RRMinHash(threshold=4.0, **given)).fit(trainset)
 
 
 def test_a_plain_minhash_sketch_still_fits(sets):
