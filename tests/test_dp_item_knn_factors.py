@@ -140,30 +140,27 @@ def test_the_factors_similarities_are_read_only_float_tables(data):
 
 
 def test_the_factors_cosines_are_clipped_to_one_in_magnitude(data, monkeypatch):
-    # a factor whose unit vector's square rounds above 1, and its opposite: their cosines
-    # 1 + 2^-52 and -(1 + 2^-52) are released as 1 and -1
+    # the first item's factor is (√½, √½, 0, …) and the last one's its opposite: the squared
+    # norm rounds to 1, yet their cosines are ±(1 + 2^-52) in any summation order (two
+    # non-zero terms, with or without fused multiply-adds); they are released as ±1
     from dprec import dp_item_knn
 
     class Opposite(DPALS):
         def fit_part(self, *args, **kwargs):
             super().fit_part(*args, **kwargs)
             factors = self.item_factors_.to_numpy().copy()
-            for i in range(len(factors) - 1):       # the first item whose cosines round out
-                factors[-1] = -factors[i]
-                norms = np.linalg.norm(factors, axis=1)[:, None]
-                units = np.divide(factors, norms, out=np.zeros_like(factors), where=norms > 0)
-                cosines = units @ units.T
-                if cosines[i, i] > 1.0 and cosines[i, -1] < -1.0:
-                    chosen.append(i)
-                    break
+            factors[0] = 0.0
+            factors[0, :2] = math.sqrt(0.5)
+            factors[-1] = -factors[0]
             self.item_factors_ = pd.DataFrame(factors, index=self.item_factors_.index,
                                               columns=self.item_factors_.columns)
             return self
 
-    chosen = []
+    unit = np.zeros(8)
+    unit[:2] = math.sqrt(0.5)
+    assert unit @ unit == 1.0 + 2.0**-52 and np.linalg.norm(unit) == 1.0
     monkeypatch.setattr(dp_item_knn, "DPALS", Opposite)
     sim = DPItemKNN(similarity="factors", epsilon=1e4, random_state=0).fit(
         data.build_full_trainset()).sim.to_numpy()
-    i = chosen[0]
-    assert (sim[i, i], sim[-1, -1], sim[i, -1], sim[-1, i]) == (1.0, 1.0, -1.0, -1.0)
+    assert (sim[0, 0], sim[-1, -1], sim[0, -1], sim[-1, 0]) == (1.0, 1.0, -1.0, -1.0)
     assert np.abs(sim).max() == 1.0
