@@ -545,22 +545,22 @@ def grid_residuals(raw: np.ndarray, clip: float, bits: int) -> np.ndarray:
 
 
 def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
-                 norm: str = "l1") -> tuple[np.ndarray, np.ndarray, float, float]:
-    r"""The covariance and co-rating sums as exact integers, and their ℓ1 sensitivities.
+                 norm: str) -> tuple[np.ndarray, np.ndarray, float, float]:
+    r"""The covariance and co-rating sums as exact integers, and their `norm` sensitivities.
 
     $\mathrm{Cov}/g$ and $W 2^A$ (see the module docstring) for the users × items
     `matrix` whose stored entries have the residuals `residuals` (multiples of
     $2^{-b}$ in $[-m h, m h]$, as [`grid_residuals`][dprec.dp_item_knn.grid_residuals]
     makes them), with every user weighted $w_u = 2^{-\lceil 2 \log_2 |I_u| \rceil}$.
     Returns `(cov, w, Δ_cov, Δ_w)`: dense $n_{\text{items}} \times n_{\text{items}}$ arrays of
-    integers and the largest change of the upper triangle of each (ℓ1) when one
-    user is added or removed, $m^2 2^A$ and $2^A$.
+    integers and the largest change of the upper triangle of each (in `norm`, `"l1"` or
+    `"l2"`) when one user is added or removed, $m^2 2^A$ and $2^A$ (`sum_sensitivities`).
 
     Raises
     ------
     ValueError
         If a residual is off the grid or beyond $m h$ (the sensitivity would not
-        bound it), or if the sums could exceed $2^{53}$ (float64 would round them).
+        bound it), if the sums could exceed $2^{53}$ (float64 rounds), or for another `norm`.
     """
     norm = check_choice(norm, "norm", ("l1", "l2"))
     n_users, n_items = matrix.shape

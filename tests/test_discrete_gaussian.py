@@ -454,6 +454,20 @@ def test_integer_l2_sums_rounds_to_the_grid_and_sums_by_column():
     assert (sums.tolist(), k) == ([1.0, 2.0 + 4.0, 2.0], 9.0)
 
 
+def test_integer_l2_sums_compute_in_float64_whatever_the_input_dtype():
+    # float32 values: their steps are exact, but float32 squares of steps near 2^20 are not,
+    # and the clipped units' shrink factors would differ
+    rng = np.random.default_rng(5)
+    rows, columns = np.repeat(np.arange(200), 3), np.tile(np.arange(3), 200)
+    values = rng.uniform(-1.0, 1.0, 600).astype(np.float32)
+    exact = DG.integer_l2_sums(rows, columns, values.astype(np.float64), 3, 0.9, 20)
+    np.testing.assert_array_equal(DG.integer_l2_sums(rows, columns, values, 3, 0.9, 20)[0],
+                                  exact[0])
+    blocks = DG.integer_l2_block_sums(np.arange(200), np.zeros(200, np.int64),
+                                      values.reshape(200, 3), 1, 0.9, 20)
+    np.testing.assert_array_equal(blocks[0][0], exact[0])
+
+
 def test_integer_l2_sums_clips_each_unit_towards_zero():
     """(6, 8) at K = 5 is scaled by 1/2 and truncated: each coordinate moves towards 0,
     by less than one step past the exact scaling; (3, 4), of norm exactly K, is kept."""

@@ -437,6 +437,11 @@ def test_a_budget_below_the_accountants_resolution_is_stated_as_given(trainset):
     assert model.baseline_.privacy_report().entries[0].epsilon == 1e-3
 
 
+def test_a_fit_past_the_budget_names_the_unit_it_protects(trainset):
+    with pytest.raises(ValueError, match=r"^budget .* for one user \(all of their ratings\)"):
+        DPALS(epsilon=1.0, budget=(0.5, 1e-4), **catalogues(trainset)).fit(trainset)
+
+
 def test_verbose_prints_each_epoch_and_the_budget(trainset, capsys):
     DPALS(epsilon=5.0, n_factors=2, n_epochs=2, baseline_share=0.3, verbose=True,
           random_state=0).fit(trainset)

@@ -164,3 +164,26 @@ def test_the_factors_cosines_are_clipped_to_one_in_magnitude(data, monkeypatch):
         data.build_full_trainset()).sim.to_numpy()
     assert (sim[0, 0], sim[-1, -1], sim[0, -1], sim[-1, 0]) == (1.0, 1.0, -1.0, -1.0)
     assert np.abs(sim).max() == 1.0
+
+
+@pytest.mark.parametrize("similarity", ["covariance", "factors"])
+def test_a_fit_past_the_budget_names_the_unit_it_protects(data, similarity):
+    with pytest.raises(ValueError, match=r"^budget .* for one user \(all of their ratings\)"):
+        DPItemKNN(similarity=similarity, epsilon=1.0, budget=(0.5, 1e-4)).fit(
+            data.build_full_trainset())
+
+
+def test_a_tiny_epsilon_is_stated_as_given_where_the_accountant_proves_zero(data):
+    # ε = 10^-3 at δ = 10^-5: the zCDP conversion gives ε = 0, so the entry (and the budget's
+    # check) states the ε asked
+    model = DPItemKNN(similarity="factors", epsilon=1e-3, budget=(1.0, 1e-4), random_state=0
+                      ).fit(data.build_full_trainset())
+    assert [e.epsilon for e in model.privacy_report().entries] == [1e-3]
+
+
+def test_the_same_seed_gives_the_same_factors_similarities(data):
+    trainset = data.build_full_trainset()
+    fits = [DPItemKNN(similarity="factors", epsilon=50.0, baseline_share=0.3, random_state=seed
+                      ).fit(trainset).sim.to_numpy() for seed in (3, 3, 4)]
+    np.testing.assert_array_equal(fits[0], fits[1])
+    assert not np.array_equal(fits[0], fits[2])

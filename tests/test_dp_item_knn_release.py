@@ -124,9 +124,9 @@ def test_rounded_residuals_never_exceed_the_clip():
 def test_integer_sums_refuse_residuals_the_sensitivity_does_not_bound():
     matrix, raw = worst_case_matrix(0.75, 1)
     with pytest.raises(ValueError, match="grid_residuals"):
-        integer_sums(matrix, np.clip(raw, -0.75, 0.75), 0.75, 1)      # off the grid, > C_h
+        integer_sums(matrix, np.clip(raw, -0.75, 0.75), 0.75, 1, "l1")    # off the grid, > C_h
     with pytest.raises(ValueError, match="2\\^53"):
-        integer_sums(matrix, grid_residuals(raw, 7.3e6, 12), 7.3e6, 12)
+        integer_sums(matrix, grid_residuals(raw, 7.3e6, 12), 7.3e6, 12, "l1")
     raw_copy = raw.copy()
     grid_residuals(raw, 0.75, 1)
     np.testing.assert_array_equal(raw, raw_copy)                       # input not modified
@@ -135,7 +135,7 @@ def test_integer_sums_refuse_residuals_the_sensitivity_does_not_bound():
 def test_integer_sums_refuse_a_norm_they_do_not_bound():
     """An unknown norm was read as ℓ2, whose sensitivity is not ℓ1's."""
     matrix, raw = worst_case_matrix(0.75, 1)
-    with pytest.raises(ValueError, match="norm"):
+    with pytest.raises(ValueError, match="^norm must be one of"):
         integer_sums(matrix, grid_residuals(raw, 0.75, 1), 0.75, 1, "linf")
 
 
@@ -236,15 +236,15 @@ def test_the_integer_sums_state_their_grid_and_refuse_what_it_does_not_bound(nor
     matrix, raw = worst_case_matrix(0.75, 1)
     on_grid = grid_residuals(raw, 0.75, 1)
     with pytest.raises(ValueError, match="grid_residuals"):          # on the grid, beyond C_h
-        integer_sums(matrix, on_grid * 2, 0.75, 1)
+        integer_sums(matrix, on_grid * 2, 0.75, 1, norm)
     with pytest.raises(ValueError, match="grid_residuals"):          # within C_h, off the grid
-        integer_sums(matrix, on_grid * 0.5, 0.75, 1)
+        integer_sums(matrix, on_grid * 0.5, 0.75, 1, norm)
     clip = 1e7 / 4096                                                  # m = 10^7 at 12 bits
     small = sp.csr_matrix(np.ones((5, 5)))
     if norm == "l1":
         with pytest.raises(ValueError, match="2\\^53"):               # 5 · 10^14 · 2^5 ≥ 2^53
-            integer_sums(small, np.zeros(25), clip, 12)
-        integer_sums(small[:2], np.zeros(10), clip, 12)               # 2 · 10^14 · 2^5 < 2^53
+            integer_sums(small, np.zeros(25), clip, 12, norm)
+        integer_sums(small[:2], np.zeros(10), clip, 12, norm)               # 2 · 10^14 · 2^5 < 2^53
 
 
 def test_without_noise_the_released_sums_are_the_sums():

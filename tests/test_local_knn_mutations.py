@@ -144,3 +144,17 @@ def test_each_users_own_effect_is_their_mean_residual_against_the_released_effec
         row = users[trainset.to_raw_uid(inner)]
         assert algo._user_effects[row] == pytest.approx(
             sum(residuals) / (len(residuals) + 0.5), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize(("release", "spent"), [("krr", 1e18), ("laplace", 2e18)])
+def test_a_huge_epsilon_caps_only_the_randomised_response(trainset, release, spent):
+    # k-RR resolves ε up to 10^18, and is spent up to it; the Laplace reports spend it all
+    algo = LocalKNN(epsilon=4e18, rating_release=release, random_state=0).fit(trainset)
+    entries = algo.privacy_report().entries
+    assert [e.component for e in entries] == ["similarity", "ratings"]
+    assert [e.epsilon for e in entries] == pytest.approx([2e18, spent], rel=1e-12)
+
+
+def test_a_fit_past_the_budget_names_the_unit_it_protects(trainset):
+    with pytest.raises(ValueError, match=r"^budget .* for one rating"):
+        LocalKNN(epsilon=2.0, budget=(1.0, 0.0)).fit(trainset)
