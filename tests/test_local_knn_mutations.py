@@ -158,3 +158,15 @@ def test_a_huge_epsilon_caps_only_the_randomised_response(trainset, release, spe
 def test_a_fit_past_the_budget_names_the_unit_it_protects(trainset):
     with pytest.raises(ValueError, match=r"^budget .* for one rating"):
         LocalKNN(epsilon=2.0, budget=(1.0, 0.0)).fit(trainset)
+
+
+def test_a_rating_budget_only_k_rr_resolves_is_refused_for_laplace_before_the_fit(trainset):
+    # ε_r ≈ 10^-12: k-RR states it; the lattice Laplace cannot, and the fit is refused before
+    # the model is changed, naming epsilon and sketch_share
+    share = 1 - 1e-12
+    algo = LocalKNN(epsilon=1.0, sketch_share=share, random_state=0).fit(trainset)
+    assert algo.privacy_report().entries[1].epsilon == pytest.approx(1e-12, rel=1e-3)
+    refused = LocalKNN(epsilon=1.0, sketch_share=share, rating_release="laplace")
+    with pytest.raises(ValueError, match="^epsilon = 1 with sketch_share = 1 gives .* too small"):
+        refused.fit(trainset)
+    assert not hasattr(refused, "trainset")
