@@ -244,7 +244,7 @@ def test_the_integer_sums_state_their_grid_and_refuse_what_it_does_not_bound(nor
     if norm == "l1":
         with pytest.raises(ValueError, match="2\\^53"):               # 5 · 10^14 · 2^5 ≥ 2^53
             integer_sums(small, np.zeros(25), clip, 12, norm)
-        integer_sums(small[:2], np.zeros(10), clip, 12, norm)               # 2 · 10^14 · 2^5 < 2^53
+        integer_sums(small[:2], np.zeros(10), clip, 12, norm)         # 2 · 10^14 · 2^5 < 2^53
 
 
 def test_without_noise_the_released_sums_are_the_sums():
