@@ -84,8 +84,8 @@ class PrivatePopularity(ImplicitModel):
     Attributes
     ----------
     counts_ : pandas.Series
-        The released counts, by raw item id (`item_list_`): integers (`"laplace"`),
-        debiased sums (`"reports"`).
+        The released counts, by raw item id (`item_list_`), named `"count"`: integers
+        (`"laplace"`), debiased sums (`"reports"`).
     item_list_ : tuple
         The raw ids of the items scored, sorted.
 
