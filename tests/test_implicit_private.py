@@ -359,6 +359,23 @@ def test_the_reports_are_float64_and_their_blocks_are_invisible(monkeypatch):
     assert empty.shape == (0, 5)
 
 
+def test_a_sparse_product_that_costs_no_more_ignores_the_dense_copy():
+    """The BLAS product (float32) only where it costs less than the sparse one: 40 weight
+    rows × 30 users × 20 items = 24000 against 100 × 30 × 240 / 30 multiply-adds, a tie,
+    keeps the float64 sums."""
+    rng = np.random.default_rng(4)
+    cells = np.zeros(30 * 20)
+    cells[rng.permutation(600)[:240]] = 1.0
+    reports = sp.csr_matrix(cells.reshape(30, 20))
+    w = np.zeros(40 * 30)
+    w[rng.permutation(1200)[:30]] = rng.random(30) + 0.1
+    weights = sp.csr_matrix(w.reshape(40, 30))
+    prior = np.full(20, 0.3)
+    np.testing.assert_array_equal(
+        shrunk_shares(weights, reports, prior, 0.5, prior_sd=0.1, dense=dense_reports(reports)),
+        shrunk_shares(weights, reports, prior, 0.5, prior_sd=0.1))
+
+
 def test_the_reports_are_dense_up_to_dense_cells(monkeypatch):
     monkeypatch.setattr(set_reports, "DENSE_CELLS", 6)
     assert dense_reports(sp.csr_matrix((2, 3))).shape == (2, 3)    # 6 cells: dense
