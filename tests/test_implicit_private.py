@@ -14,19 +14,21 @@ import pytest
 import scipy.sparse as sp
 from surprise import Dataset, Reader
 
-from dprec import PrivatePopularity, datasets
+from dprec import PrivatePopularity, datasets, set_reports
 from dprec.audit import audit_release, threshold_events, value_events
 from dprec.experiments.hyperparameters import guarantee_label
 from dprec.implicit_knn import ImplicitKNN
 from dprec.implicit_popularity import capped_counts
 from dprec.ledger import BudgetExceededError, Status, Unit
 from dprec.set_reports import (
+    debias,
     dense_reports,
     flip_probability,
     item_counts,
     noise_variance,
     overlaps,
     report_sets,
+    set_report_entry,
     shrunk_shares,
 )
 from dprec.similarity import RRMinHash
@@ -278,6 +280,107 @@ def test_the_dense_and_sparse_reports_give_the_same_sums():
                                              dense=dense),
                                shrunk_shares(weights, reports, prior, 0.5, prior_sd=0.1),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_the_set_report_entry_states_the_guarantee():
+    entry = set_report_entry(2.0)
+    assert (entry.component, entry.mechanism, entry.epsilon, entry.delta) == (
+        "set report", "randomized_response per item (unary encoding)", 2.0, 0.0)
+    assert (entry.unit, entry.status, entry.applies_to) == (Unit.SET_ITEM, Status.HOLDS, "user")
+    assert entry.note == ("every item of the item list through binary randomised response "
+                          "at ε/α = 2; 1 item(s) of a set change at most that many bits")
+    assert "ε/α = 0.5; 4 item(s)" in set_report_entry(2.0, 4, "eps").note
+
+
+def test_the_set_budgets_are_refused_by_their_names():
+    for call in (lambda: set_report_entry(0.0), lambda: flip_probability(-1.0),
+                 lambda: noise_variance(0.0, 2)):
+        with pytest.raises(ValueError, match="^set_epsilon must be > 0"):
+            call()
+    with pytest.raises(ValueError, match="^eps must be > 0"):
+        set_report_entry(0.0, 1, "eps")
+    for alpha in (0, -1):
+        with pytest.raises(ValueError, match="^set_difference must be >= 1"):
+            flip_probability(1.0, alpha)
+    with pytest.raises(TypeError, match="^set_difference must be an integer"):
+        set_report_entry(1.0, 1.5)
+
+
+def test_the_sums_debias_at_epsilon_per_item():
+    """ε/α per bit: with α = 2 at ε = 2, the flip probability and the debiasing of ε_b = 1;
+    α = 1 by default."""
+    q, signal = 1 / (1 + math.e), math.tanh(0.5)
+    assert flip_probability(2.0, 2) == pytest.approx(q, rel=1e-14)
+    assert noise_variance(2.0, 2) == pytest.approx(q * (1 - q) / signal**2, rel=1e-14)
+    reports = sp.csr_matrix(np.array([[1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]))
+    np.testing.assert_allclose(item_counts(reports, 2.0, 2),
+                               (np.array([2, 1, 1]) - 2 * q) / signal, rtol=1e-12)
+    own = sp.csr_matrix(np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
+    np.testing.assert_allclose(overlaps(own, reports, 2.0, 2),
+                               [[(1 - 2 * q) / signal, (2 - 2 * q) / signal], [0.0, 0.0]],
+                               rtol=1e-12, atol=1e-15)
+    weights = sp.csr_matrix(np.array([[0.25, 0.25], [0.0, 0.0], [1.0, 3.0]]))
+    prior = np.array([0.5, 0.4, 0.3])
+    shares = (np.array([[0.5, 0.25, 0.25], [0.0, 0.0, 0.0], [4.0, 3.0, 1.0]])
+              - q * np.array([0.5, 0.0, 4.0])[:, None]) / signal / [[0.5], [1.0], [4.0]]
+    np.testing.assert_allclose(shrunk_shares(weights, reports, prior, 2.0, 2), shares,
+                               rtol=1e-12, atol=1e-15)
+    noise = noise_variance(2.0, 2) * np.array([0.125 / 0.25, 10.0 / 16.0])
+    shrink = noise / (noise + 0.2**2)
+    expected = shares.copy()
+    expected[[0, 2]] = shares[[0, 2]] * (1 - shrink)[:, None] + np.outer(shrink, prior)
+    expected[1] = prior                          # no weight: the prior
+    np.testing.assert_allclose(shrunk_shares(weights, reports, prior, 2.0, 2, prior_sd=0.2),
+                               expected, rtol=1e-12)
+    q1 = flip_probability(2.0)
+    assert q1 == pytest.approx(1 / (1 + math.e**2), rel=1e-14)
+    np.testing.assert_allclose(debias(np.array([[1.0]]), [1], 2.0), [[(1 - q1) / (1 - 2 * q1)]])
+    np.testing.assert_allclose(item_counts(reports, 2.0), item_counts(reports, 2.0, 1))
+    np.testing.assert_allclose(overlaps(own, reports, 2.0), overlaps(own, reports, 2.0, 1))
+    np.testing.assert_allclose(shrunk_shares(weights, reports, prior, 2.0),
+                               shrunk_shares(weights, reports, prior, 2.0, 1))
+
+
+def test_an_empty_set_overlaps_every_report_by_nothing():
+    reports = report_sets(sp.csr_matrix(np.eye(4)), 1.0, 1, 3)
+    own = sp.csr_matrix((2, 4))
+    np.testing.assert_array_equal(overlaps(own, reports, 1.0, dense=dense_reports(reports)),
+                                  np.zeros((2, 4)))
+
+
+def test_the_reports_are_float64_and_their_blocks_are_invisible(monkeypatch):
+    rng = np.random.default_rng(2)
+    X = sp.csr_matrix((rng.random((9, 5)) < 0.4).astype(float))
+    reports = report_sets(X, 0.7, 1, 11)
+    assert reports.dtype == np.float64 and reports.format == "csr"
+    monkeypatch.setattr(set_reports, "_BLOCK_CELLS", 7)     # a block of one row
+    np.testing.assert_array_equal(report_sets(X, 0.7, 1, 11).toarray(), reports.toarray())
+    empty = report_sets(sp.csr_matrix((0, 5)), 0.7, 1, 11)
+    assert empty.shape == (0, 5)
+
+
+def test_a_sparse_product_that_costs_no_more_ignores_the_dense_copy():
+    """The BLAS product (float32) only where it costs less than the sparse one: 40 weight
+    rows × 30 users × 20 items = 24000 against 100 × 30 × 240 / 30 multiply-adds, a tie,
+    keeps the float64 sums."""
+    rng = np.random.default_rng(4)
+    cells = np.zeros(30 * 20)
+    cells[rng.permutation(600)[:240]] = 1.0
+    reports = sp.csr_matrix(cells.reshape(30, 20))
+    w = np.zeros(40 * 30)
+    w[rng.permutation(1200)[:30]] = rng.random(30) + 0.1
+    weights = sp.csr_matrix(w.reshape(40, 30))
+    prior = np.full(20, 0.3)
+    np.testing.assert_array_equal(
+        shrunk_shares(weights, reports, prior, 0.5, prior_sd=0.1, dense=dense_reports(reports)),
+        shrunk_shares(weights, reports, prior, 0.5, prior_sd=0.1))
+
+
+def test_the_reports_are_dense_up_to_dense_cells(monkeypatch):
+    monkeypatch.setattr(set_reports, "DENSE_CELLS", 6)
+    assert dense_reports(sp.csr_matrix((2, 3))).shape == (2, 3)    # 6 cells: dense
+    assert dense_reports(sp.csr_matrix((3, 3))) is None
+    assert dense_reports(sp.csr_matrix((7, 1))) is None
 
 
 # ---------------------------------------------------------------- PrivatePopularity
