@@ -1,16 +1,17 @@
 """Mutation testing of dprec's privacy-critical code, with a score per module.
 
-A wrong constant in a privacy map crashes nothing: it silently prints a false
-ε.  This runs mutmut (``pip install mutmut``; configuration in
-``pyproject.toml``, ``[tool.mutmut]``) on the code whose mistakes would do
-that — the mechanisms and their privacy maps, the accountant, the selectors,
-the sketches' privacy parameters (the MinHash bound, the SJLT/JL scales), the
-Mallows calibration and the end-to-end private models (``DPBaseline``,
-``DPItemKNN``, ``LocalKNN``, ``DPALS`` and the discrete Gaussian they use: their
-sensitivities, their lists of users and items, the order they release in) — and
-prints, per module, how many mutants the tests kill.  Every survivor must be listed,
-with the reason it is equivalent, in ``tests/mutation_survivors.md``; the command
-fails when a module scores below 95 % or a survivor is not listed.
+A wrong constant in a privacy map crashes nothing: it silently prints a false ε.
+This runs mutmut (``pip install mutmut``; configuration in ``pyproject.toml``,
+``[tool.mutmut]``) on the code whose mistakes would do that — the mechanisms and
+their privacy maps, the accountant, the selectors, the sketches' privacy parameters
+(the MinHash bound, the SJLT/JL scales), the Mallows calibration, the end-to-end
+private models (``DPBaseline``, ``DPItemKNN``, ``LocalKNN``, ``DPALS`` and the
+discrete Gaussian they use: their sensitivities, their lists of users and items, the
+order they release in) and the private implicit models (``PrivatePopularity``,
+``ImplicitKNN``) — and prints, per module, how many mutants the tests kill. Every
+survivor must be listed, with the reason it is equivalent, in
+``tests/mutation_survivors.md``; the command fails when a module scores below 95 %
+or a survivor is not listed.
 
 Usage::
 
@@ -80,6 +81,8 @@ SCOPES: dict[str, list[str]] = {
     "local knn": ["dprec.local_knn.*"],
     "discrete gaussian": ["dprec.mechanisms.discrete_gaussian.*"],
     "dp als": ["dprec.dp_als.*"],
+    "private popularity": ["dprec.implicit_popularity.*"],
+    "implicit knn": ["dprec.implicit_knn.*"],
 }
 KILLED = {1, 3, 36, 37, -24, 24, 152, 255}     # test failure, internal error, timeout, type check
 TIMEOUTS = {36, -24, 24, 152, 255}
