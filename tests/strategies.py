@@ -451,3 +451,24 @@ def algo_users(trainset):
 def algo_items(trainset):
     """The raw ids of the items of `trainset`."""
     return {trainset.to_raw_iid(i) for i in trainset.all_items()}
+
+
+def trainset_of(X: np.ndarray, users=None, items=None, scale=(0, 1)):
+    """The trainset of a dense matrix: each non-zero entry a rating of that value (a 0/1
+    matrix: sets), users `u0..` and items `i0..` or the names given (inner ids in row
+    order; raw ids sort otherwise: `u10` before `u2`)."""
+    users = [f"u{u}" for u in range(X.shape[0])] if users is None else users
+    items = [f"i{i}" for i in range(X.shape[1])] if items is None else items
+    frame = pd.DataFrame([(users[u], items[i], float(X[u, i])) for u, i in zip(*np.nonzero(X))],
+                         columns=["user", "item", "rating"])
+    return Dataset.load_from_df(frame, Reader(rating_scale=scale)).build_full_trainset()
+
+
+def fit_quietly(algo, trainset):
+    """`algo.fit(trainset)` with its warnings silenced (tests of what it fits, not of what
+    it warns)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return algo.fit(trainset)

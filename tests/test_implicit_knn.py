@@ -4,12 +4,12 @@ the released sets' audit, and bad input."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from strategies import fit_quietly
 from surprise import Dataset, Reader
 
 from dprec import _kernels, datasets
@@ -168,11 +168,6 @@ def test_get_neighbors_are_the_most_similar_and_the_report_says_inner_ids(trains
 SKETCH = {"name": "rr_minhash", "epsilon": 1.0, "width": 8, "B": 2, "tau": 3,
           "small_users": "exclude"}
 
-
-def fit_quietly(algo, trainset):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return algo.fit(trainset)
 
 
 def test_the_report_says_what_each_configuration_guarantees(trainset):

@@ -4,12 +4,9 @@ sets' prior and neighbours, and the errors that name their parameter."""
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-import pandas as pd
 import pytest
-from surprise import Dataset, Reader
+from strategies import fit_quietly, trainset_of
 
 from dprec.implicit_knn import ImplicitKNN, check_sim_options
 from dprec.ledger import BudgetExceededError, Unit
@@ -18,20 +15,6 @@ from dprec.set_reports import flip_probability, item_counts
 OUTPUT = "scores and recommendations (estimate, test, predict, recommend)"
 
 
-def fit_quietly(algo, trainset):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return algo.fit(trainset)
-
-
-def trainset_of(X: np.ndarray, users=None, items=None):
-    """The trainset of a 0/1 matrix: users `u0..` and items `i0..` (inner ids in that
-    order, raw ids sorted otherwise: u10 before u2)."""
-    users = [f"u{u}" for u in range(X.shape[0])] if users is None else users
-    items = [f"i{i}" for i in range(X.shape[1])] if items is None else items
-    frame = pd.DataFrame([(users[u], items[i], 1.0) for u, i in zip(*np.nonzero(X))],
-                         columns=["user", "item", "rating"])
-    return Dataset.load_from_df(frame, Reader(rating_scale=(0, 1))).build_full_trainset()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from surprise import Dataset, Reader
+from strategies import trainset_of
 
 from dprec import PrivatePopularity
 from dprec import implicit_popularity as popularity
@@ -17,13 +17,6 @@ from dprec.mechanisms.exact_laplace import MAX_T, MIN_T
 from dprec.set_reports import item_counts
 
 ITEMS = [f"i{i}" for i in range(8)]
-
-
-def trainset_of(X: np.ndarray):
-    """The trainset of a matrix of ratings (0: none), users `u0..`, items `i0..`."""
-    frame = pd.DataFrame([(f"u{u}", f"i{i}", float(X[u, i])) for u, i in zip(*np.nonzero(X))],
-                         columns=["user", "item", "rating"])
-    return Dataset.load_from_df(frame, Reader(rating_scale=(1, 5))).build_full_trainset()
 
 
 @pytest.fixture(scope="module")
@@ -39,11 +32,12 @@ def sets():
 def test_the_defaults_are_the_documented_ones(sets):
     algo = PrivatePopularity(cap=4)
     assert (algo.epsilon, algo.mechanism) == (1.0, "laplace")
-    assert algo.fit(trainset_of(sets)).privacy_report().guarantee == {Unit.USER: (1.0, 0.0)}
+    report = algo.fit(trainset_of(sets, scale=(1, 5))).privacy_report()
+    assert report.guarantee == {Unit.USER: (1.0, 0.0)}
 
 
 def test_the_central_release_states_its_entry_and_report(sets):
-    model = PrivatePopularity(2.0, cap=8).fit(trainset_of(sets))
+    model = PrivatePopularity(2.0, cap=8).fit(trainset_of(sets, scale=(1, 5)))
     report = model.privacy_report()
     assert report.entries == (LedgerEntry(
         "popularity", "discrete Laplace on capped counts", 2.0, 0.0, Unit.USER,
@@ -57,7 +51,7 @@ def test_the_central_release_states_its_entry_and_report(sets):
 
 
 def test_the_reports_release_states_its_entry_and_report(sets):
-    report = PrivatePopularity(2.0, mechanism="reports").fit(trainset_of(sets)
+    report = PrivatePopularity(2.0, mechanism="reports").fit(trainset_of(sets, scale=(1, 5))
                                                              ).privacy_report()
     (entry,) = report.entries
     assert (entry.component, entry.epsilon, entry.delta, entry.unit, entry.status) == (
@@ -75,7 +69,7 @@ def test_the_noise_is_discrete_laplace_of_scale_cap_over_epsilon(sets, monkeypat
         return np.array(values)
 
     monkeypatch.setattr(popularity, "discrete_laplace", recorded)
-    model = PrivatePopularity(0.5, cap=8).fit(trainset_of(sets))
+    model = PrivatePopularity(0.5, cap=8).fit(trainset_of(sets, scale=(1, 5)))
     (values, t, rng), = calls
     assert t == 8 / 0.5
     assert isinstance(rng, np.random.Generator)
@@ -86,20 +80,21 @@ def test_the_noise_is_discrete_laplace_of_scale_cap_over_epsilon(sets, monkeypat
 @pytest.mark.parametrize(("epsilon", "cap", "t"), [(2.0**-42, 1, MAX_T), (1e18, 1, MIN_T)])
 def test_the_scale_bounds_are_inclusive(sets, epsilon, cap, t):
     """`cap / epsilon` exactly at either bound is accepted, with that scale."""
-    model = PrivatePopularity(epsilon, cap=cap).fit(trainset_of(sets))
+    model = PrivatePopularity(epsilon, cap=cap).fit(trainset_of(sets, scale=(1, 5)))
     assert f"scale cap/ε = {t:.4g} on" in model.privacy_report().entries[0].note
 
 
 def test_the_threshold_keeps_the_ratings_at_least_that_high():
     X = np.array([[5, 1, 4], [4, 5, 2], [1, 2, 5], [5, 4, 1]], dtype=float)
-    model = PrivatePopularity(1e5, cap=3, threshold=4).fit(trainset_of(X))   # t = 3e-5
+    trainset = trainset_of(X, scale=(1, 5))
+    model = PrivatePopularity(1e5, cap=3, threshold=4).fit(trainset)   # t = 3e-5
     assert model.counts_.tolist() == [3.0, 2.0, 2.0]
-    every = PrivatePopularity(1e5, cap=3).fit(trainset_of(X))
+    every = PrivatePopularity(1e5, cap=3).fit(trainset)
     assert every.counts_.tolist() == [4.0, 4.0, 4.0]
 
 
 def test_the_reports_read_the_user_catalogue_given(sets):
-    trainset = trainset_of(sets)
+    trainset = trainset_of(sets, scale=(1, 5))
     read = PrivatePopularity(mechanism="reports").fit(trainset).privacy_report()
     assert "the user list is read from the data" in str(read)
     assert read.out_of_scope_users(Unit.SET_ITEM) == ["u5"]          # a single rating
@@ -114,7 +109,7 @@ def test_the_reports_read_the_user_catalogue_given(sets):
 
 def test_the_sole_holder_is_outside_the_central_guarantee_without_the_catalogue(sets):
     X = np.column_stack([sets, np.eye(12)[:, 4]])                    # i8: u4's alone
-    trainset = trainset_of(X)
+    trainset = trainset_of(X, scale=(1, 5))
     read = PrivatePopularity(cap=3).fit(trainset).privacy_report()
     assert read.out_of_scope_users(Unit.USER) == ["u4"]
     given = PrivatePopularity(cap=3, items=ITEMS + ["i8"]).fit(trainset).privacy_report()
@@ -124,12 +119,12 @@ def test_the_sole_holder_is_outside_the_central_guarantee_without_the_catalogue(
 def test_a_refusal_past_the_budget_names_the_unit(sets):
     with pytest.raises(BudgetExceededError,
                        match=r"^budget .* for one user \(all of their ratings\)"):
-        PrivatePopularity(cap=3, budget=(0.5, 0.0)).fit(trainset_of(sets))
+        PrivatePopularity(cap=3, budget=(0.5, 0.0)).fit(trainset_of(sets, scale=(1, 5)))
 
 
 @pytest.mark.parametrize("kwargs", [{"cap": 4}, {"mechanism": "reports"}])
 def test_a_seed_reproduces_the_counts(sets, kwargs):
-    trainset = trainset_of(sets)
+    trainset = trainset_of(sets, scale=(1, 5))
 
     def counts(seed):
         return PrivatePopularity(0.5, random_state=seed, **kwargs).fit(trainset).counts_
@@ -141,7 +136,7 @@ def test_a_seed_reproduces_the_counts(sets, kwargs):
 def test_the_reports_counts_are_implicit_knns_prior_from_the_same_seed(sets):
     """The same seed gives the same reports as `ImplicitKNN`'s `set_epsilon`, and the
     counts are their debiased sums."""
-    trainset = trainset_of(sets)
+    trainset = trainset_of(sets, scale=(1, 5))
     counts = PrivatePopularity(0.7, mechanism="reports", random_state=4).fit(trainset).counts_
     knn = ImplicitKNN(k=3, set_epsilon=0.7, random_state=4).fit(trainset)
     np.testing.assert_array_equal(counts.to_numpy(), item_counts(knn.reports_, 0.7))

@@ -6,13 +6,11 @@ sums, and `PrivatePopularity`."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.sparse as sp
-from surprise import Dataset, Reader
+from strategies import fit_quietly, trainset_of
 
 from dprec import PrivatePopularity, datasets, set_reports
 from dprec.audit import audit_release, threshold_events, value_events
@@ -32,21 +30,6 @@ from dprec.set_reports import (
     shrunk_shares,
 )
 from dprec.similarity import RRMinHash
-
-
-def fit_quietly(algo, trainset):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return algo.fit(trainset)
-
-
-def trainset_of(X: np.ndarray, users=None, items=None):
-    """The trainset of a 0/1 matrix, users `u0..`, items `i0..` (or the names given)."""
-    users = [f"u{u}" for u in range(X.shape[0])] if users is None else users
-    items = [f"i{i}" for i in range(X.shape[1])] if items is None else items
-    frame = pd.DataFrame([(users[u], items[i], 1.0) for u, i in zip(*np.nonzero(X))],
-                         columns=["user", "item", "rating"])
-    return Dataset.load_from_df(frame, Reader(rating_scale=(0, 1))).build_full_trainset()
 
 
 @pytest.fixture(scope="module")
