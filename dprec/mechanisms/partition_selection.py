@@ -1,0 +1,154 @@
+r"""Differentially private partition selection: which items a release may name at all.
+
+A model without a public item catalogue must not release an item that exists only
+through one unit (the sole rater of an item): its mere presence would show that the
+unit is in the data.  Partition selection (Korolova et al. 2009; Gopi et al.,
+"Differentially Private Set Union", ICML 2020; Desfontaines, Voss, Gipson &
+Mandayam, "Differentially private partition selection", PoPETs 2022; Google's DP
+library) releases an item only when its **noisy weight passes a threshold** $T$ that
+pure noise passes with a tiny probability.
+
+**The argument** (the one every model here uses).  Let $M^*$ be the release of the
+noisy statistics over *every* item of $D \cup D'$ ($D$, $D'$ neighbouring, one unit
+apart; an item absent from a dataset has true value 0 there).  Its coordinates move by
+the unit's bounded contribution whatever the items, so $M^*$ is $(\varepsilon,
+\delta_M)$-DP as the release over a fixed list is.  The model's release $M$ drops the
+items whose noisy weight is below $T$, and names only items of its own dataset.  On $D$
+(the larger one) $M(D)$ is $M^*(D)$ thresholded; on $D'$, $M(D')$ and the thresholded
+$M^*(D')$ use the same noise and differ only on the event $E$ that some item of $D$
+missing from $D'$ passes $T$ on its noise alone.  With at most $k$ such items (a unit
+creates at most $k$: one per rating, or the `max_partitions` items a user contributes
+to), $P(E) \le k\, \bar F(T)$, $\bar F$ the noise's upper tail, and for every event $S$
+
+$$P[M(D) \in S] \le e^\varepsilon (P[M(D') \in S] + P(E)) + \delta_M, \qquad
+P[M(D') \in S] \le e^\varepsilon P[M(D) \in S] + \delta_M + P(E),$$
+
+so $M$ is $(\varepsilon, \delta_M + e^\varepsilon k \bar F(T))$-DP, and so is anything
+computed afterwards from the selected items (adaptive composition: the list is a
+release).  [`selection_delta`][dprec.mechanisms.partition_selection.selection_delta] is
+that added δ; [`threshold_steps`][dprec.mechanisms.partition_selection.threshold_steps]
+the smallest threshold that keeps it within a target.
+
+**The tails**, exact or upper bounds, in integer steps of the noise's lattice:
+
+* discrete Gaussian of scale $\sigma$ (steps): $P(Z \ge m) \le \bar\Phi((m-1)/\sigma)$
+  for $m \ge 1$ — each term $e^{-z^2/2\sigma^2}$ is at most its integral over
+  $[z-1, z]$, and the normaliser $\sum_z e^{-z^2/2\sigma^2}$ is at least
+  $\sqrt{2\pi}\sigma$ (Poisson summation);
+* discrete Laplace of scale $t$ (steps), $P(Z = z) \propto q^{|z|}$, $q = e^{-1/t}$:
+  $P(Z \ge m) = q^m / (1 + q)$ exactly for $m \ge 1$.
+
+See [Mechanisms](../mechanisms.md) for the formulas.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_choice, check_delta, check_int, check_positive, check_real
+
+__all__ = ["NOISES", "cap_contributions", "log_noise_tail", "noise_tail", "selection_delta",
+           "threshold_steps"]
+
+#: the noises whose tails are known: the discrete Gaussian and the discrete Laplace
+NOISES = ("gaussian", "laplace")
+
+def log_noise_tail(noise: str, scale: float, steps: int) -> float:
+    r"""The log of an upper bound on $P(Z \ge m)$, $m$ = `steps` $\ge 1$, for integer noise
+    $Z$ of `scale` (in steps): $\bar\Phi((m-1)/\sigma)$ for the discrete Gaussian (by
+    `erfc`, and $\varphi(x)/x$ beyond its range: still an upper bound), $q^m/(1+q)$ for
+    the discrete Laplace (exact).  In logs, so that no tail underflows to 0 (a δ of 0
+    would be a false claim).
+
+    Raises
+    ------
+    ValueError
+        For an unknown `noise`, a `scale` that is not positive and finite, or `steps < 1`.
+    """
+    noise = check_choice(noise, "noise", NOISES)
+    scale = check_positive(scale, "scale")
+    steps = check_int(steps, "steps", minimum=1)
+    if noise == "laplace":
+        return -steps / scale - math.log1p(math.exp(-1.0 / scale))
+    x = (steps - 1) / scale
+    tail = 0.5 * math.erfc(x / math.sqrt(2.0))
+    if tail > 1e-300:
+        return math.log(tail)
+    return -0.5 * x * x - math.log(x * math.sqrt(2.0 * math.pi))     # Mills: φ(x)/x
+
+
+def noise_tail(noise: str, scale: float, steps: int) -> float:
+    """[`log_noise_tail`][dprec.mechanisms.partition_selection.log_noise_tail], exponentiated."""
+    return math.exp(log_noise_tail(noise, scale, steps))
+
+
+def selection_delta(noise: str, scale: float, steps: int, epsilon: float,
+                    max_partitions: int) -> float:
+    r"""The δ that thresholding at `steps` adds to an $(\varepsilon, \delta_M)$ release:
+    $e^\varepsilon k\, P(Z \ge m)$
+    ([`noise_tail`][dprec.mechanisms.partition_selection.noise_tail]), $k$ = `max_partitions`, the most items one unit can create (see the module
+    docstring).  At most 1.
+
+    Raises
+    ------
+    ValueError
+        For invalid arguments, naming them (`epsilon >= 0` finite, `max_partitions >= 1`).
+    """
+    epsilon = check_real(epsilon, "epsilon", low=0.0)
+    k = check_int(max_partitions, "max_partitions", minimum=1)
+    return math.exp(min(epsilon + math.log(k) + log_noise_tail(noise, scale, steps), 0.0))
+
+
+def threshold_steps(noise: str, scale: float, delta: float, epsilon: float,
+                    max_partitions: int) -> int:
+    r"""The smallest threshold $m \ge 1$ (in steps of the noise's lattice) whose
+    [`selection_delta`][dprec.mechanisms.partition_selection.selection_delta] is at most
+    `delta`: a public function of the parameters, never of the data.
+
+    Raises
+    ------
+    ValueError
+        For `delta` not in (0, 1), or another invalid argument, naming it.
+    """
+    delta = check_delta(delta, "delta")
+    if delta == 0.0:
+        raise ValueError("delta must be > 0 for partition selection (an item that exists "
+                         "through one unit is released with some probability)")
+    scale = check_positive(scale, "scale")
+    low, high = 0, 1                          # selection_delta(high) <= delta < (low)
+    while selection_delta(noise, scale, high, epsilon, max_partitions) > delta:
+        low, high = high, 2 * high          # ends: the log tail falls without bound
+    while high - low > 1:
+        middle = (low + high) // 2
+        if selection_delta(noise, scale, middle, epsilon, max_partitions) > delta:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def cap_contributions(rows: np.ndarray, cap: int, rng: np.random.Generator) -> np.ndarray:
+    """The mask of the entries kept when each row (unit) keeps at most `cap` of its
+    entries, chosen uniformly at random (contribution bounding: one unit then creates at
+    most `cap` items).  `rows` is each entry's unit, in any order; all entries of a row
+    with at most `cap` are kept, and no random draw depends on anything but their number.
+
+    Raises
+    ------
+    ValueError
+        For `cap < 1`.
+    """
+    cap = check_int(cap, "cap", minimum=1)
+    rows = np.asarray(rows)
+    if not len(rows):
+        return np.zeros(0, dtype=bool)
+    keys = rng.random(len(rows))
+    order = np.lexsort((keys, rows))               # by row, then by the random key
+    sorted_rows = rows[order]
+    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
+    rank = np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+    kept = np.empty(len(rows), dtype=bool)
+    kept[order] = rank < cap
+    return kept

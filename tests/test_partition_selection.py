@@ -1,0 +1,126 @@
+"""Partition selection (`dprec.mechanisms.partition_selection`): the noises' tails against
+exact enumeration, the threshold's δ, contribution bounding, and the selection's privacy
+claim audited exactly on the smallest neighbouring pair (an item with one unit)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dprec.mechanisms.partition_selection import (
+    cap_contributions,
+    log_noise_tail,
+    noise_tail,
+    selection_delta,
+    threshold_steps,
+)
+
+
+def exact_tail(noise: str, scale: float, steps: int) -> float:
+    """P(Z >= steps) by enumeration (the mass beyond 60 scales is below 1e-25)."""
+    z = np.arange(-int(60 * scale) - 60, int(60 * scale) + 61, dtype=np.float64)
+    weights = np.exp(-z**2 / (2 * scale**2)) if noise == "gaussian" else np.exp(-np.abs(z) / scale)
+    return float(weights[z >= steps].sum() / weights.sum())
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+@pytest.mark.parametrize("scale", [0.3, 1.0, 2.5, 7.0])
+@pytest.mark.parametrize("steps", [1, 2, 5, 13])
+def test_the_tails_bound_the_exact_ones(noise, scale, steps):
+    exact = exact_tail(noise, scale, steps)
+    bound = noise_tail(noise, scale, steps)
+    assert exact <= bound * (1 + 1e-12)
+    if noise == "laplace":                       # exact, not only a bound
+        assert bound == pytest.approx(exact, rel=1e-9)
+    elif scale >= 2.5:                           # and one step from the exact one
+        assert bound <= exact_tail(noise, scale, steps - 2)
+
+
+def test_the_selection_delta_is_e_to_the_epsilon_times_k_tails():
+    tail = noise_tail("laplace", 2.0, 9)
+    assert selection_delta("laplace", 2.0, 9, 1.5, 7) == pytest.approx(math.exp(1.5) * 7 * tail)
+    assert selection_delta("gaussian", 1.0, 1, 50.0, 10**6) == 1.0
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])
+def test_the_threshold_is_the_smallest_within_delta(noise, delta):
+    m = threshold_steps(noise, 40.0, delta, 1.0, 100)
+    assert selection_delta(noise, 40.0, m, 1.0, 100) <= delta
+    assert m == 1 or selection_delta(noise, 40.0, m - 1, 1.0, 100) > delta
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (("gaussian", 1.0, 0.0, 1.0, 1), "delta"),
+    (("gaussian", 1.0, 1.0, 1.0, 1), "delta"),
+    (("gaussian", 0.0, 1e-5, 1.0, 1), "scale"),
+    (("uniform", 1.0, 1e-5, 1.0, 1), "noise"),
+    (("laplace", 1.0, 1e-5, -1.0, 1), "epsilon"),
+    (("laplace", 1.0, 1e-5, 1.0, 0), "max_partitions"),
+])
+def test_bad_arguments_are_named(args, name):
+    with pytest.raises(ValueError, match=name):
+        threshold_steps(*args)
+
+
+def test_the_smallest_delta_still_has_a_threshold():
+    m = threshold_steps("laplace", 1.0, 1e-300, 700.0, 10**9)
+    assert selection_delta("laplace", 1.0, m, 700.0, 10**9) <= 1e-300
+
+
+def test_the_cap_keeps_at_most_cap_entries_per_row_uniformly():
+    rows = np.repeat([0, 1, 2], [5, 2, 9])
+    rng = np.random.default_rng(0)
+    kept = cap_contributions(rows, 3, rng)
+    assert np.bincount(rows[kept]).tolist() == [3, 2, 3]
+    counts = np.zeros(9)
+    for _ in range(3000):
+        counts += cap_contributions(rows, 3, rng)[rows == 2]
+    assert np.allclose(counts / 3000, 3 / 9, atol=0.04)          # every entry alike
+    assert not cap_contributions(np.zeros(0, dtype=int), 2, rng).any()
+    with pytest.raises(ValueError, match="cap"):
+        cap_contributions(rows, 0, rng)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_the_selection_of_an_item_with_one_unit_is_within_its_claim(noise):
+    """Exact audit of the smallest case: D has an item whose only unit contributes weight
+    w (one step) next to a common item; D' lacks it.  The release is each item's weight
+    plus noise, thresholded; we enumerate the distribution of the sole item's presence
+    and of the common item's noisy value and check (ε, δ)-DP for every event: the
+    hockey-stick divergence at e^ε is within δ_M + selection_delta."""
+    scale, epsilon_m = 3.0, 1.0
+    z = np.arange(-200, 201)
+    p = np.exp(-z**2 / (2 * scale**2)) if noise == "gaussian" else np.exp(-np.abs(z) / scale)
+    p /= p.sum()
+    m = threshold_steps(noise, scale, 1e-3, epsilon_m, 1)
+    # common item: value 1 in D and 0 in D' (the unit contributes to it too)
+    common_d, common_d2 = np.roll(p, 1), p
+    # sole item: present in D with value 1, absent in D'
+    sole_released = float(p[z >= m - 1].sum())
+    d = np.concatenate([common_d * (1 - sole_released), common_d * sole_released])
+    d2 = np.concatenate([common_d2, np.zeros_like(common_d2)])
+    # the pair's divergence at e^ε for the release without the sole item (M*'s common part)
+    def hockey(a, b, eps):
+        return float(np.maximum(a - math.exp(eps) * b, 0).sum())
+    delta_m = max(hockey(common_d, common_d2, epsilon_m), hockey(common_d2, common_d, epsilon_m))
+    added = selection_delta(noise, scale, m, epsilon_m, 1)
+    assert max(hockey(d, d2, epsilon_m), hockey(d2, d, epsilon_m)) <= delta_m + added + 1e-15
+    # and the threshold is what keeps it there: no threshold leaks
+    d_open = np.concatenate([common_d * (1 - float(p[z >= 0].sum())),
+                             common_d * float(p[z >= 0].sum())])
+    assert max(hockey(d_open, d2, epsilon_m), hockey(d2, d_open, epsilon_m)) > delta_m + 0.1
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+def test_far_tails_never_underflow_to_zero(noise):
+    """A tail of 0 would state δ = 0: far out, the bound stays positive and decreasing."""
+    tails = [noise_tail(noise, 1.0, m) for m in (10, 30, 37)]
+    logs = [log_noise_tail(noise, 1.0, m) for m in (30, 100, 1000)]
+    assert all(t > 0 for t in tails) and tails == sorted(tails, reverse=True)
+    assert logs == sorted(logs, reverse=True) and math.isfinite(logs[-1])
+    if noise == "gaussian":              # the Mills bound meets erfc where they hand over
+        x = 36.0
+        assert log_noise_tail(noise, 1.0, 38) < math.log(0.5 * math.erfc(x / math.sqrt(2)))
