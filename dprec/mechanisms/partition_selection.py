@@ -88,8 +88,9 @@ def selection_delta(noise: str, scale: float, steps: int, epsilon: float,
                     max_partitions: int) -> float:
     r"""The δ that thresholding at `steps` adds to an $(\varepsilon, \delta_M)$ release:
     $e^\varepsilon k\, P(Z \ge m)$
-    ([`noise_tail`][dprec.mechanisms.partition_selection.noise_tail]), $k$ = `max_partitions`, the most items one unit can create (see the module
-    docstring).  At most 1.
+    ([`noise_tail`][dprec.mechanisms.partition_selection.noise_tail]), $k$ =
+    `max_partitions`, the most items one unit can create (see the module docstring).
+    At most 1.
 
     Raises
     ------
