@@ -65,11 +65,19 @@ from surprise import AlgoBase
 
 from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
 from ._validation import check_epsilon, check_int, check_open_unit, check_positive, check_real
-from .dp_baseline import GRID_BITS, DPBaseline, check_mechanism_delta, stated_epsilon
+from .dp_baseline import (
+    GRID_BITS,
+    MAX_ITEMS_PER_USER,
+    SELECTION_SHARE,
+    DPBaseline,
+    SelectionBudget,
+    check_mechanism_delta,
+    stated_epsilon,
+)
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms.discrete_gaussian import discrete_gaussian, integer_l2_block_sums, zcdp_rho
 from .noisy_effects import SIGNAL
-from .rating_space import ListedModel, RatingSpace
+from .rating_space import ListedModel
 
 __all__ = ["DPALS", "default_share", "item_factors", "item_statistics", "user_factors"]
 
@@ -78,6 +86,8 @@ __all__ = ["DPALS", "default_share", "item_factors", "item_statistics", "user_fa
 FACTOR_SNR = 1.0
 #: the factors' share of ρ when the rule releases them
 FACTOR_SHARE = 0.7
+#: the fewest listed items the factors are released for (`default_share`)
+MIN_ITEMS = 10
 #: ratings per block of the vectorised passes (memory: about 100 floats per rating)
 BLOCK_RATINGS = 1 << 17
 NOTES = {
@@ -121,7 +131,11 @@ class DPALS(ListedModel, AlgoBase):
         The baseline's share of ρ, in (0, 1); default the public rule
         (`default_share`).
     users, items : sequence of raw ids, optional
-        Public catalogues, as [`DPBaseline`][dprec.DPBaseline]'s.
+        Public catalogues, as [`DPBaseline`][dprec.DPBaseline]'s: without `items=` its
+        release chooses the items (private partition selection, half of δ).
+    max_items_per_user : int, default 1000
+        Without `items=`: the most items one user brings into that selection, as
+        [`DPBaseline`][dprec.DPBaseline]'s.
     random_state : None, int, RandomState or Generator
         `None` (default) draws fresh entropy at each fit; an int gives **seeded noise**,
         for experiments only (the report's entries are then void).
@@ -159,8 +173,8 @@ class DPALS(ListedModel, AlgoBase):
                  n_epochs: int = 3, max_ratings: int = 50, reg: float = 1.0,
                  noise_reg: float = 1.0, clip: float = 1.0, baseline_share: float | None = None,
                  users: Iterable | None = None, items: Iterable | None = None,
-                 random_state=None, verbose: bool = False,
-                 budget: tuple[float, float] | None = None) -> None:
+                 max_items_per_user: int = MAX_ITEMS_PER_USER, random_state=None,
+                 verbose: bool = False, budget: tuple[float, float] | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.delta = delta
@@ -173,6 +187,7 @@ class DPALS(ListedModel, AlgoBase):
         self.baseline_share = baseline_share
         self.users = users
         self.items = items
+        self.max_items_per_user = max_items_per_user
         self.random_state = random_state
         self.verbose = verbose
         self.budget = budget
@@ -197,24 +212,31 @@ class DPALS(ListedModel, AlgoBase):
         share = None if self.baseline_share is None else check_open_unit(
             self.baseline_share, "baseline_share")
         validate_random_state(self.random_state)
-        rho = zcdp_rho(epsilon, delta)
-        spent = stated_epsilon(rho, delta, epsilon)       # the one entry's ε: known now
+        selection = None if self.items is not None else SelectionBudget(
+            epsilon, SELECTION_SHARE * delta)
+        own_delta = delta - (0.0 if selection is None else selection.delta)
+        rho = zcdp_rho(epsilon, own_delta)
+        spent = stated_epsilon(rho, own_delta, epsilon)   # the one entry's ε: known now
         self._refuse_past_budget([(spent, delta)], Unit.USER)
         if entropy is None:
             entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
-        if share is None:
-            lists = RatingSpace.build(trainset, self.users, self.items)
-            share = default_share(len(lists.users), len(lists.items), rho)
+        first = 1.0 - FACTOR_SHARE if share is None else share
         baseline = DPBaseline(epsilon=epsilon, unit="user", mechanism="gaussian", delta=delta,
-                              users=self.users, items=self.items)
+                              users=self.users, items=self.items,
+                              max_items_per_user=self.max_items_per_user)
+        # the size rule reads the release's own (noisy) sizes: without factors, the rest
+        # of ρ goes to the effects (`fit_part`'s `more`)
+        rest = None if share is not None else lambda n_items, n_users: (
+            (1.0 - first) * rho if default_share(n_users, n_items, rho) == 1.0 else 0.0)
         baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded,
-                          rho=share * rho)
+                          rho=first * rho, selection=selection, more=rest)
+        share = baseline.rho_ / rho
         space = baseline.rating_space
         matrix = space.matrix
         residuals = np.clip(baseline.residuals(), -clip, clip) / clip
         n_items = matrix.shape[1]
         factors, noise, sd = np.zeros((n_items, d)), np.zeros(n_items), 0.0
-        if share < 1.0:
+        if share < 1.0 - 1e-12:
             rng = derive_generator(entropy, "factors")
             factors = rng.normal(0.0, 1.0 / math.sqrt(d), (n_items, d))
             weights = np.minimum(1.0, np.sqrt(m / np.maximum(np.diff(matrix.indptr), 1)))
@@ -237,9 +259,12 @@ class DPALS(ListedModel, AlgoBase):
         self.item_factors_ = pd.DataFrame(factors.copy(), index=space.items.labels(),
                                           columns=[f"f{j}" for j in range(d)])
         self.factor_noise_ = pd.Series(noise, index=space.items.labels(), name="factor_noise")
-        component = (f"effects and item factors ({epochs} epochs)" if share < 1.0 else
-                     "effects (no factors: too few users for this budget)")
-        self._accountant = self._ledger(seeded, delta, {component: spent})
+        component = (f"effects and item factors ({epochs} epochs)" if share < 1.0 - 1e-12
+                     else "effects (no factors: too few users for this budget)")
+        if selection is not None:
+            component += " (items by partition selection)"
+        self._accountant = self._ledger(seeded, own_delta + baseline.selection_delta_,
+                                        {component: spent})
         if self.verbose:
             print(f"DPALS: ε = {epsilon:g}, δ = {delta:g} per user")
         return self
@@ -270,16 +295,18 @@ class DPALS(ListedModel, AlgoBase):
         return est + np.where(known, self._clip * dot, 0.0), details
 
 
-def default_share(n_users: int, n_items: int, rho: float) -> float:
+def default_share(n_users: float, n_items: int, rho: float) -> float:
     r"""The public rule for `baseline_share`: $1 -$ `FACTOR_SHARE` when
     $(n_{\text{users}} / n_{\text{items}}) \sqrt\rho \ge$ `FACTOR_SNR`, else 1 (no
     factors).  Raters per item grow with $n_{\text{users}} / n_{\text{items}}$ and the
     noise's scale is $\propto 1/\sqrt\rho$; the threshold is where the factors were
     measured to start paying on dprec's synthetic MovieLens-shaped data
-    ([End-to-end models](../end_to_end.md)).  It reads the sizes of the lists, which are
-    public (catalogues) or a condition of the guarantee."""
-    return 1.0 - FACTOR_SHARE if n_users / max(n_items, 1) * math.sqrt(rho) >= FACTOR_SNR \
-        else 1.0
+    ([End-to-end models](../end_to_end.md)); fewer than `MIN_ITEMS` items give no factors
+    either.  The model reads released sizes only: the baseline release's noisy number of
+    users and the number of items it lists (a public catalogue's, or those its partition
+    selection chose)."""
+    return 1.0 - FACTOR_SHARE if n_items >= MIN_ITEMS and \
+        n_users / n_items * math.sqrt(rho) >= FACTOR_SNR else 1.0
 
 
 def _blocks(indptr: np.ndarray) -> list[tuple[int, int]]:

@@ -68,32 +68,43 @@ See [End-to-end models](../end_to_end.md) for the construction, its accounting a
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
 from surprise import AlgoBase
 
-from ._arrays import safe_divide
+from ._ratings import ratings_matrix
 from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
 from ._validation import (
     check_choice,
-    check_delta,
     check_epsilon,
+    check_int,
     check_open_unit,
     check_positive,
     check_real,
 )
-from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
-from .mechanisms import laplace, laplace_epsilon, laplace_scale
-from .mechanisms.discrete_gaussian import (
-    discrete_gaussian,
-    grid_sensitivity,
-    integer_l2_sums,
-    zcdp_epsilon,
-    zcdp_rho,
+from .effects_release import (  # noqa: F401  (re-exported: their home was this module)
+    DELTA,
+    GRID_BITS,
+    MAX_ITEMS_PER_USER,
+    SELECTION_SHARE,
+    Contributions,
+    ReleasePlan,
+    SelectionBudget,
+    Settings,
+    check_mechanism_delta,
+    contributions,
+    gaussian_release,
+    laplace_release,
+    release_plan,
+    reselect,
+    stated_epsilon,
+    weight_of,
 )
+from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+from .mechanisms.discrete_gaussian import grid_sensitivity
+from .mechanisms.partition_selection import cap_contributions
 from .noisy_effects import (  # noqa: F401  (re-exported: their home was this module)
     SIGNAL,
     effects_above_noise,
@@ -117,10 +128,6 @@ __all__ = ["SCOPE", "DPBaseline", "sorted_ids"]
 UNITS = {"rating": Unit.RATING, "user": Unit.USER}
 MECHANISMS = ("gaussian", "laplace")
 CENTRES = ("scale", "user")
-#: the default δ of the Gaussian mechanism
-DELTA = 1e-5
-#: the Gaussian release's grid: contributions are counted in steps of 2^-GRID_BITS
-GRID_BITS = 12
 #: the ledger's notes: each release's argument in brief, and the answers'
 NOTES = {
     "laplace": "Laplace (lattice sampler) on (clipped centred sums / C, weights), l1 "
@@ -136,22 +143,6 @@ WEIGHTS = {("rating", "laplace"): "1", ("rating", "gaussian"): "1",
            ("user", "laplace"): "1/|I_u|", ("user", "gaussian"): "1/sqrt(|I_u|)"}
 #: what the model releases, all post-processing of the release
 OUTPUTS = ("predictions", "details", "recommendations", "item effects")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The checked parameters of a fit (the defaults resolved for the rating scale)."""
-
-    epsilon: float
-    delta: float
-    unit: str
-    mechanism: str
-    centre: str
-    clip: float
-    share: float
-    item_shrinkage: float
-    prior_variance: float
-    user_shrinkage: float
 
 
 class DPBaseline(ListedModel, AlgoBase):
@@ -172,8 +163,10 @@ class DPBaseline(ListedModel, AlgoBase):
         The noise: the discrete Gaussian with weights $1/\sqrt{|I_u|}$ (default per user),
         or the lattice Laplace with weights $1/|I_u|$ (default per rating).
     delta : float, optional
-        The Gaussian mechanism's δ, in (0, 1), default `1e-5`; the Laplace mechanism
-        has δ = 0 (giving another `delta` with it is an error).
+        The model's δ, in (0, 1), default `1e-5`: with the Gaussian mechanism, the
+        release's and (without `items=`) the partition selection's, half each; with
+        Laplace, the partition selection's alone.  With Laplace and a public item
+        catalogue the model has δ = 0 (giving another `delta` then is an error).
     centre : {"scale", "user"}, default "scale"
         What ratings are centred at before clipping: the middle of the rating scale, or
         (`unit="user"` only) each user's own mean.
@@ -196,7 +189,12 @@ class DPBaseline(ListedModel, AlgoBase):
     users, items : sequence of raw ids, optional
         Public catalogues (stored as given, validated at `fit`): every rating must be
         by a listed user of a listed item (else `ValueError` naming the parameter).
-        Without them the lists are read from the data (see the module docstring).
+        Without `items=` the items are chosen by private partition selection, and
+        without `users=` the user list is kept private (see the module docstring).
+    max_items_per_user : int, default 1000
+        Per user without `items=`: the most items one user contributes to (a random
+        subset of a user who rated more), which bounds the items one user can bring
+        into the list (the partition selection's $k$).
     random_state : None, int, RandomState or Generator
         `None` (default) draws fresh entropy at each fit; an int gives **seeded
         noise**, reproducible, for experiments only: the report's entries are then void
@@ -240,8 +238,8 @@ class DPBaseline(ListedModel, AlgoBase):
                  global_share: float = 0.1, item_shrinkage: float | None = None,
                  prior_variance: float | None = None, user_shrinkage: float = 3.0,
                  users: Iterable | None = None, items: Iterable | None = None,
-                 random_state=None, verbose: bool = False,
-                 budget: tuple[float, float] | None = None) -> None:
+                 max_items_per_user: int = MAX_ITEMS_PER_USER, random_state=None,
+                 verbose: bool = False, budget: tuple[float, float] | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.unit = unit
@@ -255,6 +253,7 @@ class DPBaseline(ListedModel, AlgoBase):
         self.user_shrinkage = user_shrinkage
         self.users = users
         self.items = items
+        self.max_items_per_user = max_items_per_user
         self.random_state = random_state
         self.verbose = verbose
         self.budget = budget
@@ -265,7 +264,7 @@ class DPBaseline(ListedModel, AlgoBase):
         unit = check_choice(self.unit, "unit", tuple(UNITS))
         mechanism = ("gaussian" if unit == "user" else "laplace") if self.mechanism is None \
             else check_choice(self.mechanism, "mechanism", MECHANISMS)
-        delta = check_mechanism_delta(mechanism, self.delta)
+        delta = check_mechanism_delta(mechanism, self.delta, self.items is None)
         centre = check_choice(self.centre, "centre", CENTRES)
         if centre == "user" and unit == "rating":
             raise ValueError("centre='user' is for unit='user': one rating moves its "
@@ -280,62 +279,115 @@ class DPBaseline(ListedModel, AlgoBase):
         tau2 = (half_range / 2.0) ** 2 / 2.5 if self.prior_variance is None \
             else check_positive(self.prior_variance, "prior_variance")
         lam = check_real(self.user_shrinkage, "user_shrinkage", low=0.0)
+        cap = check_int(self.max_items_per_user, "max_items_per_user", minimum=1)
         validate_random_state(self.random_state)
-        return Settings(epsilon, delta, unit, mechanism, centre, clip, share, beta, tau2, lam)
+        return Settings(epsilon, delta, unit, mechanism, centre, clip, share, beta, tau2, lam,
+                        cap)
 
     def fit(self, trainset):
         """Release $\\mu$ and the item effects (spending `epsilon`) and compute $b_u$."""
         return self.fit_part(trainset)
 
     def fit_part(self, trainset, entropy: bytes | None = None, seeded: bool | None = None,
-                 rho: float | None = None):
+                 rho: float | None = None, selection: SelectionBudget | None = None,
+                 more: Callable[[int, float], float] | None = None):
         """`fit` as part of another model (e.g. [`DPItemKNN`][dprec.DPItemKNN]): the noise
         from that model's `entropy` (this one's `random_state` is then unused), its
-        accountant `seeded` alike, and with the Gaussian mechanism the release's zCDP `rho`
+        accountant `seeded` alike, with the Gaussian mechanism the release's zCDP `rho`
         (its share of the model's; `epsilon` is then unused and the entry states
-        `zcdp_epsilon(rho, delta)`).  Refused past the `budget`, before any noise."""
+        `zcdp_epsilon(rho, delta)`), and without `items=` the partition selection's
+        `selection` budget (the whole model's ε and the δ it may spend).  Refused past the
+        `budget`, before any noise.
+
+        `more` (Gaussian only) is the calling model's public rule: given the number of
+        listed items and the released (noisy) number of units, both known after the
+        release, it returns a further zCDP ρ to spend on the same statistics (0 for
+        none).  They are then released again over the listed items and the two releases
+        averaged by inverse variance: one release at the summed ρ, in distribution.
+        `rho_` is the ρ spent in all."""
         s = self._settings(trainset.rating_scale)
         space = RatingSpace.build(trainset, self.users, self.items)
-        noise, entries = release_plan(s, space.matrix.shape[1], rho)
-        self._refuse_past_budget([entry[2:] for entry in entries], UNITS[s.unit])
+        if space.items.given:
+            selection = None
+        elif selection is None:
+            selection = SelectionBudget(s.epsilon, s.delta * (
+                SELECTION_SHARE if s.mechanism == "gaussian" else 1.0))
+        elif more is not None:              # two selections may run: half of δ each
+            selection = SelectionBudget(selection.epsilon, selection.delta / 2.0)
+        plan = release_plan(s, space.matrix.shape[1], rho, selection)
+        self._refuse_past_budget([entry[2:] for entry in plan.entries], UNITS[s.unit])
         if entropy is None:
             entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
         rng = derive_generator(entropy, "dp-baseline")
         low, high = trainset.rating_scale
         centre, half_range = (low + high) / 2.0, (high - low) / 2.0
-        parts = contributions(space.matrix, s, (low, high))
+        released = space.matrix
+        if selection is not None and s.unit == "user":      # at most `cap` items per user
+            kept = cap_contributions(space.rows, s.cap, derive_generator(entropy, "cap"))
+            released = ratings_matrix(space.rows[kept], released.indices[kept],
+                                      released.data[kept], released.shape)
+        parts = contributions(released, s, (low, high))
         release = gaussian_release if s.mechanism == "gaussian" else laplace_release
-        noisy, sd = release(parts, rng, noise)
+        noisy, sd = release(parts, rng, plan.noise)
         n_items = space.matrix.shape[1]
+        listed = np.ones(n_items, dtype=bool) if plan.threshold is None else \
+            noisy[n_items:2 * n_items] >= plan.threshold     # partition selection
+        self.rho_, self.selection_delta_, rule = plan.rho, plan.selection_delta, plan.rule
+        extra = 0.0 if more is None else float(more(int(listed.sum()), float(noisy[-1])))
+        if extra > 0.0:                         # the same statistics again, averaged
+            sigma, bound, a = plan.noise
+            again = grid_sensitivity(bound, GRID_BITS) / math.sqrt(2.0 * extra)
+            second, _ = release(parts, derive_generator(entropy, "dp-baseline more"),
+                                (again, bound, a))
+            weight = again**2 / (sigma**2 + again**2)
+            noisy = weight * noisy + (1.0 - weight) * second
+            combined = sigma * again / math.hypot(sigma, again)   # in grid steps
+            sd = tuple(value * combined / sigma for value in sd)
+            self.rho_ = plan.rho + extra
+            if plan.threshold is not None:      # the items chosen again, on both releases
+                listed, added, rule = reselect(noisy[n_items:2 * n_items], combined,
+                                               selection, s)
+                self.selection_delta_ += added
         sums, counts = s.clip * noisy[:n_items], noisy[n_items:2 * n_items]
         global_sum, global_count = noisy[2 * n_items:]
         mu = float(np.clip(centre + half_range * global_sum / max(global_count, 1.0), low, high))
         item_sd = (s.clip * sd[0], sd[1])
-        effects = shrunk_effects(sums, counts, item_sd, s.item_shrinkage, s.prior_variance,
-                                 high - low)
+        # the listed items' effects, and last that of an item with no release behind it
+        effects = shrunk_effects(np.r_[sums[listed], 0.0], np.r_[counts[listed], 0.0], item_sd,
+                                 s.item_shrinkage, s.prior_variance, high - low)
+        effects, unlisted = effects[:-1], float(effects[-1])
         # μ's noise: its standard deviation to first order in both noises of the global pair
         mu_sd = half_range * sd[2] * math.hypot(1.0, global_sum / max(global_count, 1.0)) \
             / max(global_count, 1.0)
+        user_shrinkage = towards_noisy_mean(s.user_shrinkage, mu_sd, half_range)
+        base = np.full(n_items, mu + unlisted)
+        base[listed] = mu + effects
+        user_effects = own_effects(space.matrix, base, user_shrinkage)   # all own ratings
+        if plan.threshold is not None:
+            space = space.selected(listed, rule)
         AlgoBase.fit(self, trainset)           # the model is changed only after the release
         self.mu_, self._item_effects, self._space = mu, effects, space
+        self.unlisted_effect_ = unlisted
         self.noise_sd_ = (float(s.clip * sd[0]), float(sd[1]))
         self.item_effects_ = pd.Series(effects.copy(), index=space.items.labels(),
                                        name="item_effect")
-        self.user_shrinkage_ = towards_noisy_mean(s.user_shrinkage, mu_sd, half_range)
-        self._user_effects = own_effects(space.matrix, mu + effects, self.user_shrinkage_)
-        self._accountant = self._ledger(space, s, seeded, entries)
+        self.user_shrinkage_ = user_shrinkage
+        self._user_effects = user_effects
+        self._accountant = self._ledger(space, s, seeded, plan.entries)
         if self.verbose:
-            print(f"DPBaseline: released μ and {n_items} item effects ({s.mechanism}), "
-                  f"ε = {s.epsilon:g}, δ = {s.delta:g} per {UNITS[s.unit]}")
+            print(f"DPBaseline: released μ and {len(space.items)} item effects "
+                  f"({s.mechanism}), ε = {s.epsilon:g}, δ = {s.delta:g} per {UNITS[s.unit]}")
         return self
 
     def release_entries(self, rating_scale: tuple[float, float], n_items: int,
-                        rho: float | None = None) -> list[tuple[str, str, float, float]]:
+                        rho: float | None = None, selection: SelectionBudget | None = None
+                        ) -> list[tuple[str, str, float, float]]:
         """The ledger entries `(component, mechanism, ε, δ)` a release over `n_items` items
-        on `rating_scale` would make (with `fit_part`'s `rho`), the parameters checked:
-        public functions of them, known before any noise is drawn
+        on `rating_scale` would make (with `fit_part`'s `rho` and `selection`), the
+        parameters checked: public functions of them (and, with Laplace and a public
+        catalogue, of its size), known before any noise is drawn
         ([`release_plan`][dprec.dp_baseline.release_plan])."""
-        return release_plan(self._settings(rating_scale), n_items, rho)[1]
+        return release_plan(self._settings(rating_scale), n_items, rho, selection).entries
 
     def _ledger(self, space: RatingSpace, s: Settings, seeded: bool,
                 entries: list[tuple[str, str, float, float]]) -> PrivacyAccountant:
@@ -368,170 +420,10 @@ class DPBaseline(ListedModel, AlgoBase):
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""
         known_user, known_item = users >= 0, items >= 0
+        effects = self._item_effects[np.maximum(items, 0)] if len(self._item_effects) else 0.0
         est = (self.mu_ + np.where(known_user, self._user_effects[np.maximum(users, 0)], 0.0)
-               + np.where(known_item, self._item_effects[np.maximum(items, 0)], 0.0))
+               + np.where(known_item, effects, np.where(known_user, self.unlisted_effect_, 0.0)))
         return est, surprise_details(known_user, known_item)
 
 
 # ------------------------------------------------------------------ the release
-def check_mechanism_delta(mechanism: str, delta: float | None) -> float:
-    """The δ of `mechanism` (`None`: `DELTA` for the Gaussian, 0 for Laplace).
-
-    Raises
-    ------
-    ValueError
-        For δ = 0 with the Gaussian, or δ > 0 with Laplace, naming `delta`.
-    """
-    if mechanism == "gaussian":
-        delta = DELTA if delta is None else check_delta(delta)
-        if delta == 0.0:
-            raise ValueError("delta must be > 0 with mechanism='gaussian' (or choose "
-                             "mechanism='laplace', which has delta = 0)")
-        return delta
-    delta = 0.0 if delta is None else check_delta(delta)
-    if delta != 0.0:
-        raise ValueError(f"delta = {delta:g} is for mechanism='gaussian'; the Laplace "
-                         "mechanism has delta = 0 (leave delta unset)")
-    return delta
-
-
-def weight_of(n_ratings, unit: str, mechanism: str):
-    """A unit's weight per rating for a user with `n_ratings` ratings: 1 per rating,
-    $1/\\sqrt n$ (Gaussian) or $1/n$ (Laplace) per user."""
-    n = np.asarray(n_ratings, dtype=np.float64)
-    if unit == "rating":
-        return np.ones_like(n)
-    return 1.0 / np.sqrt(n) if mechanism == "gaussian" else 1.0 / n
-
-
-@dataclass(frozen=True)
-class Contributions:
-    """Each unit's contribution to the released vector, as sparse entries.
-
-    The vector's coordinates: the item sums ($n$ items, in units of $C$), the item
-    weights ($n$), then the global sum (in units of $B$) and count.  Entry $k$ adds
-    `values[k]` to coordinate `columns[k]` for the unit `rows[k]`; `global_rows` marks
-    the global coordinates' entries.
-    """
-
-    rows: np.ndarray
-    columns: np.ndarray
-    values: np.ndarray
-    global_rows: np.ndarray
-    n_coordinates: int
-
-    def totals(self) -> np.ndarray:
-        """The true vector (the sums over units)."""
-        return np.bincount(self.columns, self.values, self.n_coordinates)
-
-
-def contributions(matrix, s: Settings, rating_scale: tuple[float, float]) -> Contributions:
-    r"""The entries of every unit's contribution (see
-    [`Contributions`][dprec.dp_baseline.Contributions]) for the users × items `matrix`:
-    ratings clipped to the scale, centred ($c$ or the user's mean) and clipped to
-    $\pm C$, divided by $C$, weighted per rating (`weight_of`); the global pair
-    $((\bar r - c)/B, 1)$ per unit.  Per user the item block has ℓ2 norm at most
-    $\sqrt 2$ (Gaussian weights) or ℓ1 norm at most 2 (Laplace weights), and the global
-    pair norm at most $\sqrt 2$ / 2; per rating both blocks hold one rating."""
-    low, high = rating_scale
-    centre, half_range = (low + high) / 2.0, (high - low) / 2.0
-    n_users, n_items = matrix.shape
-    counts = np.diff(matrix.indptr)
-    users = np.repeat(np.arange(n_users), counts)
-    ratings = np.clip(matrix.data, low, high)
-    rated = counts > 0
-    means = safe_divide(np.bincount(users, ratings, n_users), counts)   # 0 where no rating
-    origin = centre if s.centre == "scale" else means[users]
-    x = np.clip(ratings - origin, -s.clip, s.clip) / s.clip
-    w = weight_of(counts[users], s.unit, s.mechanism)
-    if s.unit == "rating":
-        unit_of_item_entries = np.arange(len(ratings))
-        global_rows, global_values = unit_of_item_entries, (ratings - centre) / half_range
-    else:
-        unit_of_item_entries = users
-        global_rows, global_values = np.flatnonzero(rated), (means[rated] - centre) / half_range
-    n_global = len(global_rows)
-    rows = np.concatenate([unit_of_item_entries, unit_of_item_entries, global_rows,
-                           global_rows])
-    columns = np.concatenate([matrix.indices, n_items + matrix.indices,
-                              np.full(n_global, 2 * n_items), np.full(n_global, 2 * n_items + 1)])
-    values = np.concatenate([w * x, w, global_values, np.ones(n_global)])
-    marks = np.concatenate([np.zeros(2 * len(ratings), dtype=bool), np.ones(2 * n_global,
-                                                                             dtype=bool)])
-    return Contributions(rows, columns, values, marks, 2 * n_items + 2)
-
-
-def release_plan(s: Settings, n_items: int,
-                 rho: float | None = None) -> tuple[tuple[float, ...], list]:
-    r"""The release's noise scales and ledger entries, before any noise is drawn: public
-    functions of the parameters and the number of items.
-
-    With the Gaussian, $(\sigma, \text{bound}, a)$: $\sigma = K / \sqrt{2\rho}$ in grid
-    steps, $K$ = `grid_sensitivity(bound)` with the ℓ2 bound $\sqrt{2 + 2a^2}$ that
-    [`gaussian_release`][dprec.dp_baseline.gaussian_release] clips each unit to (this
-    one value, so the noise and the clipping cannot disagree), $a = \sqrt{s/(1-s)}$, and
-    $\rho$ = `zcdp_rho(ε, δ)` unless `rho` is given, one entry; with Laplace, the scales of the
-    global and of the item vectors (ℓ1 sensitivity 2 each per unit, `global_share` of ε
-    and the rest), two entries.  An entry is `(component, mechanism, ε, δ)`, ε from the
-    mechanism's privacy map at that scale.
-    """
-    if s.mechanism == "gaussian":
-        a = math.sqrt(s.share / (1.0 - s.share))
-        bound = math.sqrt(2.0 + 2.0 * a * a)
-        sensitivity = grid_sensitivity(bound, GRID_BITS)
-        rho = zcdp_rho(s.epsilon, s.delta) if rho is None else rho
-        sigma = sensitivity / math.sqrt(2.0 * rho)
-        spent = stated_epsilon(sensitivity**2 / (2.0 * sigma**2), s.delta, s.epsilon)
-        return (sigma, bound, a), [("effects", "discrete gaussian (zCDP)", spent, s.delta)]
-    changed = 2 if s.unit == "rating" else 2 * n_items
-    scale_global = laplace_scale(s.share * s.epsilon, 2.0, max_changed=2,
-                                 name="global_share * epsilon")
-    scale_items = laplace_scale((1.0 - s.share) * s.epsilon, 2.0, max_changed=changed,
-                                name="(1 - global_share) * epsilon")
-    return (scale_global, scale_items), [
-        ("global effect", "laplace (lattice)", laplace_epsilon(scale_global, 2.0, max_changed=2),
-         0.0),
-        ("item effects", "laplace (lattice)",
-         laplace_epsilon(scale_items, 2.0, max_changed=changed), 0.0)]
-
-
-def gaussian_release(parts: Contributions, rng: np.random.Generator,
-                     noise: tuple[float, float, float]) -> tuple[np.ndarray, tuple]:
-    r"""The discrete Gaussian release of the whole vector: the global entries scaled by
-    $a$, everything on the grid $2^{-12}$ with each unit's integer vector clipped to ℓ2
-    norm $K = \lfloor \text{bound} \cdot 2^{12} \rfloor$, noise of scale $\sigma$; `noise`
-    $= (\sigma, \text{bound}, a)$ from [`release_plan`][dprec.dp_baseline.release_plan].
-
-    Returns the noisy vector (the global pair divided back by $a$) and the standard
-    deviations of the noise on an item sum and weight (in units of $C$ and of the
-    weights) and on each of the global pair.
-    """
-    sigma, bound, a = noise
-    values = np.where(parts.global_rows, a * parts.values, parts.values)
-    sums, _ = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates, bound,
-                              GRID_BITS)
-    noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
-    noisy[-2:] /= a
-    sd = sigma * 2.0**-GRID_BITS
-    return noisy, (sd, sd, sd / a)
-
-
-def laplace_release(parts: Contributions, rng: np.random.Generator,
-                    noise: tuple[float, float]) -> tuple[np.ndarray, tuple]:
-    """The two Laplace releases (global, then items) at the scales `noise` (from
-    [`release_plan`][dprec.dp_baseline.release_plan]); the standard deviations of the item
-    noise (sum, weight) and of the global pair's."""
-    scale_global, scale_items = noise
-    totals = parts.totals()
-    noisy = np.concatenate([laplace(totals[:-2], scale_items, rng),
-                            laplace(totals[-2:], scale_global, rng)])
-    sd = math.sqrt(2.0) * scale_items
-    return noisy, (sd, sd, math.sqrt(2.0) * scale_global)
-
-
-def stated_epsilon(rho: float, delta: float, target: float) -> float:
-    """The ε a ledger entry states for a ρ-zCDP release at `delta`: the accountant's, or
-    `target` where it proves ε = 0 (tiny ρ: the release is then (0, δ)-DP, so any ε ≥ 0
-    holds, and a ledger entry needs ε > 0)."""
-    spent = zcdp_epsilon(rho, delta)
-    return spent if spent > 0.0 else target

@@ -76,22 +76,34 @@ from statistics import NormalDist
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 from surprise import AlgoBase
 
-from ._arrays import pattern_matrix, safe_divide
+from ._arrays import safe_divide
 from ._rng import derive_generator, fit_entropy, is_seeded
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
+from .covariance_release import (  # noqa: F401  (re-exported: their home was this module)
+    check_laplace_scale,
+    gaussian_sums,
+    grid_levels,
+    grid_residuals,
+    integer_sums,
+    laplace_sum_epsilons,
+    noisy_sums,
+    sum_sensitivities,
+)
 from .dp_als import DPALS
-from .dp_baseline import DPBaseline, check_mechanism_delta, stated_epsilon
+from .dp_baseline import (
+    MAX_ITEMS_PER_USER,
+    SELECTION_SHARE,
+    DPBaseline,
+    SelectionBudget,
+    check_mechanism_delta,
+    stated_epsilon,
+)
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
-    discrete_gaussian,
-    discrete_laplace,
-    discrete_laplace_epsilon,
     zcdp_rho,
 )
-from .mechanisms.exact_laplace import MAX_T
 from .noisy_effects import SIGNAL
 from .rating_space import ListedModel, RatingSpace
 
@@ -105,6 +117,8 @@ SIMILARITIES = ("covariance", "factors")
 COVARIANCE_SNR = 3.0
 #: the baseline's share of the budget where the covariance is released
 BASELINE_SHARE = 0.3
+#: the fewest listed items the covariance is released for (`default_share`)
+MIN_ITEMS = 10
 #: the ledger's notes: the integer releases' argument in brief, and the answers'
 NOTES = {
     "gaussian": "discrete Gaussian on the baseline's release and on integer sums (residuals "
@@ -136,8 +150,9 @@ class DPItemKNN(ListedModel, AlgoBase):
     mechanism : {"gaussian", "laplace"}, default "gaussian"
         The noise of all three releases (see the module docstring).
     delta : float, optional
-        δ of the Gaussian mechanism, in (0, 1), default `1e-5`; the Laplace mechanism
-        has δ = 0.
+        The model's δ, in (0, 1), default `1e-5`: without `items=` half of it (all with
+        Laplace) is the partition selection's; with Laplace and a public item
+        catalogue δ = 0.
     baseline_share : float, optional
         Share of the budget (of ρ with the Gaussian, of ε with Laplace) for the global
         and item effects (in (0, 1)); default the public rule `default_share`: 0.3, or
@@ -160,7 +175,11 @@ class DPItemKNN(ListedModel, AlgoBase):
         that release; `shrinkage` is then unused.
     users, items : sequence of raw ids, optional
         Public catalogues, as in [`DPBaseline`][dprec.DPBaseline] (validated
-        at `fit`; ratings outside them raise `ValueError`).
+        at `fit`; ratings outside them raise `ValueError`); without `items=` the
+        baseline's release chooses the items (private partition selection) and the
+        covariance is over those.
+    max_items_per_user : int, default 1000
+        Without `items=`: the most items one user brings into that selection.
     random_state : None, int, RandomState or Generator
         `None` (default) draws fresh entropy at each fit; an int gives
         **seeded noise**, for experiments only (the report's entries are void).
@@ -189,8 +208,8 @@ class DPItemKNN(ListedModel, AlgoBase):
                  grid_bits: int = 4, shrinkage: float | None = None,
                  similarity: str = "covariance",
                  users: Iterable | None = None, items: Iterable | None = None,
-                 random_state=None, verbose: bool = False,
-                 budget: tuple[float, float] | None = None) -> None:
+                 max_items_per_user: int = MAX_ITEMS_PER_USER, random_state=None,
+                 verbose: bool = False, budget: tuple[float, float] | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.k = k
@@ -203,6 +222,7 @@ class DPItemKNN(ListedModel, AlgoBase):
         self.shrinkage = shrinkage
         self.users = users
         self.items = items
+        self.max_items_per_user = max_items_per_user
         self.random_state = random_state
         self.verbose = verbose
         self.budget = budget
@@ -213,7 +233,7 @@ class DPItemKNN(ListedModel, AlgoBase):
         epsilon = check_epsilon(self.epsilon)
         k = check_int(self.k, "k", minimum=1)
         mechanism = check_choice(self.mechanism, "mechanism", MECHANISMS)
-        delta = check_mechanism_delta(mechanism, self.delta)
+        delta = check_mechanism_delta(mechanism, self.delta, self.items is None)
         share = None if self.baseline_share is None else check_open_unit(
             self.baseline_share, "baseline_share")
         clip = check_real(self.clip, "clip", low=0.0, low_inclusive=False)
@@ -225,32 +245,53 @@ class DPItemKNN(ListedModel, AlgoBase):
         if similarity == "factors" and mechanism != "gaussian":
             raise ValueError("similarity='factors' needs mechanism='gaussian' (DPALS's "
                              "release is a discrete Gaussian)")
-        rho = zcdp_rho(epsilon, delta) if mechanism == "gaussian" else None
+        selection = None if self.items is not None else SelectionBudget(
+            epsilon, delta * (SELECTION_SHARE if mechanism == "gaussian" else 1.0))
+        own_delta = delta - (0.0 if selection is None else selection.delta)
+        rho = zcdp_rho(epsilon, own_delta) if mechanism == "gaussian" else None
         if similarity == "factors":                # DPALS's one entry (the same call)
-            self._refuse_past_budget([(stated_epsilon(rho, delta, epsilon), delta)], Unit.USER)
+            self._refuse_past_budget([(stated_epsilon(rho, own_delta, epsilon), delta)],
+                                     Unit.USER)
             entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
             self._fit_factors(trainset, k, epsilon, share, (clip, bits), entropy, seeded)
             return self
-        lists = None if share is not None and rho is not None else RatingSpace.build(
-            trainset, self.users, self.items)
-        if share is None:
-            share = default_share(len(lists.users), len(lists.items), rho)
-        baseline = DPBaseline(epsilon=share * epsilon, unit="user", mechanism=mechanism,
-                              delta=self.delta, users=self.users, items=self.items)
-        spent, cost = self._plan(trainset, baseline, lists, (share, epsilon, delta, rho),
-                                 (clip, bits))
+        lists = None if rho is not None else RatingSpace.build(trainset, self.users,
+                                                               self.items)
+        first = BASELINE_SHARE if share is None else share
+        baseline = DPBaseline(epsilon=first * epsilon, unit="user", mechanism=mechanism,
+                              delta=self.delta, users=self.users, items=self.items,
+                              max_items_per_user=self.max_items_per_user)
+        spent, cost = self._plan(trainset, baseline, lists, (first, epsilon, own_delta, rho),
+                                 (clip, bits), selection)
+        if lists is None and rho is None:     # items not chosen yet: what fails for one item
+            check_laplace_scale(1, (clip, bits), (1.0 - first) * epsilon / 2.0, epsilon)
         self._refuse_past_budget(cost, Unit.USER)
         entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
+        # the size rule reads the release's own (noisy) sizes: without the covariance, the
+        # rest of ρ goes to the effects (`DPBaseline.fit_part`'s `more`)
+        rest = None if share is not None or rho is None else lambda n_items, n_users: (
+            (1.0 - first) * rho if default_share(n_users, n_items, rho) == 1.0 else 0.0)
         # the baseline's noise comes from this model's entropy (its own random_state is unused)
         baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded,
-                          rho=None if rho is None else share * rho)
+                          rho=None if rho is None else first * rho, selection=selection,
+                          more=rest)
+        share = first if rho is None else min(baseline.rho_ / rho, 1.0)
+        delta = own_delta + baseline.selection_delta_
+        if rho is not None:
+            component = ("effects (no covariance: too few users for this budget)"
+                         if share > 1.0 - 1e-12 else next(iter(spent)))
+            spent = {component + ("" if selection is None else
+                                  " (items by partition selection)"): next(iter(spent.values()))}
         space = baseline.rating_space          # the model is changed only once all is released
         matrix = space.matrix
         residuals = grid_residuals(baseline.residuals(), clip, bits)
 
         n_items = matrix.shape[1]
-        if share == 1.0:                       # the rule releases no covariance
-            self._fit_baseline_only(trainset, k, baseline, residuals, seeded, delta, spent)
+        if lists is None and rho is None:      # the selected items known: the noise's scale
+            check_laplace_scale(n_items, (clip, bits), (1.0 - share) * epsilon / 2.0, epsilon)
+        if share > 1.0 - 1e-12 or n_items == 0:    # no covariance (the rule, or no item)
+            self._fit_baseline_only(trainset, k, baseline, residuals, seeded, mechanism,
+                                    delta, spent)
             return self
         norm = "l2" if mechanism == "gaussian" else "l1"
         cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(matrix, residuals,
@@ -297,12 +338,13 @@ class DPItemKNN(ListedModel, AlgoBase):
         return self
 
     def _plan(self, trainset, baseline: DPBaseline, lists: RatingSpace | None,
-              shares: tuple[float, float, float, float | None],
-              grid: tuple[float, int]) -> tuple[dict, list]:
+              shares: tuple[float, float, float, float | None], grid: tuple[float, int],
+              selection: SelectionBudget | None) -> tuple[dict, list]:
         """Before any noise: the model's own ledger entries `{component: ε}` and what every
         release spends, `(ε, δ)` in the ledger's order — public functions of the parameters
-        and, with Laplace, of the number of items (`lists`).  `shares` is `(baseline_share,
-        ε, δ, ρ)`, `ρ` None with Laplace; `grid` is `(clip, grid_bits)`.
+        (and, with Laplace and a public item catalogue, of its size: `lists`).  `shares` is
+        `(baseline_share, ε, δ, ρ)`, δ the releases' own (without the selection's) and `ρ`
+        None with Laplace; `grid` is `(clip, grid_bits)`.
 
         Raises
         ------
@@ -310,32 +352,29 @@ class DPItemKNN(ListedModel, AlgoBase):
             If the Laplace noise of the covariance is beyond the sampler (`MAX_T`).
         """
         share, epsilon, delta, rho = shares
+        selection_delta = 0.0 if selection is None else selection.delta
         if rho is not None:        # the releases composed in zCDP: one entry
-            component = ("effects (no covariance: too few users for this budget)"
-                         if share == 1.0 else "effects, covariance and co-rating weights")
             # zCDP composes by adding ρ: share·ρ for the effects and (1 − share)·ρ/2 for
             # each of the covariance and the co-rating weights, ρ in all
-            spent = {component: stated_epsilon(rho, delta, epsilon)}
-            return spent, [(spent[component], delta)]
-        n_items = len(lists.items)
+            spent = {"effects, covariance and co-rating weights":
+                     stated_epsilon(rho, delta, epsilon)}
+            return spent, [(*spent.values(), delta + selection_delta)]
         epsilon_each = (1.0 - share) * epsilon / 2.0
-        sensitivities = sum_sensitivities(n_items, *grid, "l1")
-        if sensitivities[0] / epsilon_each > MAX_T:
-            log_scale = math.log2(sensitivities[0] / epsilon_each)
-            raise ValueError(f"grid_bits = {grid[1]} with epsilon = {epsilon:g} needs discrete "
-                             f"Laplace noise of scale 2^{log_scale:.1f} integer steps, "
-                             "above the sampler's 2^42: give fewer grid_bits (a coarser "
-                             "grid) or a larger epsilon")
+        if lists is not None:      # a public catalogue: the noise's scale is known now
+            check_laplace_scale(len(lists.items), grid, epsilon_each, epsilon)
         spent = dict(zip(("covariance", "co-rating weights"),
-                         laplace_sum_epsilons(sensitivities, epsilon_each)))
-        effects = baseline.release_entries(trainset.rating_scale, n_items)
+                         laplace_sum_epsilons(sum_sensitivities(2, *grid, "l1"),
+                                              epsilon_each)))
+        effects = baseline.release_entries(trainset.rating_scale, 0 if lists is None else
+                                           len(lists.items), selection=selection)
         return spent, [entry[2:] for entry in effects] + [(eps, 0.0) for eps in spent.values()]
 
     def _fit_baseline_only(self, trainset, k: int, baseline: DPBaseline,
-                           residuals: np.ndarray, seeded: bool, delta: float,
+                           residuals: np.ndarray, seeded: bool, mechanism: str, delta: float,
                            spent: dict) -> None:
-        """The fitted model when the rule releases no covariance: the baseline with all of
-        the budget, every similarity 0 (every answer is the baseline's)."""
+        """The fitted model without a covariance release — the rule gives the baseline all
+        of the budget, or no item was listed (the budget planned is still charged) —
+        every similarity 0 (every answer is the baseline's)."""
         AlgoBase.fit(self, trainset)
         self.k_, self.baseline_, self._space = k, baseline, baseline.rating_space
         n_items = len(self._space.items)
@@ -345,18 +384,17 @@ class DPItemKNN(ListedModel, AlgoBase):
         labels = self._space.items.labels()
         self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
         self._residuals_by_rating = residuals
-        self._accountant = self._ledger(seeded, "gaussian", delta, spent)
+        self._accountant = self._ledger(seeded, mechanism, delta, spent)
         if self.verbose:
-            print(f"DPItemKNN: released the item effects only ({len(self._space.users)} users "
-                  f"are too few for the covariance at this budget), ε = {self.epsilon:g}, "
-                  f"δ = {delta:g} per user")
+            print(f"DPItemKNN: released the item effects only ({n_items} items listed), "
+                  f"ε = {self.epsilon:g}, δ = {delta:g} per user")
 
     def _fit_factors(self, trainset, k: int, epsilon: float, share: float | None,
                      grid: tuple[float, int], entropy: bytes, seeded: bool) -> None:
         """The fitted model on the cosine of a [`DPALS`][dprec.DPALS] release's item
         factors (`similarity="factors"`): that release is the whole model's."""
         als = DPALS(epsilon=epsilon, delta=self.delta, baseline_share=share, users=self.users,
-                    items=self.items).fit_part(trainset,
+                    items=self.items, max_items_per_user=self.max_items_per_user).fit_part(trainset,
                                                derive_generator(entropy, "factors").bytes(16),
                                                seeded)
         factors = als.item_factors_.to_numpy()
@@ -452,7 +490,7 @@ class DPItemKNN(ListedModel, AlgoBase):
         return shift, actual_k
 
 
-def default_share(n_users: int, n_items: int, rho: float | None) -> float:
+def default_share(n_users: float, n_items: int, rho: float | None) -> float:
     r"""The public rule for `baseline_share`: 0.3 with Laplace (`rho` None); with the
     Gaussian, 0.3 when $(n_{\text{users}} / n_{\text{items}}) \sqrt\rho \ge$
     `COVARIANCE_SNR`, else 1 (no covariance release: the answers are the baseline's, with
@@ -462,139 +500,12 @@ def default_share(n_users: int, n_items: int, rho: float | None) -> float:
     $1/\sqrt\rho$.  The threshold was measured on dprec's synthetic MovieLens-shaped data
     (`dprec scaling`: the covariance paid at 20,000 × 3,706 and 69,878 × 10,677 at ε = 5,
     ratios 4.0 and 4.8; it cost at ε ≤ 2, ratios up to 2.1), never on the data being
-    protected.  The lists are public under the guarantee (catalogues `users=` and
-    `items=`; without them it holds for neighbouring datasets with the same lists).
+    protected.  Fewer than `MIN_ITEMS` items (e.g. a strict partition selection) give no
+    covariance either.  The model reads released sizes only: the baseline release's
+    noisy number of users and the number of items it lists (a public catalogue's, or
+    those its partition selection chose).
     """
     if rho is None:
         return BASELINE_SHARE
-    return BASELINE_SHARE if n_users / max(n_items, 1) * math.sqrt(rho) >= COVARIANCE_SNR \
-        else 1.0
-
-
-def noisy_sums(sums, sensitivities, epsilon: float,
-               rng) -> tuple[list[np.ndarray], list[float]]:
-    r"""Each symmetric integer matrix of `sums` released: its upper triangle plus discrete
-    Laplace noise of scale $t = \Delta/\varepsilon$ ($\Delta$ its ℓ1 sensitivity in
-    `sensitivities`), mirrored below the diagonal (post-processing).
-
-    Returns the noisy matrices (integers) and the ε each release spends, from the
-    mechanism's privacy map (`discrete_laplace_epsilon(t, Δ)`, that is ε).
-    """
-    out = []
-    for total, sensitivity in zip(sums, sensitivities):
-        n = len(total)
-        upper = np.triu_indices(n)
-        noisy = np.zeros((n, n))
-        noisy[upper] = discrete_laplace(total[upper], sensitivity / epsilon, rng)
-        out.append(noisy + np.triu(noisy, 1).T)
-    return out, laplace_sum_epsilons(sensitivities, epsilon)
-
-
-def laplace_sum_epsilons(sensitivities, epsilon: float) -> list[float]:
-    r"""The ε each release of [`noisy_sums`][dprec.dp_item_knn.noisy_sums] spends, from the
-    mechanism's privacy map (`discrete_laplace_epsilon(Δ/ε, Δ)`, that is ε): public
-    functions of the parameters, known before any noise is drawn."""
-    return [discrete_laplace_epsilon(sensitivity / epsilon, sensitivity)
-            for sensitivity in sensitivities]
-
-
-def gaussian_sums(sums, sensitivities, rho: float,
-                  rng) -> tuple[list[np.ndarray], float]:
-    r"""Each symmetric integer matrix of `sums` released: its upper triangle plus discrete
-    Gaussian noise of scale $\sigma = \Delta/\sqrt{2\rho}$ ($\Delta$ its ℓ2 sensitivity in
-    `sensitivities`), so $\rho$-zCDP each, mirrored below the diagonal (post-processing).
-
-    Returns the noisy matrices (integers) and the standard deviation of the noise on the
-    last one divided by its sensitivity (the co-rating weights' noise, in $W$'s units).
-    """
-    out = []
-    for total, sensitivity in zip(sums, sensitivities):
-        n = len(total)
-        upper = np.triu_indices(n)
-        sigma = sensitivity / math.sqrt(2.0 * rho)
-        noisy = np.zeros((n, n))
-        noisy[upper] = discrete_gaussian(total[upper], sigma, rng)
-        out.append(noisy + np.triu(noisy, 1).T)
-    return out, 1.0 / math.sqrt(2.0 * rho)
-
-
-def grid_levels(clip: float, bits: int) -> int:
-    r"""$m = \lfloor C / h \rfloor$, $h = 2^{-b}$: the clipped residuals are the multiples
-    $k h$ with $|k| \le m$ (so $|e| \le m h \le C$).
-
-    Raises
-    ------
-    ValueError
-        If $C < h$ (every residual would round to 0), naming `clip` and `grid_bits`.
-    """
-    levels = math.floor(clip * 2.0**bits)          # exact: a power-of-two scaling
-    if levels < 1:
-        raise ValueError(f"clip = {clip!r} is below the grid step 2^-grid_bits = "
-                         f"{2.0**-bits!r}: every residual would round to 0 (give a clip of "
-                         "at least the step, or more grid_bits)")
-    return levels
-
-
-def grid_residuals(raw: np.ndarray, clip: float, bits: int) -> np.ndarray:
-    r"""Residuals rounded to the grid $h = 2^{-b}$, **then** clipped to $\pm m h$
-    (`grid_levels`): multiples of $h$ no larger than $C$ in magnitude, whatever $C$
-    (rounding after clipping could reach $C + h/2$).  The input is not modified."""
-    levels = grid_levels(clip, bits)
-    return np.clip(np.round(np.asarray(raw) * 2.0**bits),
-                   -levels, levels) * 2.0**-bits
-
-
-def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
-                 norm: str) -> tuple[np.ndarray, np.ndarray, float, float]:
-    r"""The covariance and co-rating sums as exact integers, and their `norm` sensitivities.
-
-    $\mathrm{Cov}/g$ and $W 2^A$ (see the module docstring) for the users × items
-    `matrix` whose stored entries have the residuals `residuals` (multiples of
-    $2^{-b}$ in $[-m h, m h]$, as [`grid_residuals`][dprec.dp_item_knn.grid_residuals]
-    makes them), with every user weighted $w_u = 2^{-\lceil 2 \log_2 |I_u| \rceil}$.
-    Returns `(cov, w, Δ_cov, Δ_w)`: dense $n_{\text{items}} \times n_{\text{items}}$ arrays of
-    integers and the largest change of the upper triangle of each (in `norm`, `"l1"` or
-    `"l2"`) when one user is added or removed, $m^2 2^A$ and $2^A$ (`sum_sensitivities`).
-
-    Raises
-    ------
-    ValueError
-        If a residual is off the grid or beyond $m h$ (the sensitivity would not
-        bound it), if the sums could exceed $2^{53}$ (float64 rounds), or for another `norm`.
-    """
-    norm = check_choice(norm, "norm", ("l1", "l2"))
-    n_users, n_items = matrix.shape
-    levels = grid_levels(clip, bits)
-    scaled = np.asarray(residuals) * 2.0**bits
-    if np.any(np.abs(scaled) > levels) or np.any(scaled != np.round(scaled)):
-        raise ValueError(f"residuals must be multiples of 2^-grid_bits within ±{levels} "
-                         "steps (round, then clip: grid_residuals)")
-    power = {"l1": 2, "l2": 1}[norm]           # w_u |I_u|^2 <= 1 (l1) or w_u |I_u| <= 1 (l2)
-    sensitivity_cov, scale = sum_sensitivities(n_items, clip, bits, norm)
-    if n_users * sensitivity_cov >= 2.0**53:
-        raise ValueError(f"clip = {clip!r} and grid_bits = {bits} give integer sums beyond "
-                         f"2^53 for {n_users} users and {n_items} items (float64 would round "
-                         "them): lower clip or grid_bits")
-    counts = np.diff(matrix.indptr)
-    weights = 2.0 ** -np.ceil(power * np.log2(np.maximum(counts, 1)))
-    values = matrix.copy()
-    values.data = scaled
-    pattern = pattern_matrix(matrix)
-
-    def gram(m) -> np.ndarray:        # Σ_u w_u x_u x_uᵀ, exact on the common dyadic grid
-        return (m.T @ sp.diags(weights) @ m).toarray()
-
-    return gram(values) * scale, gram(pattern) * scale, sensitivity_cov, scale
-
-
-def sum_sensitivities(n_items: int, clip: float, bits: int,
-                      norm: str) -> tuple[float, float]:
-    r"""$m^2 2^A$ and $2^A$: how far one user moves the upper triangles of
-    [`integer_sums`][dprec.dp_item_knn.integer_sums]' $\mathrm{Cov}/g$ and $W 2^A$ (in ℓ1,
-    or in ℓ2 with `norm="l2"`), with $A = \lceil 2 \log_2 n_{\text{items}} \rceil$ (ℓ1) or
-    $\lceil \log_2 n_{\text{items}} \rceil$ (ℓ2): public functions of the number of items
-    and the grid, known before any sum."""
-    levels = grid_levels(clip, bits)
-    power = {"l1": 2, "l2": 1}[norm]
-    scale = 2.0 ** math.ceil(power * math.log2(max(n_items, 2)))       # 2^A: public
-    return float(levels**2) * scale, scale
+    return BASELINE_SHARE if n_items >= MIN_ITEMS and \
+        n_users / n_items * math.sqrt(rho) >= COVARIANCE_SNR else 1.0

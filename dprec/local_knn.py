@@ -199,6 +199,8 @@ class LocalKNN(ListedModel, AlgoBase):
     used in their own predictions only (on their device), so it is not a release.
     """
 
+    _names_users = True    # its neighbour lists name users
+
     def __init__(self, *, epsilon: float = 1.0, k: int = 40, sketch_share: float = 0.5,
                  rating_release: str = "krr", sim_options: Mapping | None = None,
                  noise_tolerance: float = 0.2, item_shrinkage: float | None = None,

@@ -77,11 +77,16 @@ class Catalogue:
     given : bool
         A public catalogue given to the model (`users=` / `items=`), not read
         from the data.
+    selection : str or None
+        For a list chosen by differentially private partition selection from the data's
+        ids (see [`RatingSpace.selected`][dprec.rating_space.RatingSpace.selected]), the
+        rule that chose it, as the report states it; None otherwise.
     """
 
     ids: tuple
     index: dict
     given: bool
+    selection: str | None = None
 
     @classmethod
     def build(cls, given, data_ids: list, name: str) -> Catalogue:
@@ -173,24 +178,54 @@ class RatingSpace:
         """Positions of raw user and item ids in the lists (`-1`: not listed)."""
         return self.users.positions(uids), self.items.positions(iids)
 
+    def selected(self, keep: np.ndarray, rule: str) -> RatingSpace:
+        """The space restricted to the items `keep` (a boolean mask over the item list),
+        chosen by differentially private partition selection under `rule` (stated in the
+        report): the items not kept, and their ratings, are gone from every release.
+
+        Raises
+        ------
+        ValueError
+            If `keep` is not a boolean mask of the items, or the item list is a public
+            catalogue (given: nothing to select).
+        """
+        keep = np.asarray(keep)
+        if keep.dtype != bool or keep.shape != (len(self.items),):
+            raise ValueError(f"keep must be a boolean mask of the {len(self.items)} items, got "
+                             f"{keep.dtype} {keep.shape}")
+        if self.items.given:
+            raise ValueError("the item list is a public catalogue (items=): nothing is selected")
+        ids = tuple(raw for raw, kept in zip(self.items.ids, keep.tolist()) if kept)
+        items = Catalogue(ids, {raw: n for n, raw in enumerate(ids)}, False, str(rule))
+        return RatingSpace(self.users, items, self.matrix[:, np.flatnonzero(keep)].tocsr())
+
     def declare_scope(self, accountant: PrivacyAccountant, unit: Unit,
                       user_list: bool = True) -> None:
-        """State the lists' conditions in the report (`SCOPE`) and
-        mark the boundary users (those whose unit, removed, would change a list read from
-        the data) out of `unit`'s scope.  `user_list=False`: no release reads the user
-        list (e.g. sums over the users), so it states nothing of it."""
+        """State the lists' conditions in the report (`SCOPE`) and mark the boundary users
+        (those whose unit, removed, would change a list read from the data) out of
+        `unit`'s scope.
+
+        Items: a public catalogue, or a list chosen by private partition selection (its
+        rule stated; nobody is at a boundary: the selection's δ covers the sole rater of
+        an item), or a list read from the data (the sole raters of an item are outside).
+        `user_list=False`: no shared output names, counts or orders the users (each user's
+        answers are shown to them alone, and the releases are sums over the users), so
+        the user list is no release: this is stated, and nobody is outside for it.
+        """
         if self.items.given:
             accountant.add_condition(SCOPE["items given"])
+        elif self.items.selection is not None:
+            accountant.add_condition(SCOPE["items selected"] + self.items.selection)
         else:
             counts = np.bincount(self.matrix.indices)     # read at rated items only
             sole = np.zeros(self.matrix.shape[0], dtype=bool)
             sole[self.rows[counts[self.matrix.indices] == 1]] = True
             accountant.add_condition(SCOPE["items from data"])
             accountant.out_of_scope(unit, sole, SCOPE["sole rater"])
-        if not user_list:
-            return
         if self.users.given:
             accountant.add_condition(SCOPE["users given"])
+        elif not user_list:
+            accountant.add_condition(SCOPE["users private"])
         elif unit is Unit.USER:
             accountant.add_condition(SCOPE["users from data"])
             accountant.out_of_scope(unit, np.ones(self.matrix.shape[0], dtype=bool),
@@ -201,8 +236,9 @@ class RatingSpace:
                                     SCOPE["single rating"])
 
 
-#: What the report says of the lists: the conditions (`... given`, `... from data`) and
-#: why users are outside the guarantee (`sole rater`, `any user`, `single rating`).
+#: What the report says of the lists: the conditions (`... given`, `... selected`,
+#: `... private`, `... from data`) and why users are outside the guarantee (`sole rater`,
+#: `any user`, `single rating`).
 SCOPE = {
     "items given": "the item catalogue given as items= is public (chosen without looking "
                    "at the ratings)",
@@ -211,6 +247,11 @@ SCOPE = {
     "items from data": "the item list is read from the data (the items someone rated): the "
                        "guarantee is for neighbouring datasets with the same items; give "
                        "items= (a public catalogue) to lift this",
+    "items selected": "the item list is chosen from the data by differentially private "
+                      "partition selection (charged in the entries, its δ included): ",
+    "users private": "the user list is not released: each user's answers are shown to that "
+                     "user alone and every shared output is a sum over the users (joint "
+                     "differential privacy)",
     "users from data": "the user list is read from the data (the users with a rating): the "
                        "guarantee is for neighbouring datasets with the same users; give "
                        "users= (a public catalogue) to lift this",
@@ -249,6 +290,9 @@ class ListedModel(PrivateModel):
     #: at `fit` by a neighbourhood model, and which lists they are between
     _sim: np.ndarray | None = None
     _similar: str = "users"
+    #: whether a shared output names the users (e.g. neighbour lists of users): then the
+    #: user list read from the data is a release, with its boundary users outside
+    _names_users: bool = False
 
     def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
         raise NotImplementedError
@@ -259,9 +303,10 @@ class ListedModel(PrivateModel):
         """The ledger's tail: the entries `indices` charged once to every listed user (the
         releases made at `fit`), `outputs` declared post-processing of them (or of
         `covered_by`), the answers' `note`, and the lists' scope for `unit`
-        ([`RatingSpace.declare_scope`][dprec.rating_space.RatingSpace.declare_scope])."""
+        ([`RatingSpace.declare_scope`][dprec.rating_space.RatingSpace.declare_scope], the
+        user list a release only where `_names_users`)."""
         accountant.release_once(indices, outputs, note, covered_by)
-        self._space.declare_scope(accountant, unit)
+        self._space.declare_scope(accountant, unit, user_list=self._names_users)
 
     def get_neighbors(self, iid: int, k: int) -> list[int]:
         """Surprise's `get_neighbors`: the `k` users (items, for an item-based model) most

@@ -21,11 +21,11 @@ from dprec.mechanisms.partition_selection import (
 def exact_tail(noise: str, scale: float, steps: int) -> float:
     """P(Z >= steps) by enumeration (the mass beyond 60 scales is below 1e-25)."""
     z = np.arange(-int(60 * scale) - 60, int(60 * scale) + 61, dtype=np.float64)
-    weights = np.exp(-z**2 / (2 * scale**2)) if noise == "gaussian" else np.exp(-np.abs(z) / scale)
+    weights = np.exp(-z**2 / (2 * scale**2)) if noise != "laplace" else np.exp(-np.abs(z) / scale)
     return float(weights[z >= steps].sum() / weights.sum())
 
 
-@pytest.mark.parametrize("noise", ["gaussian", "laplace"])
+@pytest.mark.parametrize("noise", ["gaussian", "laplace", "subgaussian"])
 @pytest.mark.parametrize("scale", [0.3, 1.0, 2.5, 7.0])
 @pytest.mark.parametrize("steps", [1, 2, 5, 13])
 def test_the_tails_bound_the_exact_ones(noise, scale, steps):
@@ -34,7 +34,7 @@ def test_the_tails_bound_the_exact_ones(noise, scale, steps):
     assert exact <= bound * (1 + 1e-12)
     if noise == "laplace":                       # exact, not only a bound
         assert bound == pytest.approx(exact, rel=1e-9)
-    elif scale >= 2.5:                           # and one step from the exact one
+    elif noise == "gaussian" and scale >= 2.5:   # and one step from the exact one
         assert bound <= exact_tail(noise, scale, steps - 2)
 
 
@@ -124,3 +124,18 @@ def test_far_tails_never_underflow_to_zero(noise):
     if noise == "gaussian":              # the Mills bound meets erfc where they hand over
         x = 36.0
         assert log_noise_tail(noise, 1.0, 38) < math.log(0.5 * math.erfc(x / math.sqrt(2)))
+
+
+def test_a_weighted_sum_of_discrete_gaussians_is_within_its_sub_gaussian_tail():
+    """The combination of two releases (`DPBaseline.fit_part`'s `more`): c1 Z1 + c2 Z2 by
+    exact convolution, against exp(-t²/2σ²) with σ² = c1²σ1² + c2²σ2²."""
+    s1, s2 = 2.0, 3.0
+    c1 = s2**2 / (s1**2 + s2**2)
+    z = np.arange(-80, 81)
+    p1, p2 = np.exp(-z**2 / (2 * s1**2)), np.exp(-z**2 / (2 * s2**2))
+    p1, p2 = p1 / p1.sum(), p2 / p2.sum()
+    values = (c1 * z[:, None] + (1 - c1) * z[None, :]).ravel()
+    mass = (p1[:, None] * p2[None, :]).ravel()
+    sigma = math.hypot(c1 * s1, (1 - c1) * s2)
+    for m in (1, 2, 4, 6, 9):
+        assert mass[values >= m].sum() <= noise_tail("subgaussian", sigma, m)

@@ -36,7 +36,11 @@ the smallest threshold that keeps it within a target.
   $[z-1, z]$, and the normaliser $\sum_z e^{-z^2/2\sigma^2}$ is at least
   $\sqrt{2\pi}\sigma$ (Poisson summation);
 * discrete Laplace of scale $t$ (steps), $P(Z = z) \propto q^{|z|}$, $q = e^{-1/t}$:
-  $P(Z \ge m) = q^m / (1 + q)$ exactly for $m \ge 1$.
+  $P(Z \ge m) = q^m / (1 + q)$ exactly for $m \ge 1$;
+* $\sigma$-sub-Gaussian noise ($E e^{\lambda Z} \le e^{\lambda^2 \sigma^2 / 2}$; the
+  discrete Gaussian of scale $\sigma$ is, Canonne, Kamath & Steinke 2020, and so is
+  $\sum_j c_j Z_j$ of independent ones, with $\sigma^2 = \sum_j c_j^2 \sigma_j^2$):
+  $P(Z \ge m) \le e^{-m^2 / 2\sigma^2}$ (Chernoff).
 
 See [Mechanisms](../mechanisms.md) for the formulas.
 """
@@ -52,15 +56,16 @@ from .._validation import check_choice, check_delta, check_int, check_positive, 
 __all__ = ["NOISES", "cap_contributions", "log_noise_tail", "noise_tail", "selection_delta",
            "threshold_steps"]
 
-#: the noises whose tails are known: the discrete Gaussian and the discrete Laplace
-NOISES = ("gaussian", "laplace")
+#: the noises whose tails are known: the discrete Gaussian, the discrete Laplace, and any
+#: σ-sub-Gaussian noise (e.g. a weighted sum of independent discrete Gaussians)
+NOISES = ("gaussian", "laplace", "subgaussian")
 
 def log_noise_tail(noise: str, scale: float, steps: int) -> float:
     r"""The log of an upper bound on $P(Z \ge m)$, $m$ = `steps` $\ge 1$, for integer noise
     $Z$ of `scale` (in steps): $\bar\Phi((m-1)/\sigma)$ for the discrete Gaussian (by
     `erfc`, and $\varphi(x)/x$ beyond its range: still an upper bound), $q^m/(1+q)$ for
-    the discrete Laplace (exact).  In logs, so that no tail underflows to 0 (a δ of 0
-    would be a false claim).
+    the discrete Laplace (exact), $e^{-m^2/2\sigma^2}$ for sub-Gaussian noise.  In logs,
+    so that no tail underflows to 0 (a δ of 0 would be a false claim).
 
     Raises
     ------
@@ -72,6 +77,8 @@ def log_noise_tail(noise: str, scale: float, steps: int) -> float:
     steps = check_int(steps, "steps", minimum=1)
     if noise == "laplace":
         return -steps / scale - math.log1p(math.exp(-1.0 / scale))
+    if noise == "subgaussian":
+        return -0.5 * (steps / scale) ** 2
     x = (steps - 1) / scale
     tail = 0.5 * math.erfc(x / math.sqrt(2.0))
     if tail > 1e-300:
