@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from strategies import catalogues
 from surprise import Dataset, Reader
 
-from dprec import DPBaseline, datasets, dp_baseline
+from dprec import DPBaseline, datasets, dp_baseline, effects_release
 from dprec._ratings import RatingArrays
 from dprec.audit import audit_release, threshold_events, with_rating
 from dprec.dp_baseline import RatingSpace, Settings, contributions, shrunk_effects, sorted_ids
@@ -46,7 +46,7 @@ def test_large_epsilon_gives_the_exact_baseline(data, unit, mechanism, centre):
     trainset = data.build_full_trainset()
     algo = DPBaseline(epsilon=1e7, unit=unit, mechanism=mechanism, centre=centre,
                       item_shrinkage=5.0, user_shrinkage=3.0, clip=0.75,
-                      random_state=0).fit(trainset)
+                      random_state=0, **catalogues(data)).fit(trainset)
     weights_of = {("rating", "laplace"): lambda n: 1.0, ("rating", "gaussian"): lambda n: 1.0,
                   ("user", "laplace"): lambda n: 1.0 / n,
                   ("user", "gaussian"): lambda n: 1.0 / np.sqrt(n)}
@@ -101,22 +101,28 @@ def test_seeded_noise_voids_the_entries(data):
     report = DPBaseline(random_state=5, **catalogues(data)).fit(trainset).privacy_report()
     assert {e.status for e in report.entries} == {Status.VOID}
     assert all(e.note.startswith(SEEDED) for e in report.entries) and report.guarantee is None
-    fresh = DPBaseline(random_state=np.random.default_rng(5), **catalogues(data))
+    fresh = DPBaseline(random_state=None, **catalogues(data))
     assert {e.status for e in fresh.fit(trainset).privacy_report().entries} == {Status.HOLDS}
 
 
 def test_seeded_noise_is_reproducible_and_fresh_noise_is_not(data):
     trainset = data.build_full_trainset()
-    a = DPBaseline(random_state=3).fit(trainset).item_effects_
-    pd.testing.assert_series_equal(a, DPBaseline(random_state=3).fit(trainset).item_effects_)
-    b = DPBaseline(random_state=np.random.RandomState(3)).fit(trainset).item_effects_
-    pd.testing.assert_series_equal(
-        b, DPBaseline(random_state=np.random.RandomState(3)).fit(trainset).item_effects_)
-    c = DPBaseline(random_state=np.random.default_rng(3)).fit(trainset).item_effects_
-    d = DPBaseline(random_state=np.random.default_rng(3)).fit(trainset).item_effects_
+    listed = catalogues(data)
+    a = DPBaseline(random_state=3, **listed).fit(trainset).item_effects_
+    pd.testing.assert_series_equal(a, DPBaseline(random_state=3, **listed).fit(trainset)
+                                   .item_effects_)
+    b = DPBaseline(random_state=np.random.RandomState(3), **listed).fit(trainset).item_effects_
+    pd.testing.assert_series_equal(b, DPBaseline(random_state=np.random.RandomState(3),
+                                                 **listed).fit(trainset).item_effects_)
+    c = DPBaseline(random_state=np.random.default_rng(3), **listed).fit(trainset).item_effects_
+    d = DPBaseline(random_state=np.random.default_rng(3), **listed).fit(trainset).item_effects_
     pd.testing.assert_series_equal(c, d)
-    assert not DPBaseline().fit(trainset).item_effects_.equals(
-        DPBaseline().fit(trainset).item_effects_)
+    assert not DPBaseline(**listed).fit(trainset).item_effects_.equals(
+        DPBaseline(**listed).fit(trainset).item_effects_)
+    # without a catalogue the selection is seeded alike (here at ε = 30: items listed)
+    e, f = (DPBaseline(epsilon=30.0, random_state=3).fit(trainset) for _ in range(2))
+    assert len(e.item_effects_) > 0
+    pd.testing.assert_series_equal(e.item_effects_, f.item_effects_)
 
 
 @pytest.mark.parametrize(("unit", "mechanism"), [("user", "gaussian"), ("rating", "laplace"),
@@ -126,8 +132,9 @@ def test_a_renumbering_of_the_same_data_gives_bit_identical_answers(data, unit, 
     # releases (in the sorted order of the lists) and the answers must not move at all
     a, b = data.build_full_trainset(), shuffled(data).build_full_trainset()
     assert [a.to_raw_iid(i) for i in range(5)] != [b.to_raw_iid(i) for i in range(5)]
-    fits = [DPBaseline(unit=unit, mechanism=mechanism, random_state=11).fit(t)
+    fits = [DPBaseline(epsilon=30.0, unit=unit, mechanism=mechanism, random_state=11).fit(t)
             for t in (a, b)]
+    assert len(fits[0].item_effects_) > 0           # the selection listed items to compare
     pd.testing.assert_series_equal(fits[0].item_effects_, fits[1].item_effects_, rtol=0,
                                    atol=0)
     assert fits[0].mu_ == fits[1].mu_
@@ -141,7 +148,7 @@ def test_ids_are_sorted_by_type_then_value():
     with pytest.raises(TypeError, match="items"):
         sorted_ids([(1, "a"), (1, 2)], "items")
     trainset = frame([(10, "b", 4.0), ("u", 3, 2.0), (2, "b", 1.0)]).build_full_trainset()
-    algo = DPBaseline(random_state=0).fit(trainset)
+    algo = DPBaseline(random_state=0, items=["b", 3]).fit(trainset)
     assert list(algo.item_effects_.index) == [3, "b"]
     assert list(algo.privacy_report().user_ids) == [2, 10, "u"]
 
@@ -151,8 +158,8 @@ def test_renumbering_removal_audit_of_the_item_effects():
     # rating numbers a 0 instead.  An event on the first position of item_effects_ then
     # saw two different items (bound 3.08 against ε = 1 on inner-id arrays); sorted raw
     # ids make position 0 item a in both datasets
-    rows = ([("lead", "z", 1.0)] + [(f"c{u:02d}", "a", 5.0) for u in range(20)]
-            + [(f"d{u:02d}", "z", 1.0) for u in range(20)] + [("lead", "a", 5.0)])
+    rows = ([("lead", "z", 1.0)] + [(f"c{u:02d}", "a", 5.0) for u in range(60)]
+            + [(f"d{u:02d}", "z", 1.0) for u in range(60)] + [("lead", "a", 5.0)])
     data, epsilon = frame(rows), 1.0
     a, b = data.build_full_trainset(), with_rating(data, "lead", "z", None).build_full_trainset()
     assert a.to_raw_iid(0) != b.to_raw_iid(0)                  # the removal renumbers
@@ -161,6 +168,7 @@ def test_renumbering_removal_audit_of_the_item_effects():
         model = DPBaseline(epsilon=epsilon, unit="rating", random_state=seed).fit(trainset)
         return np.asarray(model.item_effects_)[0]
 
+    assert len(DPBaseline(epsilon=epsilon, unit="rating").fit(a).item_effects_) == 2  # listed
     bound = audit_release(release, a, b, threshold_events([-1.0, 0.0, 1.0]), n_runs=300,
                           random_state=0)
     assert not bound.violates(epsilon), bound
@@ -170,7 +178,7 @@ def test_user_level_audit_stays_below_the_claim(monkeypatch):
     # one user who rated only item "i0" (weight 1: their whole contribution lands on
     # one item); neighbouring datasets: with and without that user.  ρ(ε, δ) is a
     # deterministic bisection on dp-accounting (12 ms, most of a fit): memoised here
-    monkeypatch.setattr(dp_baseline, "zcdp_rho", functools.lru_cache(dp_baseline.zcdp_rho))
+    monkeypatch.setattr(effects_release, "zcdp_rho", functools.lru_cache(effects_release.zcdp_rho))
     rows = [(f"u{u}", f"i{i}", float(1 + (u * 7 + i) % 5)) for u in range(12) for i in range(4)]
     rows += [("target", "i0", 5.0)] + [(f"u{u}", "i0", 1.0) for u in range(12, 14)]
     a = frame(rows)
@@ -222,7 +230,7 @@ def test_ratings_outside_the_catalogue_are_refused(data):
 
 def test_unknown_user_and_item(data):
     trainset = data.build_full_trainset()
-    algo = DPBaseline(random_state=0).fit(trainset)
+    algo = DPBaseline(random_state=0, **catalogues(data)).fit(trainset)
     iid = trainset.to_raw_iid(0)
     assert algo.predict("nobody", iid).est == pytest.approx(
         np.clip(algo.mu_ + algo.item_effects_[iid], 1, 5))
@@ -243,8 +251,8 @@ def test_unknown_user_and_item(data):
 
 def test_no_stabiliser_and_no_count_gives_a_zero_effect_not_nan(data):
     trainset = data.build_full_trainset()
-    effects = [DPBaseline(epsilon=0.05, item_shrinkage=0.0, random_state=s).fit(trainset)
-               .item_effects_ for s in range(20)]
+    effects = [DPBaseline(epsilon=0.05, item_shrinkage=0.0, random_state=s,
+                          **catalogues(data)).fit(trainset).item_effects_ for s in range(20)]
     assert np.isfinite(effects).all() and any((e == 0).any() for e in effects)
 
 
@@ -314,7 +322,7 @@ def test_released_values_stay_on_the_rating_scale(data):
 
 def test_verbose_fit_and_predict_print_what_they_did(data, capsys):
     trainset = data.build_full_trainset()
-    algo = DPBaseline(epsilon=0.5, unit="rating", verbose=True).fit(trainset)
+    algo = DPBaseline(epsilon=0.5, unit="rating", verbose=True, **catalogues(data)).fit(trainset)
     assert capsys.readouterr().out == ("DPBaseline: released μ and 60 item effects (laplace), "
                                        "ε = 0.5, δ = 0 per one rating\n")
     uid, iid = trainset.to_raw_uid(0), trainset.to_raw_iid(0)
@@ -351,7 +359,10 @@ def test_every_answer_is_mu_plus_the_effects_of_what_is_known(data):
     own = dict(zip(users, algo._user_effects))
     for prediction in algo.test(iter(pairs)):            # any iterable of triples
         uid, iid = prediction.uid, prediction.iid
-        expected = algo.mu_ + own.get(uid, 0.0) + effects.get(iid, 0.0)
+        # an item outside the selected list: the effect of an item with no release behind
+        # it, for a known user (an unknown pair: μ, Surprise's impossible prediction)
+        other = algo.unlisted_effect_ if uid in own else 0.0
+        expected = algo.mu_ + own.get(uid, 0.0) + effects.get(iid, other)
         assert prediction.est == pytest.approx(np.clip(expected, 1, 5), abs=1e-12)
         assert prediction.details["was_impossible"] is (uid == "nobody" and iid == "nothing")
     assert algo.test(iter([])) == []
@@ -361,18 +372,20 @@ def test_defaults():
     params = vars(DPBaseline())
     assert {key: params[key] for key in (
         "epsilon", "unit", "mechanism", "delta", "centre", "clip", "global_share",
-        "item_shrinkage", "prior_variance", "user_shrinkage", "users", "items", "random_state",
-        "verbose")} == {
+        "item_shrinkage", "prior_variance", "user_shrinkage", "users", "items",
+        "max_items_per_user", "random_state", "verbose")} == {
         "epsilon": 1.0, "unit": "user", "mechanism": None, "delta": None, "centre": "scale",
         "clip": None, "global_share": 0.1, "item_shrinkage": None, "prior_variance": None,
-        "user_shrinkage": 3.0, "users": None, "items": None, "random_state": None,
-        "verbose": False}
+        "user_shrinkage": 3.0, "users": None, "items": None, "max_items_per_user": 1000,
+        "random_state": None, "verbose": False}
     settings = DPBaseline()._settings((1.0, 5.0))
     assert (settings.mechanism, settings.delta, settings.clip, settings.item_shrinkage,
             settings.prior_variance) == ("gaussian", 1e-5, 1.0, 1.0, 0.4)
-    settings = DPBaseline(unit="rating")._settings((1.0, 5.0))
+    settings = DPBaseline(unit="rating")._settings((1.0, 5.0))     # δ: the selection's
     assert (settings.mechanism, settings.delta, settings.clip, settings.item_shrinkage) == (
-        "laplace", 0.0, 2.0, 10.0)
+        "laplace", 1e-5, 2.0, 10.0)
+    settings = DPBaseline(unit="rating", items=["i"])._settings((1.0, 5.0))   # pure
+    assert (settings.mechanism, settings.delta) == ("laplace", 0.0)
     assert DPBaseline(mechanism="laplace")._settings((1.0, 5.0)).item_shrinkage == \
         pytest.approx(0.1)
     # on 0–10 (B = 5): C = B/2 per user, B per rating; τ² = (B/2)²/2.5; β in the weights
@@ -386,8 +399,9 @@ def test_defaults():
         "gaussian", 1e-5, pytest.approx(5.0), pytest.approx(2.5), pytest.approx(10.0))
     given = DPBaseline(epsilon=2.0, mechanism="laplace", centre="user", clip=0.5, delta=0.0,
                        global_share=0.3, item_shrinkage=2.0, prior_variance=0.7,
-                       user_shrinkage=1.5)._settings((0.0, 10.0))
-    assert given == Settings(2.0, 0.0, "user", "laplace", "user", 0.5, 0.3, 2.0, 0.7, 1.5)
+                       user_shrinkage=1.5, items=["i"], max_items_per_user=7
+                       )._settings((0.0, 10.0))
+    assert given == Settings(2.0, 0.0, "user", "laplace", "user", 0.5, 0.3, 2.0, 0.7, 1.5, 7)
 
 
 @pytest.mark.parametrize("unit", ["user", "rating"])
@@ -400,8 +414,8 @@ def test_the_releases_are_calibrated_to_the_budget(data, unit):
     trainset = data.build_full_trainset()
     changed = 2 if unit == "rating" else 2 * trainset.n_items
     scale = laplace_scale(0.9 * 2.0, 2.0, max_changed=changed)
-    default = DPBaseline(epsilon=2.0, unit=unit, mechanism="laplace",
-                         random_state=4).fit(trainset)
+    default = DPBaseline(epsilon=2.0, unit=unit, mechanism="laplace", random_state=4,
+                         **catalogues(data)).fit(trainset)
     assert default.privacy_report().entries[1].epsilon == laplace_epsilon(
         scale, 2.0, max_changed=changed)
     global_scale = laplace_scale(0.1 * 2.0, 2.0, max_changed=2)
@@ -411,7 +425,7 @@ def test_the_releases_are_calibrated_to_the_budget(data, unit):
     assert default.noise_sd_ == (pytest.approx(clip * np.sqrt(2) * scale, rel=1e-12),
                                  pytest.approx(np.sqrt(2) * scale, rel=1e-12))
     gaussian = DPBaseline(epsilon=2.0, unit=unit, mechanism="gaussian", delta=1e-6,
-                          random_state=4).fit(trainset)
+                          random_state=4, **catalogues(data)).fit(trainset)
     entry = gaussian.privacy_report().entries[0]
     rho = zcdp_rho(2.0, 1e-6)
     assert entry.delta == 1e-6 and entry.epsilon == pytest.approx(zcdp_epsilon(rho, 1e-6))
@@ -427,7 +441,8 @@ def test_a_release_as_part_of_another_model_takes_its_entropy_and_rho(data):
     from dprec.mechanisms import zcdp_epsilon
 
     trainset = data.build_full_trainset()
-    fits = [DPBaseline(epsilon=epsilon, random_state=seed).fit_part(
+    listed = catalogues(data)
+    fits = [DPBaseline(epsilon=epsilon, random_state=seed, **listed).fit_part(
         trainset, b"0123456789abcdef", False, rho=0.05) for epsilon, seed in ((1.0, 1), (3.0, 2))]
     pd.testing.assert_series_equal(fits[0].item_effects_, fits[1].item_effects_)
     sensitivity = np.floor(np.sqrt(2.0 + 2.0 * 0.1 / 0.9) * 2.0**12)
@@ -435,9 +450,10 @@ def test_a_release_as_part_of_another_model_takes_its_entropy_and_rho(data):
     (entry,) = fits[0].privacy_report().entries
     assert entry.epsilon == pytest.approx(zcdp_epsilon(0.05, 1e-5), rel=1e-12)
     assert entry.delta == 1e-5 and entry.status == Status.HOLDS
-    seeded = DPBaseline().fit_part(trainset, b"0123456789abcdef", True, rho=0.05)
+    seeded = DPBaseline(**listed).fit_part(trainset, b"0123456789abcdef", True, rho=0.05)
     assert {e.status for e in seeded.privacy_report().entries} == {Status.VOID}
-    other = DPBaseline(random_state=1).fit_part(trainset, b"fedcba9876543210", False, rho=0.05)
+    other = DPBaseline(random_state=1, **listed).fit_part(trainset, b"fedcba9876543210", False,
+                                                         rho=0.05)
     assert not other.item_effects_.equals(fits[0].item_effects_)
 
 
@@ -570,7 +586,8 @@ def test_below_the_noise_every_answer_is_the_users_own_mean(data):
     # whose items, and the item asked, are all below the noise, sharing one effect)
     trainset = data.build_full_trainset()
     for shrinkage in (0.0, 3.0):
-        algo = DPBaseline(epsilon=1e-3, user_shrinkage=shrinkage, random_state=2).fit(trainset)
+        algo = DPBaseline(epsilon=1e-3, user_shrinkage=shrinkage, random_state=2,
+                          **catalogues(data)).fit(trainset)
         effects = algo.item_effects_
         below = effects.mode().iloc[0]         # the items below the noise share one value
         assert (effects == below).mean() > 0.9
@@ -628,7 +645,8 @@ def test_the_shrinkage_reads_the_noise():
 
 @pytest.mark.parametrize(("params", "match"), [
     ({"mechanism": "exact"}, "mechanism"),
-    ({"mechanism": "laplace", "delta": 1e-6}, "delta"),
+    ({"mechanism": "laplace", "delta": 1e-6, "items": [str(n) for n in range(1, 61)]}, "delta"),
+    ({"mechanism": "laplace", "delta": 0.0}, "delta"),          # the selection needs δ > 0
     ({"mechanism": "gaussian", "delta": 0.0}, "delta"),
     ({"centre": "user", "unit": "rating"}, "centre"),
     ({"centre": "median"}, "centre"),
@@ -725,7 +743,7 @@ def test_the_laplace_release_states_the_sds_of_its_two_scales():
 
     matrix = sp.csr_matrix(np.array([[4.0, 0.0, 2.0], [5.0, 1.0, 0.0]]))
     settings = DPBaseline(unit="rating", epsilon=0.8)._settings((1.0, 5.0))
-    (scale_global, scale_items), _ = release_plan(settings, 3)
+    (scale_global, scale_items) = release_plan(settings, 3).noise
     assert scale_global > 2 * scale_items                     # a tenth of ε against the rest
     noisy, sd = laplace_release(contributions(matrix, settings, (1.0, 5.0)),
                                 np.random.default_rng(0), (scale_global, scale_items))
@@ -747,8 +765,8 @@ def test_the_gaussian_release_clips_to_the_bound_its_noise_is_calibrated_to(data
         seen.append(args[4])
         return integer_l2_sums(*args)
 
-    monkeypatch.setattr(dp_baseline, "integer_l2_sums", recording)
-    algo = DPBaseline(epsilon=1.0, global_share=share, random_state=0).fit(
+    monkeypatch.setattr(effects_release, "integer_l2_sums", recording)
+    algo = DPBaseline(epsilon=1.0, global_share=share, random_state=0, **catalogues(data)).fit(
         data.build_full_trainset())
     a = np.sqrt(share / (1 - share))
     assert seen == [pytest.approx(np.sqrt(2 + 2 * a * a), rel=1e-15)]

@@ -13,7 +13,7 @@ from surprise import Dataset, Reader
 
 from dprec import DPBaseline, datasets
 from dprec.audit import with_rating
-from dprec.dp_baseline import NOTES, OUTPUTS, SCOPE, sorted_ids
+from dprec.dp_baseline import NOTES, OUTPUTS, SCOPE, contributions, sorted_ids
 from dprec.ledger import Unit
 
 
@@ -32,43 +32,71 @@ def sole_rater_data() -> Dataset:
     return frame(rows)
 
 
-def test_the_sole_rater_and_the_single_rating_user_are_outside_without_catalogues():
-    # finding 5 (#33): without items= the item list is read from the data, so the sole
-    # rater's removal removes an item; without users= one rating removed takes a
-    # single-rating user out of the user list: the report must say ε = ∞ for both, and why
-    data = sole_rater_data()
-    report = DPBaseline(unit="rating").fit(data.build_full_trainset()).privacy_report()
-    eps = report.per_user(Unit.RATING)["epsilon"]
-    assert np.isinf(eps["sole"]) and np.isinf(eps["single"]), eps
-    assert np.isfinite(eps.drop(["sole", "single"])).all()
-    assert any("item list is read from the data" in c for c in report.conditions)
-    assert "sole rater" in str(report) and "single rating" in str(report)
-
-
-def test_the_sole_rater_is_outside_the_user_level_guarantee_without_items():
-    data = sole_rater_data()
-    users = catalogues(data)["users"]
-    report = DPBaseline(unit="user", users=users).fit(data.build_full_trainset())
-    eps = report.privacy_report().per_user(Unit.USER)["epsilon"]
-    assert np.isinf(eps["sole"]) and np.isfinite(eps.drop("sole")).all()
-
-
 UNIT = {"user": Unit.USER, "rating": Unit.RATING}
 
 
-def test_the_single_rating_user_and_every_user_without_users():
-    # finding 5 (#33): without users= the user list is read from the data: one rating
-    # removed takes a single-rating user out of it (unit="rating"), one user removed
-    # always does (unit="user")
+@pytest.mark.parametrize(("unit", "mechanism"), [("rating", "laplace"), ("user", "gaussian"),
+                                                ("user", "laplace"), ("rating", "gaussian")])
+def test_without_catalogues_every_user_is_inside_the_guarantee(unit, mechanism):
+    # #51: the items are chosen by private partition selection (the sole rater's item
+    # passes only with the selection's δ) and the user list is no release (each user's
+    # answers are theirs alone): the sole rater, the single-rating user and every other
+    # user have the ε asked for — on #33's lists read from the data all were at ε = ∞
     data = sole_rater_data()
-    items = catalogues(data)["items"]
-    trainset = data.build_full_trainset()
-    rating = DPBaseline(unit="rating", items=items).fit(trainset).privacy_report()
-    eps = rating.per_user(Unit.RATING)["epsilon"]
-    assert np.isinf(eps["single"]) and np.isfinite(eps.drop("single")).all()
-    user = DPBaseline(unit="user", items=items).fit(trainset).privacy_report()
-    assert np.isinf(user.per_user(Unit.USER)["epsilon"]).all()
-    assert any("user list is read from the data" in c for c in user.conditions)
+    report = DPBaseline(unit=unit, mechanism=mechanism).fit(
+        data.build_full_trainset()).privacy_report()
+    eps = report.per_user(UNIT[unit])["epsilon"]
+    assert np.isfinite(eps).all() and eps.max() <= 1.0 + 1e-9, eps
+    assert report.out_of_scope_users(UNIT[unit]) == [] and report.scope_rule() is None
+    assert report.total(UNIT[unit])[0] == pytest.approx(1.0, rel=1e-6)
+    assert report.conditions[0].startswith(SCOPE["items selected"])
+    assert report.conditions[1] == SCOPE["users private"]
+    assert "sole rater" not in str(report) and "single rating" not in str(report)
+    assert 0 < report.total(UNIT[unit])[1] <= 1e-5          # the selection's δ, charged
+
+
+def test_the_sole_raters_item_is_listed_only_through_the_selections_delta():
+    # the item "solo" exists through one user: at ε = 1 it is never listed (its weight,
+    # one user's, is far below the threshold), while items with enough raters are; the
+    # threshold is a public function of the parameters (the same on both datasets)
+    rows = [(f"u{u:03d}", f"i{i}", float(1 + (u + 2 * i) % 5)) for u in range(400)
+            for i in range(3)] + [("sole", "i0", 4.0), ("sole", "solo", 5.0)]
+    trainset = frame(rows).build_full_trainset()
+    listed = [set(DPBaseline(epsilon=1.0, unit=unit).fit(trainset).item_effects_.index)
+              for unit in ("user", "rating") for _ in range(5)]
+    assert all(items == {"i0", "i1", "i2"} for items in listed), listed
+
+
+def test_a_user_with_many_items_brings_at_most_max_items_per_user(monkeypatch):
+    # the partition selection's k: a user's contribution to the release is capped to a
+    # random subset of `max_items_per_user` items, fresh per fit (their own answers still
+    # read all of their ratings); with a public catalogue nothing is capped
+    from dprec import dp_baseline
+
+    rows = [(f"u{u:03d}", f"m{i}", 3.0) for u in range(5) for i in range(3)]
+    rows += [("many", f"m{i}", 5.0) for i in range(30)]
+    trainset = frame(rows).build_full_trainset()
+    released = []
+
+    def recording(matrix, *args):
+        released.append(np.diff(matrix.indptr))
+        return contributions(matrix, *args)
+
+    monkeypatch.setattr(dp_baseline, "contributions", recording)
+    model = DPBaseline(max_items_per_user=4, random_state=None).fit(trainset)
+    many = model.rating_space.users.index["many"]
+    assert released[-1][many] == 4 and (np.delete(released[-1], many) == 3).all()
+    assert "k = 4 items" in str(model.privacy_report())
+    DPBaseline(max_items_per_user=4, **catalogues(frame(rows))).fit(trainset)
+    assert released[-1][many] == 30
+    own = model._user_effects[many]              # b_u from all 30 ratings of 5.0
+    assert own == pytest.approx((30 * 5.0 - 30 * model.mu_ - 30 * model.unlisted_effect_
+                                 - sum(model.item_effects_.get(f"m{i}", 0.0) -
+                                       model.unlisted_effect_ for i in range(3)
+                                       if f"m{i}" in model.item_effects_))
+                                / (30 + model.user_shrinkage_), rel=1e-9)
+    with pytest.raises(ValueError, match="^max_items_per_user"):
+        DPBaseline(max_items_per_user=0).fit(trainset)
 
 
 @pytest.mark.parametrize("unit", ["user", "rating"])
@@ -124,7 +152,7 @@ def test_catalogue_errors_say_what_is_wrong(data):
     with pytest.raises(TypeError, match="^items: "):
         DPBaseline(items=[(1, "a"), (1, 2)]).fit(odd)
     flat = frame([("u", ("x", 1), 4.0), ("v", ("y", 2), 2.0)]).build_full_trainset()
-    index = DPBaseline().fit(flat).item_effects_.index
+    index = DPBaseline(items=[("y", 2), ("x", 1)]).fit(flat).item_effects_.index
     assert index.nlevels == 1 and list(index) == [("x", 1), ("y", 2)]
 
 
@@ -156,25 +184,26 @@ def test_the_report_states_the_models_texts(data):
         report = DPBaseline(unit=unit, mechanism=mechanism).fit(trainset).privacy_report()
         assert report.model == f"DPBaseline(unit={unit!r}, mechanism={mechanism!r})"
         note = NOTES[mechanism].format(unit=unit, weights=WEIGHTS[unit, mechanism])
+        selected = " (items by partition selection)"
         if mechanism == "gaussian":
-            expected = [("effects", "discrete gaussian (zCDP)", "user", note)]
+            expected = [("effects" + selected, "discrete gaussian (zCDP)", "user", note)]
         else:
             expected = [("global effect", "laplace (lattice)", "user", note),
-                        ("item effects", "laplace (lattice)", "user", note)]
+                        ("item effects" + selected, "laplace (lattice)", "user", note)]
         assert [(e.component, e.mechanism, e.applies_to, e.note)
                 for e in report.entries] == expected
         indices = tuple(range(len(expected)))
         assert [o.name for o in report.outputs] == list(OUTPUTS)
         assert all(o.covered_by == indices and o.gap is None for o in report.outputs)
         assert report.notes == [NOTES["answers"]]
-        assert report.conditions == [SCOPE["items from data"], SCOPE["users from data"]]
+        assert [report.conditions[0][:len(SCOPE["items selected"])],
+                report.conditions[1]] == [SCOPE["items selected"], SCOPE["users private"]]
         for index in indices:
             assert report.applications(index).tolist() == [1] * report.n_users
     given = DPBaseline(**catalogues(data)).fit(trainset).privacy_report()
     assert given.conditions == [SCOPE["items given"], SCOPE["users given"]]
-    text = str(DPBaseline(unit="rating").fit(sole_rater_data().build_full_trainset())
-               .privacy_report())
-    assert SCOPE["sole rater"] in text and SCOPE["single rating"] in text
-    text = str(DPBaseline(unit="user").fit(sole_rater_data().build_full_trainset())
-               .privacy_report())
-    assert SCOPE["sole rater"] in text and SCOPE["any user"] in text
+    for unit in ("rating", "user"):     # nobody outside, whatever the lists hold
+        text = str(DPBaseline(unit=unit).fit(sole_rater_data().build_full_trainset())
+                   .privacy_report())
+        assert all(SCOPE[reason] not in text for reason in ("sole rater", "single rating",
+                                                            "any user"))

@@ -37,8 +37,9 @@ def test_the_fit_reads_each_released_value_and_sd_where_it_belongs(trainset, mon
         return noisy, sd
 
     monkeypatch.setattr(dp_baseline, "gaussian_release", chosen)
+    items = [trainset.to_raw_iid(i) for i in trainset.all_items()]     # a public catalogue
     algo = DPBaseline(epsilon=1.0, clip=0.5, item_shrinkage=1.0, prior_variance=0.4,
-                      user_shrinkage=3.0, random_state=0).fit(trainset)
+                      user_shrinkage=3.0, random_state=0, items=items).fit(trainset)
     noisy, n = seen["noisy"], trainset.n_items
     assert algo.noise_sd_ == (0.5 * 2.0, 0.1)
     expected = shrunk_effects(0.5 * noisy[:n], noisy[n:2 * n], (1.0, 0.1), 1.0, 0.4, 4.0)
