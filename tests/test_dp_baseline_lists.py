@@ -11,7 +11,7 @@ import pytest
 from strategies import catalogues
 from surprise import Dataset, Reader
 
-from dprec import DPBaseline, datasets
+from dprec import DPBaseline, datasets, dp_baseline
 from dprec.audit import with_rating
 from dprec.dp_baseline import NOTES, OUTPUTS, SCOPE, contributions, sorted_ids
 from dprec.ledger import Unit
@@ -207,3 +207,36 @@ def test_the_report_states_the_models_texts(data):
                    .privacy_report())
         assert all(SCOPE[reason] not in text for reason in ("sole rater", "single rating",
                                                             "any user"))
+
+
+def test_audit_of_the_sole_raters_item_in_the_default_models_effects(monkeypatch):
+    # #51's acceptance audit: the sole rater of "solo" removed (user level, the defaults,
+    # no catalogue); the event "solo is among the released item effects".  Lists read
+    # from the data made it certain on one side and impossible on the other (the bound
+    # then passes 3, checked below by switching the selection off); the selection makes
+    # it an event of probability at most δ on both
+    from dprec import effects_release
+    from dprec.audit import audit_release, threshold_events
+    from dprec.experiments.release_audit import crowded_edge_data, without
+
+    data = crowded_edge_data()
+    a, b = data.build_full_trainset(), without(data, "sole").build_full_trainset()
+
+    def release(trainset, seed):
+        model = DPBaseline(random_state=np.random.default_rng(seed)).fit(trainset)
+        return float("solo" in model.item_effects_.index)
+
+    bound = audit_release(release, a, b, threshold_events([0.5]), n_runs=300, random_state=0)
+    assert not bound.violates(1.0) and bound.epsilon <= 1.0, bound
+    plan = effects_release.release_plan
+
+    def unselective(*args, **kwargs):          # every item of the data listed
+        chosen = plan(*args, **kwargs)
+        return chosen if chosen.threshold is None else \
+            effects_release.ReleasePlan(chosen.noise, chosen.entries, -np.inf,
+                                        chosen.selection_delta, chosen.rule, chosen.rho)
+
+    monkeypatch.setattr(dp_baseline, "release_plan", unselective)
+    leaked = audit_release(release, a, b, threshold_events([0.5]), n_runs=300,
+                           random_state=0)
+    assert leaked.violates(1.0) and leaked.epsilon > 3.0, leaked

@@ -11,7 +11,8 @@ where it keys them by Surprise's inner ids (which follow the data's order).
 runs and measures them on fresh ones.
 
 The neighbouring datasets are the edge cases where a guarantee breaks first
-(`scenarios`):
+(`scenarios`; every end-to-end model is also attacked at its defaults, without
+catalogues, in `default_scenarios`):
 
 * a **renumbering removal**: the first user of the data, or a rating whose
   removal changes the order in which items first appear — Surprise numbers
@@ -42,13 +43,15 @@ from joblib import Parallel, delayed
 from surprise import Dataset, Reader
 
 from ..audit import audit_surface
+from ..dp_als import DPALS
 from ..dp_baseline import DPBaseline
 from ..dp_item_knn import DPItemKNN
 from ..knn import PrivateKNN
 from ..ledger import Unit
 from ..local_knn import LocalKNN
 
-__all__ = ["Scenario", "audit_scenario", "edge_data", "released", "run", "scenarios"]
+__all__ = ["Scenario", "audit_scenario", "crowded_edge_data", "default_scenarios", "edge_data",
+           "released", "run", "scenarios"]
 
 #: confidence of every lower bound
 CONFIDENCE = 0.95
@@ -219,6 +222,19 @@ def edge_data() -> Dataset:
                                 Reader(rating_scale=(1, 5)))
 
 
+def crowded_edge_data(n_crowd: int = 150) -> Dataset:
+    """`edge_data` in a crowd: ``n_crowd`` more users ``c000…`` rate ``i0…i5`` (each rates
+    four of them), enough raters for the models at their defaults (ε = 1, no catalogue)
+    to list those items by private partition selection, while ``solo`` (its sole rater's)
+    and the edge cases stay as in `edge_data`."""
+    rows = [(f"c{u:03d}", f"i{i}", float(1 + (u + 2 * i) % 5)) for u in range(n_crowd)
+            for i in range(6) if (u + i) % 3]
+    crowd = pd.DataFrame(rows, columns=["u", "i", "r"])
+    edge = pd.DataFrame(edge_data().raw_ratings, columns=["u", "i", "r", "t"])[["u", "i", "r"]]
+    return Dataset.load_from_df(pd.concat([edge, crowd], ignore_index=True),
+                                Reader(rating_scale=(1, 5)))
+
+
 def without(data: Dataset, uid, iid=None) -> Dataset:
     """A copy of ``data`` without ``uid``'s ratings (all of them, or of ``iid`` only)."""
     smaller = copy.copy(data)
@@ -245,6 +261,7 @@ class Scenario:
     removed: object = None                     # the raw item removed (one-rating units)
     outputs: tuple[str, ...] | None = None     # what the claim covers (default all)
     probes: tuple | None = None                # the users asked about (default every user)
+    crowded: bool = False                      # on `crowded_edge_data` (else `edge_data`)
 
 
 @dataclass
@@ -328,12 +345,8 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
                      make(LocalKNN, epsilon=eps, k=3, **listed), Unit.RATING, "first", "i5"),
         ]
     out += [
-        Scenario("DPBaseline user, sole rater removed (no catalogue)",
-                 make(DPBaseline, unit="user"), Unit.USER, "sole"),
         Scenario("DPBaseline user, sole rater removed (catalogue)",
                  make(DPBaseline, unit="user", **listed), Unit.USER, "sole"),
-        Scenario("DPBaseline rating, single-rating user's rating (no catalogue)",
-                 make(DPBaseline, unit="rating"), Unit.RATING, "single", "i1"),
         Scenario("DPBaseline rating, single-rating user's rating (catalogue)",
                  make(DPBaseline, unit="rating", **listed), Unit.RATING, "single", "i1"),
         Scenario("DPItemKNN, sole rater removed (catalogue)",
@@ -341,14 +354,13 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
         Scenario("DPItemKNN clip=0.75 grid_bits=1, target removed (catalogue)",
                  make(DPItemKNN, k=3, clip=0.75, grid_bits=1, baseline_share=0.3,
                       **listed), Unit.USER, "target"),
-        Scenario("LocalKNN krr, sole rater's rating (no catalogue)",
-                 make(LocalKNN, k=3), Unit.RATING, "sole", "solo"),
         Scenario("LocalKNN laplace rr_minhash τ=3, a rating of a user above τ (catalogue)",
                  make(LocalKNN, k=3, rating_release="laplace",
                       sim_options={"name": "rr_minhash", "tau": 3, "small_users": "exclude"},
                       **listed),
                  Unit.RATING, "u1", "i0"),
     ]
+    out += default_scenarios(make)
     if not quick:
         out += [
             Scenario("DPBaseline user global_share=0.9 item_shrinkage=0 (catalogue)",
@@ -365,11 +377,42 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
     return out
 
 
+#: the users asked about in the crowded scenarios (the crowd's answers add nothing new)
+CROWD_PROBES = ("c000", "c001", "u0", "u1", "first", "target", "single")
+
+
+def default_scenarios(make: Callable) -> list[Scenario]:
+    """Every end-to-end model **at its defaults, without catalogues** (ε = 1; the items
+    chosen by private partition selection, the user list private), on
+    `crowded_edge_data`, where the defaults list the crowd's items: the sole rater of an
+    item removed, the data's first user removed (a renumbering), a single-rating user's
+    only rating removed — through every shared output."""
+    def crowded(name, factory, unit, target, removed=None):
+        return Scenario(f"{name} (defaults, no catalogue)", factory, unit, target, removed,
+                        probes=CROWD_PROBES, crowded=True)
+
+    return [
+        crowded("DPBaseline, sole rater removed", make(DPBaseline), Unit.USER, "sole"),
+        crowded("DPBaseline, first user removed", make(DPBaseline), Unit.USER, "first"),
+        crowded("DPBaseline rating, the sole rating of solo", make(DPBaseline, unit="rating"),
+                Unit.RATING, "sole", "solo"),
+        crowded("DPBaseline rating, single-rating user's rating",
+                make(DPBaseline, unit="rating"), Unit.RATING, "single", "i1"),
+        crowded("DPItemKNN, sole rater removed", make(DPItemKNN), Unit.USER, "sole"),
+        crowded("DPItemKNN, first user removed", make(DPItemKNN), Unit.USER, "first"),
+        crowded("DPALS, sole rater removed", make(DPALS), Unit.USER, "sole"),
+        crowded("LocalKNN, the sole rating of solo", make(LocalKNN), Unit.RATING, "sole",
+                "solo"),
+        crowded("LocalKNN, single-rating user's rating", make(LocalKNN), Unit.RATING,
+                "single", "i1"),
+    ]
+
+
 def run(quick: bool = False, seed: int = 0, progress: bool = False,
         n_jobs: int = 1) -> pd.DataFrame:
     """Every scenario of `scenarios`, one row each (``quick``: fewer runs;
     ``n_jobs``: scenarios audited at once in joblib's processes, the same rows)."""
-    data = edge_data()
+    data, crowd = edge_data(), crowded_edge_data()
     chosen = scenarios(data, quick=quick)
     if progress:
         from tqdm import tqdm
@@ -377,7 +420,8 @@ def run(quick: bool = False, seed: int = 0, progress: bool = False,
         chosen = tqdm(chosen, desc="release audits", unit="scenario")
     n_runs, pilot = (200, 100) if quick else (600, 200)
     results = Parallel(n_jobs=n_jobs)(
-        delayed(_audit_recorded)(s, data, n_runs=n_runs, pilot_runs=pilot, seed=seed)
+        delayed(_audit_recorded)(s, crowd if s.crowded else data, n_runs=n_runs,
+                                 pilot_runs=pilot, seed=seed)
         for s in chosen)
     for message, category in dict.fromkeys(w for _, caught in results for w in caught):
         warnings.warn(message, category, stacklevel=2)      # each once, in this process
