@@ -7,6 +7,8 @@ core and its privacy map; everything is re-exported here:
   the discrete Laplace, numpy's floating-point Laplace, the OpenDP path;
 * `dprec.mechanisms.gaussian`: the Gaussian mechanism and its exact
   (ε, δ) curve;
+* `dprec.mechanisms.partition_selection`: private partition selection (which
+  items a release may name at all: thresholds on noisy weights, their δ);
 * `dprec.mechanisms.discrete_gaussian`: the discrete Gaussian (integer
   noise, exact), its zCDP and the (ε, δ) conversion by ``dp-accounting``;
 * `dprec.mechanisms.randomized_response`: k-ary randomised response;
