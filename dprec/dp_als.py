@@ -212,8 +212,7 @@ class DPALS(ListedModel, AlgoBase):
         share = None if self.baseline_share is None else check_open_unit(
             self.baseline_share, "baseline_share")
         validate_random_state(self.random_state)
-        selection = None if self.items is not None else SelectionBudget(
-            epsilon, SELECTION_SHARE * delta)
+        selection = None if self.items is not None else SelectionBudget(SELECTION_SHARE * delta)
         own_delta = delta - (0.0 if selection is None else selection.delta)
         rho = zcdp_rho(epsilon, own_delta)
         spent = stated_epsilon(rho, own_delta, epsilon)   # the one entry's ε: known now
@@ -290,6 +289,8 @@ class DPALS(ListedModel, AlgoBase):
         baseline's, plus $C x_u^\\top v_i$ where both are listed."""
         est, details = self.baseline_._answers(users, items)
         known = (users >= 0) & (items >= 0)
+        if not len(self._factors):               # no item listed: no factor to read
+            return est, details
         dot = np.einsum("nd,nd->n", self._user_factors[np.maximum(users, 0)],
                         self._factors[np.maximum(items, 0)])
         return est + np.where(known, self._clip * dot, 0.0), details

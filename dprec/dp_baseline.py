@@ -296,7 +296,7 @@ class DPBaseline(ListedModel, AlgoBase):
         accountant `seeded` alike, with the Gaussian mechanism the release's zCDP `rho`
         (its share of the model's; `epsilon` is then unused and the entry states
         `zcdp_epsilon(rho, delta)`), and without `items=` the partition selection's
-        `selection` budget (the whole model's ε and the δ it may spend).  Refused past the
+        `selection` budget (the δ it may spend).  Refused past the
         `budget`, before any noise.
 
         `more` (Gaussian only) is the calling model's public rule: given the number of
@@ -310,10 +310,10 @@ class DPBaseline(ListedModel, AlgoBase):
         if space.items.given:
             selection = None
         elif selection is None:
-            selection = SelectionBudget(s.epsilon, s.delta * (
+            selection = SelectionBudget(s.delta * (
                 SELECTION_SHARE if s.mechanism == "gaussian" else 1.0))
         elif more is not None:              # two selections may run: half of δ each
-            selection = SelectionBudget(selection.epsilon, selection.delta / 2.0)
+            selection = SelectionBudget(selection.delta / 2.0)
         plan = release_plan(s, space.matrix.shape[1], rho, selection)
         self._refuse_past_budget([entry[2:] for entry in plan.entries], UNITS[s.unit])
         if entropy is None:

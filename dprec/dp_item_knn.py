@@ -246,7 +246,7 @@ class DPItemKNN(ListedModel, AlgoBase):
             raise ValueError("similarity='factors' needs mechanism='gaussian' (DPALS's "
                              "release is a discrete Gaussian)")
         selection = None if self.items is not None else SelectionBudget(
-            epsilon, delta * (SELECTION_SHARE if mechanism == "gaussian" else 1.0))
+            delta * (SELECTION_SHARE if mechanism == "gaussian" else 1.0))
         own_delta = delta - (0.0 if selection is None else selection.delta)
         rho = zcdp_rho(epsilon, own_delta) if mechanism == "gaussian" else None
         if similarity == "factors":                # DPALS's one entry (the same call)

@@ -57,10 +57,9 @@ class Settings:
 @dataclass(frozen=True)
 class SelectionBudget:
     """What private partition selection of the items may spend: `delta`, its share of
-    the model's δ, and `epsilon`, the whole model's ε (the $e^\varepsilon$ of its δ,
-    [`selection_delta`][dprec.mechanisms.partition_selection.selection_delta])."""
+    the model's δ ([`selection_delta`][dprec.mechanisms.partition_selection.selection_delta]
+    at the threshold)."""
 
-    epsilon: float
     delta: float
 
 
@@ -218,8 +217,9 @@ def release_plan(s: Settings, n_items: int, rho: float | None = None,
         noise, scale, kind = (scale_global, scale_items), scale_items / step, "laplace"
     if selection is None:
         return ReleasePlan(noise, [tuple(entry) for entry in entries], rho=rho)
-    steps = threshold_steps(kind, scale, selection.delta, selection.epsilon, k)
-    added = selection_delta(kind, scale, steps, selection.epsilon, k)
+    signal = math.ceil(1.0 / step)          # a unit adds at most 1 to an item's weight
+    steps = threshold_steps(kind, scale, selection.delta, max_partitions=k, signal=signal)
+    added = selection_delta(kind, scale, steps, max_partitions=k, signal=signal)
     entries[-1][0] += " (items by partition selection)"
     entries[-1][3] += added
     threshold = steps * step
@@ -230,10 +230,11 @@ def release_plan(s: Settings, n_items: int, rho: float | None = None,
 def selection_rule(threshold: float, scales: float, added: float, s: Settings, k: int) -> str:
     """The partition selection's rule as the report states it (public numbers only)."""
     return (f"an item is released when its noisy weight is at least {threshold:.4g} "
-            f"({scales:.3g} noise scales), a threshold that adds δ = {added:.2g} (e^ε times "
-            f"the chance that the noise alone passes it on any of the k = {k} items one "
-            f"{s.unit} can bring" + (", each user contributing to at most k items, a random "
-                                     "subset beyond)" if s.unit == "user" else ")"))
+            f"({scales:.3g} noise scales), a threshold that adds δ = {added:.2g} (a bound on "
+            f"the chance that one of the k = {k} items one {s.unit} can bring alone passes "
+            "it, each of weight at most 1" + (
+                "; each user contributes to at most k items, a random subset beyond)"
+                if s.unit == "user" else ")"))
 
 
 def reselect(weights: np.ndarray, sigma: float, selection: SelectionBudget,
@@ -243,8 +244,10 @@ def reselect(weights: np.ndarray, sigma: float, selection: SelectionBudget,
     `sigma`-sub-Gaussian (grid steps), against the threshold whose δ is within
     `selection.delta`.  Returns the listed mask, the δ added and the rule."""
     k = 1 if s.unit == "rating" else s.cap
-    steps = threshold_steps("subgaussian", sigma, selection.delta, selection.epsilon, k)
-    added = selection_delta("subgaussian", sigma, steps, selection.epsilon, k)
+    signal = 2**GRID_BITS                   # a unit adds at most 1 to an item's weight
+    steps = threshold_steps("subgaussian", sigma, selection.delta, max_partitions=k,
+                            signal=signal)
+    added = selection_delta("subgaussian", sigma, steps, max_partitions=k, signal=signal)
     threshold = steps * 2.0**-GRID_BITS
     rule = selection_rule(threshold, steps / sigma, added, s, k) + (
         "; chosen on the average of two releases, both charged")

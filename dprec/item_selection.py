@@ -21,6 +21,8 @@ it as a condition; give `items=` for a model local from end to end.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._validation import check_delta, check_positive
@@ -51,8 +53,9 @@ def item_list_entry(epsilon: float, delta: float, unit: Unit) -> tuple[LedgerEnt
     scale = laplace_scale(epsilon, 1.0)
     step = laplace_grid(scale)
     spent = laplace_epsilon(scale, 1.0)
-    steps = threshold_steps("laplace", scale / step, delta, spent, 1)
-    added = selection_delta("laplace", scale / step, steps, spent, 1)
+    signal = math.ceil(1.0 / step)          # one unit adds 1 to one count
+    steps = threshold_steps("laplace", scale / step, delta, max_partitions=1, signal=signal)
+    added = selection_delta("laplace", scale / step, steps, max_partitions=1, signal=signal)
     threshold = steps * step
     rule = (f"an item is listed when its noisy count of users is at least {threshold:.4g} "
             f"({threshold / scale:.3g} noise scales), a threshold that adds δ = {added:.2g}"

@@ -311,7 +311,8 @@ class ListedModel(PrivateModel):
     def get_neighbors(self, iid: int, k: int) -> list[int]:
         """Surprise's `get_neighbors`: the `k` users (items, for an item-based model) most
         similar to inner id `iid` by the released similarities `sim`, as inner ids, most
-        similar first (ties in the lists' sorted order), among the trainset's.
+        similar first (ties in the lists' sorted order), among the trainset's listed ones
+        (none for an item the model's partition selection did not list).
 
         Post-processing of the released `sim`, so nothing is charged.  But inner ids
         follow the data's order (one removal renumbers them), and only the
@@ -339,12 +340,14 @@ class ListedModel(PrivateModel):
             self._accountant.declare_output(_INNER_NEIGHBOURS, gap=_INNER_ORDER)
         catalogue = self._space.items if items else self._space.users
         listed = catalogue.positions(known)             # each inner id's place in the list
-        others = np.delete(listed, iid)
-        inner = np.delete(np.arange(len(known)), iid)
-        by_list = np.argsort(others, kind="stable")
-        row = self._sim[listed[iid]][others[by_list]]
+        if listed[iid] < 0:          # not listed (partition selection): no similarity
+            return []
+        others = np.flatnonzero(listed >= 0)
+        others = others[others != iid]
+        by_list = others[np.argsort(listed[others], kind="stable")]
+        row = self._sim[listed[iid]][listed[by_list]]
         order = np.argsort(-np.nan_to_num(row, nan=-np.inf), kind="stable")[:k]
-        return inner[by_list][order].tolist()
+        return by_list[order].tolist()
 
     def compute_similarities(self):
         """Surprise's `compute_similarities`: a model of the lists computes none on

@@ -38,36 +38,40 @@ def test_the_tails_bound_the_exact_ones(noise, scale, steps):
         assert bound <= exact_tail(noise, scale, steps - 2)
 
 
-def test_the_selection_delta_is_e_to_the_epsilon_times_k_tails():
-    tail = noise_tail("laplace", 2.0, 9)
-    assert selection_delta("laplace", 2.0, 9, 1.5, 7) == pytest.approx(math.exp(1.5) * 7 * tail)
-    assert selection_delta("gaussian", 1.0, 1, 50.0, 10**6) == 1.0
+def test_the_selection_delta_is_k_tails_below_the_units_signal():
+    tail = noise_tail("laplace", 2.0, 9 - 3)
+    assert selection_delta("laplace", 2.0, 9, max_partitions=7, signal=3) == \
+        pytest.approx(7 * tail)
+    assert selection_delta("gaussian", 1.0, 4, max_partitions=1, signal=3) == \
+        noise_tail("gaussian", 1.0, 1)
+    assert selection_delta("gaussian", 1.0, 3, max_partitions=1, signal=3) == 1.0   # at w
+    assert selection_delta("gaussian", 1.0, 2, max_partitions=10**6, signal=0) == 1.0
 
 
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
 @pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9])
 def test_the_threshold_is_the_smallest_within_delta(noise, delta):
-    m = threshold_steps(noise, 40.0, delta, 1.0, 100)
-    assert selection_delta(noise, 40.0, m, 1.0, 100) <= delta
-    assert m == 1 or selection_delta(noise, 40.0, m - 1, 1.0, 100) > delta
+    m = threshold_steps(noise, 40.0, delta, max_partitions=100, signal=5)
+    assert selection_delta(noise, 40.0, m, max_partitions=100, signal=5) <= delta
+    assert selection_delta(noise, 40.0, m - 1, max_partitions=100, signal=5) > delta
 
 
-@pytest.mark.parametrize(("args", "name"), [
-    (("gaussian", 1.0, 0.0, 1.0, 1), "delta"),
-    (("gaussian", 1.0, 1.0, 1.0, 1), "delta"),
-    (("gaussian", 0.0, 1e-5, 1.0, 1), "scale"),
-    (("uniform", 1.0, 1e-5, 1.0, 1), "noise"),
-    (("laplace", 1.0, 1e-5, -1.0, 1), "epsilon"),
-    (("laplace", 1.0, 1e-5, 1.0, 0), "max_partitions"),
+@pytest.mark.parametrize(("args", "k", "signal", "name"), [
+    (("gaussian", 1.0, 0.0), 1, 0, "delta"),
+    (("gaussian", 1.0, 1.0), 1, 0, "delta"),
+    (("gaussian", 0.0, 1e-5), 1, 0, "scale"),
+    (("uniform", 1.0, 1e-5), 1, 0, "noise"),
+    (("laplace", 1.0, 1e-5), 1, -1, "signal"),
+    (("laplace", 1.0, 1e-5), 0, 0, "max_partitions"),
 ])
-def test_bad_arguments_are_named(args, name):
+def test_bad_arguments_are_named(args, k, signal, name):
     with pytest.raises(ValueError, match=name):
-        threshold_steps(*args)
+        threshold_steps(*args, max_partitions=k, signal=signal)
 
 
 def test_the_smallest_delta_still_has_a_threshold():
-    m = threshold_steps("laplace", 1.0, 1e-300, 700.0, 10**9)
-    assert selection_delta("laplace", 1.0, m, 700.0, 10**9) <= 1e-300
+    m = threshold_steps("laplace", 1.0, 1e-300, max_partitions=10**9, signal=1)
+    assert selection_delta("laplace", 1.0, m, max_partitions=10**9, signal=1) <= 1e-300
 
 
 def test_the_cap_keeps_at_most_cap_entries_per_row_uniformly():
@@ -84,18 +88,19 @@ def test_the_cap_keeps_at_most_cap_entries_per_row_uniformly():
         cap_contributions(rows, 0, rng)
 
 
+@pytest.mark.parametrize("epsilon_m", [0.3, 1.0, 5.0])
 @pytest.mark.parametrize("noise", ["gaussian", "laplace"])
-def test_the_selection_of_an_item_with_one_unit_is_within_its_claim(noise):
+def test_the_selection_of_an_item_with_one_unit_is_within_its_claim(noise, epsilon_m):
     """Exact audit of the smallest case: D has an item whose only unit contributes weight
     w (one step) next to a common item; D' lacks it.  The release is each item's weight
     plus noise, thresholded; we enumerate the distribution of the sole item's presence
     and of the common item's noisy value and check (ε, δ)-DP for every event: the
     hockey-stick divergence at e^ε is within δ_M + selection_delta."""
-    scale, epsilon_m = 3.0, 1.0
+    scale = 3.0
     z = np.arange(-200, 201)
     p = np.exp(-z**2 / (2 * scale**2)) if noise == "gaussian" else np.exp(-np.abs(z) / scale)
     p /= p.sum()
-    m = threshold_steps(noise, scale, 1e-3, epsilon_m, 1)
+    m = threshold_steps(noise, scale, 1e-3, max_partitions=1, signal=1)
     # common item: value 1 in D and 0 in D' (the unit contributes to it too)
     common_d, common_d2 = np.roll(p, 1), p
     # sole item: present in D with value 1, absent in D'
@@ -106,7 +111,7 @@ def test_the_selection_of_an_item_with_one_unit_is_within_its_claim(noise):
     def hockey(a, b, eps):
         return float(np.maximum(a - math.exp(eps) * b, 0).sum())
     delta_m = max(hockey(common_d, common_d2, epsilon_m), hockey(common_d2, common_d, epsilon_m))
-    added = selection_delta(noise, scale, m, epsilon_m, 1)
+    added = selection_delta(noise, scale, m, max_partitions=1, signal=1)
     assert max(hockey(d, d2, epsilon_m), hockey(d2, d, epsilon_m)) <= delta_m + added + 1e-15
     # and the threshold is what keeps it there: no threshold leaks
     d_open = np.concatenate([common_d * (1 - float(p[z >= 0].sum())),

@@ -24,7 +24,8 @@ def _ranked(sim_row, exclude, to_inner) -> list[int]:
 
 
 def test_dpitemknn_ranks_every_item_by_its_released_similarities(trainset):
-    model = DPItemKNN(epsilon=1000.0, k=5, baseline_share=0.3).fit(trainset)
+    items = [trainset.to_raw_iid(i) for i in trainset.all_items()]      # every item listed
+    model = DPItemKNN(epsilon=1000.0, k=5, baseline_share=0.3, items=items).fit(trainset)
     assert model.privacy_report().guarantee is not None
     assert np.count_nonzero(model.sim.to_numpy()) > 1000     # a covariance was released
     beyond_users = set()
@@ -37,6 +38,23 @@ def test_dpitemknn_ranks_every_item_by_its_released_similarities(trainset):
     assert model.privacy_report().guarantee is None    # inner ids were shown: not covered
     assert model.get_neighbors(3, 10**6) == _ranked(
         model.sim.loc[trainset.to_raw_iid(3)], trainset.to_raw_iid(3), trainset.to_inner_iid)
+
+
+def test_without_a_catalogue_get_neighbors_ranks_the_listed_items_only(trainset):
+    # partition selection lists some items: an unlisted item has no similarity (no
+    # neighbours), and a listed item's neighbours are listed items (an unlisted one read
+    # as position -1 once took the last listed item's similarity)
+    model = DPItemKNN(epsilon=1000.0, k=5, baseline_share=0.3).fit(trainset)
+    listed = set(model.sim.index)
+    assert 0 < len(listed) < trainset.n_items
+    for inner in range(trainset.n_items):
+        raw = trainset.to_raw_iid(inner)
+        neighbours = model.get_neighbors(inner, 10**6)
+        if raw not in listed:
+            assert neighbours == []
+        else:
+            assert neighbours == _ranked(model.sim.loc[raw], raw, trainset.to_inner_iid)
+            assert {trainset.to_raw_iid(i) for i in neighbours} == listed - {raw}
 
 
 @pytest.mark.parametrize("sim_options", [None, {"name": "rr_minhash", "tau": 5,

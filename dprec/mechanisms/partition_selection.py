@@ -8,26 +8,23 @@ Mandayam, "Differentially private partition selection", PoPETs 2022; Google's DP
 library) releases an item only when its **noisy weight passes a threshold** $T$ that
 pure noise passes with a tiny probability.
 
-**The argument** (the one every model here uses).  Let $M^*$ be the release of the
-noisy statistics over *every* item of $D \cup D'$ ($D$, $D'$ neighbouring, one unit
-apart; an item absent from a dataset has true value 0 there).  Its coordinates move by
-the unit's bounded contribution whatever the items, so $M^*$ is $(\varepsilon,
-\delta_M)$-DP as the release over a fixed list is.  The model's release $M$ drops the
-items whose noisy weight is below $T$, and names only items of its own dataset.  On $D$
-(the larger one) $M(D)$ is $M^*(D)$ thresholded; on $D'$, $M(D')$ and the thresholded
-$M^*(D')$ use the same noise and differ only on the event $E$ that some item of $D$
-missing from $D'$ passes $T$ on its noise alone.  With at most $k$ such items (a unit
-creates at most $k$: one per rating, or the `max_partitions` items a user contributes
-to), $P(E) \le k\, \bar F(T)$, $\bar F$ the noise's upper tail, and for every event $S$
-
-$$P[M(D) \in S] \le e^\varepsilon (P[M(D') \in S] + P(E)) + \delta_M, \qquad
-P[M(D') \in S] \le e^\varepsilon P[M(D) \in S] + \delta_M + P(E),$$
-
-so $M$ is $(\varepsilon, \delta_M + e^\varepsilon k \bar F(T))$-DP, and so is anything
-computed afterwards from the selected items (adaptive composition: the list is a
-release).  [`selection_delta`][dprec.mechanisms.partition_selection.selection_delta] is
-that added δ; [`threshold_steps`][dprec.mechanisms.partition_selection.threshold_steps]
-the smallest threshold that keeps it within a target.
+**The argument** (the one every model here uses).  Let $D'$ be $D$ without one unit,
+$N_c$ the noisy statistics of the items both have, $g$ the thresholding and everything
+computed after it (which reads listed items only), so that $M(D') = g(N_c(D'))$; and
+let $E$ be the event that some item only $D$ has — at most $k$ of them, each of weight
+at most $w$ from the unit — passes $T$ in $M(D)$.  Off $E$, $M(D) = g(N_c(D))$, and
+$N_c$ is $(\varepsilon, \delta_M)$-DP as the release over a fixed list is, so
+$P[M(D) \in S] \le e^\varepsilon P[M(D') \in S] + \delta_M + P(E)$ with
+$P(E) \le k\, \bar F(T - w)$.  The other way, let $M^*(D')$ be the release over $D$'s
+items (those $D'$ lacks at weight 0), thresholded: it is $(\varepsilon, \delta_M)$-close
+to $M(D)$ and equals $M(D')$ but on the event, of probability at most $k \bar F(T)$,
+that noise alone passes $T$ on one of those items; so $P[M(D') \in S] \le
+e^\varepsilon P[M(D) \in S] + \delta_M + k \bar F(T)$.  $M$ is therefore
+$(\varepsilon, \delta_M + k \bar F(T - w))$-DP, and so is anything computed afterwards
+from the selected items (adaptive composition: the list is a release).
+[`selection_delta`][dprec.mechanisms.partition_selection.selection_delta] is that added
+δ; [`threshold_steps`][dprec.mechanisms.partition_selection.threshold_steps] the
+smallest threshold that keeps it within a target.
 
 **The tails**, exact or upper bounds, in integer steps of the noise's lattice:
 
@@ -51,7 +48,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_choice, check_delta, check_int, check_positive, check_real
+from .._validation import check_choice, check_delta, check_int, check_positive
 
 __all__ = ["NOISES", "cap_contributions", "log_noise_tail", "noise_tail", "selection_delta",
            "threshold_steps"]
@@ -91,26 +88,28 @@ def noise_tail(noise: str, scale: float, steps: int) -> float:
     return math.exp(log_noise_tail(noise, scale, steps))
 
 
-def selection_delta(noise: str, scale: float, steps: int, epsilon: float,
-                    max_partitions: int) -> float:
+def selection_delta(noise: str, scale: float, steps: int, *, max_partitions: int,
+                    signal: int) -> float:
     r"""The δ that thresholding at `steps` adds to an $(\varepsilon, \delta_M)$ release:
-    $e^\varepsilon k\, P(Z \ge m)$
-    ([`noise_tail`][dprec.mechanisms.partition_selection.noise_tail]), $k$ =
-    `max_partitions`, the most items one unit can create (see the module docstring).
-    At most 1.
+    $k\, P(Z \ge m - w)$ ([`noise_tail`][dprec.mechanisms.partition_selection.noise_tail]),
+    $k$ = `max_partitions` the most items one unit can bring and $w$ = `signal` the most
+    it adds to one item's weight, both in steps (see the module docstring).  At most 1.
 
     Raises
     ------
     ValueError
-        For invalid arguments, naming them (`epsilon >= 0` finite, `max_partitions >= 1`).
+        For invalid arguments, naming them (`max_partitions >= 1`, `signal >= 0`).
     """
-    epsilon = check_real(epsilon, "epsilon", low=0.0)
     k = check_int(max_partitions, "max_partitions", minimum=1)
-    return math.exp(min(epsilon + math.log(k) + log_noise_tail(noise, scale, steps), 0.0))
+    signal = check_int(signal, "signal", minimum=0)
+    steps = check_int(steps, "steps", minimum=1)
+    if steps - signal < 1:
+        return 1.0
+    return math.exp(min(math.log(k) + log_noise_tail(noise, scale, steps - signal), 0.0))
 
 
-def threshold_steps(noise: str, scale: float, delta: float, epsilon: float,
-                    max_partitions: int) -> int:
+def threshold_steps(noise: str, scale: float, delta: float, *, max_partitions: int,
+                    signal: int) -> int:
     r"""The smallest threshold $m \ge 1$ (in steps of the noise's lattice) whose
     [`selection_delta`][dprec.mechanisms.partition_selection.selection_delta] is at most
     `delta`: a public function of the parameters, never of the data.
@@ -125,12 +124,15 @@ def threshold_steps(noise: str, scale: float, delta: float, epsilon: float,
         raise ValueError("delta must be > 0 for partition selection (an item that exists "
                          "through one unit is released with some probability)")
     scale = check_positive(scale, "scale")
-    low, high = 0, 1                          # selection_delta(high) <= delta < (low)
-    while selection_delta(noise, scale, high, epsilon, max_partitions) > delta:
-        low, high = high, 2 * high          # ends: the log tail falls without bound
+    signal = check_int(signal, "signal", minimum=0)
+    low, high = signal, signal + 1    # selection_delta(high) <= delta < selection_delta(low)
+    while selection_delta(noise, scale, high, max_partitions=max_partitions,
+                          signal=signal) > delta:
+        low, high = high, signal + 2 * (high - signal)   # ends: the log tail falls unboundedly
     while high - low > 1:
         middle = (low + high) // 2
-        if selection_delta(noise, scale, middle, epsilon, max_partitions) > delta:
+        if selection_delta(noise, scale, middle, max_partitions=max_partitions,
+                           signal=signal) > delta:
             low = middle
         else:
             high = middle
