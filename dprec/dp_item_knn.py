@@ -365,8 +365,12 @@ class DPItemKNN(ListedModel, AlgoBase):
         spent = dict(zip(("covariance", "co-rating weights"),
                          laplace_sum_epsilons(sum_sensitivities(2, *grid, "l1"),
                                               epsilon_each)))
-        effects = baseline.release_entries(trainset.rating_scale, 0 if lists is None else
-                                           len(lists.items), selection=selection)
+        try:
+            effects = baseline.release_entries(trainset.rating_scale, 0 if lists is None else
+                                               len(lists.items), selection=selection)
+        except ValueError as error:           # say which of this model's parameters
+            raise ValueError(f"baseline_share * epsilon = {share * epsilon:g} is too small "
+                             f"for the baseline's release: {error}") from None
         return spent, [entry[2:] for entry in effects] + [(eps, 0.0) for eps in spent.values()]
 
     def _fit_baseline_only(self, trainset, k: int, baseline: DPBaseline,
