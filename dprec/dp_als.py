@@ -86,8 +86,9 @@ __all__ = ["DPALS", "default_share", "item_factors", "item_statistics", "user_fa
 FACTOR_SNR = 1.0
 #: the factors' share of ρ when the rule releases them
 FACTOR_SHARE = 0.7
-#: the fewest listed items the factors are released for (`default_share`)
-MIN_ITEMS = 10
+#: the fewest listed items the factors are released for (`default_share`): on MovieLens
+#: 100k at ε = 5 the baseline's share lists 149, where the factors cost 0.04 RMSE
+MIN_ITEMS = 500
 #: ratings per block of the vectorised passes (memory: about 100 floats per rating)
 BLOCK_RATINGS = 1 << 17
 NOTES = {
