@@ -507,9 +507,10 @@ def default_share(n_users: float, n_items: int, rho: float | None) -> float:
     ratios 4.0 and 4.8; it cost at ε ≤ 2, ratios up to 2.1), never on the data being
     protected.  Fewer than `MIN_ITEMS` listed items give no covariance either: partition
     selection lists the popular items, whose ratio is high, while the covariance among a
-    few of them helps few answers and takes most of the budget from the effects.  The model reads released sizes only: the baseline release's
-    noisy number of users and the number of items it lists (a public catalogue's, or
-    those its partition selection chose).
+    few of them helps few answers and takes most of the budget from the effects.  The
+    model reads released sizes only: the baseline release's noisy number of users and the
+    number of items it lists (a public catalogue's, or those its partition selection
+    chose).
     """
     if rho is None:
         return BASELINE_SHARE
