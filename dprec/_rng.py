@@ -16,6 +16,7 @@ Two kinds of randomness live in dprec:
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import numbers
 
@@ -72,14 +73,66 @@ def validate_random_state(random_state: RandomStateLike, name: str = "random_sta
     check_random_state(random_state, name)
 
 
-def is_seeded(random_state: RandomStateLike) -> bool:
-    """Whether ``random_state`` is an int seed (seeded noise: reproducible by anyone who knows
-    or guesses it, so no privacy guarantee holds; see ``PrivacyAccountant(seeded=)``).
+class NoiseSource(enum.IntEnum):
+    """Where a model's noise comes from, as its ``random_state`` says (see `noise_source`).
 
-    A ``RandomState`` or ``Generator`` counts as unseeded: its state is the caller's, and the
-    guarantee assumes it is unknown to the adversary.
+    Falsy only for `FRESH`: ``if is_seeded(random_state)`` reads "the caller fixed the
+    noise".  The privacy accountant turns it into each entry's status
+    (``PrivacyAccountant(seeded=)``): `FRESH` keeps *holds*, `GENERATOR` makes it
+    conditional on the generator's state being secret, `SEED` voids it.
     """
-    return isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+
+    FRESH = 0
+    """``random_state=None``: fresh OS entropy at each fit, known to no one."""
+    GENERATOR = 1
+    """A caller's `numpy.random.RandomState` or `numpy.random.Generator`: whoever knows its
+    state (e.g. the seed it was built from) reproduces the noise bit for bit."""
+    SEED = 2
+    """An int: reproducible, for experiments; a small int is found by brute force."""
+
+
+def noise_source(random_state: RandomStateLike) -> NoiseSource:
+    """Where the noise of a model with this ``random_state`` comes from.
+
+    Parameters
+    ----------
+    random_state : None, int, numpy.random.RandomState or numpy.random.Generator
+        Surprise's convention (`check_random_state`).
+
+    Returns
+    -------
+    NoiseSource
+        `NoiseSource.FRESH` for ``None``, `NoiseSource.SEED` for an int (``bool``
+        excluded), `NoiseSource.GENERATOR` for a ``RandomState`` or ``Generator``.
+
+    Raises
+    ------
+    TypeError
+        For any other type, naming ``random_state``.
+    """
+    if random_state is None:
+        return NoiseSource.FRESH
+    if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+        return NoiseSource.GENERATOR
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return NoiseSource.SEED
+    raise TypeError(
+        f"random_state must be None, an int, a numpy RandomState or a numpy Generator, "
+        f"got {type(random_state).__name__}"
+    )
+
+
+def is_seeded(random_state: RandomStateLike) -> NoiseSource:
+    """Whether the caller fixed the noise: `noise_source` of ``random_state``, falsy only
+    for ``None`` (fresh OS entropy).
+
+    An int seed (`NoiseSource.SEED`) and a caller's ``RandomState`` or ``Generator``
+    (`NoiseSource.GENERATOR`) are both truthy: anyone who knows the seed or the
+    generator's state reproduces the noise.  Passed to ``PrivacyAccountant(seeded=)``,
+    the first voids every entry that holds, the second makes it hold only if the
+    generator's state is secret.
+    """
+    return noise_source(random_state)
 
 
 def draw_seed(rng: np.random.Generator) -> int:

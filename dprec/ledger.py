@@ -25,16 +25,23 @@ What is *guaranteed* is said explicitly.  An entry's status is
 
 * `Status.HOLDS`: a guarantee for its unit, with the argument in the
   docstring of the component and an audit in the tests;
+* `Status.CONDITIONAL`: the same guarantee, but only if the state of the
+  caller's generator (a ``RandomState`` or ``Generator`` given as
+  ``random_state``) is secret: whoever knows it reproduces the noise;
 * `Status.AS_PUBLISHED`: a paper's claim that dprec reproduces but does
   not guarantee, with the reason in `LedgerEntry.note`;
 * `Status.VOID`: a guarantee that would hold but is voided by how the
-  component was configured (e.g. a public bound read from the data).
+  component was configured (e.g. a public bound read from the data, an int
+  seed).
 
 Outputs the model releases that no mechanism covers (predictions averaging
 raw ratings, diagnostics computed from exact similarities) are declared with
 [`PrivacyAccountant.declare_output`][]; the model's end-to-end guarantee
 ([`PrivacyAccountant.guarantee`][]) exists only when every output is
-covered by entries that hold.
+covered by entries that hold.  [`PrivacyAccountant.headline`][] states it as
+the report's first line does: per unit, the worst of *all* users (∞ when some
+user is outside the guarantee), what that ε is, and how many users are outside
+(the curator's count: the printed report gives the rule, never the count).
 
 The vocabulary (units, statuses, entries, outputs) lives in
 [`dprec.ledger_entries`][dprec.ledger_entries] and the printed report in
@@ -49,14 +56,16 @@ import numbers
 import threading
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
 
+from ._rng import NoiseSource
 from ._validation import check_budget, check_delta, check_int
 from .ledger_entries import (
     APPLIES_TO,
+    CALLER_GENERATOR,
     SEEDED,
     TIGHT_DELTA,
     BudgetExceededError,
@@ -65,14 +74,19 @@ from .ledger_entries import (
     PrivacyLeakWarning,
     Status,
     Unit,
+    for_noise,
+    noise_of,
     worst_status,
 )
-from .ledger_text import report_text
+from .ledger_text import Headline, headline, report_text
 
 __all__ = [
     "APPLIES_TO",
     "BudgetExceededError",
+    "CALLER_GENERATOR",
+    "Headline",
     "LedgerEntry",
+    "NoiseSource",
     "Output",
     "PrivacyAccountant",
     "PrivacyLeakWarning",
@@ -98,18 +112,25 @@ class PrivacyAccountant:
     Parameters
     ----------
     users : int or sequence
-        The number of users, or their (raw) ids in inner-id order.
+        The number of users, or their (raw) ids in inner-id order.  They are the
+        curator's: [`n_users`][], [`per_user`][] and [`out_of_scope_users`][] read
+        them, and the printed report states no count of them.
     budget : (float, float), optional
         ``(ε, δ)`` per user and unit; [`charge`][] raises
         [`BudgetExceededError`][] rather than let a release exceed it
         (basic composition).
     model : str
         What the report is about, e.g. ``"PrivateKNN(selector='ppns')"``.
-    seeded : bool, default False
-        Whether the model's noise comes from an int ``random_state``: anyone who
-        knows or guesses the seed reproduces the noise (a small int is found by
-        brute force, e.g. from a published hash seed), so every entry registered
-        as `Status.HOLDS` is recorded as `Status.VOID` with the reason `SEEDED`.
+    seeded : bool or NoiseSource, default False
+        Where the model's noise comes from (``dprec._rng.is_seeded(random_state)``).
+        An int ``random_state`` (`NoiseSource.SEED`, or ``True``): anyone who knows
+        or guesses the seed reproduces the noise (a small int is found by brute
+        force, e.g. from a published hash seed), so every entry registered as
+        `Status.HOLDS` is recorded as `Status.VOID` with the reason `SEEDED`.  The
+        caller's ``RandomState`` or ``Generator`` (`NoiseSource.GENERATOR`): whoever
+        knows its state reproduces the noise, so such an entry is recorded as
+        `Status.CONDITIONAL` with the reason `CALLER_GENERATOR`.  ``False``
+        (`NoiseSource.FRESH`, ``random_state=None``): entries keep their status.
 
     Examples
     --------
@@ -133,7 +154,7 @@ class PrivacyAccountant:
         self.user_ids[:] = ids          # ids as given: 1 and "1" stay apart
         self.budget = None if budget is None else check_budget(budget)
         self.model = str(model)
-        self.seeded = bool(seeded)
+        self.noise_source = noise_of(seeded)
         self.notes: list[str] = []
         self.conditions: list[str] = []
         self._entries: list[LedgerEntry] = []
@@ -149,13 +170,22 @@ class PrivacyAccountant:
         return state
 
     def __setstate__(self, state: dict) -> None:
+        if "seeded" in state:                  # pickled before the noise source
+            state["noise_source"] = noise_of(bool(state.pop("seeded")))
         self.__dict__.update(state)
         self.lock = threading.RLock()
 
     # ------------------------------------------------------------ recording
     @property
+    def seeded(self) -> bool:
+        """Whether the caller fixed the noise (an int seed, or their generator): see
+        ``noise_source`` and the ``seeded`` parameter."""
+        return self.noise_source is not NoiseSource.FRESH
+
+    @property
     def n_users(self) -> int:
-        """The number of users the accountant follows."""
+        """The number of users the accountant follows: the curator's figure (a count of
+        the data), never printed in the report."""
         return len(self.user_ids)
 
     @property
@@ -172,9 +202,7 @@ class PrivacyAccountant:
         """Add a mechanism the model may apply; returns its index (for [`charge`][])."""
         if not isinstance(entry, LedgerEntry):
             raise TypeError(f"entry must be a LedgerEntry, got {type(entry).__name__}")
-        if self.seeded and entry.status is Status.HOLDS:
-            entry = replace(entry, status=Status.VOID,
-                            note=SEEDED + (f"; {entry.note}" if entry.note else ""))
+        entry = for_noise(entry, self.noise_source)
         self._entries.append(entry)
         self._counts.append(np.zeros(self.n_users, dtype=np.int64))
         return len(self._entries) - 1
@@ -305,7 +333,8 @@ class PrivacyAccountant:
         return eps, np.minimum(delta, 1.0)
 
     def per_user(self, unit: Unit | None = None) -> pd.DataFrame:
-        """Each user's composed (ε, δ) for ``unit`` and how many releases touched them.
+        """Each user's composed (ε, δ) for ``unit`` and how many releases touched them:
+        the curator's view (one row per user of the data), never printed in the report.
 
         Returns
         -------
@@ -448,18 +477,39 @@ class PrivacyAccountant:
         return int(matches[0])
 
     # ------------------------------------------------------------ reporting
-    @property
-    def guarantee(self) -> dict[Unit, tuple[float, float]] | None:
-        """Per unit, the worst user's ``(ε, δ)`` for *everything* the model released,
-        or ``None`` when some output is not covered or some covering entry does
-        not hold (then there is no end-to-end guarantee: ε = ∞)."""
+    def end_to_end(self) -> Status | None:
+        """Whether the model guarantees *everything* it released: `Status.HOLDS`,
+        `Status.CONDITIONAL` (it would, if the caller's generator has a secret state), or
+        ``None`` (some output is not covered, or an entry neither holds nor holds on that
+        condition: no end-to-end guarantee, ε = ∞)."""
+        good = (Status.HOLDS, Status.CONDITIONAL)
+        if not self._outputs or any(e.status not in good for e in self._entries):
+            return None
         for output in self._outputs:
-            if output.gap is not None or any(self._entries[c].status is not Status.HOLDS
+            if output.gap is not None or any(self._entries[c].status not in good
                                              for c in output.covered_by):
                 return None
-        if not self._outputs or any(e.status is not Status.HOLDS for e in self._entries):
+        return worst_status(e.status for e in self._entries)
+
+    @property
+    def guarantee(self) -> dict[Unit, tuple[float, float]] | None:
+        """Per unit, the worst ``(ε, δ)`` of the users *in scope* ([`total`][]) for
+        *everything* the model released, or ``None`` when there is no unconditional
+        end-to-end guarantee ([`end_to_end`][] is not `Status.HOLDS`: some output is
+        not covered, some entry does not hold, or the noise came from the caller's
+        generator).  Users outside a unit's scope have none (ε = ∞); [`headline`][]
+        gives the worst of all users and how many are outside."""
+        if self.end_to_end() is not Status.HOLDS:
             return None
         return {unit: self.total(unit) for unit in self.units()}
+
+    def headline(self) -> tuple[Headline, ...]:
+        """What the report's first line states, per unit: the worst ``(ε, δ)`` of *all*
+        users (∞ when some user is outside the guarantee), its status, how many users are
+        outside (the curator's count, not printed in the report) and the worst of the
+        others ([`headline`][dprec.ledger_text.headline]).  Every label of a model
+        (``dprec demo``, the experiments) is read from it."""
+        return headline(self)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per entry, with per-user applications (median and max)."""
@@ -527,6 +577,6 @@ def compose(accountants: Sequence[PrivacyAccountant]) -> PrivacyAccountant:
         out.notes.extend(note for note in acc.notes if note not in out.notes)
         for condition in acc.conditions:
             out.add_condition(condition)
-        out.seeded = out.seeded or acc.seeded
+        out.noise_source = max(out.noise_source, acc.noise_source)
         out.releases += acc.releases
     return out

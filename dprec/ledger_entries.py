@@ -10,13 +10,15 @@ what covers something a model releases.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
+from ._rng import NoiseSource
 from ._validation import check_delta, check_epsilon
 
-__all__ = ["APPLIES_TO", "SEEDED", "TIGHT_DELTA", "BudgetExceededError", "LedgerEntry",
-           "Output", "PrivacyLeakWarning", "Status", "Unit", "worst_status"]
+__all__ = ["APPLIES_TO", "CALLER_GENERATOR", "SEEDED", "TIGHT_DELTA", "BudgetExceededError",
+           "LedgerEntry", "Output", "PrivacyLeakWarning", "Status", "Unit", "for_noise",
+           "noise_of", "worst_status"]
 
 #: The δ at which `PrivacyAccountant.tight_epsilon` reports by default
 #: (plus the entries' own δ).
@@ -25,6 +27,14 @@ TIGHT_DELTA = 1e-6
 SEEDED = ("seeded noise (random_state is an int): reproducible, for experiments; anyone who "
           "knows or guesses the seed reproduces the noise, so nothing is guaranteed (fit with "
           "random_state=None for the guarantee)")
+#: Why an entry of a model fitted with the caller's generator holds only on a condition.
+CALLER_GENERATOR = (
+    "noise from the caller's generator (random_state is a numpy RandomState or Generator): "
+    "anyone who knows its state (e.g. the seed it was built from) reproduces the noise bit "
+    "for bit, so the guarantee is conditional on that state being secret (fit with "
+    "random_state=None for an unconditional guarantee)")
+
+
 class Unit(Enum):
     """What two neighbouring datasets differ in."""
 
@@ -38,9 +48,16 @@ class Unit(Enum):
 
 
 class Status(Enum):
-    """Whether dprec guarantees an entry's (ε, δ)."""
+    """Whether dprec guarantees an entry's (ε, δ).
+
+    From the strongest to the weakest: `HOLDS` (a guarantee), `CONDITIONAL` (a
+    guarantee if the caller's generator, the source of the noise, has a secret
+    state), `AS_PUBLISHED` (a paper's claim dprec does not guarantee) and `VOID`
+    (voided by the configuration, e.g. an int seed).
+    """
 
     HOLDS = "holds"
+    CONDITIONAL = "holds only if the generator's state is secret"
     AS_PUBLISHED = "as published"
     VOID = "void"
 
@@ -130,6 +147,47 @@ class Output:
 
 
 def worst_status(statuses: Iterable[Status]) -> Status:
-    """The weakest of ``statuses`` (holds < as published < void); holds when empty."""
-    order = [Status.HOLDS, Status.AS_PUBLISHED, Status.VOID]
+    """The weakest of ``statuses`` (holds < conditional < as published < void); holds when
+    empty."""
+    order = [Status.HOLDS, Status.CONDITIONAL, Status.AS_PUBLISHED, Status.VOID]
     return max(statuses, key=order.index, default=Status.HOLDS)
+
+
+def for_noise(entry: LedgerEntry, source: NoiseSource | bool) -> LedgerEntry:
+    """``entry`` as it stands when its noise comes from ``source``.
+
+    An entry that holds stays so with fresh noise (`NoiseSource.FRESH`, or ``False``);
+    with the caller's generator (`NoiseSource.GENERATOR`) it becomes
+    `Status.CONDITIONAL` with the reason `CALLER_GENERATOR`; with an int seed
+    (`NoiseSource.SEED`, or ``True``) `Status.VOID` with the reason `SEEDED`.  Any other
+    status is kept.
+
+    Raises
+    ------
+    TypeError
+        For a ``source`` that is neither a `NoiseSource` nor a bool, naming ``source``.
+    """
+    source = noise_of(source, "source")
+    if entry.status is not Status.HOLDS or source is NoiseSource.FRESH:
+        return entry
+    status, reason = ((Status.VOID, SEEDED) if source is NoiseSource.SEED
+                      else (Status.CONDITIONAL, CALLER_GENERATOR))
+    return replace(entry, status=status,
+                   note=reason + (f"; {entry.note}" if entry.note else ""))
+
+
+def noise_of(seeded: NoiseSource | bool, name: str = "seeded") -> NoiseSource:
+    """``seeded`` as a `NoiseSource`: a bool reads ``True`` as an int seed (the accountant's
+    former ``seeded=True``) and ``False`` as fresh noise.
+
+    Raises
+    ------
+    TypeError
+        For anything else, naming the parameter (``name``).
+    """
+    if isinstance(seeded, NoiseSource):
+        return seeded
+    if isinstance(seeded, bool):
+        return NoiseSource.SEED if seeded else NoiseSource.FRESH
+    raise TypeError(f"{name} must be a bool or a dprec.ledger.NoiseSource (dprec._rng."
+                    f"is_seeded(random_state)), got {type(seeded).__name__}")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from ._rng import NoiseSource
 from ._validation import check_budget
 from .ledger import BudgetExceededError, PrivacyAccountant, Unit, past_budget
 
@@ -129,7 +130,11 @@ class PrivateModel:
                 f"for {unit}: the fit is refused before any noise is drawn and the model "
                 "is unchanged")
 
-    def _open_accountant(self, users: Sequence, model: str, seeded: bool) -> PrivacyAccountant:
+    def _open_accountant(self, users: Sequence, model: str,
+                         seeded: bool | NoiseSource) -> PrivacyAccountant:
         """A new accountant for `users` (ids, in the model's order) with the `budget`: it
-        refuses any charge past it."""
+        refuses any charge past it.  `seeded` is where the noise came from
+        (`dprec._rng.is_seeded(random_state)`: fresh, the caller's generator, an int
+        seed), which sets the status of every entry that holds (see
+        [`PrivacyAccountant`][dprec.PrivacyAccountant])."""
         return PrivacyAccountant(users, budget=self.budget, model=model, seeded=seeded)

@@ -38,6 +38,7 @@ from dprec.experiments.privacy_audit import (
     sketch_release,
 )
 from dprec.ledger import (
+    CALLER_GENERATOR,
     SEEDED,
     BudgetExceededError,
     PrivacyAccountant,
@@ -193,9 +194,11 @@ def test_seeded_noise_cancels_on_a_refit_and_the_report_says_so(data):
     (seeded_entry,) = report(0).entries           # an int seed: void, the reason said
     assert seeded_entry.status is Status.VOID and seeded_entry.note.startswith(SEEDED)
     assert "seeded noise" in str(report(0)) and report(0).seeded
-    for unseeded in (None, np.random.default_rng(0)):
-        (entry,) = report(unseeded).entries
-        assert entry.status is Status.HOLDS and "seeded noise" not in str(report(unseeded))
+    (entry,) = report(None).entries                 # fresh noise: holds
+    assert entry.status is Status.HOLDS and "seeded noise" not in str(report(None))
+    (entry,) = report(np.random.default_rng(0)).entries     # the caller's generator: holds
+    assert entry.status is Status.CONDITIONAL                 # only if its state is secret
+    assert entry.note.startswith(CALLER_GENERATOR)            # (#51)
 
 
 # ---------------------------------------------------------- 6. τ is public

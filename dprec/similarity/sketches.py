@@ -65,6 +65,7 @@ import scipy.sparse as sp
 
 from .._linalg import gram
 from .._rng import (
+    NoiseSource,
     RandomStateLike,
     check_seed,
     derive_seed,
@@ -261,8 +262,13 @@ class SketchBackend(abc.ABC):
         ``random_state`` is an int (`dprec._rng.is_seeded`): the noise is then a
         function of a seed anyone can guess, and nothing is guaranteed.  Every
         backend's [`privacy`][] passes its entry through it, so the entry is void
-        wherever it is charged (a model's accountant, ``release_``, ``LocalKNN``)."""
-        if is_seeded(self.random_state) and entry.status is Status.HOLDS:
+        wherever it is charged (a model's accountant, ``release_``, ``LocalKNN``).
+
+        A ``Generator`` is left as it is: the models hand their backend one derived from
+        their own entropy, and their accountant, which knows where that entropy came
+        from (``random_state=None``, the caller's generator, an int), sets the entry's
+        status when it is charged (``PrivacyAccountant(seeded=)``)."""
+        if is_seeded(self.random_state) is NoiseSource.SEED and entry.status is Status.HOLDS:
             return replace(entry, status=Status.VOID,
                            note=SEEDED + (f"; {entry.note}" if entry.note else ""))
         return entry
