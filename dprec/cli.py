@@ -8,7 +8,6 @@ options, a missing extra) end in one line naming the fix and exit status 2;
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import textwrap
 from pathlib import Path
@@ -34,9 +33,8 @@ from .experiments._options import (
     plain_text,
     quick_folder,
 )
-from .experiments.hyperparameters import guarantee_label
+from .experiments.privacy_labels import first_fold, fresh_labels
 from .knn import PrivateKNN
-from .ledger import Unit
 from .ranking import MallowsRanker
 from .selectors import SELECTORS
 from .similarity import EXACT_SIMILARITIES, SKETCH_BACKENDS, SURPRISE_SIMILARITIES
@@ -80,7 +78,8 @@ DEMO_EPSILON = 1.0
 
 def demo_algorithms(k: int, seed: int) -> dict:
     """Surprise's KNNBasic next to every dprec algorithm, one configuration each, and the
-    end-to-end private models at ε = 1 per user."""
+    end-to-end private models given ``epsilon=1`` (their names say the parameters given;
+    what their reports guarantee is the demo's column ``private``, `demo_privacy`)."""
     cosine = {"name": "cosine"}
     epsilon = DEMO_EPSILON
 
@@ -93,10 +92,12 @@ def demo_algorithms(k: int, seed: int) -> dict:
         f"PrivateKNN top-k, user nbhd λ={USER_SHRINKAGE:g}": private(
             neighbourhood="user", fallback="user_mean", neighbour_shrinkage=USER_SHRINKAGE),
         "PrivateKNN probabilistic": private(selector="probabilistic"),
-        f"PrivateKNN PNCF ε={epsilon:g}": private(selector="pncf", epsilon=epsilon),
-        f"PrivateKNN PPNS ε={epsilon:g} p=0.5": private(selector="ppns", epsilon=epsilon, p=0.5),
-        f"DPItemKNN ε={epsilon:g}": DPItemKNN(epsilon=epsilon, k=k, random_state=seed),
-        f"DPBaseline ε={epsilon:g}": DPBaseline(epsilon=epsilon, unit="user", random_state=seed),
+        f"PrivateKNN PNCF epsilon={epsilon:g}": private(selector="pncf", epsilon=epsilon),
+        f"PrivateKNN PPNS epsilon={epsilon:g} p=0.5": private(selector="ppns", epsilon=epsilon,
+                                                              p=0.5),
+        f"DPItemKNN epsilon={epsilon:g}": DPItemKNN(epsilon=epsilon, k=k, random_state=seed),
+        f"DPBaseline epsilon={epsilon:g}": DPBaseline(epsilon=epsilon, unit="user",
+                                                      random_state=seed),
     }
 
 
@@ -128,7 +129,7 @@ def run_demo(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "demo.csv", index=False)
-    privacy = {name: _privacy_label(algo, data) for name, algo in algorithms.items()}
+    privacy = demo_privacy(algorithms, data, args.folds, args.seed)
     print()
     print(demo_report(table, privacy, args.folds))
     print(f"\nper-fold results written to {out / 'demo.csv'}")
@@ -146,11 +147,14 @@ def demo_report(table, privacy: dict, n_folds: int) -> str:
     summary.columns = ["algorithm", "RMSE", "MAE", "fit s/fold", "test s/fold", "private"]
     notes = [
         "RMSE and MAE: lower is better (means over the folds).",
-        "private: the ε, whom it protects (one rating; one user: all of their ratings) and "
-        "whether dprec guarantees it, as the privacy accountant of the model fitted with "
-        "fresh noise says: holds (end to end, for everything the model releases) or as "
-        "published (a paper's claim, which dprec's audits refute). The runs above are "
-        "seeded, hence reproducible, and guarantee nothing themselves (void).",
+        "private: what the privacy report computes for the worst user of the model fitted "
+        "with fresh noise on the first training fold, after answering its test fold: ε (and "
+        "δ), whom it protects (one rating; one user: all of their ratings) and its status: "
+        "holds (end to end, for everything the model releases), in part (some outputs or "
+        "users only), as published (a paper's claim, which dprec's audits refute) or void; "
+        "ε = ∞, and how many users, when some are outside the guarantee. Never the epsilon "
+        "given, which says neither how often it is spent nor whether it holds. The runs "
+        "above are seeded, hence reproducible, and guarantee nothing themselves (void).",
         "user nbhd: the papers' semantics. Each user's k neighbours are chosen once among "
         "all users, and few of them rated a given item: their term is shrunk towards the "
         f"user's own mean by n/(n + λ), n the neighbours who rated it, λ = {USER_SHRINKAGE:g} "
@@ -171,25 +175,14 @@ def demo_report(table, privacy: dict, n_folds: int) -> str:
     return "\n".join(lines)
 
 
-#: the demo's words for what a privacy accountant guarantees (`guarantee_label`)
-VERDICTS = {"holds": "holds", "in part": "holds in part",
-            "as published": "as published, not guaranteed", "none": "not guaranteed"}
-#: the demo's words for the unit an ε protects
-UNITS = {Unit.USER: "user", Unit.RATING: "rating", Unit.SET_ITEM: "item of a set",
-         Unit.RANKING_SWAP: "ranking swap"}
-
-
-def _privacy_label(algo, data) -> str:
-    """``"no"``, or the ε of a private demo row, whom it protects and what the privacy
-    accountant of the model fitted on ``data`` with fresh noise says of it (a seeded fit,
-    reproducible, guarantees nothing: its entries are void)."""
-    if getattr(algo, "epsilon", None) is None or not hasattr(algo, "privacy_report"):
-        return "no"
-    fresh = copy.deepcopy(algo)
-    fresh.random_state = None
-    fresh.fit(data.build_full_trainset())
-    units = dict.fromkeys(UNITS[entry.unit] for entry in fresh.privacy_report().entries)
-    return f"ε={algo.epsilon:g} per {'/'.join(units)}, {VERDICTS[guarantee_label(fresh)]}"
+def demo_privacy(algorithms: dict, data, n_folds: int, seed: int) -> dict:
+    """Per algorithm, its ``private`` label: what the privacy report of a copy fitted with
+    fresh noise on the first training fold, having answered that fold's test set, computes
+    for its worst user ([`fresh_labels`][dprec.experiments.privacy_labels.fresh_labels]);
+    ``"not private"`` for a model without a private mechanism.  A seeded fit, reproducible,
+    guarantees nothing (its entries are void): the label is that of fresh noise."""
+    trainset, testset = first_fold(data, n_folds, seed)
+    return {name: fresh_labels(algo, trainset, testset)[0] for name, algo in algorithms.items()}
 
 
 def default_epsilon(algo: str) -> float | None:
@@ -232,8 +225,8 @@ def run_cv(args: argparse.Namespace) -> int:
                                              path=args.data_path)
     epsilons = args.epsilons or [default]
     private = default is not None
-    budget = (f"ε = {', '.join(f'{e:g}' for e in epsilons)}" if args.epsilons
-              else f"ε = {default:g} ({args.algo}'s default; --epsilons for others)"
+    budget = (f"epsilon = {', '.join(f'{e:g}' for e in epsilons)} given" if args.epsilons
+              else f"epsilon = {default:g} given ({args.algo}'s default; --epsilons for others)"
               if private else "not private (no ε)")
     print(f"dprec cv: {args.algo} on {label}, {args.folds} folds, {budget}, backend "
           f"{args.backend}", flush=True)
@@ -242,10 +235,9 @@ def run_cv(args: argparse.Namespace) -> int:
     # the other algorithms send whole folds
     blocks = args.backend == "dask" and args.algo not in ("knnbasic", "mallows")
 
-    def make(algo, epsilon):
+    def make(algo, epsilon, backend="dask" if blocks else "threads"):
         return cv_algorithm(algo, epsilon, k=args.k, sim=args.sim, p=args.p,
-                            neighbourhood=args.neighbourhood, seed=args.seed,
-                            backend="dask" if blocks else "threads")
+                            neighbourhood=args.neighbourhood, seed=args.seed, backend=backend)
 
     for configuration in configurations:    # a bad combination of options fails here, at once
         algo = make(**configuration)
@@ -262,12 +254,21 @@ def run_cv(args: argparse.Namespace) -> int:
                            progress=args.progress)
     extra = [c for c in table.columns if c not in CV_COLUMNS]
     table = table[CV_COLUMNS + extra]
+    # what the report of each configuration says, fitted with fresh noise on the first fold
+    trainset, testset = first_fold(data, args.folds, args.seed)
+    label_of = {c["epsilon"]: fresh_labels(make(**c, backend="threads"), trainset, testset)[0]
+                for c in configurations}
+    table["privacy"] = table["epsilon"].map(label_of) if private else label_of[None]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "cv.csv", index=False)
     means = table.groupby("epsilon" if private else "algo", sort=False)[["rmse", "mae"]].mean()
-    print(means.to_string(float_format=lambda x: f"{x:.4f}"))
-    print("RMSE and MAE: lower is better (means over the folds).")
+    means["private"] = [label_of[e] for e in means.index] if private else label_of[None]
+    print(means.to_string(float_format=lambda x: f"{x:.4f}", max_colwidth=200))
+    print("RMSE and MAE: lower is better (means over the folds). private: what the privacy "
+          "report of the model fitted with fresh noise on the first training fold, having "
+          "answered its test fold, computes for its worst user (ε, δ, unit, status); the "
+          "seeded runs above guarantee nothing themselves.")
     if len(epsilons) > 1 and means["rmse"].nunique() == 1:
         print(f"The RMSE is the same at every ε: with {args.algo}, ε changes which neighbours "
               "may be drawn, not the predictions here (docs/selectors.md says why "

@@ -195,8 +195,12 @@ configuration by cross-validation on the training folds only. Accuracy is
 RMSE and precision@10; security is the gain of the pooled β-kNN attack over
 what the crowd reveals (50 targets, β ∈ {1, 2, 4, 8}, the attacker picks the
 best β) and ReuseKNN's share of vulnerable users. Each configuration is
-labelled by what its privacy guarantee is: *holds* (end to end), *in part*,
-*as published* (a paper's claim dprec does not guarantee) or *none*.
+labelled by what the privacy report of the configuration fitted with fresh
+noise computes for its worst user, never by the `epsilon` given: `privacy`
+(its ε, δ, unit and status, with the users outside the guarantee if any) and
+`guarantee`: *holds* (end to end, for every user), *in part* (some outputs or
+users only), *as published* (a paper's claim dprec does not guarantee) or
+*none*.
 
 The full run is `python experiments/frontier.py --anchor` (MovieLens 100k,
 583 configurations); with `DPREC_QUICK=1` this notebook runs a small
@@ -218,8 +222,9 @@ print(f"{len(table)} configurations; Pareto-optimal for RMSE: {table.pareto_rmse
 frontier.plot_frontier(table, figure)
 from IPython.display import Image
 Image(filename=str(figure), width=900)''',
-'''columns = ["config", "k", "rmse", "precision@10", "gain_b1", "gain_b8", "max_gain",
-           "vulnerable", "guarantee"]
+'''columns = [c for c in ["config", "k", "rmse", "precision@10", "gain_b1", "gain_b8",
+                       "max_gain", "vulnerable", "guarantee", "privacy"]
+           if c in table]  # privacy: the report's worst user (runs saved before it: none)
 pareto = table[table.pareto_rmse | table.pareto_precision].sort_values("rmse")
 pareto[columns].round(3)''',
 '''# per accuracy level: the most resistant configuration at least that accurate

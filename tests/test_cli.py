@@ -7,13 +7,16 @@ import io
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import CV_OPTIONS, DEMO_OPTIONS, fuzz
 
+from dprec import DPBaseline
 from dprec.cli import EXPERIMENTS, build_parser, main, run_cv, run_demo
 from dprec.experiments._options import OptionParser
+from dprec.ledger import Unit
 
 
 def parse_error(argv) -> str:
@@ -153,3 +156,55 @@ def test_a_quick_run_writes_apart_from_the_full_results(command, tmp_path, monke
     with pytest.raises(Parsed) as info:
         main([command, "--quick", "--out", "mine"])
     assert info.value.args[0] == "mine"
+
+
+# ------------------------------ issue #51, point 4: every label comes from the report
+class EveryUserOutside(DPBaseline):
+    """A `DPBaseline` whose report leaves every user outside the guarantee (ε = ∞): its
+    label must say so, whatever the epsilon given."""
+
+    def fit(self, trainset):
+        super().fit(trainset)
+        report = self.privacy_report()
+        report.out_of_scope(Unit.USER, np.ones(report.n_users, dtype=bool),
+                            "every user, in this test")
+        return self
+
+
+def test_the_demo_labels_rows_with_what_the_report_computes():
+    """`dprec demo` labelled its rows "ε=1 per user, holds" from the epsilon given, even
+    for a model whose report said ε = ∞ (users outside) or void."""
+    from dprec import MallowsRanker, PrivateKNN, datasets
+    from dprec.cli import demo_privacy
+
+    data = datasets.synthetic(120, 60, 3000, random_state=0)
+    labels = demo_privacy({
+        "outside": EveryUserOutside(epsilon=1.0, random_state=0),
+        "void": MallowsRanker(epsilon=200.0, mechanism="laplace", random_state=0),
+        "pncf": PrivateKNN(k=5, selector="pncf", epsilon=1.0, random_state=0,
+                           verbose=False),
+        "top-k": PrivateKNN(k=5, random_state=0, verbose=False)}, data, 2, 0)
+    assert labels["outside"].startswith("ε = ∞ per user: no guarantee for any user (")
+    assert "holds" not in labels["outside"]
+    assert labels["void"] == "ε = 200 per ranking swap, void"
+    composed = re.fullmatch(r"ε = ([\d.]+), δ = 1 per rating, as published", labels["pncf"])
+    assert composed and float(composed.group(1)) > 1.0           # composed, not the 1 given
+    assert labels["top-k"] == "not private"
+
+
+def test_cv_labels_each_epsilon_with_what_the_report_computes(tmp_path, capsys):
+    """`dprec cv` printed the epsilon given as the run's ε; its table and CSV now carry
+    what the fresh-noise report of each configuration computes."""
+    import pandas as pd
+
+    assert main(["cv", "--quick", "--algo", "pncf", "--epsilons", "1", "2", "--folds", "2",
+                 "--no-progress", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "cv.csv")
+    labels = table.groupby("epsilon").privacy.unique()
+    assert all(len(label) == 1 for label in labels)
+    for epsilon, (label,) in labels.items():
+        composed = re.fullmatch(r"ε = ([\d.]+), δ = 1 per rating, as published", label)
+        assert composed and float(composed.group(1)) > epsilon
+    printed = capsys.readouterr().out
+    assert "epsilon = 1, 2 given" in printed
+    assert all(label in printed for (label,) in labels)

@@ -441,8 +441,8 @@ def test_cv_runs_a_private_algorithm_at_its_default_epsilon_and_says_so(tmp_path
         with pytest.MonkeyPatch.context() as patch, pytest.raises(RunStarted):
             patch.setattr(cli, "grid_table", record)
             cli.main(["cv", "--quick", "--algo", algo, "--out", str(tmp_path)])
-        assert f"folds, ε = 1 ({algo}'s default; --epsilons for others)" in \
-            capsys.readouterr().out
+        assert f"folds, epsilon = 1 given ({algo}'s default; --epsilons for others)" in \
+            capsys.readouterr().out     # the parameter; its report's ε is printed at the end
     assert seen == [(1.0, 1.0), (1.0, 1.0)]
     message = checked_error(["cv", "--quick", "--algo", "topk", "--epsilons", "1", "--out",
                              str(tmp_path)], cli, "grid_table")

@@ -132,6 +132,13 @@ def test_end_to_end_rows_take_public_hyperparameters(small_data):
     assert len(table) == 2 * len(models)
     assert (table["hyperparameters"] == "public rule").all()
     assert table["rmse"].notna().all()
+    # #51: the label is what the fresh-noise report says, one per configuration
+    labels = table.groupby("model").privacy.unique()
+    assert all(len(label) == 1 for label in labels)
+    assert labels["DPBaseline (user)"][0] == "ε = 1, δ = 1e-05 per user, holds"
+    assert re.fullmatch(r"ε = (1 per rating|∞ per rating: no guarantee for \d+ users?; ε = 1 "
+                        r"for the others), holds", labels["LocalKNN (krr, rating)"][0])
+    assert end_to_end.summary(table).columns.tolist()[:3] == ["model", "epsilon", "privacy"]
     for model in models[1:] + ("KNNBasic", "PNCF (as published)"):
         assert end_to_end.make_algo(model, 1.0).k == 40
 
@@ -201,3 +208,68 @@ def test_the_user_mean_is_each_users_own_mean():
     half = subsample_users(data, 0.5, seed=1)
     assert len({r[0] for r in half.raw_ratings}) == 25
     assert set(half.raw_ratings) <= set(data.raw_ratings)
+
+
+# ------------------------------ issue #51, point 4: every label comes from the report
+def _sole_holder():
+    """12 users' sets; `u4` alone holds the last item: outside the guarantee of a
+    `PrivatePopularity` whose item list is read from the data."""
+    import numpy as np
+    from strategies import trainset_of
+
+    X = (np.random.default_rng(3).random((12, 8)) < 0.5).astype(float)
+    X[:2] = 1.0
+    return trainset_of(np.column_stack([X, np.eye(12)[:, 4]]), scale=(1, 5))
+
+
+def test_a_model_whose_report_says_infinity_is_not_labelled_holds():
+    """The labels read `report.guarantee`, the users in scope only: a model that left a
+    user at ε = ∞ was labelled "holds" (`dprec demo`: "ε=1 per user, holds")."""
+    from dprec import PrivatePopularity
+    from dprec.experiments import hyperparameters
+    from dprec.experiments.privacy_labels import fresh_labels, privacy_label
+    from dprec.ledger import Unit
+
+    trainset = _sole_holder()
+    model = PrivatePopularity(1.0, cap=3).fit(trainset)
+    outside = model.privacy_report().out_of_scope_users(Unit.USER)
+    if not outside:
+        pytest.skip("no user outside the guarantee: nothing to mislabel")
+    assert hyperparameters.guarantee_label(model) == "in part"
+    assert privacy_label(model).startswith(
+        f"ε = ∞ per user: no guarantee for {len(outside)} user")
+    unfitted = PrivatePopularity(1.0, cap=3, random_state=0)
+    assert fresh_labels(unfitted, trainset) == (privacy_label(model), "in part")
+    assert not hasattr(unfitted, "trainset")                # a copy was fitted, not it
+
+
+def test_labels_are_the_reports_never_the_constructors(small_data):
+    """A seeded fit is void whatever its epsilon; a published selector's ε after a test
+    fold is the composed one its report computes, not the epsilon=1 given; a caller's
+    generator is conditional; a model without a mechanism is not private."""
+    import numpy as np
+
+    from dprec import DPBaseline, PrivateKNN
+    from dprec.experiments.privacy_labels import (
+        first_fold,
+        fresh_labels,
+        guarantee_label,
+        privacy_label,
+    )
+
+    trainset, testset = first_fold(small_data, 2, 0)
+    seeded = DPBaseline(epsilon=1.0, random_state=0).fit(trainset)
+    assert (privacy_label(seeded), guarantee_label(seeded)) == (
+        "ε = 1, δ = 1e-05 per user, void", "none")
+    assert fresh_labels(DPBaseline(epsilon=1.0, random_state=0), trainset) == (
+        "ε = 1, δ = 1e-05 per user, holds", "holds")
+    caller = DPBaseline(epsilon=1.0, random_state=np.random.default_rng(0)).fit(trainset)
+    assert (privacy_label(caller), guarantee_label(caller)) == (
+        "ε = 1, δ = 1e-05 per user, holds only if the generator's state is secret",
+        "conditional")
+    text, label = fresh_labels(PrivateKNN(k=5, selector="pncf", epsilon=1.0, verbose=False),
+                               trainset, testset)
+    assert label == "as published" and text.endswith("per rating, as published")
+    assert float(re.match(r"ε = ([\d.]+)", text).group(1)) > 1.0     # composed, not 1
+    assert fresh_labels(PrivateKNN(k=5, verbose=False), trainset, testset) == (
+        "not private", "none")

@@ -89,6 +89,7 @@ def test_quick_run_writes_the_frontier(quick):
                                   check_dtype=False)
     assert set(table.guarantee) <= set(frontier.LABELS)
     label = table.set_index("config").guarantee
+    assert table.set_index("config").privacy["DPItemKNN/eps=1"].endswith("per user, holds")
     assert label["DPItemKNN/eps=1"] == "holds"
     assert label["cosine/topk/basic/item"] == "none"
     assert label["cosine/ppns/means/user/eps=1"] == "as published"
@@ -218,11 +219,21 @@ def test_the_label_is_that_of_a_fresh_noise_fit(monkeypatch):
 
     monkeypatch.setattr(frontier, "make_algo", recording)
     data = synthetic(80, 100, 2000, random_state=0)
-    label = frontier.labels(data, configs, parameters)
+    labels = frontier.labels(data, configs, parameters)
     assert len(seeds) >= len(configs) - 2 and set(seeds) == {None}
-    assert label["DPItemKNN/eps=1"] == label["LocalKNN (krr)/eps=1"] == "holds"
+    label, privacy = labels.guarantee, labels.privacy
+    assert label["DPItemKNN/eps=1"] == "holds"
+    # #51: a user at ε = ∞ (LocalKNN's sole rater of an item, without catalogue) is never
+    # under a "holds" label
+    local = privacy["LocalKNN (krr)/eps=1"]
+    assert label["LocalKNN (krr)/eps=1"] == ("in part" if "no guarantee" in local else "holds")
     assert label["rr_minhash/topk/basic/user/eps=1"] == "in part"
     assert label["cosine/ppns/basic/user/eps=1"] == "as published"
+    # #51: the privacy column is the fresh report's worst user, never the epsilon given
+    assert privacy["DPItemKNN/eps=1"] == "ε = 1, δ = 1e-05 per user, holds"
+    assert privacy["cosine/ppns/basic/user/eps=1"] == "nothing released yet per rating, " \
+                                                      "as published"        # no query yet
+    assert privacy["cosine/topk/basic/user"] == "not private"
 
 
 def test_a_model_that_holds_with_cross_validated_k_is_labelled_in_part(quick, tmp_path):

@@ -36,10 +36,12 @@ def test_demo_on_synthetic_data_writes_the_table(tmp_path):
     report = result.stdout[result.stdout.index("algorithm"):]
     assert report.count("RMSE") >= 2 and "lower is better" in report  # one table, read once
     assert "s/fold" in report and "faster" in report and "equal on every fold" in report
-    assert "ε=1 per rating, as published" in report and re.search(r"KNNBasic.*\bno\b", report)
+    # #51: the private column is what each fresh-noise report says of its worst user
+    assert re.search(r"PNCF epsilon=1 .* ε = [\d.]+, δ = 1 per rating, as published", report)
+    assert re.search(r"KNNBasic.*not private", report)
     # the end-to-end models beside the published selectors: their guarantee holds, per user
-    assert re.search(r"DPItemKNN ε=1 .* ε=1 per user, holds", report)
-    assert re.search(r"DPBaseline ε=1 .* ε=1 per user, holds", report)
+    assert re.search(r"DPItemKNN epsilon=1 .* ε = 1, δ = 1e-05 per user, holds", report)
+    assert re.search(r"DPBaseline epsilon=1 .* ε = 1, δ = 1e-05 per user, holds", report)
     assert "user nbhd λ=4" in report and "user nbhd: the papers' semantics" in report
 
 

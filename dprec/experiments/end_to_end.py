@@ -14,12 +14,14 @@ every configuration takes the public rule (column ``hyperparameters``,
 `PUBLIC_RULE`): ``k = 40`` for every
 kNN model and each model's default stabilisers (functions of ε alone), so
 nothing outside the end-to-end models' ε chose them.  (These runs are seeded
-for reproducibility, and a seeded run has no guarantee: the guarantee is that
-of the configuration fitted with ``random_state=None``.)  RMSE, MAE,
-precision@10 and NDCG@10 per configuration; ``--scaling`` repeats the private
-models at ε = 1 on synthetic data of growing numbers of users (the
-MovieLens-100k and -1M shapes and beyond), since user-level noise averages out
-over users; ``--attack`` runs the β-kNN attack ([`BetaKNNAttack`][])
+for reproducibility, and a seeded run has no guarantee: the column ``privacy``
+is what the report of the configuration fitted with ``random_state=None`` on
+the first training fold, having answered its test fold, computes for its worst
+user — ε, δ, unit and status, [`dprec.experiments.privacy_labels`][] — never
+the ``epsilon`` given.)  RMSE, MAE, precision@10 and NDCG@10 per configuration;
+``--scaling`` repeats the private models at ε = 1 on synthetic data of growing
+numbers of users (the MovieLens-100k and -1M shapes and beyond), since user-level
+noise averages out over users; ``--attack`` runs the β-kNN attack ([`BetaKNNAttack`][])
 on the end-to-end kNN models at ε ≤ 2 and on the non-private top-k (Surprise's
 ``KNNBasic``), and compares the attacker's pooled recovery with the crowd
 yardstick (the other users' mean rating). Writes ``end_to_end.csv``,
@@ -49,6 +51,7 @@ from ..local_knn import LocalKNN
 from ..selectors import CorrectedPNCF
 from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K, PUBLIC_RULE
+from .privacy_labels import first_fold, fresh_labels
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 REFERENCES = ("global mean", "BaselineOnly", "KNNBasic", "KNNBaseline", "SVD",
@@ -123,15 +126,31 @@ def configurations(epsilons=EPSILONS, models=ALL) -> list[dict]:
 def run(data=None, epsilons=EPSILONS, n_folds: int = 5, seed: int = 0, n_jobs: int = 1,
         progress: bool = True, models=ALL) -> pd.DataFrame:
     """The sweep: one row per configuration and fold, with how its hyper-parameters were
-    chosen (``hyperparameters``: the public rule for every row)."""
+    chosen (``hyperparameters``: the public rule for every row) and what its report says
+    (``privacy``: `privacy_labels`)."""
     label = "given"
     if data is None:
         data, label = load_or_synthetic("auto", seed)
-    table = grid_table(configurations(epsilons, models), make_algo, data, n_folds=n_folds,
+    configs = configurations(epsilons, models)
+    table = grid_table(configs, make_algo, data, n_folds=n_folds,
                        random_state=seed, n_jobs=n_jobs, progress=progress)
     table.insert(0, "dataset", label)
     table["hyperparameters"] = PUBLIC_RULE
+    labels = privacy_labels(data, configs, n_folds, seed)
+    table["privacy"] = [labels[(model, None if pd.isna(epsilon) else float(epsilon))]
+                        for model, epsilon in zip(table["model"], table["epsilon"])]
     return table
+
+
+def privacy_labels(data, configs: Sequence[dict], n_folds: int = 5, seed: int = 0) -> dict:
+    """Per configuration ``(model, ε)``, what the privacy report of the configuration
+    fitted with fresh noise on the first of the ``n_folds`` training folds, having
+    answered its test fold, computes for its worst user
+    ([`fresh_labels`][dprec.experiments.privacy_labels.fresh_labels]): the seeded runs
+    that score it guarantee nothing themselves."""
+    trainset, testset = first_fold(data, n_folds, seed)
+    return {(c["model"], c["epsilon"]): fresh_labels(make_algo(**c), trainset, testset)[0]
+            for c in configs}
 
 
 def scaling(shapes=SHAPES, epsilon: float = 1.0, n_folds: int = 2, seed: int = 0,
@@ -171,8 +190,8 @@ def attack_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def summary(table: pd.DataFrame, keys=("model", "epsilon")) -> pd.DataFrame:
-    """Fold means per configuration."""
-    keys = list(keys)
+    """Fold means per configuration (and its ``privacy`` label, when the table has it)."""
+    keys = list(keys) + (["privacy"] if "privacy" in table else [])
     table = table.assign(epsilon=table["epsilon"].fillna(float("inf")))
     return (table.groupby(keys, sort=False)[["rmse", "mae", "precision@10", "ndcg@10"]]
             .mean().reset_index().replace({"epsilon": {float("inf"): None}}))

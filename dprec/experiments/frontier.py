@@ -50,10 +50,11 @@ references, on the same folds and against the same attack:
   items).  ``--anchor`` repeats it on synthetic data of MovieLens 1M's shape
   at ``k = 10``, next to the paper's 80.4% (UserKNN) and 24.1% (its best
   variant).
-* **guarantee label** — the guarantee of the configuration fitted with fresh
-  noise on the whole data (these runs are seeded for reproducibility, and a
-  seeded run has none): *holds* (end to end, hyper-parameters by the public
-  rule), *in part* (some outputs only; or a model that holds whose ``k`` was
+* **guarantee label** — what the report of the configuration fitted with fresh
+  noise on the whole data computes for its worst user (the seeded runs have
+  none; [`dprec.experiments.privacy_labels`][]): ``privacy``, its ε, δ, unit and
+  status, and ``guarantee``, *holds* (every user, end to end, hyper-parameters
+  by the public rule), *in part* (some outputs or users only; or ``k``
   cross-validated), *as published* (a paper's claim), *none*.
 * **the frontier** — per configuration the largest gain over β (the attacker
   picks β); Pareto-optimal configurations for (RMSE, gain) and for
@@ -102,6 +103,7 @@ from . import hyperparameters as hp
 from ._options import EPSILON, FOLDS, POSITIVE_INT, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
+from .privacy_labels import LABELS
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 BETAS = (1, 2, 4, 8)
@@ -123,7 +125,6 @@ N_KNOWN = 8
 N_ASKED = 20
 #: what ReuseKNN reports on MovieLens 1M at k = 10 (Müllner et al., TIST 2023)
 REUSEKNN_ANCHOR = {"UserKNN": 0.804, "ReuseKNN (best variant)": 0.241}
-LABELS = ("holds", "in part", "as published", "none")
 
 
 # ---------------------------------------------------------- configurations
@@ -353,12 +354,11 @@ def attack_table(data, configs: Sequence[dict], parameters: dict, n_targets: int
     return attack.run().rename(columns={"algo": "config"})
 
 
-def labels(data, configs: Sequence[dict], parameters: dict, methods: dict | None = None) -> dict:
-    """Each configuration's label: the guarantee of the configuration fitted with fresh noise
-    (``random_state=None``) on the whole data with its ``(k, λ)`` of ``parameters``, *holds*
-    only when its hyper-parameters' choice (``methods``) is covered too
-    (`fresh_noise_labels`).  These runs are seeded
-    for reproducibility, and a seeded run has no guarantee."""
+def labels(data, configs: Sequence[dict], parameters: dict,
+           methods: dict | None = None) -> pd.DataFrame:
+    """Each configuration's labels from the report of the configuration fitted with fresh
+    noise on the whole data with its ``(k, λ)`` of ``parameters`` (`fresh_noise_labels`):
+    ``guarantee`` (*holds* only when ``methods`` is covered too) and ``privacy``."""
     methods = hp.hyperparameter_methods(configs, make_algo) if methods is None else methods
     return hp.fresh_noise_labels(data, configs, parameters, make_algo, methods)
 
@@ -376,10 +376,10 @@ def pareto(cost: np.ndarray, loss: np.ndarray) -> np.ndarray:
 
 
 def summary(configs: Sequence[dict], accuracy: pd.DataFrame, attack: pd.DataFrame | None,
-            guarantee: dict) -> pd.DataFrame:
+            guarantee: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration: accuracy (fold means), ``k``, λ and how they were chosen
     (``hyperparameters``), the attack's pooled recovery and gain per β, the largest gain,
-    the vulnerable share, the label (``guarantee``: `labels`) and Pareto flags."""
+    the vulnerable share, the labels (`labels`) and Pareto flags."""
     keys = ["config", "family", "similarity", "selector", "rule", "neighbourhood", "epsilon"]
     out = pd.DataFrame(configs).reindex(columns=keys)
     means = accuracy.groupby("config", sort=False)[
@@ -389,7 +389,8 @@ def summary(configs: Sequence[dict], accuracy: pd.DataFrame, attack: pd.DataFram
     out["k"] = out.config.map({config: k for config, (k, _) in parameters.items()})
     out["shrinkage"] = out.config.map({config: lam for config, (_, lam) in parameters.items()})
     out["hyperparameters"] = out.config.map(hp.chosen_by(accuracy))
-    out["guarantee"] = out.config.map(guarantee)
+    out["guarantee"] = out.config.map(guarantee["guarantee"])
+    out["privacy"] = out.config.map(guarantee["privacy"])
     if attack is not None and len(attack):
         gain = attack.assign(gain=attack.recovery_pooled - attack.baseline_item_mean)
         per_beta = gain.groupby(["config", "beta"]).agg(
@@ -421,14 +422,14 @@ def by_accuracy_level(frontier: pd.DataFrame, width: float = 0.01) -> pd.DataFra
         best = within.loc[within.max_gain.idxmin()]
         rows.append({"rmse_at_most": round(float(level), 4), "config": best.config,
                      "rmse": best.rmse, "precision@10": best["precision@10"],
-                     "max_gain": best.max_gain, "guarantee": best.guarantee})
+                     "max_gain": best.max_gain, "guarantee": best.guarantee,
+                     "privacy": best.privacy})
     table = pd.DataFrame(rows)
     return table.drop_duplicates(subset=["config"], keep="first").reset_index(drop=True)
 
 
 # ------------------------------------------------------------------- plots
-_COLOURS = {"holds": "tab:green", "in part": "tab:blue", "as published": "tab:orange",
-            "none": "0.35"}
+_COLOURS = dict(zip(LABELS, ["tab:green", "tab:olive", "tab:blue", "tab:orange", "0.35"]))
 #: marker and legend text per neighbourhood (the end-to-end models and references have none)
 _GROUPS = {"item": ("o", "item nbhd"), "user": ("s", "user nbhd"),
            "-": ("D", "end-to-end / reference")}
@@ -502,7 +503,8 @@ def reuseknn_anchor(seed: int = 0, k: int = 10, shape=(6040, 3706, 1_000_209)) -
 # -------------------------------------------------------------------- main
 def _print_report(frontier: pd.DataFrame) -> None:
     columns = [c for c in ["config", "k", "hyperparameters", "rmse", "precision@10", "gain_b1",
-                           "gain_b8", "max_gain", "max_gain_se", "vulnerable", "guarantee"]
+                           "gain_b8", "max_gain", "max_gain_se", "vulnerable", "guarantee",
+                           "privacy"]
                if c in frontier]
     front = frontier[frontier.pareto_rmse | frontier.pareto_precision]
     print("Pareto-optimal configurations (RMSE or precision@10 against the largest gain):")

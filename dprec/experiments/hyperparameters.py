@@ -47,8 +47,14 @@ from surprise import Dataset, Reader
 from surprise.model_selection import KFold
 
 from ..datasets import synthetic
-from ..ledger import Status
 from ._shared_fits import SharedFits
+from .privacy_labels import guarantee_label, privacy_label
+
+__all__ = ["COVERED", "CROSS_VALIDATED", "K_GRID", "PUBLIC_K", "PUBLIC_RULE", "SHRINKAGE_GRID",
+           "attack_parameters", "candidates", "choose_parameters", "chosen_by",
+           "fresh_noise_labels", "guarantee_label", "hyperparameter_method",
+           "hyperparameter_methods", "parameter_label", "public_parameters", "row_label",
+           "tunes_k", "tunes_shrinkage"]
 
 K_GRID = (10, 20, 40)
 #: the neighbour shrinkage λ of the user neighbourhood, chosen by the inner CV with k
@@ -112,26 +118,6 @@ def hyperparameter_method(config: dict, model_holds: bool) -> str:
     return CROSS_VALIDATED
 
 
-def guarantee_label(algo) -> str:
-    """What a fitted model's privacy accountant guarantees.
-
-    Returns ``"holds"`` (an end-to-end guarantee for everything released),
-    ``"in part"`` (entries that hold for some outputs only), ``"as published"`` (a
-    paper's claim dprec reproduces but does not guarantee) or ``"none"``.  Read it
-    from a model fitted with ``random_state=None``: every entry of a seeded model is
-    void (`dprec.ledger.SEEDED`).
-    """
-    if not hasattr(algo, "privacy_report"):
-        return "none"
-    report = algo.privacy_report()
-    statuses = {entry.status for entry in report.entries}
-    if report.guarantee is not None:
-        return "holds"
-    if Status.AS_PUBLISHED in statuses:
-        return "as published"
-    return "in part" if Status.HOLDS in statuses else "none"
-
-
 def row_label(model_label: str, method: str) -> str:
     """The label of a row: the model's (`guarantee_label`), except that *holds*
     needs its hyper-parameters covered too (`COVERED`); a model that holds with
@@ -173,10 +159,11 @@ def hyperparameter_methods(configs: Sequence[dict], make_algo: Callable) -> dict
 
 
 def fresh_noise_labels(data, configs: Sequence[dict], parameters: dict, make_algo: Callable,
-                       methods: dict) -> dict:
-    """Each configuration's label: the guarantee of the configuration fitted with fresh
-    noise (``random_state=None``) on the whole of ``data`` with its ``(k, λ)`` of
-    ``parameters``, through `row_label` with its ``methods`` entry.
+                       methods: dict) -> pd.DataFrame:
+    """Each configuration's labels, read from the report of the configuration fitted with
+    fresh noise (``random_state=None``) on the whole of ``data`` with its ``(k, λ)`` of
+    ``parameters``: its category (`guarantee_label` through `row_label` with its
+    ``methods`` entry) and the report's headline (`privacy_label`).
 
     Parameters
     ----------
@@ -188,6 +175,13 @@ def fresh_noise_labels(data, configs: Sequence[dict], parameters: dict, make_alg
         ``make_algo(config, k, λ, seed=None, rating_scale=...)``: the unfitted model.
     methods : dict
         ``config →`` how its hyper-parameters were chosen (`chosen_by`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``config``: ``guarantee`` (one of
+        [`LABELS`][dprec.experiments.privacy_labels.LABELS]) and ``privacy`` (the
+        headline: the worst user's ε, δ, unit and status).
     """
     missing = [c["config"] for c in configs if c["config"] not in methods]
     if missing:
@@ -195,11 +189,13 @@ def fresh_noise_labels(data, configs: Sequence[dict], parameters: dict, make_alg
                          f"configurations, e.g. {missing[0]!r}")
     shared = SharedFits(data.build_full_trainset())
     scale = shared.trainset.rating_scale
-    out = {}
+    rows = {}
     for c in configs:
         algo = shared.fit(make_algo(c, *parameters[c["config"]], seed=None, rating_scale=scale))
-        out[c["config"]] = row_label(guarantee_label(algo), methods[c["config"]])
-    return out
+        rows[c["config"]] = {"guarantee": row_label(guarantee_label(algo), methods[c["config"]]),
+                             "privacy": privacy_label(algo)}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=["guarantee", "privacy"]
+                                  ).rename_axis("config")
 
 
 # ------------------------------------------------------- inner cross-validation
