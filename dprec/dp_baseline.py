@@ -215,6 +215,13 @@ class DPBaseline(ListedModel, AlgoBase):
     noise_sd_ : tuple of float
         $(\sigma_S, \sigma_N)$: the standard deviations of the noise on each item's sum
         (rating units) and weight, public functions of the parameters.
+    unlisted_effect_ : float
+        The effect of an item with no release behind it (centred as the others): the
+        answer's item effect, for a known user, for an item not in `item_effects_`.
+    rho_ : float or None
+        The zCDP ρ released in all (Gaussian; None with Laplace).
+    selection_delta_ : float
+        The δ the partition selection added (0 with a public item catalogue).
     user_shrinkage_ : float
         The $\lambda'$ of each $b_u$: `user_shrinkage` discounted by the noise of $\mu$
         (`towards_noisy_mean`), so that where $\mu$ is mostly noise a user's answer is
@@ -332,7 +339,7 @@ class DPBaseline(ListedModel, AlgoBase):
         n_items = space.matrix.shape[1]
         listed = np.ones(n_items, dtype=bool) if plan.threshold is None else \
             noisy[n_items:2 * n_items] >= plan.threshold     # partition selection
-        self.rho_, self.selection_delta_, rule = plan.rho, plan.selection_delta, plan.rule
+        rho_spent, added, rule, entries = plan.rho, plan.selection_delta, plan.rule, plan.entries
         extra = 0.0 if more is None else float(more(int(listed.sum()), float(noisy[-1])))
         if extra > 0.0:                         # the same statistics again, averaged
             sigma, bound, a = plan.noise
@@ -343,11 +350,16 @@ class DPBaseline(ListedModel, AlgoBase):
             noisy = weight * noisy + (1.0 - weight) * second
             combined = sigma * again / math.hypot(sigma, again)   # in grid steps
             sd = tuple(value * combined / sigma for value in sd)
-            self.rho_ = plan.rho + extra
+            rho_spent = plan.rho + extra
+            again_added = 0.0
             if plan.threshold is not None:      # the items chosen again, on both releases
-                listed, added, rule = reselect(noisy[n_items:2 * n_items], combined,
-                                               selection, s)
-                self.selection_delta_ += added
+                listed, again_added, rule = reselect(noisy[n_items:2 * n_items], combined,
+                                                     selection, s)
+            ((component, mechanism, _, delta),) = entries     # the one Gaussian entry
+            own = delta - added
+            entries = [(component, mechanism, stated_epsilon(rho_spent, own, s.epsilon),
+                        delta + again_added)]
+            added += again_added
         sums, counts = s.clip * noisy[:n_items], noisy[n_items:2 * n_items]
         global_sum, global_count = noisy[2 * n_items:]
         mu = float(np.clip(centre + half_range * global_sum / max(global_count, 1.0), low, high))
@@ -367,13 +379,14 @@ class DPBaseline(ListedModel, AlgoBase):
             space = space.selected(listed, rule)
         AlgoBase.fit(self, trainset)           # the model is changed only after the release
         self.mu_, self._item_effects, self._space = mu, effects, space
+        self.rho_, self.selection_delta_ = rho_spent, added
         self.unlisted_effect_ = unlisted
         self.noise_sd_ = (float(s.clip * sd[0]), float(sd[1]))
         self.item_effects_ = pd.Series(effects.copy(), index=space.items.labels(),
                                        name="item_effect")
         self.user_shrinkage_ = user_shrinkage
         self._user_effects = user_effects
-        self._accountant = self._ledger(space, s, seeded, plan.entries)
+        self._accountant = self._ledger(space, s, seeded, entries)
         if self.verbose:
             print(f"DPBaseline: released μ and {len(space.items)} item effects "
                   f"({s.mechanism}), ε = {s.epsilon:g}, δ = {s.delta:g} per {UNITS[s.unit]}")

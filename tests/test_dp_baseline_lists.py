@@ -240,3 +240,40 @@ def test_audit_of_the_sole_raters_item_in_the_default_models_effects(monkeypatch
     leaked = audit_release(release, a, b, threshold_events([0.5]), n_runs=300,
                            random_state=0)
     assert leaked.violates(1.0) and leaked.epsilon > 3.0, leaked
+
+
+def test_a_second_release_is_averaged_in_and_charged_in_the_entry():
+    # `fit_part`'s `more` (DPItemKNN's and DPALS's size rule): the rule reads the listed
+    # items and the noisy number of users; the ρ it returns is released again and
+    # averaged in, the items chosen again; the entry states the whole ρ and both δ
+    from dprec.dp_baseline import SelectionBudget
+    from dprec.experiments.release_audit import crowded_edge_data
+    from dprec.mechanisms import zcdp_epsilon
+
+    trainset = crowded_edge_data().build_full_trainset()
+    seen = []
+
+    def rule(n_items, n_users):
+        seen.append((n_items, n_users))
+        return 0.3
+
+    model = DPBaseline(random_state=None).fit_part(
+        trainset, b"0123456789abcdef", False, rho=0.1, selection=SelectionBudget(4e-6),
+        more=rule)
+    ((n_items, n_users),) = seen
+    assert 0 <= n_items <= 7 and abs(n_users - trainset.n_users) < 60   # noisy, σ ≈ 11
+    assert model.rho_ == pytest.approx(0.4)
+    (entry,) = model.privacy_report().entries
+    assert entry.epsilon == pytest.approx(zcdp_epsilon(0.4, 1e-5 - 2e-6), rel=1e-9)
+    assert 0 < model.selection_delta_ <= 4e-6
+    assert entry.delta == pytest.approx(1e-5 - 2e-6 + model.selection_delta_, rel=1e-12)
+    sigma = model.noise_sd_[1]                              # the averaged release's sd
+    alone = DPBaseline(random_state=None).fit_part(
+        trainset, b"0123456789abcdef", False, rho=0.4, selection=SelectionBudget(4e-6))
+    assert sigma == pytest.approx(alone.noise_sd_[1], rel=1e-12)
+    assert "average of two releases" in str(model.privacy_report())
+    none = DPBaseline(random_state=None).fit_part(
+        trainset, b"0123456789abcdef", False, rho=0.1, selection=SelectionBudget(4e-6),
+        more=lambda n_items, n_users: 0.0)
+    assert none.rho_ == pytest.approx(0.1)
+    assert "average of two releases" not in str(none.privacy_report())
