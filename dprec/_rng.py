@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import numbers
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -143,6 +144,61 @@ def draw_seed(rng: np.random.Generator) -> int:
 def fit_entropy(random_state: RandomStateLike) -> bytes:
     """128 bits drawn from ``random_state`` at the start of a fit (fresh OS entropy for None)."""
     return check_random_state(random_state).bytes(16)
+
+
+#: the mark of a `FitNoise` drawn from a ``random_state`` (or derived from one)
+_DRAWN = object()
+
+
+@dataclass(frozen=True)
+class FitNoise:
+    """The randomness of one fit — 128 bits — and where they came from.
+
+    `FitNoise.draw(random_state)` draws them (fresh OS entropy for ``None``: `NoiseSource.FRESH`);
+    `derive(purpose)` hands a model's part its own, from the same source.  Bytes a
+    caller chose are never fresh noise (whoever knows them reproduces every release):
+    a `FitNoise` built from them, or `of` given them, has at least the source
+    `NoiseSource.GENERATOR` — *holds only if they are secret*.
+
+    Attributes
+    ----------
+    entropy : bytes
+    source : NoiseSource
+    """
+
+    entropy: bytes
+    source: NoiseSource
+    _mark: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.source is NoiseSource.FRESH and self._mark is not _DRAWN:
+            object.__setattr__(self, "source", NoiseSource.GENERATOR)
+
+    @classmethod
+    def draw(cls, random_state: RandomStateLike) -> FitNoise:
+        """128 bits drawn from ``random_state`` (`fit_entropy`) and its `noise_source`."""
+        return cls(fit_entropy(random_state), noise_source(random_state), _DRAWN)
+
+    @classmethod
+    def of(cls, noise: FitNoise | bytes | None, random_state: RandomStateLike,
+           source: NoiseSource | bool | None = None) -> FitNoise:
+        """A part's noise: `noise` as given, drawn from ``random_state`` when None, or a
+        caller's bytes, whose `source` (default: none said; ``True``: an int seed, as
+        the accountant's ``seeded=True``) is raised to at least `NoiseSource.GENERATOR`."""
+        if noise is None:
+            return cls.draw(random_state)
+        if isinstance(noise, FitNoise):
+            return noise
+        said = NoiseSource.SEED if source is True else NoiseSource(int(source or 0))
+        return cls(bytes(noise), max(said, NoiseSource.GENERATOR))
+
+    def derive(self, purpose: str) -> FitNoise:
+        """The noise of a part of the fit, for ``purpose``, from the same source."""
+        return FitNoise(derive_generator(self.entropy, purpose).bytes(16), self.source, _DRAWN)
+
+    def generator(self, purpose: str) -> np.random.Generator:
+        """`derive_generator` of this noise for ``purpose``."""
+        return derive_generator(self.entropy, purpose)
 
 
 def derive_generator(entropy: bytes, purpose: str) -> np.random.Generator:

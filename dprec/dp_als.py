@@ -63,7 +63,7 @@ import pandas as pd
 import scipy.sparse as sp
 from surprise import AlgoBase
 
-from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
+from ._rng import FitNoise, NoiseSource, validate_random_state
 from ._validation import check_epsilon, check_int, check_open_unit, check_positive, check_real
 from .dp_baseline import (
     GRID_BITS,
@@ -198,10 +198,13 @@ class DPALS(ListedModel, AlgoBase):
         past the `budget`, before any noise."""
         return self.fit_part(trainset)
 
-    def fit_part(self, trainset, entropy: bytes | None = None, seeded: bool | None = None):
+    def fit_part(self, trainset, noise: FitNoise | bytes | None = None,
+                 seeded: NoiseSource | bool | None = None):
         """`fit` as part of another model (e.g. [`DPItemKNN`][dprec.DPItemKNN] on the
-        factors' similarities): the noise from that model's `entropy` (this one's
-        `random_state` is then unused) and its accountant `seeded` alike."""
+        factors' similarities): the noise from that model's `noise` (a
+        `dprec._rng.FitNoise`, its source deciding the entries' status; this model's
+        `random_state` is then unused).  Bytes a caller chose count as a caller's
+        generator at least (`seeded` may say more: an int seed), never as fresh noise."""
         epsilon = check_epsilon(self.epsilon)
         delta = check_mechanism_delta("gaussian", self.delta)
         d = check_int(self.n_factors, "n_factors", minimum=1, maximum=64)
@@ -218,8 +221,7 @@ class DPALS(ListedModel, AlgoBase):
         rho = zcdp_rho(epsilon, own_delta)
         spent = stated_epsilon(rho, own_delta, epsilon)   # the one entry's ε: known now
         self._refuse_past_budget([(spent, delta)], Unit.USER)
-        if entropy is None:
-            entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
+        noise = FitNoise.of(noise, self.random_state, seeded)
         first = 1.0 - FACTOR_SHARE if share is None else share
         baseline = DPBaseline(epsilon=epsilon, unit="user", mechanism="gaussian", delta=delta,
                               users=self.users, items=self.items,
@@ -228,16 +230,16 @@ class DPALS(ListedModel, AlgoBase):
         # of ρ goes to the effects (`fit_part`'s `more`)
         rest = None if share is not None else lambda n_items, n_users: (
             (1.0 - first) * rho if default_share(n_users, n_items, rho) == 1.0 else 0.0)
-        baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded,
+        baseline.fit_part(trainset, noise.derive("effects"),
                           rho=first * rho, selection=selection, more=rest)
         share = baseline.rho_ / rho
         space = baseline.rating_space
         matrix = space.matrix
         residuals = np.clip(baseline.residuals(), -clip, clip) / clip
         n_items = matrix.shape[1]
-        factors, noise, sd = np.zeros((n_items, d)), np.zeros(n_items), 0.0
+        factors, factor_noise, sd = np.zeros((n_items, d)), np.zeros(n_items), 0.0
         if share < 1.0 - 1e-12:
-            rng = derive_generator(entropy, "factors")
+            rng = noise.generator("factors")
             factors = rng.normal(0.0, 1.0 / math.sqrt(d), (n_items, d))
             weights = np.minimum(1.0, np.sqrt(m / np.maximum(np.diff(matrix.indptr), 1)))
             rho_epoch = (1.0 - share) * rho / epochs
@@ -248,8 +250,8 @@ class DPALS(ListedModel, AlgoBase):
                 sigma = sensitivity / math.sqrt(2.0 * rho_epoch)
                 noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
                 sd = sigma * 2.0**-GRID_BITS
-                factors, noise = item_factors(noisy, d, reg + noise_reg * 2.0 * sd * math.sqrt(d),
-                                              sd)
+                ridge = reg + noise_reg * 2.0 * sd * math.sqrt(d)
+                factors, factor_noise = item_factors(noisy, d, ridge, sd)
                 if self.verbose:
                     print(f"DPALS: epoch {epoch + 1}/{epochs} released")
         AlgoBase.fit(self, trainset)            # the model is changed only after the releases
@@ -258,18 +260,19 @@ class DPALS(ListedModel, AlgoBase):
         self._clip, self.noise_sd_ = clip, float(sd)
         self.item_factors_ = pd.DataFrame(factors.copy(), index=space.items.labels(),
                                           columns=[f"f{j}" for j in range(d)])
-        self.factor_noise_ = pd.Series(noise, index=space.items.labels(), name="factor_noise")
+        self.factor_noise_ = pd.Series(factor_noise, index=space.items.labels(),
+                                       name="factor_noise")
         component = (f"effects and item factors ({epochs} epochs)" if share < 1.0 - 1e-12
                      else "effects (no factors: too few users for this budget)")
         if selection is not None:
             component += " (items by partition selection)"
-        self._accountant = self._ledger(seeded, own_delta + baseline.selection_delta_,
+        self._accountant = self._ledger(noise.source, own_delta + baseline.selection_delta_,
                                         {component: spent})
         if self.verbose:
             print(f"DPALS: ε = {epsilon:g}, δ = {delta:g} per user")
         return self
 
-    def _ledger(self, seeded: bool, delta: float, epsilons: dict) -> PrivacyAccountant:
+    def _ledger(self, seeded: NoiseSource, delta: float, epsilons: dict) -> PrivacyAccountant:
         """The accountant: one entry (the releases composed in zCDP) charged once to every
         listed user, every output covered, the lists' scope."""
         accountant = self._open_accountant(self._space.users.ids,

@@ -75,7 +75,7 @@ import pandas as pd
 from surprise import AlgoBase
 
 from ._ratings import ratings_matrix
-from ._rng import derive_generator, fit_entropy, is_seeded, validate_random_state
+from ._rng import FitNoise, NoiseSource, validate_random_state
 from ._validation import (
     check_choice,
     check_epsilon,
@@ -295,12 +295,15 @@ class DPBaseline(ListedModel, AlgoBase):
         """Release $\\mu$ and the item effects (spending `epsilon`) and compute $b_u$."""
         return self.fit_part(trainset)
 
-    def fit_part(self, trainset, entropy: bytes | None = None, seeded: bool | None = None,
-                 rho: float | None = None, selection: SelectionBudget | None = None,
+    def fit_part(self, trainset, noise: FitNoise | bytes | None = None,
+                 seeded: NoiseSource | bool | None = None, rho: float | None = None,
+                 selection: SelectionBudget | None = None,
                  more: Callable[[int, float], float] | None = None):
         """`fit` as part of another model (e.g. [`DPItemKNN`][dprec.DPItemKNN]): the noise
-        from that model's `entropy` (this one's `random_state` is then unused), its
-        accountant `seeded` alike, with the Gaussian mechanism the release's zCDP `rho`
+        from that model's `noise` (a `dprec._rng.FitNoise`, its source deciding the
+        entries' status; this model's `random_state` is then unused) — bytes a caller
+        chose count as a caller's generator at least (`seeded` may say more: an int seed),
+        never as fresh noise — with the Gaussian mechanism the release's zCDP `rho`
         (its share of the model's; `epsilon` is then unused and the entry states
         `zcdp_epsilon(rho, delta)`), and without `items=` the partition selection's
         `selection` budget (the δ it may spend).  Refused past the
@@ -323,14 +326,13 @@ class DPBaseline(ListedModel, AlgoBase):
             selection = SelectionBudget(selection.delta / 2.0)
         plan = release_plan(s, space.matrix.shape[1], rho, selection)
         self._refuse_past_budget([entry[2:] for entry in plan.entries], UNITS[s.unit])
-        if entropy is None:
-            entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
-        rng = derive_generator(entropy, "dp-baseline")
+        noise = FitNoise.of(noise, self.random_state, seeded)
+        rng = noise.generator("dp-baseline")
         low, high = trainset.rating_scale
         centre, half_range = (low + high) / 2.0, (high - low) / 2.0
         released = space.matrix
         if selection is not None and s.unit == "user":      # at most `cap` items per user
-            kept = cap_contributions(space.rows, s.cap, derive_generator(entropy, "cap"))
+            kept = cap_contributions(space.rows, s.cap, noise.generator("cap"))
             released = ratings_matrix(space.rows[kept], released.indices[kept],
                                       released.data[kept], released.shape)
         parts = contributions(released, s, (low, high))
@@ -344,8 +346,7 @@ class DPBaseline(ListedModel, AlgoBase):
         if extra > 0.0:                         # the same statistics again, averaged
             sigma, bound, a = plan.noise
             again = grid_sensitivity(bound, GRID_BITS) / math.sqrt(2.0 * extra)
-            second, _ = release(parts, derive_generator(entropy, "dp-baseline more"),
-                                (again, bound, a))
+            second, _ = release(parts, noise.generator("dp-baseline more"), (again, bound, a))
             weight = again**2 / (sigma**2 + again**2)
             noisy = weight * noisy + (1.0 - weight) * second
             combined = sigma * again / math.hypot(sigma, again)   # in grid steps
@@ -386,7 +387,7 @@ class DPBaseline(ListedModel, AlgoBase):
                                        name="item_effect")
         self.user_shrinkage_ = user_shrinkage
         self._user_effects = user_effects
-        self._accountant = self._ledger(space, s, seeded, entries)
+        self._accountant = self._ledger(space, s, noise.source, entries)
         if self.verbose:
             print(f"DPBaseline: released μ and {len(space.items)} item effects "
                   f"({s.mechanism}), ε = {s.epsilon:g}, δ = {s.delta:g} per {UNITS[s.unit]}")

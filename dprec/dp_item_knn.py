@@ -79,7 +79,7 @@ import pandas as pd
 from surprise import AlgoBase
 
 from ._arrays import safe_divide
-from ._rng import derive_generator, fit_entropy, is_seeded
+from ._rng import FitNoise
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from .covariance_release import (  # noqa: F401  (re-exported: their home was this module)
     check_laplace_scale,
@@ -253,8 +253,8 @@ class DPItemKNN(ListedModel, AlgoBase):
         if similarity == "factors":                # DPALS's one entry (the same call)
             self._refuse_past_budget([(stated_epsilon(rho, own_delta, epsilon), delta)],
                                      Unit.USER)
-            entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
-            self._fit_factors(trainset, k, epsilon, share, (clip, bits), entropy, seeded)
+            self._fit_factors(trainset, k, epsilon, share, (clip, bits),
+                              FitNoise.draw(self.random_state))
             return self
         lists = None if rho is not None else RatingSpace.build(trainset, self.users,
                                                                self.items)
@@ -267,13 +267,14 @@ class DPItemKNN(ListedModel, AlgoBase):
         if lists is None and rho is None:     # items not chosen yet: what fails for one item
             check_laplace_scale(1, (clip, bits), (1.0 - first) * epsilon / 2.0, epsilon)
         self._refuse_past_budget(cost, Unit.USER)
-        entropy, seeded = fit_entropy(self.random_state), is_seeded(self.random_state)
+        noise = FitNoise.draw(self.random_state)
+        seeded = noise.source
         # the size rule reads the release's own (noisy) sizes: without the covariance, the
         # rest of ρ goes to the effects (`DPBaseline.fit_part`'s `more`)
         rest = None if share is not None or rho is None else lambda n_items, n_users: (
             (1.0 - first) * rho if default_share(n_users, n_items, rho) == 1.0 else 0.0)
-        # the baseline's noise comes from this model's entropy (its own random_state is unused)
-        baseline.fit_part(trainset, derive_generator(entropy, "effects").bytes(16), seeded,
+        # the baseline's noise comes from this model's (its own random_state is unused)
+        baseline.fit_part(trainset, noise.derive("effects"),
                           rho=None if rho is None else first * rho, selection=selection,
                           more=rest)
         share = first if rho is None else min(baseline.rho_ / rho, 1.0)
@@ -297,7 +298,7 @@ class DPItemKNN(ListedModel, AlgoBase):
         norm = "l2" if mechanism == "gaussian" else "l1"
         cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(matrix, residuals,
                                                                       clip, bits, norm)
-        rng = derive_generator(entropy, "covariance")
+        rng = noise.generator("covariance")
         if mechanism == "gaussian":
             rho_each = (1.0 - share) * rho / 2.0
             (cov, co), sd_w = gaussian_sums((cov_int, w_int), (sensitivity_cov, sensitivity_w),
@@ -395,13 +396,12 @@ class DPItemKNN(ListedModel, AlgoBase):
                   f"ε = {self.epsilon:g}, δ = {delta:g} per user")
 
     def _fit_factors(self, trainset, k: int, epsilon: float, share: float | None,
-                     grid: tuple[float, int], entropy: bytes, seeded: bool) -> None:
+                     grid: tuple[float, int], noise: FitNoise) -> None:
         """The fitted model on the cosine of a [`DPALS`][dprec.DPALS] release's item
         factors (`similarity="factors"`): that release is the whole model's."""
         als = DPALS(epsilon=epsilon, delta=self.delta, baseline_share=share, users=self.users,
-                    items=self.items, max_items_per_user=self.max_items_per_user).fit_part(trainset,
-                                               derive_generator(entropy, "factors").bytes(16),
-                                               seeded)
+                    items=self.items, max_items_per_user=self.max_items_per_user)
+        als.fit_part(trainset, noise.derive("factors"))
         factors = als.item_factors_.to_numpy()
         norms = np.linalg.norm(factors, axis=1)
         unit = safe_divide(factors, norms[:, None])               # 0 where v_i = 0
@@ -415,7 +415,7 @@ class DPItemKNN(ListedModel, AlgoBase):
         labels = self._space.items.labels()
         self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
         self._residuals_by_rating = grid_residuals(als.baseline_.residuals(), *grid)
-        self._accountant = self._ledger(seeded, "factors", 0.0, {})
+        self._accountant = self._ledger(noise.source, "factors", 0.0, {})
         if self.verbose:
             print(f"DPItemKNN: the cosine of the DPALS item factors, ε = {epsilon:g} per user")
 

@@ -14,6 +14,7 @@ from surprise import Dataset, Reader
 
 from dprec import DPBaseline, datasets, dp_baseline, effects_release
 from dprec._ratings import RatingArrays
+from dprec._rng import FitNoise, NoiseSource
 from dprec.audit import audit_release, threshold_events, with_rating
 from dprec.dp_baseline import RatingSpace, Settings, contributions, shrunk_effects, sorted_ids
 from dprec.ledger import SEEDED, Status, Unit
@@ -449,7 +450,14 @@ def test_a_release_as_part_of_another_model_takes_its_entropy_and_rho(data):
     assert fits[0].noise_sd_[1] == pytest.approx(sensitivity / np.sqrt(0.1) / 2.0**12, rel=1e-12)
     (entry,) = fits[0].privacy_report().entries
     assert entry.epsilon == pytest.approx(zcdp_epsilon(0.05, 1e-5), rel=1e-12)
-    assert entry.delta == 1e-5 and entry.status == Status.HOLDS
+    # a caller's bytes are no fresh noise (whoever knows them reproduces the release)
+    assert entry.delta == 1e-5 and entry.status == Status.CONDITIONAL
+    drawn = DPBaseline(**listed).fit_part(trainset, FitNoise.draw(None), rho=0.05)
+    assert {e.status for e in drawn.privacy_report().entries} == {Status.HOLDS}
+    forged = FitNoise(b"0123456789abcdef", NoiseSource.FRESH)       # not drawn: not fresh
+    assert forged.source is NoiseSource.GENERATOR
+    assert {e.status for e in DPBaseline(**listed).fit_part(trainset, forged, rho=0.05)
+            .privacy_report().entries} == {Status.CONDITIONAL}
     seeded = DPBaseline(**listed).fit_part(trainset, b"0123456789abcdef", True, rho=0.05)
     assert {e.status for e in seeded.privacy_report().entries} == {Status.VOID}
     other = DPBaseline(random_state=1, **listed).fit_part(trainset, b"fedcba9876543210", False,
