@@ -18,7 +18,7 @@ import numpy as np
 from .._ratings import RatingArrays
 from .._rng import RandomStateLike, is_seeded
 from .._surprise import raw_ids
-from ..ledger import LedgerEntry, PrivacyAccountant, Status
+from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from ..selectors import Selector
 from ..similarity import SKETCH_BACKENDS, SketchRelease, change_bound
 from .answers import Chosen, SelectionLog
@@ -46,6 +46,15 @@ _EXACT_WEIGHTS = ("the chosen neighbours' similarities, computed on the raw data
 _WEIGHTS = "neighbour weights (kneighbors, estimate_rules with_neighbours)"
 _OWN_QUERIES = ("per-user figures count what other users see: a user's own answers are shown "
                 "to them only and are not charged to them")
+#: why users are outside a unit's guarantee: one change of that unit can remove them from
+#: the trainset, hence from the candidates (`declare_candidates`)
+CANDIDATE_SCOPE = {
+    Unit.RATING: ("a single rating: removing it removes the user from the trainset, hence "
+                  "from the candidates of every neighbour list (the users are read from the "
+                  "data): whether they can be chosen at all is revealed"),
+    Unit.USER: ("removing a user removes them from the candidates of every neighbour list "
+                "(the users are read from the data)"),
+}
 
 
 class Book:
@@ -142,6 +151,8 @@ def open_book(trainset, ratings: RatingArrays, *, selector: Selector, k: int,
     entries = (selector_privacy(selector, k, sensitivity, name, trainset.rating_scale,
                                 neighbourhood) if sim_options["user_based"] else [])
     registered = [(accountant.register(entry), entry.applies_to) for entry in entries]
+    if sim_options["user_based"]:
+        declare_candidates(accountant, ratings)
     chosen = [index for index, _ in registered]
     weighed = [chosen[n] for n in selector.weight_entries(entries)]
     if not sim_options["user_based"]:
@@ -163,6 +174,37 @@ def open_book(trainset, ratings: RatingArrays, *, selector: Selector, k: int,
                               "selection_summary())", gap=_DIAGNOSTICS)
     accountant.notes.append(_OWN_QUERIES)
     return Book(accountant, registered, ratings)
+
+
+def declare_candidates(accountant: PrivacyAccountant, ratings: RatingArrays) -> None:
+    """Mark out of scope, for each unit of the accountant's entries, the users whom one
+    change of that unit removes from the candidates (`CANDIDATE_SCOPE`).
+
+    The candidates of a neighbour list are the trainset's users, read from the data: a
+    user who exists only through the ratings one unit changes is a candidate on one
+    dataset and not at all on its neighbour, so the event "they are in a list" is
+    impossible on one side, which no finite ε bounds (issue 51, finding 1: 4,119 / 20,000
+    against 0 / 20,000 at a claimed ε of 1).  The selectors' and the sketches' arguments
+    hold for candidates fixed in advance, so those users are outside every unit's
+    guarantee:
+
+    * `Unit.RATING` (one rating added, removed or changed): the users with exactly one
+      rating.  A user with two or more keeps a rating after one removal, so they stay a
+      user and a candidate on both datasets; the change moves their own scores only, by
+      at most the range the entries assume.  (The pair "no rating, one rating" is the
+      same boundary seen from the dataset where the user exists, with one rating.)
+    * `Unit.USER` (all of one user's ratings): every user.
+    * `Unit.SET_ITEM` (α items of a user's set, the private MinHash sketches): nothing
+      more here.  The release puts every set smaller than τ + α outside (no sketch below
+      τ, the boundary from τ to τ + α − 1, `τ ≥ 1`), and a user whom α items fewer
+      remove from the trainset has a set of at most α items.
+    * `Unit.RANKING_SWAP`: a swap removes nobody.
+    """
+    counts = np.diff(ratings.matrix.indptr)
+    boundary = {Unit.RATING: counts == 1, Unit.USER: np.ones(ratings.n_users, dtype=bool)}
+    for unit in accountant.units():
+        if unit in boundary:
+            accountant.out_of_scope(unit, boundary[unit], CANDIDATE_SCOPE[unit])
 
 
 def book_at(book: Book, *, selector: Selector, k: int, sensitivity: np.ndarray | None,

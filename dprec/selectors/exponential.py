@@ -56,7 +56,11 @@ class CorrectedPNCF(Selector):
     which are their exact similarities (the draws release the ids only; the
     model's report declares the weights); the item neighbourhood, where one rating decides whether a
     user is a candidate at all (PrivateKNN's ledger then marks the entry
-    void).
+    void); a candidate with a single rating, whom its removal takes out of the
+    trainset and so out of every list (never chosen on one dataset, chosen with
+    positive probability on the other): PrivateKNN's report puts them outside
+    the guarantee (`dprec.knn.accounting.declare_candidates`).  With two
+    ratings or more, one removal leaves the candidate in place.
 
     Parameters
     ----------

@@ -145,6 +145,20 @@ def sjlt_matrix(width: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
                          shape=(k, n_features))
 
 
+def longest_sole_rater(X: sp.spmatrix, projection: np.ndarray) -> np.ndarray:
+    """Mask of the rows of ``X`` (users) who alone rated the item whose column of
+    ``projection`` is strictly the longest (at most one): removing their rating shortens
+    the longest column, which sets [`GaussianJL.sigma`][].  Nobody when no column is
+    strictly the longest or two users rated it (a removal then leaves ``w₂`` as it is)."""
+    out = np.zeros(X.shape[0], dtype=bool)
+    norms = np.sum(projection**2, axis=0)
+    top = np.flatnonzero(norms == norms.max(initial=0.0))
+    raters = sp.csc_matrix(X)[:, top[0]].indices if len(top) == 1 else ()
+    if len(raters) == 1:
+        out[raters[0]] = True
+    return out
+
+
 def gaussian_jl_matrix(width: int, columns, hash_seed: int) -> np.ndarray:
     """The ``k × n`` matrix (``k = width``) of iid ``N(0, 1/k)`` entries (dense), column
     ``j`` a function of ``hash_seed`` and the key ``columns[j]`` only (Box–Muller)."""
@@ -536,8 +550,26 @@ class GaussianJL(_PrivateProjection):
     def _project(self, X, columns, hash_seed):
         self.projection_ = gaussian_jl_matrix(self.width, columns, hash_seed)
         self.sigma_ = self.sigma(self.projection_)
+        self._longest = longest_sole_rater(X, self.projection_)
         values = np.asarray(X @ self.projection_.T)
         return values, {"sigma": self.sigma_}
+
+    def _scope(self) -> tuple[tuple[tuple[np.ndarray, str], ...], tuple[str, ...]]:
+        r"""$\sigma$ follows $w_2 = \Delta \max_j \lVert P e_j \rVert_2$ over the items
+        sketched, read from the data in `PrivateKNN`: the sole rater of the strictly longest
+        column (`longest_sole_rater`) is outside the claim (removing their rating lowers
+        $\sigma$ in every sketch, with certainty; no other removal moves $w_2$), and the
+        claim is for neighbouring datasets with the same items (a rating of an item nobody
+        rated may lengthen it, whoever adds it)."""
+        longest = getattr(self, "_longest", None)
+        if longest is None:
+            return (), ()
+        return ((longest, "the sole rater of the item whose column of P is the longest: "
+                          "removing their rating lowers w₂ = Δ·max_j‖P e_j‖, hence σ, the "
+                          "noise of every user's sketch"),), (
+            "σ is calibrated to the longest column of P among the items sketched (the "
+            "rated items, read from the data): the claim is for neighbouring datasets with "
+            "the same items",)
 
     def _add_noise(self, values, params, uniforms_of, log_uniforms):
         return gaussian_from_uniform(values, params["sigma"], uniforms_of(2))
