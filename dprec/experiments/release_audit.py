@@ -345,6 +345,10 @@ def scenarios(data: Dataset, quick: bool = False) -> list[Scenario]:
                      make(LocalKNN, epsilon=eps, k=3, **listed), Unit.RATING, "first", "i5"),
         ]
     out += [
+        Scenario("PrivateKNN pncf_corrected, single-rating user's rating (outside, as "
+                 "reported)", make(PrivateKNN, epsilon=1.0, k=2, verbose=False,
+                                   selector="pncf_corrected", neighbourhood="user"),
+                 Unit.RATING, "single", "i1", outputs=("neighbour ids",), probes=("u1",)),
         Scenario("DPBaseline user, sole rater removed (catalogue)",
                  make(DPBaseline, unit="user", **listed), Unit.USER, "sole"),
         Scenario("DPBaseline rating, single-rating user's rating (catalogue)",
