@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from strategies import algo_items
 from surprise import accuracy
 from surprise.model_selection import train_test_split
 
@@ -187,3 +188,31 @@ def test_the_same_seed_gives_the_same_factors_similarities(data):
                       ).fit(trainset).sim.to_numpy() for seed in (3, 3, 4)]
     np.testing.assert_array_equal(fits[0], fits[1])
     assert not np.array_equal(fits[0], fits[2])
+
+
+def test_without_catalogues_the_factors_are_over_the_selected_items_and_nobody_is_outside(data):
+    # #51: without items= / users= the DPALS release chooses its items by private partition
+    # selection and keeps the user list private: the similarities are over those items
+    # (the factors' and the effects' list), every user at the ε asked, the report stating
+    # both conditions
+    from dprec.dp_baseline import SCOPE
+
+    trainset = data.build_full_trainset()
+    model = DPItemKNN(similarity="factors", epsilon=20.0, baseline_share=0.3,
+                      random_state=None).fit(trainset)
+    listed = list(model.sim.index)
+    assert 0 < len(listed) < trainset.n_items
+    assert listed == list(model.sim.columns) == list(model.factors_.item_factors_.index)
+    assert listed == list(model.baseline_.item_effects_.index)
+    report = model.privacy_report()
+    assert report.conditions[0].startswith(SCOPE["items selected"])
+    assert report.conditions[1] == SCOPE["users private"]
+    assert report.out_of_scope_users(Unit.USER) == []
+    eps = report.per_user(Unit.USER)["epsilon"]
+    assert np.isfinite(eps).all() and eps.max() <= 20.0 * (1 + 1e-9)
+    epsilon, delta = report.total(Unit.USER)
+    assert epsilon == pytest.approx(20.0, rel=1e-6) and 5e-6 < delta <= 1e-5
+    unlisted = sorted(algo_items(trainset) - set(listed))[0]
+    answer = model.predict(trainset.to_raw_uid(0), unlisted)
+    assert answer.details == {"was_impossible": False}             # the baseline's answer
+    assert answer.est == model.baseline_.predict(trainset.to_raw_uid(0), unlisted).est

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from strategies import catalogues
 from surprise import Dataset, Reader
 
 from dprec import DPItemKNN, datasets
@@ -22,8 +23,13 @@ NORM = {"gaussian": "l2", "laplace": "l1"}
 
 
 @pytest.fixture(scope="module")
-def trainset():
-    return datasets.synthetic(150, 40, 2500, random_state=2).build_full_trainset()
+def data():
+    return datasets.synthetic(150, 40, 2500, random_state=2)
+
+
+@pytest.fixture(scope="module")
+def trainset(data):
+    return data.build_full_trainset()
 
 
 def frame(rows) -> Dataset:
@@ -36,12 +42,14 @@ def size(change, norm: str) -> float:
 
 
 @pytest.mark.parametrize("norm", ["l1", "l2"])
-def test_one_user_moves_the_integer_sums_by_at_most_the_stated_sensitivity(trainset, norm):
+def test_one_user_moves_the_integer_sums_by_at_most_the_stated_sensitivity(data, trainset,
+                                                                           norm):
     # the residuals are fixed by the first release (adaptive composition): remove one
     # user's row and compare the upper triangles (l1: Laplace, l2: Gaussian); the sums
-    # must also be exact integers
-    algo = DPItemKNN(random_state=0).fit(trainset)
+    # must also be exact integers (over the 40 items of a public catalogue)
+    algo = DPItemKNN(random_state=0, **catalogues(data)).fit(trainset)
     matrix, residuals = algo._space.matrix, algo._residuals_by_rating
+    assert matrix.shape == (150, 40)
     cov, w, d_cov, d_w = integer_sums(matrix, residuals, 1.0, 4, norm)
     assert np.array_equal(cov, np.round(cov)) and np.array_equal(w, np.round(w))
     upper = np.triu_indices(matrix.shape[1])
@@ -179,13 +187,13 @@ def test_the_gaussian_release_is_noised_with_its_sensitivity():
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_each_release_gets_its_sums_its_sensitivity_and_its_share(trainset, monkeypatch,
+def test_each_release_gets_its_sums_its_sensitivity_and_its_share(data, trainset, monkeypatch,
                                                                   mechanism):
     # the sampler receives the upper triangles of integer_sums in the mechanism's norm, each
     # with its own sensitivity: σ = Δ/√(2ρ_each), ρ_each = (1 − s)ρ/2, the baseline's zCDP
     # sρ, the ledger's ε that of ρ (Gaussian; δ given); t = Δ/ε_each, ε_each = (1 − s)ε/2
-    # (Laplace)
-    import dprec.dp_item_knn as module
+    # (Laplace); over the public catalogues, so that δ is the release's own
+    import dprec.covariance_release as module
 
     name = "discrete_gaussian" if mechanism == "gaussian" else "discrete_laplace"
     real, calls = getattr(module, name), []
@@ -197,7 +205,7 @@ def test_each_release_gets_its_sums_its_sensitivity_and_its_share(trainset, monk
     monkeypatch.setattr(module, name, spy)
     delta = 1e-7 if mechanism == "gaussian" else None
     algo = DPItemKNN(epsilon=3.0, mechanism=mechanism, delta=delta, baseline_share=0.2,
-                     clip=0.5, grid_bits=3, random_state=1).fit(trainset)
+                     clip=0.5, grid_bits=3, random_state=1, **catalogues(data)).fit(trainset)
     cov, w, d_cov, d_w = integer_sums(algo._space.matrix, algo._residuals_by_rating, 0.5, 3,
                                       NORM[mechanism])
     assert d_w == 2.0 ** math.ceil(POWER[mechanism] * math.log2(40)) and d_cov == 16 * d_w
