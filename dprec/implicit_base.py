@@ -5,14 +5,33 @@ r"""The Surprise side of dprec's implicit-feedback models: scores over an item l
 their **item list** for a user, whole rows at a time (`score_rows`, which
 [`dprec.topn.recommend_batch`][] ranks).  The lists are a
 [`RatingSpace`][dprec.rating_space.RatingSpace]'s: the public catalogues `users=` and
-`items=` when given, else the trainset's users and items; each sorted by raw id, an order
-of the ids alone (Surprise's inner ids follow the data's order, which one removal
-changes, and ties would follow it).  `item_list_` holds the raw ids of the columns.
+`items=` when given, else the trainset's users and, for a private release, the items
+chosen by differentially private partition selection (the non-private configurations
+read the trainset's items); each sorted by raw id, an order of the ids alone
+(Surprise's inner ids follow the data's order, which one removal changes, and ties
+would follow it).  `item_list_` holds the raw ids of the columns.
 
 A listed item nobody holds is still scored: with a catalogue, the items of the
-recommendations do not depend on which items the data holds.  Listed users without
-interactions take part in the releases (their sets are empty) but are not Surprise
-users: `score_rows`, `recommend` and `predict` are for the trainset's users.
+recommendations do not depend on which items the data holds.  An item the selection did
+not list is not scored (Surprise's `was_impossible`, as an unknown item).  Listed users
+without interactions take part in the releases (their sets are empty) but are not
+Surprise users: `score_rows`, `recommend` and `predict` are for the trainset's users.
+
+**The local releases' lists** (each user randomises a report over *every* listed item:
+`ImplicitKNN(set_epsilon=...)`, `PrivatePopularity(mechanism="reports")`).  The list must
+be fixed before anyone reports.  Without `items=` it is chosen first by
+[`select_items`][dprec.item_selection.select_items] ([`local_plan`][], [`select_local`][]):
+a curator counts the holders of each item (one item of a set moves one count by 1),
+adds lattice Laplace noise of scale $1/\varepsilon_s$, $\varepsilon_s$ =
+`selection_share` · ε, and lists the items whose noisy count reaches the threshold set by
+`delta`: $(\varepsilon_s, \delta_s)$-DP per item of a set, $\delta_s \le$ `delta`, so the
+sole holder of an item shows only through $\delta_s$.  The reports then spend the rest,
+$\varepsilon - \varepsilon_s$, over the listed items, and the two compose (basically,
+adaptively: the list is public before anyone reports) to ε per item of a set and
+$\delta_s$, never more.  This is the one central step, stated as a condition.  *Who
+reports* is public in the local model (every device sends a report; a user without
+items reports an empty set): the user list is a condition, not a release, and nobody is
+outside the guarantee for it (`REPORTERS`, [`declare_local_scope`][]).
 
 A score is **not a rating**: `estimate`, `predict` and `test` return it unclipped (the
 trainset's rating scale does not apply), 0 where impossible (Surprise's
@@ -21,22 +40,147 @@ trainset's rating scale does not apply), 0 where impossible (Surprise's
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, replace
+
 import numpy as np
+import scipy.sparse as sp
 from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
 from ._surprise import UNKNOWN, cyclic_gc_paused, inner_ids, raw_ids
+from ._validation import check_delta, check_open_unit
+from .item_selection import item_list_entry, select_items
 from .knn.parameters import check_ids
+from .ledger import LedgerEntry, PrivacyAccountant, Unit
 from .private_model import PrivateModel
-from .rating_space import RatingSpace
+from .rating_space import SCOPE, RatingSpace
+from .set_reports import set_report_entry
 from .topn import recommend_batch
 
-__all__ = ["TOO_FEW", "ImplicitModel"]
+__all__ = ["REPORTERS", "SELECTION_DELTA", "SELECTION_SHARE", "TOO_FEW", "ImplicitModel",
+           "LocalPlan", "check_selection", "declare_local_scope", "local_plan", "select_local"]
 
 #: Surprise's reason for an item scored by fewer than `min_nbrs` similarities
 TOO_FEW = "Not enough neighbors."
 #: (user, item) scores computed at once
 _BLOCK_CELLS = 1 << 20
+#: the local releases' defaults: the share of ε and the δ target of the item list's selection
+SELECTION_SHARE = 0.1
+SELECTION_DELTA = 1e-5
+#: the condition of the local releases on who reports (no `users=`), in the style of
+#: `dprec.rating_space.SCOPE`
+REPORTERS = ("who reports is public (local model): every user of the trainset (or of "
+             "users=) sends a report from their device, a user without items the report of "
+             "an empty set; the guarantee is for neighbouring datasets that differ in items "
+             "of a reporting user's set, so the user list is a condition, not a release, and "
+             "nobody is outside the guarantee for it; give users= to add users without items")
+
+
+# ------------------------------------------------------------ the local releases' lists
+@dataclass(frozen=True)
+class LocalPlan:
+    """What a local release spends, fixed before any noise (public functions of the
+    parameters): the item list's selection and the ε left to the reports.
+
+    Attributes
+    ----------
+    selection : LedgerEntry or None
+        The selection's entry, per `set_difference` items of a set (None with `items=`).
+    report_epsilon : float
+        The reports' ε: the asked ε less the selection's, so that the two add up to at
+        most the asked ε in floating point (the accountant's order).
+    count_epsilon, count_delta : float
+        The selection's ε and δ target per count (one item of a set), what
+        [`select_items`][dprec.item_selection.select_items] is given.
+    """
+
+    selection: LedgerEntry | None
+    report_epsilon: float
+    count_epsilon: float = 0.0
+    count_delta: float = 0.0
+
+
+def check_selection(share, delta, selecting: bool) -> tuple[float, float]:
+    """`selection_share` in (0, 1) and `delta` in [0, 1), and > 0 when `selecting`.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming `selection_share` or `delta`.
+    """
+    share = check_open_unit(share, "selection_share")
+    delta = check_delta(delta, "delta")
+    if selecting and delta == 0.0:
+        raise ValueError("delta must be > 0 without items=: the item list's partition "
+                         "selection spends it (give items= for delta = 0)")
+    return share, delta
+
+
+def local_plan(epsilon: float, share: float, delta: float, unit: Unit, selecting: bool,
+               set_difference: int = 1, name: str = "set_epsilon") -> LocalPlan:
+    r"""The plan of a local release of ε (the caller's parameter `name`) per
+    `set_difference` = $\alpha$ items of a set: without `selecting` (a catalogue), all of
+    ε for the reports; else the selection at $\varepsilon_s$ = `share` · ε and δ target
+    `delta` and the rest for the reports.  With $\alpha > 1$ the $\alpha$ items move
+    $\alpha$ counts by 1 each: each count gets $\varepsilon_s / \alpha$ and the δ target
+    `delta` / $\alpha$ (the threshold of $k = \alpha$ partitions), and the entry states
+    $\alpha$ times both.
+
+    Raises
+    ------
+    ValueError
+        For an ε outside the reports' range
+        ([`set_report_entry`][dprec.set_reports.set_report_entry]) or too small for the
+        selection, naming `name`.
+    """
+    set_report_entry(epsilon, set_difference, name)          # the reports' range first
+    if not selecting:
+        return LocalPlan(None, epsilon)
+    alpha = set_difference
+    count_epsilon, count_delta = share * epsilon / alpha, delta / alpha
+    try:
+        entry, _ = item_list_entry(count_epsilon, count_delta, unit)
+    except ValueError as error:
+        raise ValueError(f"{name} = {epsilon:g} with selection_share = {share:g}: the item "
+                         f"list's selection at selection_share * {name}: {error}") from None
+    if alpha > 1:
+        entry = replace(entry, epsilon=alpha * entry.epsilon, delta=alpha * entry.delta,
+                        note=entry.note + f"; set_difference = {alpha}: {alpha} items of a "
+                        f"set move {alpha} counts by 1 each, so ε and δ are {alpha} times "
+                        "one count's")
+    rest = epsilon - entry.epsilon
+    while entry.epsilon + rest > epsilon:          # within ε in floats, as the ledger adds
+        rest = math.nextafter(rest, 0.0)
+    return LocalPlan(entry, rest, count_epsilon, count_delta)
+
+
+def select_local(space: RatingSpace, X: sp.csr_matrix, plan: LocalPlan,
+                 rng: np.random.Generator) -> tuple[RatingSpace, sp.csr_matrix]:
+    """`space` and its interactions `X` (users × items, 0/1) restricted to the items the
+    plan's selection lists, by [`select_items`][dprec.item_selection.select_items] on
+    the counts of holders (the interactions, not the ratings); as they are without a
+    selection."""
+    if plan.selection is None:
+        return space, X
+    chosen, _ = select_items(RatingSpace(space.users, space.items, X), plan.count_epsilon,
+                             plan.count_delta, plan.selection.unit, rng)
+    items = replace(chosen.items, selection=plan.selection.note)
+    columns = space.items.positions(list(items.ids))
+    listed = chosen.matrix.tocsr()
+    listed.sort_indices()
+    return RatingSpace(space.users, items, space.matrix[:, columns].tocsr()), listed
+
+
+def declare_local_scope(space: RatingSpace, accountant: PrivacyAccountant) -> None:
+    """State the local release's lists in the report: the item catalogue given or the
+    selection's rule (`dprec.rating_space.SCOPE`), the user catalogue given or
+    `REPORTERS`; nobody is outside for them."""
+    if space.items.given:
+        accountant.add_condition(SCOPE["items given"])
+    else:
+        accountant.add_condition(SCOPE["items selected"] + str(space.items.selection))
+    accountant.add_condition(SCOPE["users given"] if space.users.given else REPORTERS)
 
 
 class ImplicitModel(PrivateModel, AlgoBase):
@@ -113,14 +257,19 @@ class ImplicitModel(PrivateModel, AlgoBase):
         items = check_ids(items, "items", self.trainset.n_items)
         if len(items) != len(users):
             raise ValueError(f"items must have one id per user ({len(users)}), got {len(items)}")
-        return self._at(users, self._item_columns[items])
+        columns = self._item_columns[items]
+        listed = columns >= 0                  # an item the selection did not list: no score
+        est, possible = np.zeros(len(users)), np.zeros(len(users), dtype=bool)
+        est[listed], possible[listed] = self._at(users[listed], columns[listed])
+        return est, possible
 
     # ------------------------------------------------------------ Surprise's API
     def estimate(self, u, i):
         """The score of inner item `i` for inner user `u`: `(score, details)`, or
         `PredictionImpossible` (unknown ids, no score)."""
         self._check_fitted()
-        if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
+        if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)
+                and self._item_columns[i] >= 0):
             raise PredictionImpossible(UNKNOWN)
         est, possible = self.estimate_arrays(np.array([u]), np.array([i]))
         if not possible[0]:
@@ -164,11 +313,40 @@ class ImplicitModel(PrivateModel, AlgoBase):
         (`dprec.topn.recommend_batch`; it names any `options`, which this model
         does not take, in a `TypeError`)."""
         self._check_fitted()
-        top = recommend_batch(self, [uid], n, exclude_rated, **options)
+        top = recommend_batch(self._ranked(), [uid], n, exclude_rated, **options)
         return list(zip(top["iid"].tolist(), top["est"].tolist()))
 
     def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True, **options):
         """Top-`n` lists of many users, a DataFrame (`uid`, `rank`, `iid`, `est`):
         `dprec.topn.recommend_batch`."""
         self._check_fitted()
-        return recommend_batch(self, uids, n, exclude_rated, **options)
+        return recommend_batch(self._ranked(), uids, n, exclude_rated, **options)
+
+    def _ranked(self):
+        """What `dprec.topn.recommend_batch` ranks: the model itself when it lists every
+        item of the trainset, else a `_Ranked` view (named as the model, for the errors)."""
+        if (self._item_columns >= 0).all():
+            return self
+        return type(type(self).__name__, (_Ranked,), {})(self)
+
+
+class _Ranked:
+    """A fitted model as `dprec.topn.recommend_batch` ranks it: a column for every item
+    of the trainset, the items the model did not list (partition selection) after its
+    list, never possible (so never recommended, and still left out as rated).
+    `recommend_batch` gives every trainset item a column of `item_list_`."""
+
+    def __init__(self, model: ImplicitModel) -> None:
+        self.trainset, self._model = model.trainset, model
+        inner = raw_ids(model.trainset, users=False)
+        unlisted = [raw for raw, column in zip(inner, model._item_columns.tolist())
+                    if column < 0]
+        self.item_list_ = (*model.item_list_, *unlisted)
+        self._extra = len(unlisted)
+        self.estimate_arrays = model.estimate_arrays
+
+    def score_rows(self, users) -> tuple[np.ndarray, np.ndarray]:
+        """The model's scores, and the unlisted items' impossible columns after them."""
+        est, possible = self._model.score_rows(users)
+        pad = ((0, 0), (0, self._extra))
+        return np.pad(est, pad), np.pad(possible, pad)

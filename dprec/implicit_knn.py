@@ -28,7 +28,8 @@ report says so (an output with a gap, the label *in part*).
 
 **Released sets** (`set_epsilon`): each user releases their set through randomised
 response on every item of the item list ([`dprec.set_reports`][]), at `set_epsilon` per
-`set_difference` items, and the scores read only these reports.  The score of $i$ for
+`set_difference` items (less the item list's selection without `items=`, below), and
+the scores read only these reports.  The score of $i$ for
 $u$ is the share of $u$'s neighbours $N_k(u)$ who hold $i$, estimated from their
 debiased reports $\hat x_{vi}$ (unbiased for $1[i \in S_v]$) and weighted by
 similarity, shrunk towards the share $P_i$ of all users who hold it (the reports'
@@ -45,12 +46,29 @@ only through noise, so the neighbours are fixed per user.  They are chosen by:
 
 Everything else is post-processing of the releases, and a user's own list leaves out
 their own items (shown to them alone), so every score is covered: per user,
-`set_epsilon` (plus the sketch's ε and δ; basic composition, `Unit.SET_ITEM`).  With the
-public catalogues `items=` and `users=` the guarantee covers every user with
-`"reports"`; the sketches leave out the sets of fewer than $\tau + \alpha$ items.
-Without them the lists are read from the data, and the sole holder of an item (no
-`items=`) and a user of one interaction (no `users=`) are outside it, as the report
-says.
+`set_epsilon` (plus the sketch's ε and δ; basic composition, `Unit.SET_ITEM`).
+
+**The lists with `set_epsilon`.**  Every user reports about every item of the item
+list, so the list is fixed before anyone reports.  With `items=` (a public catalogue)
+the model is local from end to end, δ = 0.  Without it the list is chosen first by
+differentially private partition selection ([`dprec.implicit_base`][], the argument):
+a curator counts the holders of each item, adds lattice Laplace noise of scale
+$1/\varepsilon_s$, $\varepsilon_s$ = `selection_share` · `set_epsilon`, and lists the
+items whose noisy count reaches a threshold set by `delta`; one item of a set moves one
+count by 1, so the list is $(\varepsilon_s, \delta_s)$-DP per item of a set,
+$\delta_s \le$ `delta` (the report states it), and the sole holder of an item shows
+only through $\delta_s$.  The reports then spend the rest of `set_epsilon` over the
+listed items, and the two compose to `set_epsilon` per item of a set, never more; an
+unlisted item is in no report and is not scored (a user's own set, which chooses their
+neighbours, and a private sketch read the listed items and the whole set respectively:
+the sketch's guarantee does not depend on the list).  This one central step is stated
+as a condition.  *Users*: who reports is public in the local model (every device sends a
+report, a user without items that of an empty set), so the user list (the trainset's,
+or `users=`, which adds users without items) is a condition, not a release.  Nobody is
+outside the guarantee for the lists with `"reports"`; the sketches leave out the sets of
+fewer than $\tau + \alpha$ items.  Without `set_epsilon` (exact similarities, sketches
+alone) the lists are read from the data, as the report says: the sole holder of an item
+and a user of one interaction are outside any guarantee.
 
 See [Implicit feedback](../implicit.md) for the measured accuracy on Last.fm.
 """
@@ -75,7 +93,17 @@ from ._rng import (
 )
 from ._threads import map_blocks, thread_count
 from ._validation import check_bool, check_epsilon, check_int, check_real
-from .implicit_base import TOO_FEW, ImplicitModel
+from .implicit_base import (
+    SELECTION_DELTA,
+    SELECTION_SHARE,
+    TOO_FEW,
+    ImplicitModel,
+    LocalPlan,
+    check_selection,
+    declare_local_scope,
+    local_plan,
+    select_local,
+)
 from .ledger import Unit
 from .rating_space import RatingSpace
 from .similarity import SketchBackend, UnknownSimilarityError, backend_options, sketch_backend
@@ -130,16 +158,23 @@ class ImplicitKNN(ImplicitModel):
     threshold : float, optional
         Only the ratings `>= threshold` are interactions (default: every stored pair).
     set_epsilon : float, optional
-        Each user releases their set at this ε per `set_difference` items, and the
-        scores read only the releases (see the module docstring); default None, the
-        neighbours' raw sets.
+        Each user's ε per `set_difference` items of their set: without `items=` the item
+        list's selection and the reports compose to it (see the module docstring), and
+        the scores read only the releases; default None, the neighbours' raw sets.
     prior_sd : float or None, default 0.05
         With `set_epsilon`: the prior standard deviation of the neighbours' share of an
         item around the share of all users, `> 0` (chosen on synthetic sets, see
         [Implicit feedback](../implicit.md)); None for the neighbours' share alone.
+    selection_share : float, default 0.1
+        With `set_epsilon` and without `items=`: the share of `set_epsilon`, in (0, 1),
+        that chooses the item list by partition selection (the reports get the rest).
+    delta : float, default 1e-5
+        With `set_epsilon` and without `items=`: the selection's δ target, in (0, 1) (the
+        report states the δ its threshold adds, at most this).  Unused otherwise.
     users, items : sequence of raw ids, optional
         Public catalogues: who releases, and the items scored and reported (validated at
-        `fit`; every interaction must be within them).  Default: the trainset's.
+        `fit`; every interaction must be within them).  Default: the trainset's users;
+        with `set_epsilon` the items chosen by partition selection, else the trainset's.
     random_state : None, int, RandomState or Generator
         The noise of the sketches and reports.  `None` (default): fresh entropy at each
         fit; an int gives seeded noise, for experiments (the report's entries are void).
@@ -158,6 +193,9 @@ class ImplicitKNN(ImplicitModel):
     reports_ : scipy.sparse.csr_matrix or None
         With `set_epsilon`: the listed users' reports (users × `item_list_`, users
         sorted by raw id), 1 where reported.
+    report_epsilon_ : float or None
+        With `set_epsilon`: the reports' ε per `set_difference` items, `set_epsilon`
+        less the item list's selection (all of it with `items=`).
 
     Examples
     --------
@@ -171,6 +209,7 @@ class ImplicitKNN(ImplicitModel):
     def __init__(self, k: int = 20, min_nbrs: int = 1, sim_options: Mapping | None = None, *,
                  min_sim: float = 1e-6, threshold: float | None = None,
                  set_epsilon: float | None = None, prior_sd: float | None = 0.05,
+                 selection_share: float = SELECTION_SHARE, delta: float = SELECTION_DELTA,
                  users: Iterable | None = None, items: Iterable | None = None,
                  random_state: RandomStateLike = None,
                  budget: tuple[float, float] | None = None) -> None:
@@ -179,6 +218,7 @@ class ImplicitKNN(ImplicitModel):
         self.sim_options = {} if sim_options is None else sim_options
         self.min_sim, self.threshold, self.set_epsilon = min_sim, threshold, set_epsilon
         self.prior_sd, self.users, self.items = prior_sd, users, items
+        self.selection_share, self.delta = selection_share, delta
         self.random_state, self.budget = random_state, budget
 
     # ------------------------------------------------------------ parameters
@@ -205,6 +245,8 @@ class ImplicitKNN(ImplicitModel):
             checked["set_epsilon"] = check_epsilon(self.set_epsilon, "set_epsilon")
             checked["prior_sd"] = (None if self.prior_sd is None else check_real(
                 self.prior_sd, "prior_sd", low=0.0, low_inclusive=False))
+            checked["selection_share"], checked["delta"] = check_selection(
+                self.selection_share, self.delta, self.items is None)
         elif name == REPORTS:
             raise ValueError("sim_options name 'reports' chooses the neighbours from the "
                              "users' released sets: give set_epsilon (their ε per item of a "
@@ -225,13 +267,19 @@ class ImplicitKNN(ImplicitModel):
         space = RatingSpace.build(trainset, self.users, self.items)
         X = scores.interactions(space.matrix, checked["threshold"])
         # what the releases spend, a public function of the parameters: refused past the
-        # budget before any randomness is drawn
-        spent = []
-        if options["name"] in SKETCHES:
-            entry = sketch_backend(options).privacy()
-            spent.append((entry.epsilon, entry.delta))
+        # budget before any randomness is drawn (in the ledger's order)
+        sketch = sketch_backend(options).privacy() if options["name"] in SKETCHES else None
+        plan = None
         if checked["set_epsilon"] is not None:
-            spent.append((checked["set_epsilon"], 0.0))
+            alpha = (sketch_backend(options).set_difference if sketch is not None
+                     else options["set_difference"])
+            plan = local_plan(checked["set_epsilon"], checked["selection_share"],
+                              checked["delta"], Unit.SET_ITEM, not space.items.given, alpha)
+        spent = [] if plan is None or plan.selection is None else [plan.selection]
+        spent += [] if sketch is None else [sketch]
+        spent = [(entry.epsilon, entry.delta) for entry in spent]
+        if plan is not None:
+            spent.append((plan.report_epsilon, 0.0))
         self._refuse_past_budget(spent, Unit.SET_ITEM)
         entropy = fit_entropy(self.random_state)
         backend = sketches = reports = release = item_sims = prior = None
@@ -251,8 +299,10 @@ class ImplicitKNN(ImplicitModel):
             checked["set_difference"] = options["set_difference"]
         elif not user_based:
             item_sims = scores.item_similarities(X, options["name"], checked["min_sim"])
-        if checked["set_epsilon"] is not None:
-            epsilon, alpha = checked["set_epsilon"], checked["set_difference"]
+        if plan is not None:           # the list first (without items=), then the reports
+            space, X = select_local(space, X, plan, derive_generator(entropy, "item selection"))
+            epsilon, alpha = plan.report_epsilon, checked["set_difference"]
+            checked["report_epsilon"] = epsilon
             reports = set_reports.report_sets(X, epsilon, alpha,
                                               derive_seed(entropy, "set reports"))
             prior = set_reports.item_counts(reports, epsilon, alpha) / max(X.shape[0], 1)
@@ -262,36 +312,40 @@ class ImplicitKNN(ImplicitModel):
         self._params, self._X, self._item_sims, self._prior = checked, X, item_sims, prior
         self._backend, self._sketches = backend, sketches
         self.sketch_release_, self.reports_ = release, reports
+        self.report_epsilon_ = None if plan is None else plan.report_epsilon
         self._dense = None if reports is None else set_reports.dense_reports(reports)
         self._inner_users = np.full(X.shape[0], -1, dtype=np.int64)
         self._inner_users[self._user_rows] = np.arange(trainset.n_users)
         self._neighbours_declared = False
-        self._accountant = self._account(space, checked, release, reports)
+        self._accountant = self._account(space, checked, release, plan)
         return self
 
-    def _account(self, space: RatingSpace, params: dict, release, reports):
-        """The privacy report: the releases charged once to every listed user, the
-        outputs, and (released sets) the lists' scope."""
+    def _account(self, space: RatingSpace, params: dict, release, plan: LocalPlan | None):
+        """The privacy report: the releases charged once to every listed user (the item
+        list's selection first), the outputs, and (released sets) the lists' scope."""
         name = params["sim_options"]["name"]
         based = "user" if params["sim_options"]["user_based"] else "item"
-        extra = "" if reports is None else f", set_epsilon={params['set_epsilon']:g}"
+        extra = "" if plan is None else f", set_epsilon={params['set_epsilon']:g}"
         accountant = self._open_accountant(
             space.users.ids, f"ImplicitKNN(k={params['k']}, similarity {name!r}, "
                              f"{based}-based{extra})", is_seeded(self.random_state))
+        selection = ([] if plan is None or plan.selection is None
+                     else [accountant.register(plan.selection)])
         sketch = (release.charge(accountant) if release is not None
                   and np.isfinite(release.entry.epsilon) else None)
         output = "scores and recommendations (estimate, test, predict, recommend)"
-        if reports is None:
+        if plan is None:
             accountant.declare_output(output, [] if sketch is None else [sketch],
                                       _RAW if sketch is None else _RAW_SETS)
             return accountant
-        entry = set_reports.set_report_entry(params["set_epsilon"],
-                                             params["set_difference"])
+        entry = set_reports.set_report_entry(plan.report_epsilon, params["set_difference"])
         index = accountant.register(entry)
-        accountant.charge({index: np.ones(accountant.n_users, dtype=np.int64)})
-        accountant.declare_output(output, [index] if sketch is None else [sketch, index])
+        everyone = np.ones(accountant.n_users, dtype=np.int64)
+        accountant.charge({n: everyone for n in [*selection, index]})
+        accountant.declare_output(output, [*selection, *([] if sketch is None else [sketch]),
+                                           index])
         accountant.notes.append(_OWN_NEIGHBOURS if name == REPORTS else _OWN_SET)
-        space.declare_scope(accountant, Unit.SET_ITEM)
+        declare_local_scope(space, accountant)
         return accountant
 
     # ------------------------------------------------------------ scores
@@ -303,7 +357,7 @@ class ImplicitKNN(ImplicitModel):
         if self.sim_options_["name"] == REPORTS:
             own = self._X[rows]
             params = self._params
-            common = set_reports.overlaps(own, self.reports_, params["set_epsilon"],
+            common = set_reports.overlaps(own, self.reports_, params["report_epsilon"],
                                           params["set_difference"], self._dense)
             sizes = np.maximum(np.diff(own.indptr), 1).astype(np.float64)
             return common / sizes[:, None]
@@ -341,9 +395,9 @@ class ImplicitKNN(ImplicitModel):
         enough = np.diff(ptr) >= params["min_nbrs"]
         weights = weights * np.repeat(enough, np.diff(ptr))     # too few: no neighbours
         W = sp.csr_matrix((weights, columns, ptr), shape=(len(rows), self._X.shape[0]))
-        out = set_reports.shrunk_shares(W, self.reports_, self._prior, params["set_epsilon"],
-                                        params["set_difference"], params["prior_sd"],
-                                        self._dense)
+        out = set_reports.shrunk_shares(W, self.reports_, self._prior,
+                                        params["report_epsilon"], params["set_difference"],
+                                        params["prior_sd"], self._dense)
         possible = np.broadcast_to((enough | (params["prior_sd"] is not None))[:, None],
                                    out.shape).copy()
         return out, possible

@@ -184,9 +184,16 @@ def test_the_report_says_what_each_configuration_guarantees(trainset):
     report = released.privacy_report()
     outside = report.out_of_scope_users(Unit.SET_ITEM)     # #51: none of them is "holds"
     assert guarantee_label(released) == ("in part" if outside else "holds")
-    assert report.guarantee[Unit.SET_ITEM] == pytest.approx((3.0, 1e-4))   # those in scope
-    assert [e.component for e in report.entries] == ["similarity", "set report"]
-    assert "holds" in str(report) and "item list is read from the data" in str(report)
+    epsilon, delta = report.guarantee[Unit.SET_ITEM]        # those in scope
+    assert epsilon == pytest.approx(3.0) and 1e-4 < delta <= 1e-4 + 1e-5   # the list's δ
+    assert [e.component for e in report.entries] == ["item list", "similarity", "set report"]
+    assert "holds" in str(report) and "by differentially private partition selection" in str(
+        report)
+    items = [trainset.to_raw_iid(i) for i in trainset.all_items()]
+    given = fit_quietly(ImplicitKNN(sim_options=SKETCH, set_epsilon=2.0, items=items),
+                        trainset).privacy_report()
+    assert given.guarantee[Unit.SET_ITEM] == pytest.approx((3.0, 1e-4))
+    assert [e.component for e in given.entries] == ["similarity", "set report"]
     seeded = fit_quietly(ImplicitKNN(sim_options=SKETCH, set_epsilon=2.0, random_state=0),
                          trainset)
     assert {e.status for e in seeded.privacy_report().entries} == {Status.VOID}
@@ -264,7 +271,8 @@ def test_an_audit_refutes_the_raw_scores_but_not_the_released_ones():
 
     def model(seed):
         return ImplicitKNN(k=3, sim_options={**SKETCH, "epsilon": epsilon / 2},
-                           set_epsilon=epsilon / 2, random_state=seed)
+                           set_epsilon=epsilon / 2, random_state=seed,
+                           items=[f"i{i}" for i in range(12)])
 
     fresh = fit_quietly(model(None), a).privacy_report()
     assert fresh.guarantee[Unit.SET_ITEM] == pytest.approx((epsilon, 1e-4))

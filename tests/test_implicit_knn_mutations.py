@@ -13,6 +13,9 @@ from dprec.ledger import BudgetExceededError, Unit
 from dprec.set_reports import flip_probability, item_counts
 
 OUTPUT = "scores and recommendations (estimate, test, predict, recommend)"
+#: the items of `sets`, as a public catalogue (the released sets' mechanics tested here
+#: are over a fixed list; the private list is tests/test_implicit_lists.py's)
+ITEMS = [f"i{i}" for i in range(12)]
 
 
 
@@ -112,7 +115,8 @@ def test_get_neighbors_from_the_reports_leaves_out_the_listed_users_without_data
     users = [f"u{u}" for u in range(14)] + ["a0", "nobody"]
     epsilon, alpha = 1.0, 2
     model = fit_quietly(ImplicitKNN(set_epsilon=epsilon, users=users, random_state=4,
-                                    sim_options={"set_difference": alpha}), trainset)
+                                    sim_options={"set_difference": alpha}, items=ITEMS),
+                        trainset)
     raw = sorted(users)
     own = np.zeros((len(raw), 12))
     for r, name in enumerate(raw):
@@ -134,8 +138,8 @@ def test_get_neighbors_from_the_reports_leaves_out_the_listed_users_without_data
     row = raw.index("u5")
     high = 0.75 * (1 - q) / (1 - 2 * q)
     close = fit_quietly(ImplicitKNN(set_epsilon=epsilon, users=users, random_state=4,
-                                    min_sim=high, sim_options={"set_difference": alpha}),
-                        trainset)
+                                    min_sim=high, sim_options={"set_difference": alpha},
+                                    items=ITEMS), trainset)
     assert by_hand(sims, row, high, inner)
     for u in range(14):                       # the share of u's items, whatever |S_u|
         row = raw.index(trainset.to_raw_uid(u))
@@ -172,7 +176,7 @@ def test_the_report_of_the_released_sets(sets, sketch):
     options = ({"name": "rr_minhash", "epsilon": 0.5, "tau": 2, "set_difference": 2,
                 "small_users": "exclude"}
                if sketch else {"set_difference": 2})
-    report = fit_quietly(ImplicitKNN(k=3, set_epsilon=1.5, sim_options=options),
+    report = fit_quietly(ImplicitKNN(k=3, set_epsilon=1.5, sim_options=options, items=ITEMS),
                          trainset_of(sets)).privacy_report()
     name = "rr_minhash" if sketch else "reports"
     assert report.model == f"ImplicitKNN(k=3, similarity {name!r}, user-based, set_epsilon=1.5)"
@@ -191,8 +195,9 @@ def test_the_report_of_the_released_sets(sets, sketch):
 def test_the_documented_defaults(sets):
     trainset = trainset_of(sets)
     assert check_sim_options({}) == {"name": "cosine", "user_based": True}
-    default = fit_quietly(ImplicitKNN(set_epsilon=1.0, random_state=2), trainset)
-    given = fit_quietly(ImplicitKNN(set_epsilon=1.0, prior_sd=0.05, random_state=2), trainset)
+    default = fit_quietly(ImplicitKNN(set_epsilon=1.0, random_state=2, items=ITEMS), trainset)
+    given = fit_quietly(ImplicitKNN(set_epsilon=1.0, prior_sd=0.05, random_state=2,
+                                    items=ITEMS), trainset)
     np.testing.assert_array_equal(default.score_rows(range(14))[0],
                                   given.score_rows(range(14))[0])
 
@@ -241,7 +246,7 @@ def test_no_user_gives_an_empty_block(sets):
 
 def test_min_nbrs_equal_to_k_neighbours_is_enough(sets):
     model = fit_quietly(ImplicitKNN(k=3, min_nbrs=3, set_epsilon=2.0, prior_sd=None,
-                                    random_state=1), trainset_of(sets))
+                                    random_state=1, items=ITEMS), trainset_of(sets))
     _, possible = model.score_rows(range(14))
     assert possible.all()
 
@@ -250,12 +255,13 @@ def test_without_neighbours_the_score_is_the_private_popularity(sets):
     """With prior_sd and no neighbour (min_sim out of reach), the score of i is P_i, the
     debiased share of all users' reports (at ε per set_difference items)."""
     model = fit_quietly(ImplicitKNN(set_epsilon=1.0, min_sim=1e9, random_state=3,
-                                    sim_options={"set_difference": 2}), trainset_of(sets))
+                                    sim_options={"set_difference": 2}, items=ITEMS),
+                        trainset_of(sets))
     scores, possible = model.score_rows(range(14))
     assert possible.all()
     prior = item_counts(model.reports_, 1.0, 2) / 14
     np.testing.assert_allclose(scores, np.broadcast_to(prior, scores.shape))
-    alone = fit_quietly(ImplicitKNN(set_epsilon=1.0, random_state=3),
+    alone = fit_quietly(ImplicitKNN(set_epsilon=1.0, random_state=3, items=ITEMS),
                         trainset_of(sets[:1]))
     np.testing.assert_allclose(alone.score_rows([0])[0][0],
                                item_counts(alone.reports_, 1.0))   # n = 1 user

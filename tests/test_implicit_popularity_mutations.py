@@ -1,6 +1,8 @@
 """`PrivatePopularity` in detail: the defaults, each release's ledger entry and report,
 the noise scale used, the scale's bounds, the threshold, the user catalogue, the budget's
-refusal and seeded reproducibility (the survivors of mutation testing)."""
+refusal and seeded reproducibility (the survivors of mutation testing).  The releases'
+mechanics are tested over the item catalogue `ITEMS`; the items' selection without it is
+tests/test_implicit_lists.py's."""
 
 from __future__ import annotations
 
@@ -31,13 +33,17 @@ def sets():
 
 def test_the_defaults_are_the_documented_ones(sets):
     algo = PrivatePopularity(cap=4)
-    assert (algo.epsilon, algo.mechanism) == (1.0, "laplace")
+    assert (algo.epsilon, algo.mechanism, algo.delta, algo.selection_share) == (
+        1.0, "laplace", 1e-5, 0.1)
     report = algo.fit(trainset_of(sets, scale=(1, 5))).privacy_report()
-    assert report.guarantee == {Unit.USER: (1.0, 0.0)}
+    epsilon, delta = report.guarantee[Unit.USER]         # the items' selection adds δ
+    assert epsilon == 1.0 and 0.0 < delta <= 1e-5
+    given = PrivatePopularity(cap=4, items=ITEMS).fit(trainset_of(sets, scale=(1, 5)))
+    assert given.privacy_report().guarantee == {Unit.USER: (1.0, 0.0)}
 
 
 def test_the_central_release_states_its_entry_and_report(sets):
-    model = PrivatePopularity(2.0, cap=8).fit(trainset_of(sets, scale=(1, 5)))
+    model = PrivatePopularity(2.0, cap=8, items=ITEMS).fit(trainset_of(sets, scale=(1, 5)))
     report = model.privacy_report()
     assert report.entries == (LedgerEntry(
         "popularity", "discrete Laplace on capped counts", 2.0, 0.0, Unit.USER,
@@ -51,8 +57,8 @@ def test_the_central_release_states_its_entry_and_report(sets):
 
 
 def test_the_reports_release_states_its_entry_and_report(sets):
-    report = PrivatePopularity(2.0, mechanism="reports").fit(trainset_of(sets, scale=(1, 5))
-                                                             ).privacy_report()
+    report = PrivatePopularity(2.0, mechanism="reports", items=ITEMS).fit(
+        trainset_of(sets, scale=(1, 5))).privacy_report()
     (entry,) = report.entries
     assert (entry.component, entry.epsilon, entry.delta, entry.unit, entry.status) == (
         "set report", 2.0, 0.0, Unit.SET_ITEM, Status.HOLDS)
@@ -69,7 +75,7 @@ def test_the_noise_is_discrete_laplace_of_scale_cap_over_epsilon(sets, monkeypat
         return np.array(values)
 
     monkeypatch.setattr(popularity, "discrete_laplace", recorded)
-    model = PrivatePopularity(0.5, cap=8).fit(trainset_of(sets, scale=(1, 5)))
+    model = PrivatePopularity(0.5, cap=8, items=ITEMS).fit(trainset_of(sets, scale=(1, 5)))
     (values, t, rng), = calls
     assert t == 8 / 0.5
     assert isinstance(rng, np.random.Generator)
@@ -96,8 +102,8 @@ def test_the_threshold_keeps_the_ratings_at_least_that_high():
 def test_the_reports_read_the_user_catalogue_given(sets):
     trainset = trainset_of(sets, scale=(1, 5))
     read = PrivatePopularity(mechanism="reports").fit(trainset).privacy_report()
-    assert "the user list is read from the data" in str(read)
-    assert read.out_of_scope_users(Unit.SET_ITEM) == ["u5"]          # a single rating
+    assert "who reports is public (local model)" in str(read)       # #51: a condition
+    assert read.out_of_scope_users(Unit.SET_ITEM) == []     # u5, of one item, was outside
     users = [f"u{u}" for u in range(12)] + ["nobody yet"]
     given = PrivatePopularity(mechanism="reports", users=users).fit(trainset)
     assert "the user catalogue given as users= is public" in str(given.privacy_report())
@@ -107,11 +113,11 @@ def test_the_reports_read_the_user_catalogue_given(sets):
         PrivatePopularity(cap=3, users=users[:5]).fit(trainset)
 
 
-def test_the_sole_holder_is_outside_the_central_guarantee_without_the_catalogue(sets):
+def test_the_sole_holder_is_inside_the_central_guarantee_without_the_catalogue(sets):
     X = np.column_stack([sets, np.eye(12)[:, 4]])                    # i8: u4's alone
     trainset = trainset_of(X, scale=(1, 5))
     read = PrivatePopularity(cap=3).fit(trainset).privacy_report()
-    assert read.out_of_scope_users(Unit.USER) == ["u4"]
+    assert read.out_of_scope_users(Unit.USER) == []           # #51: u4 was outside
     given = PrivatePopularity(cap=3, items=ITEMS + ["i8"]).fit(trainset).privacy_report()
     assert given.out_of_scope_users(Unit.USER) == []
 
@@ -127,7 +133,8 @@ def test_a_seed_reproduces_the_counts(sets, kwargs):
     trainset = trainset_of(sets, scale=(1, 5))
 
     def counts(seed):
-        return PrivatePopularity(0.5, random_state=seed, **kwargs).fit(trainset).counts_
+        return PrivatePopularity(0.5, random_state=seed, items=ITEMS, **kwargs).fit(
+            trainset).counts_
 
     pd.testing.assert_series_equal(counts(1), counts(1))
     assert not counts(1).equals(counts(2))
@@ -137,7 +144,8 @@ def test_the_reports_counts_are_implicit_knns_prior_from_the_same_seed(sets):
     """The same seed gives the same reports as `ImplicitKNN`'s `set_epsilon`, and the
     counts are their debiased sums."""
     trainset = trainset_of(sets, scale=(1, 5))
-    counts = PrivatePopularity(0.7, mechanism="reports", random_state=4).fit(trainset).counts_
-    knn = ImplicitKNN(k=3, set_epsilon=0.7, random_state=4).fit(trainset)
+    counts = PrivatePopularity(0.7, mechanism="reports", random_state=4, items=ITEMS).fit(
+        trainset).counts_
+    knn = ImplicitKNN(k=3, set_epsilon=0.7, random_state=4, items=ITEMS).fit(trainset)
     np.testing.assert_array_equal(counts.to_numpy(), item_counts(knn.reports_, 0.7))
     assert counts.index.tolist() == ITEMS

@@ -31,6 +31,9 @@ from dprec.set_reports import (
 )
 from dprec.similarity import RRMinHash
 
+#: the items of `sets`, as a public catalogue (where the lists are not what is tested)
+ITEMS = [f"i{i}" for i in range(30)]
+
 
 @pytest.fixture(scope="module")
 def sets():
@@ -75,9 +78,12 @@ def test_the_report_says_which_lists_are_public_and_who_is_outside():
     a, _, catalogue = sole_listener_pair()
     model = fit_quietly(ImplicitKNN(k=3, set_epsilon=1.0), a)
     read = model.privacy_report()
-    assert "item list is read from the data" in str(read)
-    assert read.out_of_scope_users(Unit.SET_ITEM) == ["u0"]           # the sole listener
-    assert guarantee_label(model) == "in part"        # #51: u0 has none, so not "holds"
+    # #51: the items by partition selection, who reports a condition: u0 (the sole
+    # listener) was outside, at ε = ∞
+    assert "chosen from the data by differentially private partition selection" in str(read)
+    assert "who reports is public (local model)" in str(read)
+    assert read.out_of_scope_users(Unit.SET_ITEM) == []
+    assert guarantee_label(model) == "holds"
     users = [f"u{u}" for u in range(8)]
     given = fit_quietly(ImplicitKNN(k=3, set_epsilon=1.0, items=catalogue, users=users),
                         a).privacy_report()
@@ -88,13 +94,13 @@ def test_the_report_says_which_lists_are_public_and_who_is_outside():
     assert any("own raw set" in note for note in given.notes)
 
 
-def test_a_user_of_one_interaction_is_covered_once_the_users_are_listed(sets):
+def test_a_user_of_one_interaction_is_covered_and_users_adds_users_without_data(sets):
     X = sets.copy()
     X[5] = 0
     X[5, 3] = 1                                  # u5 holds one item
     trainset = trainset_of(X)
     read = fit_quietly(ImplicitKNN(set_epsilon=1.0), trainset).privacy_report()
-    assert read.out_of_scope_users(Unit.SET_ITEM) == ["u5"]
+    assert read.out_of_scope_users(Unit.SET_ITEM) == []      # #51: u5 was outside
     users = [f"u{u}" for u in range(40)] + ["nobody yet"]
     listed = fit_quietly(ImplicitKNN(set_epsilon=1.0, users=users,
                                      items=[f"i{i}" for i in range(30)]), trainset)
@@ -103,10 +109,11 @@ def test_a_user_of_one_interaction_is_covered_once_the_users_are_listed(sets):
     assert len(listed.privacy_report().user_ids) == 41
 
 
-def test_an_audit_of_the_sole_listener_holds_with_the_catalogue_and_not_without():
+def test_an_audit_of_the_sole_listener_holds_with_the_catalogue_and_without():
     """The neighbour drops the only interaction with `solo`: another user's score of it
-    is within the stated ε once the catalogue lists it, and refuted when the item list is
-    read from the data (`solo` then disappears)."""
+    is within the stated ε once the catalogue lists it, and without the catalogue (#51:
+    refuted when the item list was read from the data, `solo` then disappearing; now
+    chosen by partition selection, which lists `solo` with probability at most δ)."""
     a, b, catalogue = sole_listener_pair()
     epsilon = 2.0
 
@@ -122,9 +129,9 @@ def test_an_audit_of_the_sole_listener_holds_with_the_catalogue_and_not_without(
     events = threshold_events(np.linspace(-0.5, 0.5, 11))
     bound = audit_release(score(catalogue), a, b, events, n_runs=400, random_state=3)
     assert not bound.violates(epsilon), bound
-    unknown = audit_release(score(None), a, b, threshold_events([1e300]), n_runs=150,
-                            random_state=3)
-    assert unknown.violates(epsilon), unknown
+    selected = audit_release(score(None), a, b, threshold_events([1e300]), n_runs=150,
+                             random_state=3, delta=1e-5)
+    assert not selected.violates(epsilon), selected
 
 
 # ---------------------------------------------------------------- the released sets' scores
@@ -166,7 +173,7 @@ def test_released_scores_are_the_neighbours_share_shrunk_towards_popularity(sets
                                                                              prior_sd):
     trainset = trainset_of(sets)
     model = fit_quietly(ImplicitKNN(k=k, set_epsilon=1.5, prior_sd=prior_sd,
-                                    random_state=4), trainset)
+                                    random_state=4, items=ITEMS), trainset)
     expected, order = reference_scores(model, sets, k, prior_sd)
     users = np.array([trainset.to_inner_uid(f"u{u}") for u in order])
     est, possible = model.score_rows(users)
@@ -176,7 +183,8 @@ def test_released_scores_are_the_neighbours_share_shrunk_towards_popularity(sets
 
 def test_too_few_neighbours_leave_the_private_popularity_or_no_score(sets):
     trainset = trainset_of(sets)
-    kwargs = {"k": 45, "min_nbrs": 45, "set_epsilon": 1.0, "random_state": 1}
+    kwargs = {"k": 45, "min_nbrs": 45, "set_epsilon": 1.0, "random_state": 1,
+              "items": ITEMS}
     shrunk = fit_quietly(ImplicitKNN(**kwargs), trainset)
     est, possible = shrunk.score_rows(np.arange(5))
     q = flip_probability(1.0)
@@ -192,7 +200,7 @@ def test_the_sketches_choose_the_neighbours_of_released_sets_too(sets):
     trainset = trainset_of(sets)
     sketch = {"name": "rr_minhash", "epsilon": 1.0, "width": 8, "tau": 3}
     model = fit_quietly(ImplicitKNN(k=5, sim_options=sketch, set_epsilon=1.0,
-                                    random_state=2), trainset)
+                                    random_state=2, items=ITEMS), trainset)
     report = model.privacy_report()
     assert [e.component for e in report.entries] == ["similarity", "set report"]
     est, possible = model.score_rows(np.arange(trainset.n_users))
@@ -381,13 +389,14 @@ def test_capped_counts_count_at_most_cap_items_of_each_set():
 
 def test_popularity_reports_say_per_what_it_holds(sets):
     trainset = trainset_of(sets)
-    central = PrivatePopularity(2.0, cap=8).fit(trainset)
+    central = PrivatePopularity(2.0, cap=8, items=ITEMS).fit(trainset)
     report = central.privacy_report()
     assert guarantee_label(central) == "holds"
     assert report.guarantee == {Unit.USER: (2.0, 0.0)}
-    assert "user list" not in str(report) and "trusted curator" in str(report)
+    assert "the user list is not released" in str(report)        # sums over the users
+    assert "read from the data" not in str(report) and "trusted curator" in str(report)
     assert central.counts_.index.tolist() == list(central.item_list_)
-    local = PrivatePopularity(2.0, mechanism="reports").fit(trainset)
+    local = PrivatePopularity(2.0, mechanism="reports", items=ITEMS).fit(trainset)
     assert local.privacy_report().guarantee == {Unit.SET_ITEM: (2.0, 0.0)}
     seeded = PrivatePopularity(2.0, cap=8, random_state=0).fit(trainset)
     assert {e.status for e in seeded.privacy_report().entries} == {Status.VOID}
@@ -395,7 +404,7 @@ def test_popularity_reports_say_per_what_it_holds(sets):
 
 def test_popularity_recommends_the_largest_counts_without_the_users_items(sets):
     trainset = trainset_of(sets)
-    model = PrivatePopularity(8.0, cap=30, random_state=0).fit(trainset)
+    model = PrivatePopularity(8.0, cap=30, random_state=0, items=ITEMS).fit(trainset)
     own = {f"i{i}" for i in np.flatnonzero(sets[3])}
     expected = [i for i in model.counts_.sort_values(ascending=False, kind="stable").index
                 if i not in own][:5]
