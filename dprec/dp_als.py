@@ -263,7 +263,7 @@ class DPALS(ListedModel, AlgoBase):
         self.factor_noise_ = pd.Series(factor_noise, index=space.items.labels(),
                                        name="factor_noise")
         component = (f"effects and item factors ({epochs} epochs)" if share < 1.0 - 1e-12
-                     else "effects (no factors: too few users for this budget)")
+                     else "effects (no factors: too few users or items for this budget)")
         if selection is not None:
             component += " (items by partition selection)"
         self._accountant = self._ledger(noise.source, own_delta + baseline.selection_delta_,

@@ -323,7 +323,7 @@ class DPBaseline(ListedModel, AlgoBase):
             selection = SelectionBudget(s.delta * (
                 SELECTION_SHARE if s.mechanism == "gaussian" else 1.0))
         elif more is not None:              # two selections may run: half of δ each
-            selection = SelectionBudget(selection.delta / 2.0)
+            selection = SelectionBudget(selection.delta, stages=2)
         plan = release_plan(s, space.matrix.shape[1], rho, selection)
         self._refuse_past_budget([entry[2:] for entry in plan.entries], UNITS[s.unit])
         noise = FitNoise.of(noise, self.random_state, seeded)

@@ -280,7 +280,7 @@ class DPItemKNN(ListedModel, AlgoBase):
         share = first if rho is None else min(baseline.rho_ / rho, 1.0)
         delta = own_delta + baseline.selection_delta_
         if rho is not None:
-            component = ("effects (no covariance: too few users for this budget)"
+            component = ("effects (no covariance: too few users or items for this budget)"
                          if share > 1.0 - 1e-12 else next(iter(spent)))
             spent = {component + ("" if selection is None else
                                   " (items by partition selection)"): next(iter(spent.values()))}

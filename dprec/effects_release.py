@@ -58,9 +58,16 @@ class Settings:
 class SelectionBudget:
     """What private partition selection of the items may spend: `delta`, its share of
     the model's δ ([`selection_delta`][dprec.mechanisms.partition_selection.selection_delta]
-    at the threshold)."""
+    at the threshold), split evenly between `stages` selections (2 when the items may be
+    chosen again on a second release)."""
 
     delta: float
+    stages: int = 1
+
+    @property
+    def per_stage(self) -> float:
+        """The δ each selection may add."""
+        return self.delta / self.stages
 
 
 def check_mechanism_delta(mechanism: str, delta: float | None, selecting: bool = False) -> float:
@@ -218,7 +225,7 @@ def release_plan(s: Settings, n_items: int, rho: float | None = None,
     if selection is None:
         return ReleasePlan(noise, [tuple(entry) for entry in entries], rho=rho)
     signal = math.ceil(1.0 / step)          # a unit adds at most 1 to an item's weight
-    steps = threshold_steps(kind, scale, selection.delta, max_partitions=k, signal=signal)
+    steps = threshold_steps(kind, scale, selection.per_stage, max_partitions=k, signal=signal)
     added = selection_delta(kind, scale, steps, max_partitions=k, signal=signal)
     entries[-1][0] += " (items by partition selection)"
     entries[-1][3] += added
@@ -242,10 +249,10 @@ def reselect(weights: np.ndarray, sigma: float, selection: SelectionBudget,
     r"""The items chosen again on the average of two Gaussian releases (`fit_part`'s
     `more`): noisy `weights` whose noise, a weighted sum of two discrete Gaussians, is
     `sigma`-sub-Gaussian (grid steps), against the threshold whose δ is within
-    `selection.delta`.  Returns the listed mask, the δ added and the rule."""
+    `selection.per_stage`.  Returns the listed mask, the δ added and the rule."""
     k = 1 if s.unit == "rating" else s.cap
     signal = 2**GRID_BITS                   # a unit adds at most 1 to an item's weight
-    steps = threshold_steps("subgaussian", sigma, selection.delta, max_partitions=k,
+    steps = threshold_steps("subgaussian", sigma, selection.per_stage, max_partitions=k,
                             signal=signal)
     added = selection_delta("subgaussian", sigma, steps, max_partitions=k, signal=signal)
     threshold = steps * 2.0**-GRID_BITS

@@ -18,22 +18,25 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from strategies import catalogues
 from surprise import Dataset, Reader, accuracy
 from surprise.model_selection import train_test_split
 
-from dprec import DPALS, DPBaseline, datasets, dp_als
-from dprec._rng import derive_generator
+from dprec import DPALS, DPBaseline, datasets, dp_als, dp_baseline
+from dprec._rng import FitNoise, derive_generator
 from dprec.dp_als import (
     FACTOR_SHARE,
     FACTOR_SNR,
+    MIN_ITEMS,
     default_share,
     item_factors,
     item_statistics,
     user_factors,
 )
-from dprec.dp_baseline import GRID_BITS
-from dprec.ledger import Unit
-from dprec.mechanisms.discrete_gaussian import zcdp_epsilon, zcdp_rho
+from dprec.dp_baseline import GRID_BITS, MAX_ITEMS_PER_USER
+from dprec.ledger import BudgetExceededError, Status, Unit
+from dprec.mechanisms.discrete_gaussian import grid_sensitivity, zcdp_epsilon, zcdp_rho
+from dprec.rating_space import SCOPE
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +47,10 @@ def data():
 @pytest.fixture(scope="module")
 def trainset(data):
     return data.build_full_trainset()
+
+
+#: the start of the entry's component on the rule's "no factors" path
+NO_FACTORS = "effects (no factors: too few users"
 
 
 def random_matrix(n_users=12, n_items=7, density=0.5, seed=0):
@@ -63,7 +70,8 @@ def random_matrix(n_users=12, n_items=7, density=0.5, seed=0):
     ("epsilon", 0.0), ("delta", 0.0), ("delta", 1.0), ("n_factors", 0), ("n_factors", 1.5),
     ("n_factors", "4"), ("n_epochs", 0), ("max_ratings", 0), ("reg", 0.0), ("reg", -1.0),
     ("noise_reg", -0.5), ("noise_reg", math.nan), ("clip", 0.0), ("baseline_share", 0.0),
-    ("baseline_share", 1.0), ("random_state", "seed")])
+    ("baseline_share", 1.0), ("max_items_per_user", 0), ("max_items_per_user", 1.5),
+    ("random_state", "seed")])
 def test_a_bad_parameter_is_refused_at_fit_naming_it(trainset, name, value):
     model = DPALS(**{name: value})                       # stored as given
     assert getattr(model, name) is value
@@ -192,35 +200,66 @@ def test_item_factors_solve_on_the_psd_part_and_keep_only_items_above_the_noise(
 
 
 def test_the_public_rule_releases_factors_above_its_threshold_only():
+    # factors where (n_users / n_items) sqrt(rho) >= FACTOR_SNR and at least MIN_ITEMS items
+    # are listed; n_users is a released noisy count (a real number, possibly negative)
     rho = 0.25                                           # sqrt(rho) = 0.5
-    at = FACTOR_SNR / 0.5
-    assert default_share(round(at * 100), 100, rho) == pytest.approx(1.0 - FACTOR_SHARE)
-    assert default_share(round(at * 100) - 1, 100, rho) == 1.0
-    assert default_share(10, 0, rho) == pytest.approx(1.0 - FACTOR_SHARE)   # no item
+    at = FACTOR_SNR / 0.5 * MIN_ITEMS                    # the users at the threshold
+    assert default_share(at, MIN_ITEMS, rho) == pytest.approx(1.0 - FACTOR_SHARE)
+    assert default_share(math.nextafter(at, 0.0), MIN_ITEMS, rho) == 1.0
+    assert default_share(2 * at, 2 * MIN_ITEMS, rho) == pytest.approx(1.0 - FACTOR_SHARE)
+    assert default_share(2 * at - 1, 2 * MIN_ITEMS, rho) == 1.0     # the ratio, not the count
+    assert default_share(at / 2, MIN_ITEMS, 4 * rho) == pytest.approx(1.0 - FACTOR_SHARE)
+    # fewer listed items than MIN_ITEMS: no factors, however many users
+    assert default_share(1e12, MIN_ITEMS - 1, rho) == 1.0
+    assert default_share(1e12, 0, rho) == 1.0            # no item listed
+    assert default_share(-3.5, MIN_ITEMS, rho) == 1.0    # a noisy count below 0
 
 
 # ------------------------------------------------------------------ the model
-def test_without_factors_the_model_answers_its_baselines_answers(trainset, data):
-    model = DPALS(epsilon=1.0, random_state=0).fit(trainset)   # 60 users / 40 items: no factors
+def releases(monkeypatch) -> list:
+    """Record the noise of every Gaussian release of DPBaseline's statistics during a fit:
+    `(sigma, bound, a)` and the released vector (its last coordinate the noisy count)."""
+    calls, original = [], dp_baseline.gaussian_release
+
+    def recorded(parts, rng, noise):
+        out = original(parts, rng, noise)
+        calls.append((noise, out[0].copy()))
+        return out
+
+    monkeypatch.setattr(dp_baseline, "gaussian_release", recorded)
+    return calls
+
+
+def test_without_factors_the_model_answers_its_baselines_answers(trainset, monkeypatch):
+    # 40 items, fewer than MIN_ITEMS: the rule says "no factors" and the rest of ρ goes to
+    # a second release of the effects, averaged with the first: the whole ρ is spent
+    drawn = releases(monkeypatch)
+    model = DPALS(epsilon=1.0, random_state=0).fit(trainset)
     assert (model.item_factors_.to_numpy() == 0).all() and model.noise_sd_ == 0.0
     (entry,) = model.privacy_report().entries
-    assert "no factors" in entry.component
+    assert entry.component.startswith(NO_FACTORS)
+    assert entry.component.endswith(" (items by partition selection)")
     pairs = [(u, i, 0.0) for u in ("1", "7", "60", "stranger") for i in ("1", "9", "nope")]
     ours = [p.est for p in model.test(pairs)]
     assert ours == [p.est for p in model.baseline_.test(pairs)]
-    # the baseline is the whole budget's: DPBaseline's own release at the same ρ
-    alone = DPBaseline(epsilon=1.0).fit_part(trainset, b"\0" * 16, True,
-                                             rho=zcdp_rho(1.0, 1e-5))
+    # ρ is that of δ/2 without items= (the other half is the selections'): 1 - FACTOR_SHARE
+    # of it first, the rest in the second release
+    rho = zcdp_rho(1.0, 0.5e-5)
+    k = grid_sensitivity(drawn[0][0][1], GRID_BITS)
+    assert [noise[0] for noise, _ in drawn] == pytest.approx(
+        [k / math.sqrt(2 * (1 - FACTOR_SHARE) * rho), k / math.sqrt(2 * FACTOR_SHARE * rho)],
+        rel=1e-12)
+    assert model.baseline_.rho_ == pytest.approx(rho, rel=1e-12)
+    # averaged: one release at the whole ρ, in distribution — DPBaseline's own at that ρ
+    alone = DPBaseline(epsilon=1.0).fit_part(trainset, b"\0" * 16, True, rho=rho)
     assert alone.noise_sd_ == pytest.approx(model.baseline_.noise_sd_, rel=1e-12)
+    # the entry: ε of the whole ρ at δ/2, and δ/2 plus what the two selections added
+    assert entry.epsilon == pytest.approx(zcdp_epsilon(rho, 0.5e-5), rel=1e-12)
+    assert 0.0 < model.baseline_.selection_delta_ <= 0.5e-5
+    assert entry.delta == 0.5e-5 + model.baseline_.selection_delta_
 
 
-def catalogues(trainset) -> dict:
-    """The data's users and items as public catalogues: every user inside the guarantee."""
-    return {"users": [trainset.to_raw_uid(u) for u in trainset.all_users()],
-            "items": [trainset.to_raw_iid(i) for i in trainset.all_items()]}
-
-
-def test_the_noise_is_discrete_gaussian_of_the_stated_scale(trainset, monkeypatch):
+def test_the_noise_is_discrete_gaussian_of_the_stated_scale(data, trainset, monkeypatch):
     calls = []
     draw = dp_als.discrete_gaussian
 
@@ -231,7 +270,7 @@ def test_the_noise_is_discrete_gaussian_of_the_stated_scale(trainset, monkeypatc
 
     monkeypatch.setattr(dp_als, "discrete_gaussian", recorded)
     model = DPALS(epsilon=1.0, n_factors=3, n_epochs=4, max_ratings=20, baseline_share=0.4,
-                  random_state=11, **catalogues(trainset)).fit(trainset)
+                  random_state=11, **catalogues(data)).fit(trainset)
     assert len(calls) == 4
     k = math.floor(math.sqrt(2 * 20) * 2**GRID_BITS)
     sigma = k / math.sqrt(2 * 0.6 * zcdp_rho(1.0, 1e-5) / 4)
@@ -245,12 +284,20 @@ def test_the_noise_is_discrete_gaussian_of_the_stated_scale(trainset, monkeypatc
     assert model.noise_sd_ == pytest.approx(sigma * 2.0**-GRID_BITS, rel=1e-12)
     report = model.privacy_report()
     assert report.total(Unit.USER) == pytest.approx((1.0, 1e-5), rel=1e-6)
-    without = DPALS(epsilon=1.0, random_state=11).fit(trainset).privacy_report()
-    assert without.total(Unit.USER)[0] == math.inf      # the lists read from the data
+    # without catalogues every user is inside the guarantee: ε as asked, δ at most δ
+    without = DPALS(epsilon=1.0, random_state=11).fit(trainset)
+    spent = without.privacy_report()
+    epsilon, delta = spent.total(Unit.USER)
+    assert epsilon == pytest.approx(1.0, rel=1e-6)
+    assert delta == 0.5e-5 + without.baseline_.selection_delta_ and 0.5e-5 < delta <= 1e-5
+    per_user = spent.per_user(Unit.USER)
+    assert len(per_user) == 60 and (per_user.epsilon == epsilon).all()
+    assert spent.conditions[0].startswith(SCOPE["items selected"])
+    assert spent.conditions[1] == SCOPE["users private"]
 
 
-def test_the_report_covers_every_output_and_is_void_when_seeded(trainset):
-    fresh = DPALS(epsilon=2.0, baseline_share=0.3, **catalogues(trainset)).fit(
+def test_the_report_covers_every_output_and_is_void_when_seeded(data, trainset):
+    fresh = DPALS(epsilon=2.0, baseline_share=0.3, **catalogues(data)).fit(
         trainset).privacy_report()
     assert fresh.total(Unit.USER) == pytest.approx((2.0, 1e-5), rel=1e-6)
     assert [o.name for o in fresh.outputs] == list(dp_als.OUTPUTS)
@@ -264,7 +311,14 @@ def test_the_report_covers_every_output_and_is_void_when_seeded(trainset):
 def test_the_same_seed_gives_the_same_model_whatever_the_datas_order(data):
     shuffled = Dataset.load_from_df(pd.DataFrame(random.Random(0).sample(
         [r[:3] for r in data.raw_ratings], len(data.raw_ratings))), Reader(rating_scale=(1, 5)))
-    fits = [DPALS(epsilon=5.0, baseline_share=0.3, random_state=seed).fit(
+    # without items=: the items the selection lists, and their effects, are the same too
+    chosen = [DPALS(epsilon=5.0, random_state=3).fit(d.build_full_trainset()).baseline_
+              for d in (data, shuffled)]
+    pd.testing.assert_series_equal(chosen[0].item_effects_, chosen[1].item_effects_)
+    assert 0 < len(chosen[0].item_effects_) < 40          # a choice was made
+    # with the item catalogue (every item listed): the factors
+    items = catalogues(data)["items"]
+    fits = [DPALS(epsilon=5.0, baseline_share=0.3, items=items, random_state=seed).fit(
         d.build_full_trainset()) for d, seed in ((data, 3), (shuffled, 3), (data, 4))]
     pairs = [(u, i, 0.0) for u in ("1", "2", "33") for i in ("1", "5", "40")]
     pd.testing.assert_frame_equal(fits[0].item_factors_, fits[1].item_factors_)
@@ -297,28 +351,35 @@ def test_with_little_noise_the_factors_beat_the_baseline():
     assert (als.item_factors_.abs().to_numpy() > 0).all(axis=1).mean() > 0.9
 
 
-def test_the_factors_do_not_move_the_answers_when_the_noise_drowns_them(trainset):
+def test_the_factors_do_not_move_the_answers_when_the_noise_drowns_them(data, trainset):
     # ε = 0.05 with the factors forced: pure noise passes the gate (2 sd of the trace)
     # with probability 2.3 %, so about 1 item of 40; every other item answers the baseline's
-    model = DPALS(epsilon=0.05, baseline_share=0.3, random_state=0).fit(trainset)
+    # (the item catalogue given: all 40 items listed, none left out by the selection)
+    model = DPALS(epsilon=0.05, baseline_share=0.3, items=catalogues(data)["items"],
+                  random_state=0).fit(trainset)
     factors = model.item_factors_
     kept = factors.index[(factors != 0).any(axis=1)]
-    assert len(kept) <= 4
+    assert len(factors) == 40 and len(kept) <= 4
     quiet = [i for i in factors.index if i not in set(kept)][:5]
     pairs = [(u, i, 0.0) for u in ("1", "7") for i in quiet]
     assert [p.est for p in model.test(pairs)] == [p.est for p in model.baseline_.test(pairs)]
 
 
-def test_fit_part_draws_its_noise_from_the_entropy_given(trainset):
+def test_fit_part_draws_its_noise_from_the_entropy_given(data, trainset):
     # as part of another model: the noise from that model's entropy, its random_state
-    # unused, and the report seeded as that model says
-    options = {"epsilon": 5.0, "baseline_share": 0.3, **catalogues(trainset)}
+    # unused, and the report's status as that model says — but bytes a caller chose are
+    # never fresh noise (whoever knows them reproduces the release): a caller's generator
+    # at least (holds only if they are secret), void when the caller says an int seed
+    options = {"epsilon": 5.0, "baseline_share": 0.3, **catalogues(data)}
     a = DPALS(random_state=1, **options).fit_part(trainset, b"\1" * 16, False)
     b = DPALS(random_state=2, **options).fit_part(trainset, b"\1" * 16, False)
     c = DPALS(random_state=2, **options).fit_part(trainset, b"\2" * 16, True)
     pd.testing.assert_frame_equal(a.item_factors_, b.item_factors_)
     assert not a.item_factors_.equals(c.item_factors_)
-    assert not a.privacy_report().seeded and c.privacy_report().seeded
+    assert {e.status for e in a.privacy_report().entries} == {Status.CONDITIONAL}
+    assert {e.status for e in c.privacy_report().entries} == {Status.VOID}
+    fresh = DPALS(random_state=2, **options).fit_part(trainset, FitNoise.draw(None))
+    assert {e.status for e in fresh.privacy_report().entries} == {Status.HOLDS}
     pd.testing.assert_series_equal(a.factor_noise_, b.factor_noise_)
     kept = (a.item_factors_ != 0).any(axis=1)
     assert (a.factor_noise_[kept] > 0).all() and (a.factor_noise_[~kept] == 0).all()
@@ -338,12 +399,16 @@ def spy(monkeypatch, name: str) -> list:
     return calls
 
 
-def test_the_defaults_are_stored_and_the_fit_uses_them(trainset, monkeypatch, capsys):
+def test_the_defaults_are_stored_and_the_fit_uses_them(data, trainset, monkeypatch, capsys):
     model = DPALS(baseline_share=0.3)
     assert (model.epsilon, model.delta, model.n_factors, model.n_epochs, model.max_ratings,
             model.reg, model.noise_reg, model.clip, model.users, model.items,
-            model.random_state) == (1.0, None, 8, 3, 50, 1.0, 1.0, 1.0, None, None, None)
-    assert model.verbose is False
+            model.max_items_per_user, model.random_state) == (
+        1.0, None, 8, 3, 50, 1.0, 1.0, 1.0, None, None, MAX_ITEMS_PER_USER, None)
+    assert model.verbose is False and MAX_ITEMS_PER_USER == 1000
+    # the item catalogue given (every item listed, δ all the release's): the fit's noise
+    # and solves as the defaults make them
+    model.items = catalogues(data)["items"]
     draws, solves, users = (spy(monkeypatch, name) for name in
                             ("discrete_gaussian", "item_factors", "user_factors"))
     model.fit_part(trainset, b"\3" * 16, True)
@@ -376,19 +441,25 @@ def test_the_defaults_are_stored_and_the_fit_uses_them(trainset, monkeypatch, ca
 @pytest.mark.parametrize(("name", "value"), [
     ("n_factors", 65), ("n_factors", 0), ("n_epochs", 1001), ("n_epochs", 0),
     ("max_ratings", (1 << 20) + 1), ("max_ratings", 0), ("reg", 0.0), ("noise_reg", -0.5),
-    ("clip", 0.0), ("baseline_share", 1.0)])
+    ("clip", 0.0), ("baseline_share", 1.0), ("max_items_per_user", 0)])
 def test_a_parameter_out_of_its_range_is_refused_by_its_own_name(trainset, name, value):
     # the message starts with the parameter's name, then its range
     with pytest.raises(ValueError, match=f"^{name} must be "):
         DPALS(**{name: value}).fit(trainset)
 
 
-def test_the_smallest_values_of_the_ranges_are_accepted(trainset):
+def test_the_smallest_values_of_the_ranges_are_accepted(data, trainset):
     model = DPALS(epsilon=5.0, n_factors=1, n_epochs=1, max_ratings=1, noise_reg=0.5,
-                  baseline_share=0.3, random_state=0).fit(trainset)
+                  baseline_share=0.3, max_items_per_user=1, items=catalogues(data)["items"],
+                  random_state=0).fit(trainset)
     assert model.item_factors_.shape == (40, 1)
     assert model.privacy_report().entries[0].component == "effects and item factors (1 epochs)"
     assert DPALS(noise_reg=0.0, random_state=0).fit(trainset).noise_reg == 0.0
+    # without items=, the selection's k is the baseline's max_items_per_user, as given
+    one = DPALS(epsilon=5.0, baseline_share=0.3, max_items_per_user=1, random_state=0).fit(
+        trainset)
+    assert one.baseline_.max_items_per_user == 1
+    assert "the k = 1 items one user can bring" in one.privacy_report().conditions[0]
 
 
 def test_fit_part_checks_the_random_state_it_does_not_use(trainset):
@@ -396,25 +467,99 @@ def test_fit_part_checks_the_random_state_it_does_not_use(trainset):
         DPALS(random_state="seed").fit_part(trainset, b"\1" * 16, True)
 
 
-def test_the_public_rule_reads_the_sizes_of_the_catalogues(trainset):
-    # ε = 1 (sqrt ρ = 0.17): the data's 60 users / 40 items release no factors, 460 listed
-    # users do; ε = 5 (sqrt ρ = 0.74): the data's sizes release factors, 60 listed items not
-    def component(**options):
-        return DPALS(random_state=0, **options).fit(trainset).privacy_report().entries[
-            0].component
+def rule_calls(monkeypatch) -> list:
+    """Record every call of the size rule made by a fit: `(n_users, n_items, rho, share)`."""
+    calls, original = [], dp_als.default_share
 
-    users = catalogues(trainset)["users"] + [f"new{j}" for j in range(400)]
-    items = catalogues(trainset)["items"] + [f"new{j}" for j in range(20)]
-    assert "no factors" in component(epsilon=1.0)
-    assert component(epsilon=1.0, users=users) == "effects and item factors (3 epochs)"
-    assert component(epsilon=5.0) == "effects and item factors (3 epochs)"
-    assert component(epsilon=5.0, items=items) == \
-        "effects (no factors: too few users for this budget)"
-    assert default_share(2, 1, 0.25) == pytest.approx(1.0 - FACTOR_SHARE)   # one item: 2·0.5
+    def recorded(n_users, n_items, rho):
+        out = original(n_users, n_items, rho)
+        calls.append((n_users, n_items, rho, out))
+        return out
+
+    monkeypatch.setattr(dp_als, "default_share", recorded)
+    return calls
 
 
-def test_the_report_states_the_release_its_mechanism_and_its_notes(trainset):
-    model = DPALS(epsilon=2.0, n_factors=5, baseline_share=0.3, **catalogues(trainset)).fit(
+def test_the_public_rule_reads_the_released_sizes(data, trainset, monkeypatch):
+    # once, after the first release: its noisy count of users (neither the data's 60 nor a
+    # users= catalogue's size) and the number of items it lists (those the selection chose,
+    # or the catalogue's), at the model's ρ; MIN_ITEMS lowered so that the few items the
+    # selection lists here can have factors
+    monkeypatch.setattr(dp_als, "MIN_ITEMS", 1)
+    rule, drawn = rule_calls(monkeypatch), releases(monkeypatch)
+    model = DPALS(epsilon=50.0, random_state=0).fit(trainset)
+    ((n_users, n_items, rho, share),) = rule
+    (sigma, _, a), first = drawn[0]
+    assert n_users == first[-1]                          # the released count, as released
+    assert n_users != 60 and abs(n_users - 60) < 6 * sigma * 2.0**-GRID_BITS / a
+    assert rho == zcdp_rho(50.0, 0.5e-5) and share == pytest.approx(1.0 - FACTOR_SHARE)
+    assert len(drawn) == 1                               # factors: no second release
+    # the factors are over the listed items only, as the effects are
+    assert 0 < n_items < 40 and n_items == len(model.item_factors_)
+    assert list(model.item_factors_.index) == list(model.baseline_.item_effects_.index)
+    assert (model.item_factors_.to_numpy() != 0).any()
+    assert model.privacy_report().entries[0].component == (
+        "effects and item factors (3 epochs) (items by partition selection)")
+    # a users= catalogue with 400 users without ratings: the same count, the same answer
+    users = catalogues(data)["users"] + [f"new{j}" for j in range(400)]
+    DPALS(epsilon=50.0, users=users, random_state=0).fit(trainset)
+    assert rule[1] == rule[0]
+    # an item catalogue: its size, every item listed
+    items = catalogues(data)["items"] + [f"new{j}" for j in range(20)]
+    DPALS(epsilon=50.0, items=items, random_state=0).fit(trainset)
+    assert rule[2][1] == 60 and rule[2][2] == zcdp_rho(50.0, 1e-5)
+
+
+def test_the_public_rule_needs_enough_listed_items_and_users(monkeypatch):
+    # at the real MIN_ITEMS: users enough for factors at ε = 20 (1.5 times the threshold),
+    # then a catalogue of MIN_ITEMS items gives factors, one item fewer none; at ε = 1 the
+    # same users are too few for that budget; without a catalogue the data's 40 items are
+    # too few whatever the budget
+    rho = zcdp_rho(20.0, 1e-5)
+    n_users = math.ceil(1.5 * FACTOR_SNR * MIN_ITEMS / math.sqrt(rho))
+    data = datasets.synthetic(n_users, 40, 10 * n_users, random_state=2)
+    trainset = data.build_full_trainset()
+    rule = rule_calls(monkeypatch)
+
+    def component(epsilon, n_items=None):
+        items = None if n_items is None else catalogues(data)["items"] + [
+            f"new{j}" for j in range(n_items - 40)]
+        model = DPALS(epsilon=epsilon, items=items, random_state=0).fit(trainset)
+        assert (model.item_factors_.to_numpy() != 0).any() == (rule[-1][3] < 1.0)
+        return model.privacy_report().entries[0].component
+
+    assert component(20.0, MIN_ITEMS) == "effects and item factors (3 epochs)"
+    assert rule[-1][:2] == (pytest.approx(n_users, abs=10), MIN_ITEMS)
+    assert component(20.0, MIN_ITEMS - 1).startswith(NO_FACTORS)
+    assert n_users / MIN_ITEMS * math.sqrt(zcdp_rho(1.0, 1e-5)) < 0.5 * FACTOR_SNR
+    assert component(1.0, MIN_ITEMS).startswith(NO_FACTORS)
+    without = component(20.0)
+    assert without.startswith(NO_FACTORS)
+    assert without.endswith(") (items by partition selection)")
+    assert rule[-1][1] <= 40 < MIN_ITEMS
+
+
+@pytest.mark.xfail(strict=True, raises=BudgetExceededError, reason=(
+    "the model: the budget refusal plans the nominal δ, the report charges δ/2 plus the "
+    "selections' actual δ, which differs between the rule's paths"))
+@pytest.mark.parametrize("epsilon", [1.0, 50.0], ids=["no factors", "factors"])
+def test_the_budget_refusal_plans_what_the_report_charges_on_both_paths(trainset, monkeypatch,
+                                                                       epsilon):
+    # the rule's two paths without items= (MIN_ITEMS lowered so that one has factors): at
+    # the cost the report states the fit passes, a hair below it the fit is refused
+    monkeypatch.setattr(dp_als, "MIN_ITEMS", 1)
+    report = DPALS(epsilon=epsilon, random_state=0).fit(trainset).privacy_report()
+    assert ("no factors" in report.entries[0].component) == (epsilon == 1.0)
+    spent, delta = report.total(Unit.USER)
+    passed = DPALS(epsilon=epsilon, random_state=0, budget=(spent, delta)).fit(trainset)
+    assert passed.privacy_report().total(Unit.USER) == (spent, delta)
+    for below in ((spent * (1 - 1e-9), delta), (spent, delta * (1 - 1e-6))):
+        with pytest.raises(BudgetExceededError, match="^budget"):
+            DPALS(epsilon=epsilon, random_state=0, budget=below).fit(trainset)
+
+
+def test_the_report_states_the_release_its_mechanism_and_its_notes(data, trainset):
+    model = DPALS(epsilon=2.0, n_factors=5, baseline_share=0.3, **catalogues(data)).fit(
         trainset)
     report = model.privacy_report()
     assert report.model == "DPALS(n_factors=5)"
@@ -427,19 +572,19 @@ def test_the_report_states_the_release_its_mechanism_and_its_notes(trainset):
     assert model.factor_noise_.name == "factor_noise"
 
 
-def test_a_budget_below_the_accountants_resolution_is_stated_as_given(trainset):
+def test_a_budget_below_the_accountants_resolution_is_stated_as_given(data, trainset):
     # at ε = 1e-3 the largest ρ spending at most ε is one the accountant proves ε = 0 for:
     # the entries (the model's and its baseline's) then state the ε given
     rho = zcdp_rho(1e-3, 1e-5)
     assert zcdp_epsilon(rho, 1e-5) == 0.0
-    model = DPALS(epsilon=1e-3, **catalogues(trainset)).fit(trainset)
+    model = DPALS(epsilon=1e-3, **catalogues(data)).fit(trainset)
     assert model.privacy_report().entries[0].epsilon == 1e-3
     assert model.baseline_.privacy_report().entries[0].epsilon == 1e-3
 
 
-def test_a_fit_past_the_budget_names_the_unit_it_protects(trainset):
+def test_a_fit_past_the_budget_names_the_unit_it_protects(data, trainset):
     with pytest.raises(ValueError, match=r"^budget .* for one user \(all of their ratings\)"):
-        DPALS(epsilon=1.0, budget=(0.5, 1e-4), **catalogues(trainset)).fit(trainset)
+        DPALS(epsilon=1.0, budget=(0.5, 1e-4), **catalogues(data)).fit(trainset)
 
 
 def test_verbose_prints_each_epoch_and_the_budget(trainset, capsys):
@@ -451,14 +596,18 @@ def test_verbose_prints_each_epoch_and_the_budget(trainset, capsys):
 
 # ------------------------------------------------------------------ the fit, step by step
 @pytest.fixture(scope="module")
-def varied():
+def varied_data():
     """Users with different numbers of ratings (30 % of the ratings dropped) and a user
     ("solo", sorted last) with a single rating."""
     data = datasets.synthetic(60, 40, 900, random_state=0)
     keep = random.Random(1)
     rows = [r[:3] for r in data.raw_ratings if keep.random() > 0.3] + [("solo", "1", 5.0)]
-    return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5))
-                                ).build_full_trainset()
+    return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
+
+
+@pytest.fixture(scope="module")
+def varied(varied_data):
+    return varied_data.build_full_trainset()
 
 
 def reference_user_factors(matrix, residuals, factors, reg):
@@ -494,18 +643,20 @@ def reference_item_factors(statistics, d, ridge, sd):
             "clip": 0.5}),
     (500.0, {"n_factors": 2, "n_epochs": 2, "max_ratings": 1, "reg": 2.0, "noise_reg": 0.0,
              "clip": 1.5})])
-def test_each_step_of_the_fit_is_the_documented_construction(varied, monkeypatch, epsilon,
-                                                             options):
+def test_each_step_of_the_fit_is_the_documented_construction(varied_data, varied, monkeypatch,
+                                                             epsilon, options):
+    # the item catalogue given (every item listed, δ all the releases'): the construction
     delta, share, entropy = 1e-6, 0.3, b"\7" * 16
+    items = catalogues(varied_data)["items"]
     d, epochs, m = options["n_factors"], options["n_epochs"], options["max_ratings"]
     reg, gamma, c = options["reg"], options["noise_reg"], options["clip"]
     spies = {name: spy(monkeypatch, name) for name in
              ("user_factors", "item_statistics", "discrete_gaussian", "item_factors")}
-    model = DPALS(epsilon=epsilon, delta=delta, baseline_share=share, **options).fit_part(
-        varied, entropy, True)
+    model = DPALS(epsilon=epsilon, delta=delta, baseline_share=share, items=items,
+                  **options).fit_part(varied, entropy, True)
     rho = zcdp_rho(epsilon, delta)
     # 1. the effects: DPBaseline's release at share·ρ, its noise from the "effects" stream
-    base = DPBaseline(epsilon=epsilon, delta=delta).fit_part(
+    base = DPBaseline(epsilon=epsilon, delta=delta, items=items).fit_part(
         varied, derive_generator(entropy, "effects").bytes(16), True, rho=share * rho)
     assert model.baseline_.mu_ == base.mu_ and model.baseline_.noise_sd_ == base.noise_sd_
     pd.testing.assert_series_equal(model.baseline_.item_effects_, base.item_effects_)
@@ -607,10 +758,11 @@ def test_an_item_exactly_at_the_gate_gets_no_factor():
     np.testing.assert_allclose(factors[1], np.ones(d) / 1.26, rtol=1e-12)
 
 
-def test_a_listed_user_without_ratings_after_a_user_beyond_a_block(trainset, monkeypatch):
+def test_a_listed_user_without_ratings_after_a_user_beyond_a_block(data, trainset, monkeypatch):
     monkeypatch.setattr(dp_als, "BLOCK_RATINGS", 10)     # every user here has 15 ratings
-    users = catalogues(trainset)["users"] + ["zz-new"]   # sorted last, without ratings
-    model = DPALS(epsilon=5.0, baseline_share=0.3, users=users, random_state=0).fit(trainset)
+    users = catalogues(data)["users"] + ["zz-new"]   # sorted last, without ratings
+    model = DPALS(epsilon=5.0, baseline_share=0.3, users=users, items=catalogues(data)["items"],
+                  random_state=0).fit(trainset)
     assert (model.item_factors_.to_numpy() != 0).any()
     item = model.item_factors_.index[0]                  # no ratings: x_u = 0, the baseline's
     assert model.predict("zz-new", item).est == model.baseline_.predict("zz-new", item).est

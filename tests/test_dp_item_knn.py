@@ -809,7 +809,7 @@ def test_the_public_rule_without_covariance_spends_the_whole_budget_on_the_effec
     baseline = algo.baseline_
     assert baseline.rho_ == pytest.approx(rho, rel=1e-12)
     (entry,) = algo.privacy_report().entries
-    assert entry.component == ("effects (no covariance: too few users for this budget) "
+    assert entry.component == ("effects (no covariance: too few users or items for this budget) "
                                "(items by partition selection)")
     assert entry.epsilon == pytest.approx(1.0, rel=1e-6) and entry.epsilon <= 1.0
     assert entry.delta == pytest.approx(5e-6 + baseline.selection_delta_, rel=1e-12)
@@ -883,7 +883,7 @@ def test_the_public_rule_reads_the_released_count_of_users_and_the_listed_items(
         report = algo.privacy_report()
         assert report.model == "DPItemKNN(k=7)" and algo.k_ == 7
         assert [(e.component, e.status) for e in report.entries] == [
-            ("effects (no covariance: too few users for this budget)", Status.VOID)]
+            ("effects (no covariance: too few users or items for this budget)", Status.VOID)]
         assert report.entries[0].epsilon == pytest.approx(20.0, rel=1e-6)
         assert report.guarantee is None                                    # seeded
         assert list(algo.sim.index) == list(algo.sim.columns) == listed_items
