@@ -49,25 +49,36 @@ ratings: a prediction is shown to $u$ alone (it would run on $u$'s device),
 and local DP protects each user against everyone else, the server included.
 
 **Guarantee** (`Unit.RATING`, one rating of one user added or removed): each
-user's two releases compose to $\varepsilon_{\text{sketch}} + \varepsilon_r$ = `epsilon`
-(basic composition, from the mechanisms' privacy maps), against anyone who
-sees them; everything else is post-processing.  A whole user is protected
+user's two releases, with the item list's selection $\varepsilon_s$ without `items=`
+(see the conditions), compose to $\varepsilon_s + \varepsilon_{\text{sketch}} + \varepsilon_r$
+= `epsilon` (basic composition, from the mechanisms' privacy maps), against anyone
+who sees them; everything else is post-processing.  A whole user is protected
 only by group privacy ($|I_u|$ ratings): local DP on rating vectors is this
 weak, and this noisy: every user reports every item, so each item's
 aggregate carries the noise of all $n$ users (standard deviation
 $\propto \sqrt n / \varepsilon_r$) against the signal of its raters alone.  The
 dense $n_{\text{users}} \times n_{\text{items}}$ reports are the model's memory.
 
-**Conditions.**  Who reports, and about which items, must not depend on the
-data.  With `users=` and `items=` (public catalogues) every listed user
-releases a report of every listed item (a user without ratings reports
-$\bot$ everywhere), in the sorted order of the lists, so the releases, the
-similarities and the neighbour lists (keyed by raw user id) do not follow
-the data's order.  Without them the lists are read from the data, and the
-report says so: the guarantee is for neighbouring datasets with the same
-lists, and the sole rater of an item (no `items=`) and every user with a
-single rating (no `users=`) are outside it (ε = ∞ for them), as are the
-users the sketch backend puts outside its own scope (no sketch released).
+**Conditions.**  Who reports, and about which items, must not depend on the data.
+*Items*: with `items=` (a public catalogue) the model is local from end to end, δ = 0.
+Without it a curator first chooses the item list by partition selection
+([`select_items`][dprec.item_selection.select_items]): each item's count of raters
+(not their ratings) plus lattice Laplace noise of scale $1/\varepsilon_s$,
+$\varepsilon_s$ = `selection_share` · ε, listed when it reaches a threshold set by
+`delta`.  One rating moves one count by 1, so the list is $(\varepsilon_s, \delta)$-DP
+per rating (the sole rater's item is listed with probability at most δ); it is public
+before anyone reports, the reports are over the listed items with the rest of ε
+(split by `sketch_share`), and the three compose to ε, never above it, and δ.  This
+central step is a stated condition.  An unlisted item is answered as an unknown one
+(its ratings are in no report, only in the user's own $b_u$).  *Users*: in the local
+model who reports is public (each device reports, $\bot$ for every item without
+ratings): the user list, the trainset's or `users=`, is a condition, not a release;
+neighbouring datasets differ in one rating of a reporting user, who still reports
+when it was their only one (Surprise holds a user without ratings through `users=`).
+Nobody is outside for the lists; the users the sketch backend puts outside its scope
+(no sketch released) are (ε = ∞).  The lists are sorted, so the releases, the
+similarities and the neighbour lists (keyed by raw user id) do not follow the data's
+order.
 
 See [End-to-end models](../end_to_end.md) for the construction, its accounting and its accuracy.
 """
@@ -87,6 +98,8 @@ from surprise import AlgoBase
 from ._arrays import pattern_matrix, safe_divide, stable_descending_order
 from ._rng import derive_generator, fit_entropy, is_seeded, stable_keys, validate_random_state
 from ._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
+from .effects_release import DELTA
+from .item_selection import item_list_entry, select_items
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     laplace,
@@ -96,14 +109,8 @@ from .mechanisms import (
     randomized_response_keep_probability,
 )
 from .mechanisms.randomized_response import MAX_EPSILON as RR_MAX_EPSILON
-from .noisy_effects import (
-    SIGNAL,
-    effects_above_noise,
-    noise_shares,
-    own_effects,
-    shrunk_effects,
-)
-from .rating_space import ListedModel, RatingSpace, surprise_details
+from .noisy_effects import SIGNAL, effects_above_noise, noise_shares, own_effects, shrunk_effects
+from .rating_space import SCOPE, ListedModel, RatingSpace, surprise_details
 from .similarity import (
     SKETCH_BACKENDS,
     SketchBackend,
@@ -127,7 +134,18 @@ NOTES = {
                "shown to u alone",
     "laplace": "every item's (centred rating / B, rated) pair, l1 sensitivity 2 per rating "
                "added or removed",
+    "population": "who reports is public (the local model's population): every user of the "
+                  "trainset reports about every listed item, ⊥ where they rated nothing; "
+                  "neighbouring datasets differ in one rating of a reporting user (removing "
+                  "a user's only rating leaves them reporting ⊥); give users= to add users "
+                  "without ratings",
 }
+#: how `fit` splits ε, with and without the item list's selection (in its errors)
+_SPLIT = {True: "selection_share = {selection:g} and sketch_share = {sketch:g} gives the item "
+                "list selection_share * epsilon, the sketch sketch_share * (1 - "
+                "selection_share) * epsilon and the ratings the rest",
+          False: "sketch_share = {sketch:g} gives the sketch sketch_share * epsilon and the "
+                 "ratings (1 - sketch_share) * epsilon"}
 #: what the model releases, all post-processing of the users' releases
 OUTPUTS = ("predictions", "details", "neighbour lists", "similarities", "recommendations",
            "item effects")
@@ -142,18 +160,27 @@ class LocalKNN(ListedModel, AlgoBase):
     Parameters
     ----------
     epsilon : float, default 1.0
-        Each user's budget for one rating added or removed, `> 0`.
+        Each user's budget for one rating added or removed, `> 0`: the item list's
+        selection (without `items=`), the sketch and the ratings compose to it.
     k : int, default 40
         Neighbours per user.
     sketch_share : float, default 0.5
-        Share of ε for the similarity sketch (in (0, 1)).
+        Share for the similarity sketch (in (0, 1)) of what the item list leaves:
+        $\varepsilon_{\text{sketch}}$ = `sketch_share` · (1 − `selection_share`) · ε
+        without `items=`, `sketch_share` · ε with it.
+    selection_share : float, default 0.1
+        Share of ε (in (0, 1)) for choosing the item list by partition selection
+        without `items=` (unused with it): see the module docstring.
+    delta : float, optional
+        Without `items=`, the selection's δ target, in (0, 1), default `1e-5` (the
+        report states the δ its threshold adds, at most this).  With `items=` the model
+        has δ = 0, and another `delta` is an error.
     rating_release : {"krr", "laplace"}, default "krr"
         How each user releases their ratings.
     sim_options : dict or SketchBackend, optional
         A private sketch backend of [`dprec.similarity`][dprec.similarity] and its
-        options, without `epsilon` (it is `sketch_share · epsilon`); default
-        `{"name": "sjlt"}`.  A backend object must have
-        `epsilon == sketch_share · epsilon`.
+        options, without `epsilon` (it is $\varepsilon_{\text{sketch}}$); default
+        `{"name": "sjlt"}`.  A backend object must have that `epsilon`.
     noise_tolerance : float, default 0.2
         The standard deviation of noise the default stabilisers allow in
         $b_i$ and $d_{ui}$ (`> 0`).
@@ -165,24 +192,26 @@ class LocalKNN(ListedModel, AlgoBase):
     users, items : sequence of raw ids, optional
         Public catalogues: who reports, and about which items (validated at
         `fit`; ratings outside them raise `ValueError` naming the parameter).
-        Without them the lists are read from the data (see the module docstring).
+        Without them the users are the trainset's (who reports is public in the
+        local model) and the items are chosen by partition selection (see the module
+        docstring).
     random_state : None, int, RandomState or Generator
         `None` (default) draws fresh entropy at each fit; an int gives
         **seeded noise**, for experiments only (the report's entries are void).
     verbose : bool, default False
     budget : (float, float), optional
         A per-rating `(ε, δ)` budget of each user
-        ([`PrivateModel`][dprec.private_model.PrivateModel]): a fit whose two releases
-        would spend more is refused before any noise is drawn (`BudgetExceededError`, a
-        `ValueError`), the model left as it was.  A sketch counts with its entry before
-        the release (for `"gaussian_jl"` the declared δ, which bounds the δ its drawn
-        projection states).
+        ([`PrivateModel`][dprec.private_model.PrivateModel]): a fit whose releases (the
+        item list's selection included) would spend more is refused before any noise is
+        drawn (`BudgetExceededError`, a `ValueError`), the model left as it was.  A sketch
+        counts with its entry before the release (for `"gaussian_jl"` the declared δ,
+        which bounds the δ its drawn projection states).
 
     Attributes
     ----------
     mu_ : float
     item_effects_ : pandas.Series
-        $b_i$, indexed by raw item id (sorted).
+        $b_i$, indexed by raw item id (sorted): the item list, public or selected.
     sim : pandas.DataFrame
         The sketches' similarities, raw user ids (sorted) on both axes.
     neighbours_ : pandas.DataFrame
@@ -199,9 +228,10 @@ class LocalKNN(ListedModel, AlgoBase):
     used in their own predictions only (on their device), so it is not a release.
     """
 
-    _names_users = True    # its neighbour lists name users
+    _names_users = True    # its neighbour lists name users (the population: see _ledger)
 
     def __init__(self, *, epsilon: float = 1.0, k: int = 40, sketch_share: float = 0.5,
+                 selection_share: float = 0.1, delta: float | None = None,
                  rating_release: str = "krr", sim_options: Mapping | None = None,
                  noise_tolerance: float = 0.2, item_shrinkage: float | None = None,
                  neighbour_shrinkage: float | None = None, user_shrinkage: float = 0.0,
@@ -212,6 +242,8 @@ class LocalKNN(ListedModel, AlgoBase):
         self.epsilon = epsilon
         self.k = k
         self.sketch_share = sketch_share
+        self.selection_share = selection_share
+        self.delta = delta
         self.rating_release = rating_release
         self.sim_options = sim_options
         self.noise_tolerance = noise_tolerance
@@ -225,8 +257,8 @@ class LocalKNN(ListedModel, AlgoBase):
         self.budget = budget
 
     # ------------------------------------------------------------------ fit
-    def _sketch_options(self, sketch_epsilon: float) -> dict:
-        """The sketch backend's options, with `epsilon = sketch_epsilon`."""
+    def _sketch_options(self, sketch_epsilon: float, formula: str) -> dict:
+        """The sketch backend's options, with `epsilon = sketch_epsilon` (`formula`)."""
         given = isinstance(self.sim_options, SketchBackend)
         if given:
             options = backend_options(self.sim_options)
@@ -235,24 +267,47 @@ class LocalKNN(ListedModel, AlgoBase):
                            else {"name": "sjlt"})
             if "epsilon" in options:
                 raise ValueError("sim_options must not give 'epsilon': the sketch's budget "
-                                 "is sketch_share * epsilon")
+                                 f"is {formula}")
         name = options.get("name")
         if (name.lower() if isinstance(name, str) else name) not in PRIVATE_SKETCHES:
             raise ValueError(f"sim_options['name'] must be a private sketch backend, one of "
                              f"{sorted(PRIVATE_SKETCHES)}, got {name!r}")
         if given and not math.isclose(options["epsilon"], sketch_epsilon, rel_tol=1e-12):
             raise ValueError(f"sim_options: the backend's epsilon {options['epsilon']!r} "
-                             f"must be sketch_share * epsilon = {sketch_epsilon!r}")
+                             f"must be {formula} = {sketch_epsilon!r}")
         return check_sim_options({**options, "epsilon": sketch_epsilon})
 
+    def _delta(self) -> float:
+        """The selection's δ target without `items=`, 0 with it; raises `ValueError` for
+        `delta` not in (0, 1) without `items=`, or given non-zero with it."""
+        delta = None if self.delta is None else check_real(self.delta, "delta", low=0.0,
+                                                           high=1.0, high_inclusive=False)
+        if self.items is not None:
+            if delta:
+                raise ValueError(f"delta = {delta:g} is the item list's selection's: with "
+                                 "items= (a public catalogue) nothing is selected and "
+                                 "LocalKNN has delta = 0 (leave delta unset)")
+            return 0.0
+        if delta == 0.0:
+            raise ValueError("delta must be > 0 without items=: the item list's partition "
+                             "selection spends it (give items= for delta = 0)")
+        return DELTA if delta is None else delta
+
     def fit(self, trainset):
-        """Draw every listed user's releases (spending `epsilon` per rating), aggregate them;
-        refused past the `budget`, before any noise."""
+        """Choose the item list (without `items=`), draw every listed user's releases
+        (spending `epsilon` per rating in all), aggregate them; refused past the `budget`,
+        before any noise."""
         epsilon = check_epsilon(self.epsilon)
         k = check_int(self.k, "k", minimum=1)
         share = check_open_unit(self.sketch_share, "sketch_share")
+        selection_share = check_open_unit(self.selection_share, "selection_share")
+        delta, selecting = self._delta(), self.items is None
         release = check_choice(self.rating_release, "rating_release", RATING_RELEASES)
-        options = self._sketch_options(share * epsilon)
+        # ε_s for the item list, the rest split by sketch_share (public functions)
+        epsilon_s = selection_share * epsilon if selecting else 0.0
+        rest = epsilon - epsilon_s
+        options = self._sketch_options(share * rest, "sketch_share * (1 - selection_share) "
+                                       "* epsilon" if selecting else "sketch_share * epsilon")
         tolerance = check_real(self.noise_tolerance, "noise_tolerance", low=0.0,
                                low_inclusive=False)
         beta, gamma = (None if v is None else check_real(v, name, low=0.0) for v, name in
@@ -263,22 +318,33 @@ class LocalKNN(ListedModel, AlgoBase):
         space = RatingSpace.build(trainset, self.users, self.items)
         low, high = trainset.rating_scale
         options = with_public_bounds(options, (low, high))
-        # k-ary randomised response resolves ε up to 1e18: a larger budget is spent up to it
-        epsilon_r = (1.0 - share) * epsilon if release == "laplace" else \
-            min((1.0 - share) * epsilon, RR_MAX_EPSILON)
-        # what each user's two releases spend, public functions of the parameters
+        # what each user's releases spend, public functions of the parameters
         try:
-            entries = (sketch_backend(options).privacy(),
-                       laplace_entry(epsilon_r) if release == "laplace"
-                       else krr_entry((low, high), epsilon_r))
+            entries = [item_list_entry(epsilon_s, delta, Unit.RATING)[0]] if selecting else []
+            entries.append(sketch_backend(options).privacy())
+            spent = sum(entry.epsilon for entry in entries)     # the accountant's sum
+            # the ratings get the rest (k-ary randomised response resolves ε up to 1e18),
+            # at most what keeps the sum, in floats, within epsilon
+            cap = epsilon - spent
+            while cap > 0.0 and spent + cap > epsilon:
+                cap = math.nextafter(cap, 0.0)
+            epsilon_r = min((1.0 - share) * rest, cap,
+                            math.inf if release == "laplace" else RR_MAX_EPSILON)
+            if not epsilon_r > 0.0:
+                raise ValueError("nothing is left for the ratings")
+            entries.append(laplace_entry(epsilon_r) if release == "laplace"
+                           else krr_entry((low, high), epsilon_r))
         except ValueError as error:       # a budget too small for a release: say whose
-            raise ValueError(f"epsilon = {epsilon:g} with sketch_share = {share:g} gives the "
-                             f"sketch sketch_share * epsilon and the ratings (1 - "
-                             f"sketch_share) * epsilon: {error}") from None
+            split = _SPLIT[selecting].format(selection=selection_share, sketch=share)
+            raise ValueError(f"epsilon = {epsilon:g} with {split}: {error}") from None
         self._refuse_past_budget([(entry.epsilon, entry.delta) for entry in entries],
                                  Unit.RATING)
         AlgoBase.fit(self, trainset)
         entropy = fit_entropy(self.random_state)
+        everything = space              # every rated item: the users' own b_u read them all
+        if selecting:
+            space, _ = select_items(space, epsilon_s, delta, Unit.RATING,
+                                    derive_generator(entropy, "item list"))
         matrix, n_users = space.matrix, space.matrix.shape[0]
         centre, half = (low + high) / 2.0, (high - low) / 2.0
 
@@ -318,10 +384,13 @@ class LocalKNN(ListedModel, AlgoBase):
         self._gamma = gamma
         self._deviates = self._deviations_above_noise()
 
-        # 4. each user's own effect (their raw ratings, used in their own predictions only)
-        self._user_effects = own_effects(matrix, self.mu_ + self._item_effects, lam)
-        self._accountant = self._ledger(backend.release_, release_entry, release,
-                                        is_seeded(self.random_state))
+        # 4. each user's own effect (their raw ratings, used in their own predictions only;
+        # an unlisted item's effect is 0, as in their answers)
+        base = np.full(len(everything.items), self.mu_)
+        base[everything.items.positions(space.items.ids)] += self._item_effects
+        self._user_effects = own_effects(everything.matrix, base, lam)
+        self._accountant = self._ledger(entries[:-2], backend.release_, release_entry,
+                                        release, is_seeded(self.random_state))
         if self.verbose:
             print(f"LocalKNN: {n_users} users released a {options['name']} sketch and their "
                   f"ratings ({release}), ε = {epsilon:g} per rating")
@@ -352,17 +421,24 @@ class LocalKNN(ListedModel, AlgoBase):
                                         columns=ranks).infer_objects()
         self.weights_ = pd.DataFrame(self._weights, index=labels, columns=ranks)
 
-    def _ledger(self, sketch: SketchRelease, ratings: LedgerEntry, release: str,
-                seeded: bool) -> PrivacyAccountant:
-        """Every listed user's two releases, charged once; the lists' scope."""
+    def _ledger(self, selection: list[LedgerEntry], sketch: SketchRelease,
+                ratings: LedgerEntry, release: str, seeded: bool) -> PrivacyAccountant:
+        """The item list's `selection` (none with `items=`) and every listed user's two
+        releases, charged once, in this order; the lists' conditions."""
         accountant = self._open_accountant(self._space.users.ids,
                                            f"LocalKNN(rating_release={release!r})", seeded)
+        listed = [accountant.register(entry) for entry in selection]
         entry = sketch.entry
         if entry.unit is Unit.SET_ITEM:   # a rating added or removed is an item of the set
             entry = replace(entry, unit=Unit.RATING, note=entry.note + NOTES["set item"])
-        indices = [sketch.charge(accountant, entry), accountant.register(ratings)]
-        self._release_once(accountant, indices[1:], OUTPUTS, NOTES["answers"], Unit.RATING,
-                           covered_by=indices)
+        indices = [*listed, sketch.charge(accountant, entry), accountant.register(ratings)]
+        accountant.release_once([*listed, indices[-1]], OUTPUTS, NOTES["answers"], indices)
+        # the lists' conditions (not ListedModel's scope: the user list is the population,
+        # a condition of the local model, and nobody is outside for either list)
+        items, users = self._space.items, self._space.users
+        accountant.add_condition(SCOPE["items given"] if items.given
+                                 else SCOPE["items selected"] + items.selection)
+        accountant.add_condition(SCOPE["users given"] if users.given else NOTES["population"])
         return accountant
 
     # ------------------------------------------------------------- answers
@@ -370,8 +446,9 @@ class LocalKNN(ListedModel, AlgoBase):
         """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""
         known_user, known_item = users >= 0, items >= 0
         u, i = np.maximum(users, 0), np.maximum(items, 0)
+        effects = self._item_effects[i] if len(self._item_effects) else 0.0   # none listed
         est = (self.mu_ + np.where(known_user, self._user_effects[u], 0.0)
-               + np.where(known_item, self._item_effects[i], 0.0))
+               + np.where(known_item, effects, 0.0))
         both = known_user & known_item
         est[both] += self._deviations(u[both], i[both])
         return est, surprise_details(known_user, known_item)

@@ -30,6 +30,13 @@ def trainset(data):
     return data.build_full_trainset()
 
 
+@pytest.fixture(scope="module")
+def listed(data):
+    """The data's items as a public catalogue: every item reported, for the tests of the
+    mechanics (without it the items are chosen by partition selection, few at a small ε)."""
+    return {"items": catalogues(data)["items"]}
+
+
 def frame(rows) -> Dataset:
     return Dataset.load_from_df(pd.DataFrame(rows), Reader(rating_scale=(1, 5)))
 
@@ -93,10 +100,10 @@ def test_the_ledger_sums_each_users_two_releases_and_queries_add_nothing(data, t
     assert report.total(Unit.RATING) == (eps, delta)
 
 
-def test_a_minhash_sketch_is_charged_per_rating(trainset):
+def test_a_minhash_sketch_is_charged_per_rating(trainset, listed):
     algo = LocalKNN(epsilon=2.0, sim_options={"name": "rr_minhash", "width": 16, "B": 2,
                                               "delta": 1e-3, "tau": 1},
-                    random_state=0).fit(trainset)
+                    random_state=0, **listed).fit(trainset)
     entry = algo.privacy_report().entries[0]
     assert entry.unit is Unit.RATING and "one item of the rated set" in entry.note
 
@@ -147,15 +154,18 @@ def test_seeded_noise_is_reproducible_and_voids_the_entries(trainset):
 
 
 def test_a_renumbering_of_the_same_data_gives_bit_identical_answers(data):
-    # finding 2 (#33): shuffled ratings renumber the inner ids; the sketches, reports,
-    # similarities, neighbour lists (ties by the users' sorted rank) and answers must not move
+    # finding 2 (#33): shuffled ratings renumber the inner ids; the item list's selection,
+    # the sketches, reports, similarities, neighbour lists (ties by the users' sorted rank)
+    # and answers must not move (at ε = 4 the selection lists 16 of the 30 items)
     shuffled = copy.copy(data)
     order = np.random.default_rng(5).permutation(len(data.raw_ratings))
     shuffled.raw_ratings = [data.raw_ratings[n] for n in order]
     a, b = data.build_full_trainset(), shuffled.build_full_trainset()
     for options in ({"name": "sjlt"}, {"name": "rr_minhash", "width": 8, "B": 2,
                                        "delta": 1e-3, "tau": 1}):
-        fits = [LocalKNN(k=4, sim_options=options, random_state=8).fit(t) for t in (a, b)]
+        fits = [LocalKNN(epsilon=4.0, k=4, sim_options=options, random_state=8).fit(t)
+                for t in (a, b)]
+        assert 0 < len(fits[0].item_effects_) < 30
         for name in ("sim", "neighbours_", "weights_"):
             pd.testing.assert_frame_equal(getattr(fits[0], name), getattr(fits[1], name),
                                           rtol=0, atol=0)
@@ -227,17 +237,6 @@ def sole_rater_data() -> Dataset:
     rows = [(f"u{u}", f"i{i}", float(1 + (u + 2 * i) % 5)) for u in range(8) for i in range(3)]
     rows += [("sole", "i0", 4.0), ("sole", "solo", 5.0), ("single", "i1", 2.0)]
     return frame(rows)
-
-
-def test_the_boundary_users_are_outside_the_guarantee_without_catalogues():
-    # finding 5 (#33): the sole rater of an item and a single-rating user change the
-    # lists read from the data when one rating of theirs is removed: ε = ∞ for them
-    data = sole_rater_data()
-    report = LocalKNN(k=3).fit(data.build_full_trainset()).privacy_report()
-    eps = report.per_user(Unit.RATING)["epsilon"]
-    assert np.isinf(eps[["sole", "single"]]).all()
-    assert np.isfinite(eps.drop(["sole", "single"])).all()
-    assert len(report.conditions) == 2 and "sole rater" in str(report)
 
 
 def test_a_catalogue_makes_the_lists_public():
@@ -337,19 +336,25 @@ def test_users_without_a_sketch_are_out_of_the_guarantee(data, trainset):
     assert np.isfinite(eps[large]).all() and eps[large].max() == pytest.approx(2.0)
 
 
-def test_a_sketch_backend_object_is_accepted_at_its_share_of_epsilon(trainset):
+def test_a_sketch_backend_object_is_accepted_at_its_share_of_epsilon(trainset, listed):
+    # sketch_share of ε with items=, of what the item list's selection leaves without
     options = {"width": 32, "s": 2, "rating_bound": 5.0}
-    given = LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0),
-                     random_state=3).fit(trainset)
-    from_dict = LocalKNN(epsilon=2.0, sim_options={"name": "sjlt", **options},
-                         random_state=3).fit(trainset)
-    pd.testing.assert_frame_equal(given.sim, from_dict.sim)
+    for catalogue, share in ((listed, 1.0), ({}, 0.9)):
+        given = LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=share),
+                         random_state=3, **catalogue).fit(trainset)
+        from_dict = LocalKNN(epsilon=2.0, sim_options={"name": "sjlt", **options},
+                             random_state=3, **catalogue).fit(trainset)
+        pd.testing.assert_frame_equal(given.sim, from_dict.sim)
     with pytest.raises(ValueError, match="sketch_share"):
         LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=2.0)).fit(trainset)
+    with pytest.raises(ValueError, match=r"sketch_share \* \(1 - selection_share\) \* epsilon "
+                                         "= 0.9"):
+        LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0)).fit(trainset)
 
 
 def test_the_report_states_the_models_texts(data, trainset, capsys):
     from dprec.dp_baseline import SCOPE
+    from dprec.item_selection import CENTRAL
     from dprec.local_knn import NOTES, OUTPUTS
 
     algo = LocalKNN(epsilon=2.0, k=3, rating_release="laplace", verbose=True,
@@ -366,23 +371,32 @@ def test_the_report_states_the_models_texts(data, trainset, capsys):
     assert report.notes == [NOTES["answers"]]
     assert report.conditions[-2:] == [SCOPE["items given"], SCOPE["users given"]]
     assert all(report.applications(n).tolist() == [1] * 80 for n in (0, 1))
-    krr = LocalKNN(k=2, sim_options={"name": "rr_minhash", "width": 8, "B": 2, "delta": 1e-3,
-                                     "tau": 1}).fit(trainset).privacy_report()
+    krr = LocalKNN(epsilon=20.0, k=2, sim_options={"name": "rr_minhash", "width": 8, "B": 2,
+                                                   "delta": 1e-3, "tau": 1}
+                   ).fit(trainset).privacy_report()
     assert capsys.readouterr().out == ""
     assert krr.model == "LocalKNN(rating_release='krr')"
-    assert krr.entries[1].note == ("every item's symbol (unrated or one of 5 levels); a rating "
+    assert [e.component for e in krr.entries] == ["item list", "similarity", "ratings"]
+    assert krr.entries[2].note == ("every item's symbol (unrated or one of 5 levels); a rating "
                                    "added or removed changes one symbol")
-    assert krr.entries[0].note.endswith(NOTES["set item"])
-    assert krr.conditions[-2:] == [SCOPE["items from data"], SCOPE["users from data"]]
+    assert krr.entries[1].note.endswith(NOTES["set item"])
+    assert krr.entries[0].note.endswith(CENTRAL)
+    assert krr.conditions[-2:] == [SCOPE["items selected"] + krr.entries[0].note,
+                                   NOTES["population"]]
+    assert all(o.covered_by == (0, 1, 2) for o in krr.outputs)
 
 
-def test_the_shrinkage_reads_the_noise_and_the_tolerance_only_the_deviations(trainset):
+def test_the_shrinkage_reads_the_noise_and_the_tolerance_only_the_deviations(trainset,
+                                                                             listed):
     # #34: b_i no longer depends on the tolerance (DPBaseline's posterior mean, β = 0 by
     # default); a tiny tolerance (the deviations' prior sd) shrinks every d_ui to 0
-    loose = LocalKNN(epsilon=1e6, noise_tolerance=1e12, random_state=None).fit(trainset)
-    given = LocalKNN(epsilon=1e6, item_shrinkage=0.0, random_state=None).fit(trainset)
+    loose = LocalKNN(epsilon=1e6, noise_tolerance=1e12, random_state=None,
+                     **listed).fit(trainset)
+    given = LocalKNN(epsilon=1e6, item_shrinkage=0.0, random_state=None,
+                     **listed).fit(trainset)
     np.testing.assert_allclose(loose.item_effects_, given.item_effects_, atol=1e-6)
-    tight = LocalKNN(epsilon=1.0, noise_tolerance=1e-9, random_state=None).fit(trainset)
+    tight = LocalKNN(epsilon=1.0, noise_tolerance=1e-9, random_state=None,
+                     **listed).fit(trainset)
     pairs = trainset.build_testset()[:50]
     users, items = tight._space.positions([p[0] for p in pairs], [p[1] for p in pairs])
     np.testing.assert_allclose(tight._deviations(users, items), 0.0, atol=1e-6)
@@ -476,10 +490,11 @@ def test_predict_and_test_pass_their_arguments_on(trainset, capsys):
 def test_defaults():
     params = vars(LocalKNN())
     assert {key: params[key] for key in (
-        "epsilon", "k", "sketch_share", "rating_release", "sim_options", "noise_tolerance",
-        "item_shrinkage", "neighbour_shrinkage", "user_shrinkage", "users", "items",
-        "random_state", "verbose")} == {
-        "epsilon": 1.0, "k": 40, "sketch_share": 0.5, "rating_release": "krr",
+        "epsilon", "k", "sketch_share", "selection_share", "delta", "rating_release",
+        "sim_options", "noise_tolerance", "item_shrinkage", "neighbour_shrinkage",
+        "user_shrinkage", "users", "items", "random_state", "verbose")} == {
+        "epsilon": 1.0, "k": 40, "sketch_share": 0.5, "selection_share": 0.1, "delta": None,
+        "rating_release": "krr",
         "sim_options": None, "noise_tolerance": 0.2, "item_shrinkage": None,
         "neighbour_shrinkage": None, "user_shrinkage": 0.0, "users": None, "items": None,
         "random_state": None, "verbose": False}
@@ -548,14 +563,14 @@ def test_releases_are_keyed_as_stated_and_read_only(data, trainset):
     pd.testing.assert_frame_equal(a.sim, b.sim, rtol=0, atol=0)
 
 
-def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset):
+def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset, listed):
     # μ, b_i and the stabiliser unit from the reports the server holds (the residual
     # reports give back B Σ x̂): b_i is DPBaseline's posterior mean under the aggregates'
     # noise (β = 0, τ² = 0.4, no μ in it), weighted by its chance of not being noise, and
     # 0 where the releases show no effect above their noise (#34)
     for epsilon, release in ((60.0, "krr"), (60.0, "laplace")):
         algo = LocalKNN(epsilon=epsilon, rating_release=release, noise_tolerance=0.3,
-                        random_state=None).fit(trainset)
+                        random_state=None, **listed).fit(trainset)
         matrix = algo._space.matrix
         reports = krr_reports if release == "krr" else laplace_reports
         _, noise, _ = reports(matrix, (1.0, 5.0), epsilon / 2, np.random.default_rng(0))
@@ -578,15 +593,16 @@ def test_the_aggregates_are_the_stated_functions_of_the_reports(trainset):
         assert 1.0 <= LocalKNN(epsilon=0.01, random_state=seed).fit(trainset).mu_ <= 5.0
 
 
-def test_sketch_options_are_checked_against_the_budget(trainset):
+def test_sketch_options_are_checked_against_the_budget(trainset, listed):
     for name in ("minhash", "msd"):
         with pytest.raises(ValueError, match="^sim_options\\['name'\\] must be a private "):
             LocalKNN(sim_options={"name": name}).fit(trainset)
     options = {"width": 32, "s": 2, "rating_bound": 5.0}
     with pytest.raises(ValueError, match="sketch_share"):
-        LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0 + 1e-10)).fit(
-            trainset)
-    LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0 + 1e-14)).fit(trainset)
+        LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0 + 1e-10),
+                 **listed).fit(trainset)
+    LocalKNN(epsilon=2.0, sim_options=PrivateSJLT(**options, epsilon=1.0 + 1e-14),
+             **listed).fit(trainset)
 
 
 def test_the_item_effects_are_a_named_series(trainset):
@@ -595,12 +611,12 @@ def test_the_item_effects_are_a_named_series(trainset):
     np.testing.assert_array_equal(algo.item_effects_.to_numpy(), algo._item_effects)
 
 
-def test_a_single_rating_gives_its_own_mean_and_effects_stay_in_bounds(trainset):
+def test_a_single_rating_gives_its_own_mean_and_effects_stay_in_bounds(trainset, listed):
     one = Dataset.load_from_df(pd.DataFrame([("u", "i", 4.5)]), Reader(rating_scale=(1, 5)))
-    algo = LocalKNN(epsilon=1e6, rating_release="laplace", random_state=None)
+    algo = LocalKNN(epsilon=1e6, rating_release="laplace", random_state=None, items=["i"])
     assert algo.fit(one.build_full_trainset()).mu_ == pytest.approx(4.5, abs=1e-3)
     wide = [LocalKNN(epsilon=0.05, item_shrinkage=0.0, user_shrinkage=10.0,
-                     random_state=s).fit(trainset) for s in range(10)]
+                     random_state=s, **listed).fit(trainset) for s in range(10)]
     assert all(np.abs(a.item_effects_).max() <= 4 for a in wide)
     from dprec.dp_baseline import own_effects, stabilised_effects
 
@@ -684,15 +700,15 @@ def test_effects_above_noise_tests_every_ratio_being_noise():
     assert not effects_above_noise(0.0 * sums, counts, (0.0, 0.0))
 
 
-def test_where_the_neighbours_reports_are_noise_the_deviations_are_zero(trainset):
+def test_where_the_neighbours_reports_are_noise_the_deviations_are_zero(trainset, listed):
     # the deviations pass the same test over every user × item pair: at ε = 0.05 every
     # pair's weighted reports are noise and no deviation is added, even where a pair's
     # count passes its gate by chance; at ε = 300 they are added
-    quiet = LocalKNN(epsilon=0.05, k=10, random_state=3).fit(trainset)
+    quiet = LocalKNN(epsilon=0.05, k=10, random_state=3, **listed).fit(trainset)
     assert not quiet._deviates
     users, items = np.divmod(np.arange(quiet._count_reports.size),
                              quiet._count_reports.shape[1])
     np.testing.assert_array_equal(quiet._deviations(users, items), 0.0)
-    loud = LocalKNN(epsilon=300.0, k=10, random_state=3).fit(trainset)
+    loud = LocalKNN(epsilon=300.0, k=10, random_state=3, **listed).fit(trainset)
     assert loud._deviates
     assert np.abs(loud._deviations(users, items)).max() > 0.1

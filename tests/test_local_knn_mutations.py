@@ -16,8 +16,19 @@ from dprec.local_knn import krr_reports
 
 
 @pytest.fixture(scope="module")
-def trainset():
-    return datasets.synthetic(80, 30, 900, random_state=3).build_full_trainset()
+def data():
+    return datasets.synthetic(80, 30, 900, random_state=3)
+
+
+@pytest.fixture(scope="module")
+def trainset(data):
+    return data.build_full_trainset()
+
+
+@pytest.fixture(scope="module")
+def listed(data):
+    """The data's items as a public catalogue (the formulas over every item, no selection)."""
+    return {"items": list(dict.fromkeys(r[1] for r in data.raw_ratings))}
 
 
 def spy(monkeypatch, name: str) -> list:
@@ -43,11 +54,11 @@ def neighbour_weights(algo) -> np.ndarray:
 
 
 @pytest.mark.parametrize("gamma", [None, 0.7])
-def test_every_deviation_is_the_stated_posterior_mean(trainset, gamma):
+def test_every_deviation_is_the_stated_posterior_mean(trainset, listed, gamma):
     # at ε = 20 (krr) the deviations pass their test, about 3 in 4 pairs pass the gate, and
     # the noise's term spread² unit² / (count − gate) is about a quarter of the count
     algo = LocalKNN(epsilon=20.0, k=10, neighbour_shrinkage=gamma,
-                    random_state=3).fit(trainset)
+                    random_state=3, **listed).fit(trainset)
     assert algo._deviates
     n_users, n_items = algo._count_reports.shape
     weights = neighbour_weights(algo)
@@ -69,12 +80,14 @@ def test_every_deviation_is_the_stated_posterior_mean(trainset, gamma):
                                rtol=1e-9, atol=1e-12)
 
 
-def test_the_deviations_are_tested_on_the_neighbours_weighted_reports(trainset, monkeypatch):
+def test_the_deviations_are_tested_on_the_neighbours_weighted_reports(trainset, listed,
+                                                                     monkeypatch):
     # `effects_above_noise` on every pair's neighbour-weighted reports, with the noise sds
     # spread · unit · tolerance and spread · count sd (spread: the root of the summed
     # squared weights)
     calls = spy(monkeypatch, "effects_above_noise")
-    algo = LocalKNN(epsilon=20.0, k=10, noise_tolerance=0.3, random_state=3).fit(trainset)
+    algo = LocalKNN(epsilon=20.0, k=10, noise_tolerance=0.3, random_state=3,
+                    **listed).fit(trainset)
     assert len(calls) == 2                       # the item effects', then the deviations'
     sums, counts, (sd_sum, sd_count) = calls[1]
     weights = neighbour_weights(algo)
@@ -90,14 +103,16 @@ def test_the_deviations_are_tested_on_the_neighbours_weighted_reports(trainset, 
     assert algo._deviates == effects_above_noise(sums, counts, (sd_sum, sd_count))
 
 
-def test_the_item_effects_read_the_stated_noise_prior_shrinkage_and_bound(monkeypatch):
+def test_the_item_effects_read_the_stated_noise_prior_shrinkage_and_bound(listed,
+                                                                         monkeypatch):
     # on a 1..10 scale (B = 4.5: the prior variance (B/2)²/2.5 and the bound high − low
     # differ from their mutants there, not on 1..5) with a given β
     data = datasets.synthetic(80, 30, 900, random_state=3)
     rows = pd.DataFrame(data.raw_ratings).iloc[:, :3]
     trainset = Dataset.load_from_df(rows, Reader(rating_scale=(1, 10))).build_full_trainset()
     shrunk, tested = spy(monkeypatch, "shrunk_effects"), spy(monkeypatch, "effects_above_noise")
-    algo = LocalKNN(epsilon=20.0, k=10, item_shrinkage=3.0, random_state=3).fit(trainset)
+    algo = LocalKNN(epsilon=20.0, k=10, item_shrinkage=3.0, random_state=3,
+                    **listed).fit(trainset)
     (sums, counts, noise_sd, beta, prior, bound), = shrunk
     assert (beta, prior, bound) == (3.0, 4.5**2 / 4 / 2.5, 9.0)
     n_users = algo._count_reports.shape[0]
@@ -134,12 +149,18 @@ def test_the_krr_noise_bounds_at_every_epsilon():
     assert p > 0.75                                         # both branches, at ε = 3
 
 
-def test_each_users_own_effect_is_their_mean_residual_against_the_released_effects(trainset):
-    algo = LocalKNN(epsilon=20.0, k=10, user_shrinkage=0.5, random_state=3).fit(trainset)
-    assert np.abs(algo._item_effects).max() > 0.5           # so that its sign matters
+@pytest.mark.parametrize("epsilon", [20.0, 4.0])
+def test_each_users_own_effect_is_their_mean_residual_against_the_released_effects(trainset,
+                                                                                    epsilon):
+    # over all their own ratings, an item the selection did not list with effect 0 (at
+    # ε = 4 it lists 16 of the 30 items; at 20 those with about 7 raters or more)
+    algo = LocalKNN(epsilon=epsilon, k=10, user_shrinkage=0.5, random_state=3).fit(trainset)
+    assert np.abs(algo._item_effects).max() > 0.4           # so that its sign matters
     users, items = algo._space.users.index, algo._space.items.index
+    assert 0 < len(items) < trainset.n_items
     for inner, rated in trainset.ur.items():
-        residuals = [r - algo.mu_ - algo._item_effects[items[trainset.to_raw_iid(i)]]
+        residuals = [r - algo.mu_ - (algo._item_effects[items[trainset.to_raw_iid(i)]]
+                                     if trainset.to_raw_iid(i) in items else 0.0)
                      for i, r in rated]
         row = users[trainset.to_raw_uid(inner)]
         assert algo._user_effects[row] == pytest.approx(
@@ -147,12 +168,19 @@ def test_each_users_own_effect_is_their_mean_residual_against_the_released_effec
 
 
 @pytest.mark.parametrize(("release", "spent"), [("krr", 1e18), ("laplace", 2e18)])
-def test_a_huge_epsilon_caps_only_the_randomised_response(trainset, release, spent):
+def test_a_huge_epsilon_caps_only_the_randomised_response(trainset, listed, release, spent):
     # k-RR resolves ε up to 10^18, and is spent up to it; the Laplace reports spend it all
-    algo = LocalKNN(epsilon=4e18, rating_release=release, random_state=0).fit(trainset)
+    algo = LocalKNN(epsilon=4e18, rating_release=release, random_state=0,
+                    **listed).fit(trainset)
     entries = algo.privacy_report().entries
     assert [e.component for e in entries] == ["similarity", "ratings"]
     assert [e.epsilon for e in entries] == pytest.approx([2e18, spent], rel=1e-12)
+    # the item list's selection first (its lattice spends at most 8.5e270 at any ε)
+    selected = LocalKNN(epsilon=4e18, rating_release=release, random_state=0).fit(trainset)
+    entries = selected.privacy_report().entries
+    assert [e.component for e in entries] == ["item list", "similarity", "ratings"]
+    assert [e.epsilon for e in entries] == pytest.approx([4e17, 1.8e18, min(1.8e18, spent)],
+                                                         rel=1e-12)
 
 
 def test_a_fit_past_the_budget_names_the_unit_it_protects(trainset):
@@ -160,13 +188,17 @@ def test_a_fit_past_the_budget_names_the_unit_it_protects(trainset):
         LocalKNN(epsilon=2.0, budget=(1.0, 0.0)).fit(trainset)
 
 
-def test_a_rating_budget_only_k_rr_resolves_is_refused_for_laplace_before_the_fit(trainset):
+def test_a_rating_budget_only_k_rr_resolves_is_refused_for_laplace_before_the_fit(trainset,
+                                                                                   listed):
     # ε_r ≈ 10^-12: k-RR states it; the lattice Laplace cannot, and the fit is refused before
-    # the model is changed, naming epsilon and sketch_share
+    # the model is changed, naming epsilon and the shares
     share = 1 - 1e-12
-    algo = LocalKNN(epsilon=1.0, sketch_share=share, random_state=0).fit(trainset)
+    algo = LocalKNN(epsilon=1.0, sketch_share=share, random_state=0, **listed).fit(trainset)
     assert algo.privacy_report().entries[1].epsilon == pytest.approx(1e-12, rel=1e-3)
-    refused = LocalKNN(epsilon=1.0, sketch_share=share, rating_release="laplace")
-    with pytest.raises(ValueError, match="^epsilon = 1 with sketch_share = 1 gives .* too small"):
-        refused.fit(trainset)
-    assert not hasattr(refused, "trainset")
+    for catalogue, shares in ((listed, "sketch_share = 1"),
+                              ({}, "selection_share = 0.1 and sketch_share = 1")):
+        refused = LocalKNN(epsilon=1.0, sketch_share=share, rating_release="laplace",
+                           **catalogue)
+        with pytest.raises(ValueError, match=f"^epsilon = 1 with {shares} gives .* too small"):
+            refused.fit(trainset)
+        assert not hasattr(refused, "trainset")
