@@ -391,6 +391,8 @@ def default_scenarios(make: Callable) -> list[Scenario]:
     `crowded_edge_data`, where the defaults list the crowd's items: the sole rater of an
     item removed, the data's first user removed (a renumbering), a single-rating user's
     only rating removed — through every shared output."""
+    population = catalogue(crowded_edge_data())[0]
+
     def crowded(name, factory, unit, target, removed=None):
         return Scenario(f"{name} (defaults, no catalogue)", factory, unit, target, removed,
                         probes=CROWD_PROBES, crowded=True)
@@ -407,8 +409,10 @@ def default_scenarios(make: Callable) -> list[Scenario]:
         crowded("DPALS, sole rater removed", make(DPALS), Unit.USER, "sole"),
         crowded("LocalKNN, the sole rating of solo", make(LocalKNN), Unit.RATING, "sole",
                 "solo"),
-        crowded("LocalKNN, single-rating user's rating", make(LocalKNN), Unit.RATING,
-                "single", "i1"),
+        # in the local model who reports is public (the condition LocalKNN states): the
+        # single-rating user still reports, ⊥ everywhere, once their rating is removed
+        crowded("LocalKNN, single-rating user's rating, its population given",
+                make(LocalKNN, users=population), Unit.RATING, "single", "i1"),
     ]
 
 
