@@ -136,8 +136,8 @@ def test_end_to_end_rows_take_public_hyperparameters(small_data):
     labels = table.groupby("model").privacy.unique()
     assert all(len(label) == 1 for label in labels)
     assert labels["DPBaseline (user)"][0] == "ε = 1, δ = 1e-05 per user, holds"
-    assert re.fullmatch(r"ε = (1 per rating|∞ per rating: no guarantee for \d+ users?; ε = 1 "
-                        r"for the others), holds", labels["LocalKNN (krr, rating)"][0])
+    # every user inside: the item list's δ is the only δ (#51)
+    assert labels["LocalKNN (krr, rating)"][0] == "ε = 1, δ = 1e-05 per rating, holds"
     assert end_to_end.summary(table).columns.tolist()[:3] == ["model", "epsilon", "privacy"]
     for model in models[1:] + ("KNNBasic", "PNCF (as published)"):
         assert end_to_end.make_algo(model, 1.0).k == 40

@@ -60,7 +60,9 @@ def test_without_a_catalogue_get_neighbors_ranks_the_listed_items_only(trainset)
 @pytest.mark.parametrize("sim_options", [None, {"name": "rr_minhash", "tau": 5,
                                                 "delta": 1e-4}])
 def test_localknn_gives_its_released_neighbours_at_any_k(trainset, sim_options):
-    model = LocalKNN(epsilon=4.0, k=5, sim_options=sim_options, random_state=0).fit(trainset)
+    items = [trainset.to_raw_iid(i) for i in trainset.all_items()]   # every set whole
+    model = LocalKNN(epsilon=4.0, k=5, sim_options=sim_options, random_state=0,
+                     items=items).fit(trainset)
     for inner in (0, 7, 29):
         raw = trainset.to_raw_uid(inner)
         released = [trainset.to_inner_uid(v) for v in model.neighbours_.loc[raw]]
