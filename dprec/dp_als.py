@@ -266,8 +266,9 @@ class DPALS(ListedModel, AlgoBase):
                      else "effects (no factors: too few users or items for this budget)")
         if selection is not None:
             component += " (items by partition selection)"
-        self._accountant = self._ledger(noise.source, own_delta + baseline.selection_delta_,
-                                        {component: spent})
+        # δ: the releases' own and the selection's budget, a bound on what it added
+        # (`baseline.selection_delta_`): the cost planned before the noise, exactly
+        self._accountant = self._ledger(noise.source, delta, {component: spent})
         if self.verbose:
             print(f"DPALS: ε = {epsilon:g}, δ = {delta:g} per user")
         return self

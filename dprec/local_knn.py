@@ -342,6 +342,7 @@ class LocalKNN(ListedModel, AlgoBase):
         AlgoBase.fit(self, trainset)
         entropy = fit_entropy(self.random_state)
         everything = space              # every rated item: the users' own b_u read them all
+        stable_keys(space.items.ids)    # ids that collide as text are refused before any list
         if selecting:
             space, _ = select_items(space, epsilon_s, delta, Unit.RATING,
                                     derive_generator(entropy, "item list"))

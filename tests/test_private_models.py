@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from strategies import catalogues
 
 from dprec import (
     DPALS,
@@ -23,6 +24,9 @@ from dprec import (
 )
 from dprec.ledger import BudgetExceededError
 
+DATA = datasets.synthetic(40, 25, 600, random_state=3)
+#: the data's users and items as public catalogues (the paths without partition selection)
+LISTED = catalogues(DATA)
 #: one configuration per model, small enough to fit fast; PrivateKNN with a private
 #: selector and a sketch backend, whose one release is charged at fit
 MODELS = {
@@ -52,8 +56,10 @@ VARIANTS = {
     "DPItemKNN on factors": lambda **kw: DPItemKNN(epsilon=1.5, similarity="factors", **kw),
     "LocalKNN, Laplace reports": lambda **kw: LocalKNN(epsilon=3.0, rating_release="laplace",
                                                        **kw),
+    # (the catalogues: every user keeps their items, so that the sets reach τ = 5)
     "LocalKNN, a MinHash sketch": lambda **kw: LocalKNN(
-        epsilon=2.0, sim_options={"name": "rr_minhash", "tau": 5, "delta": 1e-4}, **kw),
+        epsilon=2.0, sim_options={"name": "rr_minhash", "tau": 5, "delta": 1e-4}, **LISTED,
+        **kw),
     "DPALS, the rule's baseline only": lambda **kw: DPALS(epsilon=0.5, n_epochs=1, **kw),
     "MallowsRanker, Laplace": lambda **kw: MallowsRanker(epsilon=3.0, mechanism="laplace",
                                                          n_epochs=1, **kw),
@@ -62,6 +68,16 @@ VARIANTS = {
                                            "small_users": "exclude"}, **kw),
     "PrivatePopularity, reports": lambda **kw: PrivatePopularity(2.0, mechanism="reports",
                                                                  **kw),
+    "DPBaseline per user, public catalogues": lambda **kw: DPBaseline(epsilon=0.7, **LISTED,
+                                                                      **kw),
+    "DPItemKNN, public catalogues": lambda **kw: DPItemKNN(epsilon=1.0, k=5, baseline_share=0.3,
+                                                           **LISTED, **kw),
+    "DPItemKNN, Laplace, public catalogues": lambda **kw: DPItemKNN(
+        epsilon=2.0, mechanism="laplace", **LISTED, **kw),
+    "DPALS, public catalogues": lambda **kw: DPALS(epsilon=1.0, n_factors=2, n_epochs=1,
+                                                   baseline_share=0.3, **LISTED, **kw),
+    "DPALS, the rule's baseline only, public catalogues": lambda **kw: DPALS(
+        epsilon=0.5, n_epochs=1, **LISTED, **kw),
 }
 #: (ASCII names: mutmut passes the test ids back to pytest, which escapes non-ASCII ones)
 BAD_BUDGETS = {"negative eps": ((-1.0, 0.0), ValueError), "eps = 0": ((0.0, 0.0), ValueError),
@@ -75,7 +91,7 @@ BAD_BUDGETS = {"negative eps": ((-1.0, 0.0), ValueError), "eps = 0": ((0.0, 0.0)
 
 @pytest.fixture(scope="module")
 def trainset():
-    return datasets.synthetic(40, 25, 600, random_state=3).build_full_trainset()
+    return DATA.build_full_trainset()
 
 
 def fitted(name: str, trainset, **kw):

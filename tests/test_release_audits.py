@@ -10,10 +10,18 @@ import math
 import numpy as np
 import pytest
 
-from dprec import DPBaseline
+from dprec import DPBaseline, PrivateKNN
+from dprec.audit import Event, audit_release
 from dprec.experiments import release_audit
-from dprec.experiments.release_audit import Scenario, audit_scenario, edge_data, released
-from dprec.ledger import Unit
+from dprec.experiments.release_audit import (
+    Scenario,
+    audit_scenario,
+    crowded_edge_data,
+    edge_data,
+    released,
+    without,
+)
+from dprec.ledger import Status, Unit
 
 DATA = edge_data()
 QUICK = release_audit.scenarios(DATA, quick=True)
@@ -94,9 +102,62 @@ def test_released_keys_arrays_by_raw_id_and_leaves_the_targets_own_answers_out()
 
 
 def test_a_target_outside_the_guarantee_is_reported_not_measured():
-    # the sole rater of an item without a public catalogue: the report says ε = ∞
-    scenario = Scenario("sole", lambda seed: DPBaseline(unit="user", random_state=seed),
-                        Unit.USER, "sole")
+    # the corrected PNCF's candidate with a single rating (removing it removes them from
+    # the trainset): the report says ε = ∞, and the audit does not measure them
+    scenario = Scenario("single", lambda seed: PrivateKNN(
+        epsilon=1.0, k=2, verbose=False, selector="pncf_corrected", neighbourhood="user",
+        random_state=seed), Unit.RATING, "single", "i1", outputs=("neighbour ids",),
+        probes=("u1",))
     result = audit_scenario(scenario, DATA, n_runs=10, pilot_runs=10)
     assert math.isinf(result.claimed_epsilon) and not result.refuted
     assert result.verdict == "outside the guarantee, as reported"
+    assert math.isnan(result.lower_bound) and result.counts == ""
+
+
+CROWD = crowded_edge_data()
+
+
+class ItemsFromData(DPBaseline):
+    """A DPBaseline whose item list is read from the data it is fitted on (the boundary
+    before private partition selection: the sole rater's item exists through them)."""
+
+    def fit(self, trainset):
+        self.items = [trainset.to_raw_iid(i) for i in trainset.all_items()]
+        return super().fit(trainset)
+
+
+def _sole_raters_item(cls, n_runs: int = 300):
+    """Attack the sole rater of `solo` (in `crowded_edge_data`) through one event: `solo`
+    is in the released `item_effects_`; fresh noise each run (the auditor's seeds)."""
+    a = CROWD.build_full_trainset()
+    b = without(CROWD, "sole").build_full_trainset()
+
+    def release(trainset, seed):
+        model = cls(random_state=np.random.default_rng(seed)).fit(trainset)
+        return "solo" in model.item_effects_.index
+
+    listed = Event("solo in item_effects_", lambda runs: np.asarray(runs, dtype=bool))
+    return audit_release(release, a, b, [listed], n_runs=n_runs, random_state=5)
+
+
+def test_the_sole_raters_item_is_inside_the_defaults_guarantee_and_the_attack_within_it():
+    # DPBaseline at its defaults, without catalogues: the sole rater of an item is inside
+    # the guarantee (ε = 1, the selection's δ included), and attacking the new boundary —
+    # whether their item is listed — measures no more than the claim
+    model = DPBaseline().fit(CROWD.build_full_trainset())
+    report = model.privacy_report()
+    claim = report.per_user(Unit.USER)
+    assert np.isfinite(claim.epsilon).all()                    # nobody outside
+    epsilon, delta = claim.loc["sole", ["epsilon", "delta"]]
+    assert epsilon == pytest.approx(1.0, rel=1e-6) and 0.0 < delta <= 1e-5
+    assert {e.status for e in report.entries} == {Status.HOLDS}
+    assert "solo" not in model.item_effects_.index
+    bound = _sole_raters_item(DPBaseline)
+    assert not bound.violates(epsilon), bound
+    # the same attack refutes the boundary it replaced (the items read from the data),
+    # at a claim that model's report makes just the same: the attack can fail a model
+    leaky = ItemsFromData().fit(CROWD.build_full_trainset()).privacy_report()
+    assert leaky.per_user(Unit.USER).loc["sole", "epsilon"] == pytest.approx(epsilon)
+    leak = _sole_raters_item(ItemsFromData)
+    assert list(leak.counts_a) == [300] and list(leak.counts_b) == [0]
+    assert leak.violates(epsilon) and leak.epsilon > 3.0, leak
