@@ -17,7 +17,7 @@ Violations of Differential Privacy" (CCS 2018) and Jagielski, Ullman & Oprea,
 "Auditing Differentially Private Machine Learning" (NeurIPS 2020), with the
 binomial bounds of Clopper & Pearson (Biometrika 1934).
 
-Two levels:
+Two levels here, and a third in [`dprec.surface_audit`][]:
 
 * [`estimate_epsilon_lower_bound`][] takes samples already drawn (any
   array whose first axis indexes runs) and events (callables that map the
@@ -27,13 +27,9 @@ Two levels:
   neighbouring datasets with independent seeds, many times, and return the
   same bound.  [`with_rating`][] builds the neighbouring datasets (one
   rating changed, added or removed);
-* [`audit_surface`][] needs no events: the release returns *everything*
-  it publishes as a nested mapping (flattened by [`flatten_release`][]),
-  pilot runs choose the events that separate the two datasets most (a key
-  present in one and not the other, an exact value, a threshold), and
-  fresh runs measure them.  Released values that should be noisy but are
-  exact, or arrays whose positions follow the data's order, are found
-  without anyone naming the event in advance.
+* [`dprec.surface_audit`][] needs no events: the release returns
+  *everything* it publishes, and pilot runs choose the events that separate
+  the two datasets most.
 
 See [Privacy accounting](../privacy.md) for the audits of every component and their results.
 """
@@ -41,12 +37,10 @@ See [Privacy accounting](../privacy.md) for the audits of every component and th
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from scipy import stats
 
 from ._rng import RandomStateLike, check_random_state
@@ -57,8 +51,7 @@ __all__ = [
     "EpsilonLowerBound",
     "audit_model",
     "audit_release",
-    "audit_surface",
-    "flatten_release",
+    "directional_bounds",
     "with_rating",
     "clopper_pearson",
     "epsilon_lower_bound_from_counts",
@@ -174,11 +167,11 @@ def epsilon_lower_bound_from_counts(counts_a, n_a: int, counts_b, n_b: int,
     so that all hold together with probability ``≥ confidence``.  Returns the
     larger direction per event (``-inf`` where nothing can be concluded).
     """
-    forward, backward = _directional_bounds(counts_a, n_a, counts_b, n_b, confidence, delta)
+    forward, backward = directional_bounds(counts_a, n_a, counts_b, n_b, confidence, delta)
     return np.maximum(forward, backward)
 
 
-def _directional_bounds(counts_a, n_a, counts_b, n_b, confidence, delta):
+def directional_bounds(counts_a, n_a, counts_b, n_b, confidence, delta):
     """``(ln((p̲_a − δ)/p̄_b), ln((p̲_b − δ)/p̄_a))`` per event, Bonferroni over all."""
     n_a = check_int(n_a, "n_a", minimum=1)
     n_b = check_int(n_b, "n_b", minimum=1)
@@ -245,7 +238,7 @@ def estimate_epsilon_lower_bound(samples_a, samples_b, events: Sequence[Event | 
         raise ValueError("events must not be empty")
     counts_a = np.array([int(e(samples_a).sum()) for e in events])
     counts_b = np.array([int(e(samples_b).sum()) for e in events])
-    forward, backward = _directional_bounds(counts_a, len(samples_a), counts_b,
+    forward, backward = directional_bounds(counts_a, len(samples_a), counts_b,
                                             len(samples_b), confidence, delta)
     per_event = np.maximum(forward, backward)
     best = int(np.argmax(per_event))
@@ -416,166 +409,3 @@ def with_rating(data, uid, iid, rating: float | None):
     out = copy.copy(data)
     out.raw_ratings = raw
     return out
-
-
-# ----------------------------------------------------------------------------
-# everything a release publishes, events chosen on pilot runs
-# ----------------------------------------------------------------------------
-
-def flatten_release(output, prefix: str = "") -> dict[str, object]:
-    """A release as a flat ``{key: value}`` mapping of scalars.
-
-    Mappings recurse (``"a/b"``), pandas Series and DataFrames are keyed by
-    their labels (``"x[label]"``, ``"x[row, column]"``), numpy arrays, lists
-    and tuples by position (``"x[3]"``: so an array whose positions follow the
-    data's order is audited as such); numbers become floats, strings stay;
-    ``None`` is left out (absent).
-    """
-    out: dict[str, object] = {}
-    if output is None:
-        return out
-    if isinstance(output, Mapping):
-        for key, value in output.items():
-            out.update(flatten_release(value, f"{prefix}{key}/"))
-        return out
-    if isinstance(output, pd.DataFrame):
-        for (row, column), value in output.stack(future_stack=True).items():
-            out.update(flatten_release(value, f"{prefix}[{row!r}, {column!r}]/"))
-        return out
-    if isinstance(output, pd.Series):
-        for label, value in output.items():
-            out.update(flatten_release(value, f"{prefix}[{label!r}]/"))
-        return out
-    if isinstance(output, (np.ndarray, list, tuple)):
-        array = np.asarray(output, dtype=object) if not isinstance(output, np.ndarray) \
-            else output
-        for index in np.ndindex(array.shape):
-            out.update(flatten_release(array[index], f"{prefix}{list(index)}/"))
-        return out
-    key = prefix.rstrip("/") or "value"
-    if isinstance(output, (bool, np.bool_, numbers.Number)):
-        out[key] = float(output)
-    else:
-        out[key] = str(output)
-    return out
-
-
-@dataclass(frozen=True)
-class SurfaceEvent:
-    """An event on one key of a flattened release: present, equal to a value, or above a
-    threshold (an absent key is in neither of the last two)."""
-
-    key: str
-    kind: str
-    value: object = None
-
-    @property
-    def name(self) -> str:
-        if self.kind == "present":
-            return f"{self.key} present"
-        return f"{self.key} {'==' if self.kind == 'equals' else '>'} {self.value!r}"
-
-    def hits(self, frame: pd.DataFrame) -> np.ndarray:
-        if self.key not in frame:
-            return np.zeros(len(frame), dtype=bool)
-        column = frame[self.key]
-        if self.kind == "present":
-            return column.notna().to_numpy()
-        if self.kind == "equals":
-            return (column == self.value).to_numpy(dtype=bool)
-        numeric = pd.to_numeric(column, errors="coerce")
-        return (numeric > self.value).to_numpy(dtype=bool)
-
-
-def _frame(outputs: list) -> pd.DataFrame:
-    rows = [flatten_release(output) for output in outputs]
-    return pd.DataFrame.from_records(rows)
-
-
-def _candidates(pilot_a: pd.DataFrame, pilot_b: pd.DataFrame,
-                quantiles: Sequence[float] = (0.1, 0.25, 0.5, 0.75, 0.9),
-                frequent: float = 0.05) -> list[SurfaceEvent]:
-    """Every event the pilots suggest: presence of each key, its frequent exact values
-    (at least ``frequent`` of one side's runs) and thresholds at pooled quantiles."""
-    events = []
-    for key in dict.fromkeys([*pilot_a.columns, *pilot_b.columns]):
-        events.append(SurfaceEvent(key, "present"))
-        pooled = pd.concat([pilot_a.get(key, pd.Series(dtype=object)),
-                            pilot_b.get(key, pd.Series(dtype=object))]).dropna()
-        if not len(pooled):
-            continue
-        for side in (pilot_a, pilot_b):
-            if key in side:
-                shares = side[key].value_counts(normalize=True, dropna=True)
-                events.extend(SurfaceEvent(key, "equals", value)
-                              for value in shares.index[shares >= frequent])
-        numeric = pd.to_numeric(pooled, errors="coerce").dropna()
-        if len(numeric) and numeric.nunique() > 1:
-            events.extend(SurfaceEvent(key, "above", float(t))
-                          for t in np.unique(np.quantile(numeric.to_numpy(float), quantiles)))
-    return list(dict.fromkeys(events))
-
-
-def _best_events(events: list[SurfaceEvent], pilot_a: pd.DataFrame, pilot_b: pd.DataFrame,
-                 n_events: int) -> list[SurfaceEvent]:
-    """The ``n_events`` events whose pilot frequencies differ most in log ratio (counts
-    smoothed by 1/2, both directions)."""
-    if not events:
-        return []
-    n_a, n_b = len(pilot_a), len(pilot_b)
-    counts_a = np.array([event.hits(pilot_a).sum() for event in events], dtype=float)
-    counts_b = np.array([event.hits(pilot_b).sum() for event in events], dtype=float)
-    ratio = np.abs(np.log((counts_a + 0.5) / (n_a + 1)) - np.log((counts_b + 0.5) / (n_b + 1)))
-    order = np.argsort(-ratio, kind="stable")[:n_events]
-    return [events[n] for n in order]
-
-
-def audit_surface(release: Callable, a, b, n_runs: int = 400, pilot_runs: int = 200,
-                  n_events: int = 16, confidence: float = 0.95, delta: float = 0.0,
-                  random_state: RandomStateLike = None) -> EpsilonLowerBound:
-    r"""Audit *everything* a release publishes, with events chosen on pilot runs.
-
-    ``release(data, seed)`` returns what one run publishes as a nested
-    mapping (predictions, neighbour ids and weights, public arrays, the
-    report's text...), flattened by [`flatten_release`][].  ``pilot_runs``
-    runs on each dataset propose events (a key present; a value seen in at
-    least 5 % of one side's runs; thresholds at the pooled quantiles) and keep
-    the ``n_events`` whose frequencies differ most; ``n_runs`` fresh runs on
-    each dataset, with seeds disjoint from the pilots', then bound ε for those
-    events alone, as [`estimate_epsilon_lower_bound`][] does (the choice is
-    made on other runs, so it does not bias the bound).
-
-    A deterministic release that differs between the datasets (an exact
-    similarity used as a weight, an array in the data's order, a count in the
-    report) gives an event of probability 1 on one side and 0 on the other,
-    and a bound of about ``ln(n_runs)`` at once.
-
-    Returns
-    -------
-    EpsilonLowerBound
-        With ``event`` naming the key and the value.
-    """
-    n_runs = check_int(n_runs, "n_runs", minimum=1)
-    pilot_runs = check_int(pilot_runs, "pilot_runs", minimum=1)
-    n_events = check_int(n_events, "n_events", minimum=1)
-    rng = check_random_state(random_state)
-    seeds = rng.choice(2**62, size=2 * (n_runs + pilot_runs), replace=False).tolist()
-    pilot_a = _frame([release(a, seed) for seed in seeds[:pilot_runs]])
-    pilot_b = _frame([release(b, seed) for seed in seeds[pilot_runs:2 * pilot_runs]])
-    events = _best_events(_candidates(pilot_a, pilot_b), pilot_a, pilot_b, n_events)
-    if not events:
-        raise ValueError("the release published nothing: no event to audit")
-    rest = seeds[2 * pilot_runs:]
-    runs_a = _frame([release(a, seed) for seed in rest[:n_runs]])
-    runs_b = _frame([release(b, seed) for seed in rest[n_runs:]])
-    counts_a = np.array([int(event.hits(runs_a).sum()) for event in events])
-    counts_b = np.array([int(event.hits(runs_b).sum()) for event in events])
-    forward, backward = _directional_bounds(counts_a, n_runs, counts_b, n_runs, confidence,
-                                            delta)
-    per_event = np.maximum(forward, backward)
-    best = int(np.argmax(per_event))
-    return EpsilonLowerBound(
-        epsilon=float(per_event[best]), event=events[best].name,
-        direction="a/b" if forward[best] >= backward[best] else "b/a", per_event=per_event,
-        counts_a=counts_a, counts_b=counts_b, n_a=n_runs, n_b=n_runs,
-        confidence=float(confidence))

@@ -257,7 +257,7 @@ def test_lattice_resolution():
 def test_flatten_release_keys_labels_positions_and_skips_none():
     import pandas as pd
 
-    from dprec.audit import flatten_release
+    from dprec.surface_audit import flatten_release
 
     flat = flatten_release({"s": pd.Series([1.0, 2.0], index=["b", "a"]),
                             "a": np.array([[1, 2]]), "t": "x", "n": None, "f": True})
@@ -266,7 +266,7 @@ def test_flatten_release_keys_labels_positions_and_skips_none():
 
 
 def test_audit_surface_finds_an_exact_value_and_a_missing_key_unnamed():
-    from dprec.audit import audit_surface
+    from dprec.surface_audit import audit_surface
 
     def release(data, seed):   # Laplace(1) on the value, but also the exact value, half the time
         rng = np.random.default_rng(seed)
@@ -277,7 +277,7 @@ def test_audit_surface_finds_an_exact_value_and_a_missing_key_unnamed():
 
 
 def test_audit_surface_does_not_refute_the_laplace_mechanism():
-    from dprec.audit import audit_surface
+    from dprec.surface_audit import audit_surface
 
     def release(data, seed):
         return {"noisy": data + np.random.default_rng(seed).laplace(0.0, 1.0)}
@@ -287,9 +287,84 @@ def test_audit_surface_does_not_refute_the_laplace_mechanism():
 
 
 def test_audit_surface_checks_its_arguments():
-    from dprec.audit import audit_surface
+    from dprec.surface_audit import audit_surface
 
     with pytest.raises(ValueError, match="n_events"):
         audit_surface(lambda d, s: {"x": d}, 0, 1, n_events=0)
     with pytest.raises(ValueError, match="published nothing"):
         audit_surface(lambda d, s: {}, 0, 1, n_runs=2, pilot_runs=2)
+
+
+def _naive_events(runs_a: list[dict], runs_b: list[dict]) -> dict:
+    """The pilots' candidate events counted one by one with pandas (the search before it
+    was vectorised): {(key, kind, value): (count_a, count_b)}."""
+    import pandas as pd
+
+    from dprec.surface_audit import FREQUENT, QUANTILES
+
+    a, b = pd.DataFrame.from_records(runs_a), pd.DataFrame.from_records(runs_b)
+
+    def hits(frame, key, kind, value):
+        if key not in frame:
+            return 0
+        column = frame[key]
+        if kind == "present":
+            return int(column.notna().sum())
+        if kind == "equals":
+            return int((column == value).sum())
+        return int((pd.to_numeric(column, errors="coerce") > value).sum())
+
+    events = {}
+    for key in dict.fromkeys([*a.columns, *b.columns]):
+        found = [(key, "present", None)]
+        pooled = pd.concat([a.get(key, pd.Series(dtype=object)),
+                            b.get(key, pd.Series(dtype=object))]).dropna()
+        for side in (a, b):
+            if key in side:
+                shares = side[key].value_counts(normalize=True)
+                found += [(key, "equals", v) for v in shares.index[shares >= FREQUENT]]
+        numeric = pd.to_numeric(pooled, errors="coerce").dropna()
+        if numeric.nunique() > 1:
+            found += [(key, "above", float(t))
+                      for t in np.unique(np.quantile(numeric.to_numpy(float), QUANTILES))]
+        for event in found:
+            events[event] = (hits(a, *event), hits(b, *event))
+    return events
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_vectorised_search_proposes_and_counts_what_a_naive_one_does(seed):
+    """Every event the pilots propose (a key present, a frequent number or text, a
+    threshold), with its counts on both sides, as a pandas search event by event finds:
+    keys absent from one side, text and numbers under one key, NaN, ties."""
+    from dprec.surface_audit import _proposals, _Table
+
+    rng = np.random.default_rng(seed)
+
+    def run(side):
+        out = {f"k{j}": float(rng.integers(0, 4)) for j in range(rng.integers(3, 7))}
+        out["noisy"] = float(rng.normal(side))
+        if rng.random() < 0.3:
+            out["mixed"] = str(rng.choice(["unknown", "error: ValueError"]))
+        elif rng.random() < 0.5:
+            out["mixed"] = float(rng.integers(0, 2))
+        if side and rng.random() < 0.5:
+            out["only b"] = "x"
+        if rng.random() < 0.2:
+            out["k0"] = math.nan
+        return out
+
+    runs_a = [run(0) for _ in range(int(rng.integers(5, 40)))]
+    runs_b = [run(1) for _ in range(int(rng.integers(5, 40)))]
+    expected = _naive_events(runs_a, runs_b)
+    found, counts_a, counts_b = _proposals(_Table(runs_a + runs_b), len(runs_a))
+    assert len(found) == len(set(found))
+    counted = {(e.key, e.kind, e.value): (a, b) for e, a, b in zip(found, counts_a, counts_b)}
+    assert all(counted[e.key, e.kind, e.value] == (e.hits(runs_a).sum(), e.hits(runs_b).sum())
+               for e in found)
+    exact = {k: v for k, v in expected.items() if k[1] != "above"}
+    assert {k: v for k, v in counted.items() if k[1] != "above"} == exact
+    thresholds = sorted((k[0], k[2], v) for k, v in expected.items() if k[1] == "above")
+    mine = sorted((k[0], k[2], v) for k, v in counted.items() if k[1] == "above")
+    assert [(k, c) for k, _, c in mine] == [(k, c) for k, _, c in thresholds]
+    assert np.allclose([t for _, t, _ in mine], [t for _, t, _ in thresholds], rtol=1e-12)
