@@ -51,7 +51,6 @@ __all__ = [
     "EpsilonLowerBound",
     "audit_model",
     "audit_release",
-    "directional_bounds",
     "with_rating",
     "clopper_pearson",
     "epsilon_lower_bound_from_counts",
@@ -155,6 +154,22 @@ class EpsilonLowerBound:
         """True if the lower bound exceeds ``declared_epsilon`` (a violation found)."""
         return self.epsilon > declared_epsilon
 
+    @classmethod
+    def from_counts(cls, names: Sequence[str], counts_a, n_a: int, counts_b, n_b: int,
+                    confidence: float = 0.95, delta: float = 0.0) -> EpsilonLowerBound:
+        """The bound of the events ``names`` that occurred ``counts_a`` times in ``n_a``
+        runs on one input and ``counts_b`` in ``n_b`` on the other (both directions,
+        Bonferroni over the events, as `epsilon_lower_bound_from_counts`)."""
+        counts_a, counts_b = np.asarray(counts_a), np.asarray(counts_b)
+        forward, backward = _directional_bounds(counts_a, n_a, counts_b, n_b, confidence,
+                                                delta)
+        per_event = np.maximum(forward, backward)
+        best = int(np.argmax(per_event))
+        return cls(epsilon=float(per_event[best]), event=names[best],
+                   direction="a/b" if forward[best] >= backward[best] else "b/a",
+                   per_event=per_event, counts_a=counts_a, counts_b=counts_b, n_a=n_a,
+                   n_b=n_b, confidence=float(confidence))
+
 
 def epsilon_lower_bound_from_counts(counts_a, n_a: int, counts_b, n_b: int,
                                     confidence: float = 0.95,
@@ -167,11 +182,11 @@ def epsilon_lower_bound_from_counts(counts_a, n_a: int, counts_b, n_b: int,
     so that all hold together with probability ``≥ confidence``.  Returns the
     larger direction per event (``-inf`` where nothing can be concluded).
     """
-    forward, backward = directional_bounds(counts_a, n_a, counts_b, n_b, confidence, delta)
+    forward, backward = _directional_bounds(counts_a, n_a, counts_b, n_b, confidence, delta)
     return np.maximum(forward, backward)
 
 
-def directional_bounds(counts_a, n_a, counts_b, n_b, confidence, delta):
+def _directional_bounds(counts_a, n_a, counts_b, n_b, confidence, delta):
     """``(ln((p̲_a − δ)/p̄_b), ln((p̲_b − δ)/p̄_a))`` per event, Bonferroni over all."""
     n_a = check_int(n_a, "n_a", minimum=1)
     n_b = check_int(n_b, "n_b", minimum=1)
@@ -238,16 +253,8 @@ def estimate_epsilon_lower_bound(samples_a, samples_b, events: Sequence[Event | 
         raise ValueError("events must not be empty")
     counts_a = np.array([int(e(samples_a).sum()) for e in events])
     counts_b = np.array([int(e(samples_b).sum()) for e in events])
-    forward, backward = directional_bounds(counts_a, len(samples_a), counts_b,
-                                            len(samples_b), confidence, delta)
-    per_event = np.maximum(forward, backward)
-    best = int(np.argmax(per_event))
-    direction = "a/b" if forward[best] >= backward[best] else "b/a"
-    return EpsilonLowerBound(
-        epsilon=float(per_event[best]), event=events[best].name, direction=direction,
-        per_event=per_event, counts_a=counts_a, counts_b=counts_b,
-        n_a=len(samples_a), n_b=len(samples_b), confidence=float(confidence),
-    )
+    return EpsilonLowerBound.from_counts([e.name for e in events], counts_a, len(samples_a),
+                                         counts_b, len(samples_b), confidence, delta)
 
 
 def lattice_resolution(values) -> float:

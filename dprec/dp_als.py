@@ -266,8 +266,7 @@ class DPALS(ListedModel, AlgoBase):
                      else "effects (no factors: too few users or items for this budget)")
         if selection is not None:
             component += " (items by partition selection)"
-        # δ: the releases' own and the selection's budget, a bound on what it added
-        # (`baseline.selection_delta_`): the cost planned before the noise, exactly
+        # δ as planned before the noise: the selection's share bounds what it added
         self._accountant = self._ledger(noise.source, delta, {component: spent})
         if self.verbose:
             print(f"DPALS: ε = {epsilon:g}, δ = {delta:g} per user")

@@ -278,8 +278,6 @@ class DPItemKNN(ListedModel, AlgoBase):
                           rho=None if rho is None else first * rho, selection=selection,
                           more=rest)
         share = first if rho is None else min(baseline.rho_ / rho, 1.0)
-        # δ stays the model's: the releases' own and the selection's budget, a bound on
-        # what it added (`baseline.selection_delta_`): the cost planned before the noise
         if rho is not None:
             component = ("effects (no covariance: too few users or items for this budget)"
                          if share > 1.0 - 1e-12 else next(iter(spent)))

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ._rng import RandomStateLike, check_random_state
 from ._validation import check_int
-from .audit import EpsilonLowerBound, directional_bounds
+from .audit import EpsilonLowerBound
 
 __all__ = ["SurfaceEvent", "audit_surface", "flatten_release"]
 
@@ -120,7 +120,7 @@ class SurfaceEvent:
             hit = [value == self.value for value in values]
         else:
             hit = [isinstance(value, float) and value > self.value for value in values]
-        return np.array(hit, dtype=bool).reshape(len(values))
+        return np.array(hit, dtype=bool)
 
 
 class _Table:
@@ -286,15 +286,8 @@ def audit_surface(release: Callable, a, b, n_runs: int = 400, pilot_runs: int = 
     rest = seeds[2 * pilot_runs:]
     counts_a = _counts(events, (release(a, seed) for seed in rest[:n_runs]))
     counts_b = _counts(events, (release(b, seed) for seed in rest[n_runs:]))
-    forward, backward = directional_bounds(counts_a, n_runs, counts_b, n_runs, confidence,
-                                           delta)
-    per_event = np.maximum(forward, backward)
-    best = int(np.argmax(per_event))
-    return EpsilonLowerBound(
-        epsilon=float(per_event[best]), event=events[best].name,
-        direction="a/b" if forward[best] >= backward[best] else "b/a", per_event=per_event,
-        counts_a=counts_a, counts_b=counts_b, n_a=n_runs, n_b=n_runs,
-        confidence=float(confidence))
+    return EpsilonLowerBound.from_counts([event.name for event in events], counts_a, n_runs,
+                                         counts_b, n_runs, confidence, delta)
 
 
 def _counts(events: list[SurfaceEvent], outputs: Iterable) -> np.ndarray:
