@@ -180,11 +180,11 @@ def test_synthetic_movielens_1m_shape_is_fast():
 # --------------------------------------------------------------------------
 
 def test_load_unknown_name_lists_names():
-    with pytest.raises(ValueError, match="ml-100k, lastfm, synthetic"):
-        load("netflix")
+    with pytest.raises(ValueError, match="ml-100k, ml-1m, .*, netflix, lastfm, synthetic"):
+        load("movielens")
     with pytest.raises(TypeError, match="name"):
         load(100)
-    assert DATASETS == ("ml-100k", "lastfm", "synthetic")
+    assert DATASETS[0] == "ml-100k" and DATASETS[-2:] == ("lastfm", "synthetic")
 
 
 def test_load_synthetic_defaults_and_kwargs():

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from strategies import catalogues
+from strategies import STRONG_SIGNAL, catalogues
 from surprise import Dataset, Reader, accuracy
 from surprise.model_selection import train_test_split
 
@@ -342,7 +342,7 @@ def test_an_item_of_the_catalogue_nobody_rated_gets_a_factor_of_noise_only(data)
 
 
 def test_with_little_noise_the_factors_beat_the_baseline():
-    data = datasets.synthetic(400, 120, 16_000, random_state=1)
+    data = datasets.synthetic(400, 120, 16_000, random_state=1, **STRONG_SIGNAL)
     train, test = train_test_split(data, test_size=0.2, random_state=0)
     als = DPALS(epsilon=1e4, baseline_share=0.3, random_state=0).fit(train)
     base = DPBaseline(epsilon=1e4, random_state=0).fit(train)
@@ -707,11 +707,14 @@ def test_each_step_of_the_fit_is_the_documented_construction(varied_data, varied
     own = reference_user_factors(matrix, residuals, factors, reg)
     users, items = base.rating_space.users.ids, base.rating_space.items.ids
     assert list(model.item_factors_.index) == list(items)
-    assert np.all(factors[0] != 0) and np.all(own[0] != 0)       # the first user and item
-    assert own[0] @ factors[0] != pytest.approx(own[1] @ factors[0])
-    assert own[0] @ factors[0] != pytest.approx(own[0] @ factors[1])
+    # the first user, and the first two items with factors (an item whose statistics stay
+    # below the noise keeps factors 0): the answers tell users and items apart
+    first, second = np.flatnonzero(np.all(factors != 0, axis=1))[:2]
+    assert np.all(own[0] != 0)
+    assert own[0] @ factors[first] != pytest.approx(own[1] @ factors[first])
+    assert own[0] @ factors[first] != pytest.approx(own[0] @ factors[second])
     for u in (0, 1, len(users) - 1):
-        for i in (0, 1, len(items) - 1):
+        for i in (0, first, second, len(items) - 1):
             est = model.predict(users[u], items[i], clip=False).est
             assert est == pytest.approx(base.predict(users[u], items[i], clip=False).est
                                         + c * own[u] @ factors[i], rel=1e-12, abs=1e-12)

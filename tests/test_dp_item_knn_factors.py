@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from strategies import algo_items
+from strategies import STRONG_SIGNAL, algo_items
 from surprise import accuracy
 from surprise.model_selection import train_test_split
 
@@ -20,7 +20,7 @@ from dprec.ledger import Unit
 
 @pytest.fixture(scope="module")
 def data():
-    return datasets.synthetic(300, 60, 9000, random_state=1)
+    return datasets.synthetic(300, 60, 9000, random_state=1, **STRONG_SIGNAL)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_the_report_is_the_dpals_release(fitted, data):
 
 
 def test_with_little_noise_the_neighbours_beat_the_baseline():
-    data = datasets.synthetic(400, 120, 16_000, random_state=1)
+    data = datasets.synthetic(400, 120, 16_000, random_state=1, **STRONG_SIGNAL)
     train, test = train_test_split(data, test_size=0.2, random_state=0)
     knn = DPItemKNN(similarity="factors", epsilon=1e4, baseline_share=0.3,
                     random_state=0).fit(train)
@@ -108,16 +108,16 @@ def test_the_factors_release_gets_the_models_delta_share_and_catalogues(data, ca
     trainset = data.build_full_trainset()
     users = [trainset.to_raw_uid(u) for u in trainset.all_users()] + ["nobody"]
     items = [trainset.to_raw_iid(i) for i in trainset.all_items()] + ["!new"]
-    algo = DPItemKNN(similarity="factors", epsilon=5.0, k=3, delta=1e-7, baseline_share=0.6,
+    algo = DPItemKNN(similarity="factors", epsilon=20.0, k=3, delta=1e-7, baseline_share=0.6,
                      users=users, items=items, random_state=0, verbose=True).fit(trainset)
     assert capsys.readouterr().out == "DPItemKNN: the cosine of the DPALS item factors, " \
-                                      "ε = 5 per user\n"
+                                      "ε = 20 per user\n"
     assert algo.privacy_report().model == "DPItemKNN(k=3)"
     counts = [p.details["actual_k"] for p in algo.test(trainset.build_testset()[:300])]
     assert max(counts) == 3                                 # k of the many rated items
     als = algo.factors_
-    assert (als.epsilon, als.delta, als.baseline_share) == (5.0, 1e-7, 0.6)
-    assert algo.privacy_report().total(Unit.USER) == pytest.approx((5.0, 1e-7), rel=1e-6)
+    assert (als.epsilon, als.delta, als.baseline_share) == (20.0, 1e-7, 0.6)
+    assert algo.privacy_report().total(Unit.USER) == pytest.approx((20.0, 1e-7), rel=1e-6)
     assert "!new" in algo.sim.index and "!new" in als.item_factors_.index
     assert "nobody" in algo.privacy_report().user_ids
 

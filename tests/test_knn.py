@@ -22,12 +22,13 @@ from dprec.ledger import BudgetExceededError, Unit
 
 def reference_prediction(algo, trainset, u, i, centered, neighbourhood):
     """Plain-Python prediction of either neighbourhood semantics (top-k): the k most
-    similar users overall who rated ``i`` ("user"), or the k most similar raters of
-    ``i`` ("item", Surprise's)."""
+    similar users overall who rated ``i`` ("user", ties by inner id), or the k most
+    similar raters of ``i`` ("item", Surprise's: ties in the order of ``ir[i]``, as
+    ``heapq.nlargest`` keeps them)."""
     rated = dict(trainset.ir[i])
-    pool = range(trainset.n_users) if neighbourhood == "user" else sorted(rated)
+    pool = range(trainset.n_users) if neighbourhood == "user" else [v for v, _ in trainset.ir[i]]
     sims = [(algo.sim[u, v], v) for v in pool if neighbourhood == "item" or v != u]
-    neighbours = sorted(sims, key=lambda t: -t[0])[: algo.k]  # stable: ties by inner id
+    neighbours = sorted(sims, key=lambda t: -t[0])[: algo.k]  # stable: ties keep pool order
     means = {v: np.mean([r for _, r in trainset.ur[v]]) for v in range(trainset.n_users)}
     num = den = 0.0
     n = 0

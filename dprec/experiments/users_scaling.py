@@ -10,7 +10,7 @@ to the private baseline at some size.  This experiment measures where, on
 * synthetic data of the MovieLens-1M shape (6,040 users), 20,000 users, and the
   MovieLens-10M shape (69,878 users, 10,677 items, 10,000,054 ratings),
 
-at ε ∈ {0.5, 1, 2, 5}, per user and per rating, every end-to-end model
+at ε ∈ {0.5, 1, 2, 5, 10}, per user and per rating, every end-to-end model
 (`DPBaseline`, `DPItemKNN`, `LocalKNN` up to 20,000 users: its reports are dense,
 users × items) next to the user's own mean (free under joint DP), Surprise's
 `BaselineOnly` and item-based `KNNBaseline` (dprec's, equal to Surprise's).  Each
@@ -49,7 +49,7 @@ from ..local_knn import LocalKNN
 from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K
 
-EPSILONS = (0.5, 1.0, 2.0, 5.0)
+EPSILONS = (0.5, 1.0, 2.0, 5.0, 10.0)
 #: MovieLens 100k's share of users kept (about 236, 471 and 943 users)
 ML100K_SHARES = (0.25, 0.5, 1.0)
 #: (users, items, ratings) of the synthetic shapes
@@ -235,7 +235,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     results under `--out` (`--help` for the options)."""
     parser = experiment_parser(prog, __doc__, "results/users_scaling")
     parser.add_argument("--epsilons", nargs="+", type=EPSILON, default=list(EPSILONS),
-                        quick=[1.0], help="privacy budgets (default 0.5 1 2 5; quick 1)")
+                        quick=[1.0], help="privacy budgets (default 0.5 1 2 5 10; quick 1)")
     parser.add_argument("--max-users", type=POSITIVE_INT, default=None,
                         help="skip the synthetic shapes with more users")
     parser.add_argument("--min-users", type=POSITIVE_INT, default=None,

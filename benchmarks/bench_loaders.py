@@ -1,0 +1,167 @@
+"""Loaders: time and peak memory of ``dprec.datasets.load`` on a MovieLens-25M-sized file.
+
+Writes a generated file of 25,000,000 ratings (162,541 users, 59,047 items: the
+MovieLens 25M shape) in the ``ml-25m`` ``ratings.csv`` format (header
+``userId,movieId,rating,timestamp``, half-star ratings 0.5-5, MovieLens 25M's rating
+histogram, the users in order), and with ``--formats csv dat`` also in the ``::``
+format of ``ml-10M100K/ratings.dat``, to a temporary folder that is deleted at the
+end.  Then, each in its own process (so the writer's memory does not count):
+
+- ``stages``: ``dprec.dataset_files.read_dataset_files`` (find the file, parse it,
+  the ids made strings: the ``read`` stage) then Surprise's
+  ``Dataset.load_from_df`` (``to Dataset``: Surprise's list of rating tuples),
+  the peak resident memory after each;
+- ``load``: ``load(name, path=...)`` end to end, and its peak resident memory.
+
+Target: the ``ml-25m`` load under 2 minutes on 2 cores.
+Run: ``python benchmarks/bench_loaders.py [--ratings 25000000] [--formats csv dat]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: ML-25M's shape: users, items, and the highest movie id (the ids are not contiguous)
+USERS, ITEMS, MAX_MOVIE_ID = 162_541, 59_047, 209_171
+#: half stars 0.5 .. 5 and their approximate shares in MovieLens 25M
+STARS = np.arange(1, 11) / 2
+SHARES = np.array([1.6, 3.1, 1.7, 6.6, 5.2, 19.9, 13.1, 26.6, 8.8, 14.4])
+#: the dataset each format is read as, and where its file goes
+FORMATS = {"csv": ("ml-25m", "ml-25m/ratings.csv"), "dat": ("ml-10m", "ml-10M100K/ratings.dat")}
+CHUNK = 2_000_000
+
+
+def generate(n_ratings: int, seed: int = 0) -> pd.DataFrame:
+    """``n_ratings`` distinct (user, movie) pairs, at least 20 per user (when there are
+    enough), with half-star ratings and timestamps; the users in order."""
+    rng = np.random.default_rng(seed)
+    activity = rng.lognormal(0.0, 1.0, USERS)
+    least = min(20, n_ratings // USERS)
+    counts = least + rng.multinomial(n_ratings - least * USERS, activity / activity.sum())
+    if counts.max() > ITEMS:
+        raise ValueError("a user would rate more items than there are")
+    users = np.repeat(np.arange(1, USERS + 1, dtype=np.int64), counts)
+    # a user's items: consecutive positions (so no pair repeats) from a start skewed
+    # towards the popular end for half of the users, uniform for the others (so every
+    # item is rated); positions are then mapped to MovieLens-like movie ids
+    skewed = rng.random(USERS) < 0.5
+    start = np.floor(ITEMS * np.where(skewed, rng.beta(0.6, 3.0, USERS),
+                                      rng.random(USERS))).astype(np.int64)
+    within = np.arange(n_ratings) - np.repeat(np.cumsum(counts) - counts, counts)
+    movie_ids = np.sort(rng.choice(MAX_MOVIE_ID, ITEMS, replace=False) + 1)
+    items = movie_ids[(np.repeat(start, counts) + within) % ITEMS]
+    stars = rng.choice(len(STARS), n_ratings, p=SHARES / SHARES.sum())
+    timestamps = rng.integers(789_652_009, 1_574_327_703, n_ratings)
+    return pd.DataFrame({"userId": users, "movieId": items, "star": stars.astype(np.int8),
+                         "timestamp": timestamps})
+
+
+def write(table: pd.DataFrame, file: Path, form: str) -> None:
+    """The ratings as MovieLens writes them, by chunks of rows (pandas' C writer); the
+    ratings as text from a table of the ten half stars."""
+    text = np.array([f"{s:.1f}" for s in STARS], dtype=object)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    with file.open("w") as stream:
+        if form == "csv":
+            stream.write("userId,movieId,rating,timestamp\n")
+        for start in range(0, len(table), CHUNK):
+            part = table.iloc[start:start + CHUNK]
+            columns = {"u": part["userId"], "m": part["movieId"],
+                       "r": pd.Series(text[part["star"].to_numpy()], dtype=object,
+                                      index=part.index),
+                       "t": part["timestamp"]}
+            if form == "dat":         # '::' as ':' with empty fields between
+                blank = pd.Series("", index=part.index, dtype=object)
+                columns = {"u": columns["u"], "a": blank, "m": columns["m"], "b": blank,
+                           "r": columns["r"], "c": blank, "t": columns["t"]}
+            pd.DataFrame(columns).to_csv(stream, sep="," if form == "csv" else ":",
+                                         header=False, index=False)
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(mode: str, name: str, folder: str) -> dict:
+    """One measurement in this process (``stages`` or ``load``)."""
+    from surprise import Dataset, Reader
+
+    from dprec.dataset_files import RATING_SCALES, read_dataset_files
+    from dprec.datasets import load
+
+    start = time.perf_counter()
+    if mode == "load":
+        data = load(name, path=folder)
+        return {"seconds": time.perf_counter() - start, "peak_mb": peak_mb(),
+                "ratings": len(data.raw_ratings)}
+    frame = read_dataset_files(name, folder)
+    read = time.perf_counter() - start
+    read_peak = peak_mb()
+    start = time.perf_counter()
+    data = Dataset.load_from_df(frame, Reader(rating_scale=RATING_SCALES[name]))
+    return {"read_seconds": read, "read_peak_mb": read_peak,
+            "dataset_seconds": time.perf_counter() - start, "peak_mb": peak_mb(),
+            "ratings": len(data.raw_ratings), "users": int(frame["user"].nunique()),
+            "items": int(frame["item"].nunique())}
+
+
+def run_child(mode: str, name: str, folder: Path) -> dict:
+    result = subprocess.run([sys.executable, __file__, "--child", mode, name, str(folder)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(result.stderr[-3000:])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ratings", type=int, default=25_000_000,
+                        help="ratings in the file (default 25,000,000)")
+    parser.add_argument("--formats", nargs="+", choices=sorted(FORMATS), default=["csv"],
+                        help="csv: ml-25m's ratings.csv; dat: ml-10m's '::' ratings.dat")
+    parser.add_argument("--tmp", default=None, help="where the temporary folder goes")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return
+    start = time.perf_counter()
+    table = generate(args.ratings)
+    print(f"generated {len(table):,} ratings ({USERS:,} users, {ITEMS:,} items) in "
+          f"{time.perf_counter() - start:.1f} s", flush=True)
+    with tempfile.TemporaryDirectory(dir=args.tmp, prefix="bench_loaders_") as folder:
+        files = {}
+        for form in args.formats:
+            name, relative = FORMATS[form]
+            file = Path(folder) / relative
+            start = time.perf_counter()
+            write(table, file, form)
+            files[form] = (name, file)
+            print(f"wrote {file.name} ({name}'s format): {file.stat().st_size / 2**20:,.0f} MB "
+                  f"in {time.perf_counter() - start:.1f} s", flush=True)
+        del table
+        for name, file in files.values():
+            stages = run_child("stages", name, file.parent.parent)
+            whole = run_child("load", name, file.parent.parent)
+            print(f"\nload({name!r}, path=...): {stages['ratings']:,} ratings, "
+                  f"{stages['users']:,} users, {stages['items']:,} items")
+            print(f"  read (find, parse, ids as str)  {stages['read_seconds']:7.1f} s   "
+                  f"peak {stages['read_peak_mb']:7,.0f} MB")
+            print(f"  to Dataset (load_from_df)       {stages['dataset_seconds']:7.1f} s   "
+                  f"peak {stages['peak_mb']:7,.0f} MB")
+            print(f"  load() end to end               {whole['seconds']:7.1f} s   "
+                  f"peak {whole['peak_mb']:7,.0f} MB   (target: under 120 s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
