@@ -4,6 +4,7 @@ and ids of any type."""
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import pandas as pd
@@ -280,3 +281,101 @@ def test_a_second_release_is_averaged_in_and_charged_in_the_entry():
         more=lambda n_items, n_users: 0.0)
     assert none.rho_ == pytest.approx(0.1)
     assert "average of two releases" not in str(none.privacy_report())
+
+
+SELECTIONS = [("rating", "laplace", 1), ("user", "laplace", 2), ("rating", "gaussian", 2),
+              ("user", "gaussian", 1)]
+
+
+@pytest.mark.parametrize(("unit", "mechanism", "stages"), SELECTIONS)
+def test_the_release_plans_threshold_is_the_smallest_within_its_delta(unit, mechanism, stages):
+    """The plan's threshold T against the δ its definition gives, computed here from the
+    noise of the plan: k P(noise ≥ T − 1), one unit's item of weight 1 passing alone, k the
+    items a unit brings (the cap per user, 1 per rating); the discrete Gaussian's tail
+    bounded by Φ̄((m − 1)/σ) in grid steps (scipy's), the lattice Laplace's exact
+    q^m/(1 + q).  T is within the stage's δ, one grid step lower is not."""
+    from scipy.stats import norm
+
+    from dprec.effects_release import GRID_BITS, SelectionBudget, release_plan
+    from dprec.mechanisms import laplace_grid, laplace_scale
+
+    s = DPBaseline(unit=unit, mechanism=mechanism, max_items_per_user=7)._settings((1.0, 5.0))
+    budget = SelectionBudget(4e-6, stages)
+    plan = release_plan(s, 50, None, budget)
+    k = 1 if unit == "rating" else 7
+    if mechanism == "gaussian":
+        step = 2.0**-GRID_BITS
+        sd = plan.noise[0] * step                          # σ, in units of weight
+
+        def delta(t):
+            return k * norm.sf((t - 1.0 - step) / sd)
+    else:
+        sd = plan.noise[1]                                 # the item vectors' Laplace scale
+        step = laplace_grid(sd)
+
+        def delta(t):
+            return k * math.exp(-(t - 1.0) / sd) / (1.0 + math.exp(-step / sd))
+        # with selection a user changes at most 2k coordinates (k items' sum and weight),
+        # as with a catalogue of k items, whatever the number of items
+        changed = 2 * k
+        assert sd == laplace_scale((1.0 - s.share) * s.epsilon, 2.0, max_changed=changed)
+        if unit == "user":
+            assert release_plan(s, k).noise == plan.noise
+    assert release_plan(s, 10**6, None, budget) == plan         # public: not n_items
+    assert (plan.threshold / step).is_integer()
+    assert plan.selection_delta == pytest.approx(delta(plan.threshold), rel=1e-9)
+    assert delta(plan.threshold) <= budget.per_stage * (1 + 1e-9)
+    assert delta(plan.threshold - step) > budget.per_stage
+    assert plan.entries[-1][3] == pytest.approx(
+        (s.delta - budget.delta if mechanism == "gaussian" else 0.0) + plan.selection_delta,
+        rel=1e-12)
+    # the rule states T, in noise scales too, and the k of this unit
+    assert f"at least {plan.threshold:.4g} ({plan.threshold / sd:.3g} noise scales)" in plan.rule
+    assert f"the k = {k} items one {unit} can bring" in plan.rule
+
+
+@pytest.mark.parametrize("unit", ["rating", "user"])
+def test_the_items_chosen_again_pass_the_sub_gaussian_threshold(unit):
+    """`reselect` on the average of two releases: its noise is σ-sub-Gaussian (grid steps),
+    so one unit's item of weight 1 (2^12 steps) passes T alone with probability at most
+    exp(−(T − 1)² / 2σ²) (T in steps); k of them: k times.  T is the smallest multiple of
+    2^-12 within the stage's δ; a weight of exactly T is listed, one step below is not."""
+    from dprec.effects_release import SelectionBudget, reselect
+
+    s = DPBaseline(unit=unit, max_items_per_user=7)._settings((1.0, 5.0))
+    k = 1 if unit == "rating" else 7
+    sigma, budget, step = 3000.0, SelectionBudget(4e-6, stages=2), 2.0**-12
+
+    def delta(m):                                   # m: the threshold in grid steps
+        return k * math.exp(-(m - 2**12) ** 2 / (2 * sigma**2))
+
+    m = 2**12 + math.ceil(sigma * math.sqrt(2 * math.log(k / budget.per_stage)))
+    assert delta(m) <= budget.per_stage < delta(m - 1)
+    weights = np.array([m - 1, m, m + 1, 0, 2**12]) * step
+    listed, added, rule = reselect(weights, sigma, budget, s)
+    assert listed.tolist() == [False, True, True, False, False]
+    assert added == pytest.approx(delta(m), rel=1e-9)
+    assert f"at least {m * step:.4g} ({m / sigma:.3g} noise scales)" in rule
+    assert f"the k = {k} items one {unit} can bring" in rule
+    assert rule.endswith("; chosen on the average of two releases, both charged")
+
+
+def test_the_rule_states_the_cap_for_users_only():
+    # the report's sentence: per user, the cap that bounds k is part of the argument; per
+    # rating there is none (k = 1); the parenthesis opened by "(a bound on" closed once
+    from dprec.effects_release import selection_rule
+
+    for unit in ("user", "rating"):
+        s = DPBaseline(unit=unit)._settings((1.0, 5.0))
+        rule = selection_rule(2.5, 4.0, 3e-6, s, 1 if unit == "rating" else s.cap)
+        assert rule.startswith("an item is released when its noisy weight is at least 2.5 "
+                               "(4 noise scales), a threshold that adds δ = 3e-06 (a bound on")
+        assert "one of the k = " in rule and "alone passes it, each of weight at most 1" in rule
+        assert rule.count("(") == rule.count(")") == 2
+        if unit == "user":
+            assert rule.endswith(f"k = {s.cap} items one user can bring alone passes it, "
+                                 "each of weight at most 1; each user contributes to at most "
+                                 "k items, a random subset beyond)")
+        else:
+            assert rule.endswith("k = 1 items one rating can bring alone passes it, each of "
+                                 "weight at most 1)")

@@ -10,11 +10,12 @@ import pandas as pd
 import pytest
 from surprise import Dataset, Reader
 
+from dprec import item_selection
 from dprec.item_selection import CENTRAL, item_list_entry, select_items
 from dprec.ledger import Status, Unit
-from dprec.mechanisms import laplace_epsilon, laplace_grid, laplace_scale
+from dprec.mechanisms import laplace, laplace_epsilon, laplace_grid, laplace_scale
 from dprec.mechanisms.partition_selection import selection_delta
-from dprec.rating_space import RatingSpace
+from dprec.rating_space import Catalogue, RatingSpace
 
 
 def space_of(rows, items=None) -> RatingSpace:
@@ -37,14 +38,19 @@ def test_the_entry_and_threshold_are_the_laplace_selections(epsilon, delta):
     assert entry.epsilon == laplace_epsilon(scale, 1.0) and entry.unit is Unit.SET_ITEM
     assert entry.status is Status.HOLDS and entry.note.endswith(CENTRAL)
     assert f"{threshold:.4g}" in entry.note and 1.0 < threshold / scale < 40.0
+    # the rule states the threshold in noise scales, 1/ε each
+    assert f"({threshold * epsilon:.3g} noise scales)" in entry.note
+    # and the report names the mechanism that ran: `laplace`'s lattice sampler, thresholded
+    assert entry.mechanism == "laplace (lattice) partition selection"
 
 
 @pytest.mark.parametrize(("epsilon", "delta", "name"), [(0.0, 1e-5, "epsilon"),
                                                          (1.0, 0.0, "delta"),
                                                          (1.0, 1.0, "delta")])
 def test_bad_budgets_are_named(epsilon, delta, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ValueError) as info:
         item_list_entry(epsilon, delta, Unit.RATING)
+    assert str(info.value).startswith(f"{name} must be"), str(info.value)
 
 
 def test_the_sole_raters_item_is_never_listed_and_the_crowds_are():
@@ -77,3 +83,64 @@ def test_the_counts_are_of_raters_whatever_the_ratings():
     rows += [(f"w{u}", "rare", 3.0) for u in range(3)]
     chosen, _ = select_items(space_of(rows), 2.0, 1e-5, Unit.RATING, np.random.default_rng(1))
     assert set(chosen.items.ids) == {"high", "low"}
+
+
+def test_the_noise_drawn_is_the_one_the_entry_charges(monkeypatch):
+    # the counts get lattice Laplace noise of scale 1/ε (one unit moves one count by 1):
+    # the ε of the entry is that noise's, nothing more
+    scales = []
+
+    def spy(values, scale, rng, *args, **kwargs):
+        scales.append((scale, args, kwargs))
+        return laplace(values, scale, rng, *args, **kwargs)
+
+    monkeypatch.setattr(item_selection, "laplace", spy)
+    rows = [(f"u{u}", f"i{u % 4}", 3.0) for u in range(40)]
+    _, entry = select_items(space_of(rows), 0.5, 1e-5, Unit.RATING, np.random.default_rng(0))
+    ((scale, args, kwargs),) = scales
+    assert scale == pytest.approx(2.0) and not args and not kwargs     # the lattice sampler
+    assert laplace_epsilon(scale, 1.0) == entry.epsilon == pytest.approx(0.5)
+
+
+def test_a_count_at_the_threshold_is_listed_and_the_order_kept(monkeypatch):
+    # "listed when its noisy count is at least T": a noisy count of exactly T (the lattice
+    # puts outputs on T's grid, so this has a positive probability) is listed, one grid
+    # step below is not, as selection_delta's tail P(Z >= m - w) counts; the listed items
+    # keep the catalogue's order, with their own columns
+    rows = [("u1", "a", 1.0), ("u1", "b", 2.0), ("u2", "c", 3.0), ("u2", "d", 4.0),
+            ("u3", "a", 5.0)]
+    space = space_of(rows)
+    entry, threshold = item_list_entry(1.0, 1e-5, Unit.RATING)
+    step = laplace_grid(laplace_scale(1.0, 1.0))
+    noisy = np.array([threshold + step, threshold - step, threshold, 0.0])   # a, b, c, d
+    monkeypatch.setattr(item_selection, "laplace", lambda values, scale, rng: noisy)
+    chosen, got = select_items(space, 1.0, 1e-5, Unit.RATING, np.random.default_rng(0))
+    assert got == entry
+    assert chosen.items == Catalogue(("a", "c"), {"a": 0, "c": 1}, False, entry.note)
+    assert chosen.users == space.users
+    assert (chosen.matrix.toarray() == space.matrix.toarray()[:, [0, 2]]).all()
+
+
+def test_items_nobody_holds_are_counted_as_zeros():
+    # `select_local` selects on the interactions, where an item of the list may have no
+    # holder at all (its ratings below the implicit threshold), last in the list too: its
+    # count is 0, not missing
+    space = space_of([(f"u{u}", item, 4.0) for u in range(50) for item in ("a", "b", "z")])
+    held = space.matrix.copy()
+    held.data[:] = 1.0
+    held = held.multiply(np.array([[1.0, 1.0, 0.0]])).tocsr()        # nobody holds "z"
+    held.eliminate_zeros()
+    bare = RatingSpace(space.users, space.items, held)
+    chosen, _ = select_items(bare, 1.0, 1e-5, Unit.RATING, np.random.default_rng(3))
+    assert chosen.items.ids == ("a", "b") and chosen.matrix.shape == (50, 2)
+
+
+@pytest.mark.parametrize("keep", [np.array([1, 0, 1]), np.array([True, False]),
+                                  np.array([True, False, True, True])])
+def test_a_selection_is_a_boolean_mask_of_every_item(keep):
+    # an integer mask or one of another length is refused (a shorter mask would silently
+    # drop the items past its end)
+    space = space_of([("u", "a", 1.0), ("u", "b", 2.0), ("v", "c", 3.0)])
+    with pytest.raises(ValueError) as info:
+        space.selected(keep, "rule")
+    assert str(info.value).startswith("keep must be a boolean mask of the 3 items")

@@ -56,17 +56,110 @@ def test_the_threshold_is_the_smallest_within_delta(noise, delta):
     assert selection_delta(noise, 40.0, m - 1, max_partitions=100, signal=5) > delta
 
 
-@pytest.mark.parametrize(("args", "k", "signal", "name"), [
-    (("gaussian", 1.0, 0.0), 1, 0, "delta"),
-    (("gaussian", 1.0, 1.0), 1, 0, "delta"),
-    (("gaussian", 0.0, 1e-5), 1, 0, "scale"),
-    (("uniform", 1.0, 1e-5), 1, 0, "noise"),
-    (("laplace", 1.0, 1e-5), 1, -1, "signal"),
-    (("laplace", 1.0, 1e-5), 0, 0, "max_partitions"),
-])
-def test_bad_arguments_are_named(args, k, signal, name):
-    with pytest.raises(ValueError, match=name):
-        threshold_steps(*args, max_partitions=k, signal=signal)
+RNG = np.random.default_rng(0)
+BAD = [
+    ("threshold_steps", lambda: threshold_steps("gaussian", 1.0, 0.0, max_partitions=1,
+                                                signal=0), "delta"),
+    ("threshold_steps", lambda: threshold_steps("gaussian", 1.0, 1.0, max_partitions=1,
+                                                signal=0), "delta"),
+    ("threshold_steps", lambda: threshold_steps("gaussian", 0.0, 1e-5, max_partitions=1,
+                                                signal=0), "scale"),
+    ("threshold_steps", lambda: threshold_steps("uniform", 1.0, 1e-5, max_partitions=1,
+                                                signal=0), "noise"),
+    ("threshold_steps", lambda: threshold_steps("laplace", 1.0, 1e-5, max_partitions=1,
+                                                signal=-1), "signal"),
+    ("threshold_steps", lambda: threshold_steps("laplace", 1.0, 1e-5, max_partitions=0,
+                                                signal=0), "max_partitions"),
+    ("selection_delta", lambda: selection_delta("laplace", 1.0, 5, max_partitions=0,
+                                                signal=0), "max_partitions"),
+    # a negative signal, or a threshold of 0 steps, would otherwise pass: 5 - (-1) >= 1,
+    # and 0 - 0 < 1 returns δ = 1
+    ("selection_delta", lambda: selection_delta("laplace", 1.0, 5, max_partitions=1,
+                                                signal=-1), "signal"),
+    ("selection_delta", lambda: selection_delta("laplace", 1.0, 0, max_partitions=1,
+                                                signal=0), "steps"),
+    ("log_noise_tail", lambda: log_noise_tail("uniform", 1.0, 1), "noise"),
+    ("log_noise_tail", lambda: log_noise_tail("laplace", 0.0, 1), "scale"),
+    ("log_noise_tail", lambda: log_noise_tail("laplace", math.inf, 1), "scale"),
+    # steps = 0 has a finite formula for every noise: only the check stops it
+    ("log_noise_tail", lambda: log_noise_tail("laplace", 1.0, 0), "steps"),
+    ("log_noise_tail", lambda: log_noise_tail("gaussian", 1.0, 0), "steps"),
+    ("cap_contributions", lambda: cap_contributions(np.zeros(3, dtype=int), 0, RNG), "cap"),
+]
+
+
+@pytest.mark.parametrize(("call", "name"), [case[1:] for case in BAD],
+                         ids=[f"{case[0]}-{case[2]}-{n}" for n, case in enumerate(BAD)])
+def test_bad_arguments_are_named(call, name):
+    # as everywhere (tests/test_arguments.py): a ValueError whose message starts with the
+    # parameter's name
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value).startswith(f"{name} must be"), str(info.value)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "laplace", "subgaussian"])
+@pytest.mark.parametrize("signal", [0, 3])
+def test_a_delta_met_exactly_is_met_by_the_threshold(noise, signal):
+    """δ(m) ≤ δ includes equality: with the target set to δ(m) itself, the threshold is m
+    (found by the first bracket, m = w + 1, or by the bisection after it), not m + 1."""
+    for m in range(signal + 1, signal + 12):
+        delta = selection_delta(noise, 2.0, m, max_partitions=1, signal=signal)
+        below = 1.0 if m - 1 <= signal else selection_delta(noise, 2.0, m - 1,
+                                                             max_partitions=1, signal=signal)
+        assert 0.0 < delta < below
+        assert threshold_steps(noise, 2.0, delta, max_partitions=1, signal=signal) == m
+
+
+@pytest.mark.parametrize("scale", [0.7, 3.0, 40.0])
+@pytest.mark.parametrize("steps", [1, 2, 6, 25])
+def test_each_tail_is_its_formula(scale, steps):
+    """The values, not only bounds: Φ̄((m−1)/σ) by scipy's normal tail, q^m/(1+q) by the
+    geometric sums Σ_{z≥m} q^z / Σ_z q^|z|, and Chernoff's e^{−m²/2σ²}."""
+    from scipy.stats import norm
+
+    x = (steps - 1) / scale
+    assert log_noise_tail("gaussian", scale, steps) == pytest.approx(norm.logsf(x), rel=1e-12,
+                                                                     abs=1e-12)
+    q = math.exp(-1.0 / scale)
+    laplace = (q**steps / (1 - q)) / ((1 + q) / (1 - q))
+    assert noise_tail("laplace", scale, steps) == pytest.approx(laplace, rel=1e-12)
+    assert log_noise_tail("subgaussian", scale, steps) == pytest.approx(
+        -steps**2 / (2 * scale**2), rel=1e-12)
+
+
+@pytest.mark.parametrize("x", [37.5, 40.0, 100.0, 1e3, 1e5])
+def test_beyond_erfc_the_gaussian_tail_is_mills_bound(x):
+    """Beyond erfc's range (tails below 1e-300) the bound is φ(x)/x, between the exact tail
+    Φ̄(x) and Φ̄(x)/(1 − 1/x²) (Φ̄(x) ≥ φ(x)(1/x − 1/x³)); scipy's log_ndtr is the exact
+    log tail."""
+    from scipy.special import log_ndtr
+
+    exact = float(log_ndtr(-x))
+    bound = log_noise_tail("gaussian", 1.0 / x, 2)          # x = (2 − 1) / (1/x)
+    rounding = 1e-14 * abs(exact)                          # the logs are of order −x²/2
+    assert exact - rounding <= bound <= exact - math.log1p(-1.0 / x**2) + rounding
+    assert bound < math.log(1e-300)
+
+
+def test_the_gaussian_bound_never_rises_where_erfc_hands_over_to_mills():
+    """Regression: φ(x)/x is above the tail by 1 + 1/x² ≈ 1.0007 where it takes over
+    (x ≈ 37.05); with σ = 10⁶ steps, x moves 1e-6 a step and the tail falls only 0.004 %
+    a step, so the bound rose by 0.07 % there and then fell again for ~20 steps, and the
+    bisection returned a threshold 19 steps above the smallest (at δ = 1.0003e-300).  It
+    is capped at 1e-300 now: non-increasing, still above the exact tail."""
+    from scipy.special import log_ndtr
+
+    scale = 1e6
+    around = range(37_047_080, 37_047_130)
+    logs = [log_noise_tail("gaussian", scale, m) for m in around]
+    assert all(b <= a for a, b in zip(logs, logs[1:]))
+    assert all(log >= log_ndtr(-(m - 1) / scale) - 1e-9 for m, log in zip(around, logs))
+    for delta in (1.0003e-300, 1.00005e-300):
+        m = threshold_steps("gaussian", scale, delta, max_partitions=1, signal=0)
+        within = [n for n in around
+                  if selection_delta("gaussian", scale, n, max_partitions=1, signal=0) <= delta]
+        assert around[0] < m == within[0]
 
 
 def test_the_smallest_delta_still_has_a_threshold():
@@ -83,9 +176,9 @@ def test_the_cap_keeps_at_most_cap_entries_per_row_uniformly():
     for _ in range(3000):
         counts += cap_contributions(rows, 3, rng)[rows == 2]
     assert np.allclose(counts / 3000, 3 / 9, atol=0.04)          # every entry alike
-    assert not cap_contributions(np.zeros(0, dtype=int), 2, rng).any()
-    with pytest.raises(ValueError, match="cap"):
-        cap_contributions(rows, 0, rng)
+    none = np.zeros(0, dtype=int)
+    kept = cap_contributions(none, 2, rng)     # no entries: an empty mask, still a mask
+    assert kept.dtype == bool and kept.shape == (0,) and none[kept].shape == (0,)
 
 
 @pytest.mark.parametrize("epsilon_m", [0.3, 1.0, 5.0])

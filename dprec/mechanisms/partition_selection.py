@@ -60,7 +60,8 @@ NOISES = ("gaussian", "laplace", "subgaussian")
 def log_noise_tail(noise: str, scale: float, steps: int) -> float:
     r"""The log of an upper bound on $P(Z \ge m)$, $m$ = `steps` $\ge 1$, for integer noise
     $Z$ of `scale` (in steps): $\bar\Phi((m-1)/\sigma)$ for the discrete Gaussian (by
-    `erfc`, and $\varphi(x)/x$ beyond its range: still an upper bound), $q^m/(1+q)$ for
+    `erfc`, and beyond its range $\varphi(x)/x$ capped at $10^{-300}$: still an upper
+    bound, and like the others never rising with $m$), $q^m/(1+q)$ for
     the discrete Laplace (exact), $e^{-m^2/2\sigma^2}$ for sub-Gaussian noise.  In logs,
     so that no tail underflows to 0 (a δ of 0 would be a false claim).
 
@@ -80,7 +81,10 @@ def log_noise_tail(noise: str, scale: float, steps: int) -> float:
     tail = 0.5 * math.erfc(x / math.sqrt(2.0))
     if tail > 1e-300:
         return math.log(tail)
-    return -0.5 * x * x - math.log(x * math.sqrt(2.0 * math.pi))     # Mills: φ(x)/x
+    # Mills, φ(x)/x, is above the tail by a factor 1 + 1/x² or so: where it takes over, it
+    # would rise above the last erfc value, and threshold_steps needs a bound that never
+    # rises; the tail is below 1e-300 here, so 1e-300 caps it
+    return min(-0.5 * x * x - math.log(x * math.sqrt(2.0 * math.pi)), math.log(1e-300))
 
 
 def noise_tail(noise: str, scale: float, steps: int) -> float:
