@@ -358,14 +358,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_data_options(parser: OptionParser) -> None:
     """The data and cross-validation options of ``demo`` and ``cv``."""
-    parser.add_argument("--dataset", choices=["auto", "ml-100k", "lastfm", "synthetic"],
+    parser.add_argument("--dataset", choices=["auto", *datasets.DATASETS],
                         default="auto", quick="synthetic",
                         help="auto (default): MovieLens 100k when a local copy is found, else "
-                             "synthetic data of its shape, saying so (quick: synthetic)")
+                             "synthetic data of its shape, saying so (quick: synthetic); or a "
+                             "dataset's name, read from its local copy (ml-1m ... ml-32m, "
+                             "ml-latest-small, jester, netflix, lastfm)")
     parser.add_argument("--data-path", type=existing_path, default=None, metavar="PATH",
                         help="where the dataset is: MovieLens's u.data or its folder, "
-                             "Last.fm's user_artists.dat (default: SURPRISE_DATA_FOLDER, "
-                             "DPREC_LASTFM)")
+                             "Last.fm's user_artists.dat, a release's ratings file or folder "
+                             "(default: SURPRISE_DATA_FOLDER, DPREC_LASTFM)")
     parser.add_argument("--seed", type=SEED, default=0,
                         help="seed of the folds and of every noise draw (default 0)")
     parser.add_argument("--folds", type=FOLDS, default=5, quick=2,

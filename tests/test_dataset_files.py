@@ -286,3 +286,17 @@ def test_table_errors_name_the_parameter(tmp_path):
     raises_naming(lambda: load_ratings_table(ok, rating_scale=(1, 2)), "rating_scale")
     with pytest.raises(DatasetUnavailable, match="missing.csv"):
         load_ratings_table(tmp_path / "missing.csv")
+
+
+def test_the_command_line_reads_a_release_by_name(tmp_path):
+    """`dprec cv --dataset ml-1m --data-path ...` parses, and the data it reads carry the
+    release's title."""
+    from dprec.cli import build_parser
+
+    (tmp_path / "ml-1m").mkdir()
+    (tmp_path / "ml-1m" / "ratings.dat").write_text(_double_colon(WHOLE))
+    args = build_parser().parse_args(["cv", "--dataset", "ml-1m", "--data-path", str(tmp_path)])
+    assert args.dataset == "ml-1m"
+    data, label = load_or_synthetic(args.dataset, path=args.data_path)
+    assert label == TITLES["ml-1m"]
+    _check(data, WHOLE, (1, 5))
