@@ -12,7 +12,7 @@ ids as strings (as Surprise's own loaders give them), so the result plugs into
   [`dprec.dataset_files.load_dataset_files`][]), ``"lastfm"`` (HetRec 2011
   Last.fm play counts turned into 1-5 ratings, see [`lastfm_ratings`][]) or
   ``"synthetic"`` ([`synthetic`][] with a fixed seed).
-* [`dprec.dataset_files.load_ratings_table`][] -- any CSV, TSV or Parquet table
+* [`dprec.ratings_table.load_ratings_table`][] -- any CSV, TSV or Parquet table
   of ratings.
 * [`synthetic`][] -- a MovieLens-like dataset of any shape, with
   collaborative signal, generated without a Python loop over ratings.

@@ -10,14 +10,15 @@ gives both ladders, what the model reproduces and what it does not.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
-import pandas as pd
 from surprise import Dataset, Reader
 
 from ._rng import RandomStateLike, check_random_state
 from ._validation import check_int, check_real
+from .dataset_files import ratings_frame
 
 __all__ = ["ML100K_CALIBRATION", "ML100K_HISTOGRAM", "synthetic"]
 
@@ -27,18 +28,20 @@ ML100K_HISTOGRAM: tuple[float, ...] = (0.0611, 0.1137, 0.27145, 0.34174, 0.21201
 
 #: The defaults of `synthetic`'s generative model, fitted to MovieLens 100k (see
 #: [Data](../data.md) for the ladder they reproduce).
-ML100K_CALIBRATION: dict[str, float | int] = {
+ML100K_CALIBRATION: Mapping[str, float] = MappingProxyType({
     "n_factors": 10, "user_bias": 0.5, "item_bias": 0.72, "popularity_bias": 0.4,
     "interaction": 0.68, "n_clusters": 50, "cluster_spread": 0.3, "user_scale": 0.5,
     "noise": 0.86, "consistency": 0.08, "popular_noise": 0.05, "popularity_sigma": 1.5,
     "selection_bias": 0.5, "activity_sigma": 1.2,
-}
+})
 
 # Cells (users x items) of the dense block sampled at once.
 _BLOCK_CELLS = 1 << 22
 # The users' log-activity is truncated at this many stds (MovieLens 100k's most active
 # user rated 737 films, not all of them).
 _ACTIVITY_CLIP = 1.8
+# The largest `user_scale`, `consistency` and |`popular_noise`|.
+_MAX_EXPONENT = 5.0
 # Ratings per user at which the rating noise has its nominal std ``noise``.
 _REFERENCE_ACTIVITY = 100.0
 _C = ML100K_CALIBRATION
@@ -61,11 +64,14 @@ def _user_counts(rng: np.random.Generator, n_users: int, n_items: int, n_ratings
                  minimum: int, activity_sigma: float) -> np.ndarray:
     """Ratings per user: ``minimum`` each plus a truncated log-normal share of the rest."""
     counts = np.full(n_users, minimum, dtype=np.int64)
-    activity = np.exp(activity_sigma * np.minimum(rng.standard_normal(n_users), _ACTIVITY_CLIP))
+    log_activity = activity_sigma * np.minimum(rng.standard_normal(n_users), _ACTIVITY_CLIP)
+    activity = np.exp(log_activity - log_activity.max())     # in (0, 1]: no overflow
     remaining = n_ratings - minimum * n_users
     while remaining > 0:
         room = n_items - counts
         weights = np.where(room > 0, activity, 0.0)
+        if weights.sum() <= 0:    # only users of activity ~0 have room: spread evenly
+            weights = (room > 0).astype(np.float64)
         extra = np.minimum(rng.multinomial(remaining, weights / weights.sum()), room)
         counts += extra
         remaining -= int(extra.sum())
@@ -150,7 +156,8 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
     n_factors : int, >= 1
         Dimension of the latent preferences.
     user_bias, item_bias : float, >= 0
-        Std of the user bias and of the item bias ($\beta_u$, $\beta_i$).
+        Std of the user bias and of the item bias ($\beta_u$, $\beta_i$; with
+        `popularity_sigma` = 0 the item bias' std is $\beta_i \sqrt{1-\rho^2}$).
     popularity_bias : float in [-1, 1]
         Correlation of the item bias with the item's log-popularity.
     interaction : float, >= 0
@@ -160,13 +167,14 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
         Centres the item factors gather around (0: independent Gaussian factors).
     cluster_spread : float, >= 0
         Std of an item's factors around its centre, relative to the centres'.
-    user_scale : float, >= 0
-        Std of the users' log rating scale.
+    user_scale : float in [0, 5]
+        Std of the users' log rating scale; a user's scale is
+        $s_u = e^{\sigma_s z_u - \sigma_s^2}$ ($E[s_u^2] = 1$).
     noise : float, >= 0
         Std of the rating noise of a user with 100 ratings.
-    consistency : float, >= 0
+    consistency : float in [0, 5]
         How fast the noise falls with a user's number of ratings.
-    popular_noise : float
+    popular_noise : float in [-5, 5]
         How the noise grows (> 0) or falls with an item's log-popularity.
     popularity_sigma : float, >= 0
         Std of the items' log-popularity (0: uniform popularity).
@@ -214,16 +222,20 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
     n_ratings = check_int(n_ratings, "n_ratings", minimum=1)
     n_factors = check_int(n_factors, "n_factors", minimum=1)
     n_clusters = check_int(n_clusters, "n_clusters", minimum=0)
-    user_bias, item_bias, interaction, cluster_spread, user_scale, noise, consistency, \
-        popularity_sigma, selection_bias, activity_sigma = (
+    user_bias, item_bias, interaction, cluster_spread, noise, popularity_sigma, \
+        selection_bias, activity_sigma = (
             check_real(value, name, low=0.0) for value, name in (
                 (user_bias, "user_bias"), (item_bias, "item_bias"),
                 (interaction, "interaction"), (cluster_spread, "cluster_spread"),
-                (user_scale, "user_scale"), (noise, "noise"), (consistency, "consistency"),
-                (popularity_sigma, "popularity_sigma"), (selection_bias, "selection_bias"),
-                (activity_sigma, "activity_sigma")))
+                (noise, "noise"), (popularity_sigma, "popularity_sigma"),
+                (selection_bias, "selection_bias"), (activity_sigma, "activity_sigma")))
+    # the multipliers of the noise and of the scale are exponentials: bounded, so that
+    # none overflows (beyond, a handful of users or items would hold all the variance)
+    user_scale = check_real(user_scale, "user_scale", low=0.0, high=_MAX_EXPONENT)
+    consistency = check_real(consistency, "consistency", low=0.0, high=_MAX_EXPONENT)
+    popular_noise = check_real(popular_noise, "popular_noise", low=-_MAX_EXPONENT,
+                               high=_MAX_EXPONENT)
     popularity_bias = check_real(popularity_bias, "popularity_bias", low=-1.0, high=1.0)
-    popular_noise = check_real(popular_noise, "popular_noise")
     probs = _check_histogram(rating_histogram)
     if n_ratings > n_users * n_items:
         raise ValueError(f"n_ratings must be <= n_users * n_items = {n_users * n_items} "
@@ -287,13 +299,7 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
         np.arange(1.0, 6.0), np.diff(np.concatenate([[0], cuts, [n_ratings]])))
 
     order = np.lexsort((items, users))
-    user_names = np.array([str(u) for u in range(1, n_users + 1)], dtype=object)
-    item_names = np.array([str(i) for i in range(1, n_items + 1)], dtype=object)
-    # Object columns: Surprise iterates the frame row by row, which is slow on
-    # pandas' string dtype.
-    frame = pd.DataFrame({"user": pd.Series(user_names[users[order]], dtype=object),
-                          "item": pd.Series(item_names[items[order]], dtype=object),
-                          "rating": ratings[order]})
+    frame = ratings_frame(users[order] + 1, items[order] + 1, ratings[order])
     return Dataset.load_from_df(frame, Reader(rating_scale=(1, 5)))
 
 

@@ -79,13 +79,13 @@ class Picker:
 
 
 # ------------------------------------------------------------------ small datasets
-#: (low, high, step) of the rating scales drawn; some contain 0 and negative ratings
 #: arguments of ``datasets.synthetic`` for data whose latent factors are worth much more
 #: than MovieLens' (the generator's defaults are calibrated to MovieLens 100k, where
 #: factors and neighbours gain little over the baseline): for the tests that check a
 #: model finds collaborative signal where there is plenty
 STRONG_SIGNAL = {"interaction": 1.2, "noise": 0.5, "user_scale": 0.0, "n_clusters": 0}
 
+#: (low, high, step) of the rating scales drawn; some contain 0 and negative ratings
 SCALES = [(1, 5, 1), (1, 10, 1), (0.5, 5, 0.5), (-2, 2, 1), (0, 1, 1), (1, 2, 0.25)]
 #: the scales whose ratings are all positive
 POSITIVE_SCALES = tuple(scale for scale in SCALES if scale[0] > 0)

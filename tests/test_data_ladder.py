@@ -24,18 +24,16 @@ def test_the_generator_climbs_movielens_ladder(movielens):
     and the item-based KNNBaseline by 0.042."""
     table = compare(seeds=(0, 1, 2), shapes=("ml-100k",), verbose=False)
     assert list(table["rung"]) == list(RUNGS)
-    assert table["within"].all()
     worst = table.loc[table["difference"].abs().idxmax()]
     assert table["difference"].abs().max() <= TOLERANCE["ml-100k"], worst.to_dict()
 
 
 def test_a_generator_with_too_much_signal_fails_the_ladder(movielens):
-    """The comparison can fail: the previous defaults' collaborative signal shows."""
-    rungs = ("BaselineOnly", "SVD")
-    real = ladder(movielens, 0, rungs)
-    strong = ladder(synthetic(random_state=0, interaction=1.2, noise=0.6), 0, rungs)
-    assert real["BaselineOnly"] - real["SVD"] < 0.02
-    assert strong["BaselineOnly"] - strong["SVD"] > 0.05
+    """The comparison can fail: strong latent factors (as the generator had before its
+    calibration) put SVD far below the real data's rung."""
+    table = compare(seeds=(0,), shapes=("ml-100k",), verbose=False, interaction=1.2,
+                    noise=0.5, user_scale=0.0, n_clusters=0).set_index("rung")
+    assert not table.loc["SVD", "within"] and table.loc["SVD", "difference"] < -0.015
 
 
 def test_ladder_rungs_and_errors():
@@ -45,6 +43,8 @@ def test_ladder_rungs_and_errors():
     assert np.all(np.isfinite(rmse)) and rmse["BaselineOnly"] < rmse["global mean"]
     with pytest.raises(ValueError, match="rungs"):
         ladder(data, 0, ("SVD++",))
+    with pytest.raises(ValueError, match="shapes"):
+        compare(shapes=("ml-25m",), verbose=False)
 
 
 def test_the_generator_matches_movielens_activity(movielens):

@@ -14,10 +14,10 @@ from dprec.dataset_files import (
     RATING_SCALES,
     TITLES,
     find_dataset_files,
-    load_ratings_table,
     read_dataset_files,
 )
 from dprec.datasets import DATASETS, DatasetUnavailable, load, load_or_synthetic
+from dprec.ratings_table import load_ratings_table
 
 #: (user, item, rating) of the small files, in file order
 RATINGS = [("1", "10", 4.0), ("1", "20", 3.5), ("2", "10", 0.5), ("3", "30", 5.0),
@@ -159,6 +159,8 @@ def test_a_file_that_is_not_the_dataset_is_named(tmp_path, name, content):
 
 @pytest.mark.parametrize("name", sorted(TITLES))
 def test_missing_files_name_every_path_tried(tmp_path, monkeypatch, name):
+    # not Surprise's own builtin copies (a machine may hold ml-1m or jester there)
+    monkeypatch.setattr("dprec.dataset_files.BUILTIN_DATASETS", {})
     with pytest.raises(DatasetUnavailable, match="path given") as info:
         load(name, path=tmp_path)
     assert str(info.value).count(str(tmp_path)) >= 2       # in the folder and below
@@ -300,3 +302,30 @@ def test_the_command_line_reads_a_release_by_name(tmp_path):
     data, label = load_or_synthetic(args.dataset, path=args.data_path)
     assert label == TITLES["ml-1m"]
     _check(data, WHOLE, (1, 5))
+
+
+@pytest.mark.parametrize(("content", "kwargs", "needle"), [
+    ("u,i,r\n1,a,4\n1,a,5\n", {}, "more than once"),                    # a pair twice
+    ("u,i,r\n1,a,4\n2,b,4\n", {}, "rating_scale=(lowest, highest)"),   # one rating value
+    ("u,i,r\n1,a,4\n2,b,4\n", {"rating_scale": (4, 4)}, "lowest < highest"),
+])
+def test_tables_no_model_could_fit_are_refused(tmp_path, content, kwargs, needle):
+    file = tmp_path / "t.csv"
+    file.write_text(content)
+    with pytest.raises(ValueError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        load_ratings_table(file, "u", "i", "r", **kwargs)
+
+
+def test_a_colon_inside_a_double_colon_field_is_refused(tmp_path):
+    file = tmp_path / "t.dat"
+    file.write_text("1::10::4::978300760\n2::x:y:4::5::9\n")
+    with pytest.raises(ValueError, match="line 2"):
+        load_ratings_table(file, 0, 1, 2, sep="::")
+
+
+def test_ids_keep_their_text_after_a_comma_and_space(tmp_path):
+    """Ids such as NA or null are ids, not missing values; a space after the comma is not
+    part of the id; Windows line ends and a trailing blank line are read."""
+    file = tmp_path / "t.csv"
+    file.write_bytes(b"user,item,rating\r\n1, NA,4\r\nnull, 2,3\r\n\r\n")
+    assert _ratings(load_ratings_table(file)) == [("1", "NA", 4.0), ("null", "2", 3.0)]

@@ -147,6 +147,11 @@ def test_synthetic_edge_shapes(shape):
          "min_user_ratings"),
         (dict(rating_histogram=[1, 2, 3]), ValueError, "rating_histogram"),
         (dict(rating_histogram=[0, 0, 0, 0, 0]), ValueError, "rating_histogram"),
+        (dict(user_scale=6.0), ValueError, "user_scale"),
+        (dict(popular_noise=1000.0), ValueError, "popular_noise"),
+        (dict(consistency=-1.0), ValueError, "consistency"),
+        (dict(popularity_bias=1.5), ValueError, "popularity_bias"),
+        (dict(n_clusters=-1), ValueError, "n_clusters"),
         (dict(random_state=-1), ValueError, "random_state"),
         (dict(random_state="seed"), TypeError, "random_state"),
     ],
@@ -154,6 +159,15 @@ def test_synthetic_edge_shapes(shape):
 def test_synthetic_validation(kwargs, error, needle):
     with pytest.raises(error, match=needle):
         synthetic(**{"n_users": 20, "n_items": 30, "n_ratings": 200, **kwargs})
+
+
+@pytest.mark.parametrize("kwargs", [dict(activity_sigma=500.0), dict(
+    user_scale=5.0, consistency=5.0, popular_noise=-5.0, noise=0.0, popularity_sigma=50.0)])
+def test_synthetic_extreme_parameters_give_whole_ratings(kwargs):
+    """No overflow at the edges of the ranges: whole ratings, every user at least 20."""
+    frame = _frame(synthetic(200, 300, 9000, random_state=0, **kwargs))
+    assert len(frame) == 9000 and set(frame["rating"]) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert frame.groupby("user").size().min() >= 20
 
 
 def test_synthetic_has_collaborative_signal():

@@ -21,6 +21,7 @@ Run: `python -m dprec.experiments.data_ladder [--quick] [--out DIR]` or
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +37,10 @@ from ._options import experiment_parser
 RUNGS = ("global mean", "user mean", "item mean", "BaselineOnly", "SVD",
          "KNNBaseline item (pearson_baseline)", "KNNBaseline", "KNNBasic", "KNNWithMeans")
 
-#: MovieLens 1M's published ladder: Surprise's benchmark table (5-fold RMSE of
-#: its defaults: user-based MSD kNN, k = 40) and the means of published
-#: benchmarks, as quoted in dprec's issue tracker.
+#: MovieLens 1M's published ladder: Surprise's benchmark table (5-fold RMSE of its
+#: defaults: user-based MSD kNN, k = 40) for the models; the global, user- and
+#: item-mean rungs are published baselines as quoted in dprec's issue tracker (not in
+#: Surprise's table, not checked here).
 ML1M_PUBLISHED = {"global mean": 1.117, "user mean": 1.028, "item mean": 0.975,
                   "BaselineOnly": 0.909, "SVD": 0.873, "KNNBaseline": 0.895,
                   "KNNBasic": 0.923, "KNNWithMeans": 0.929}
@@ -76,7 +78,7 @@ def _mean_rungs(trainset, testset) -> dict[str, float]:
             "item mean": rmse(np.array([items.get(i, mu) for _, i, _ in testset]))}
 
 
-def ladder(data: Dataset, random_state: int = 0, rungs=RUNGS) -> pd.Series:
+def ladder(data: Dataset, random_state: int = 0, rungs: Sequence[str] = RUNGS) -> pd.Series:
     """The test RMSE of each rung on one 80/20 split of `data`.
 
     Parameters
@@ -108,15 +110,15 @@ def ladder(data: Dataset, random_state: int = 0, rungs=RUNGS) -> pd.Series:
     return pd.Series({rung: result[rung] for rung in rungs}, name="rmse")
 
 
-def compare(seeds=(0, 1, 2), shapes=("ml-100k", "ml-1m"), verbose: bool = True) -> pd.DataFrame:
+def compare(seeds: Sequence[int] = (0, 1, 2), shapes: Sequence[str] = ("ml-100k", "ml-1m"),
+            verbose: bool = True, **generator) -> pd.DataFrame:
     """The generator's ladder against the real one, per shape and rung.
 
     At the ML-100k shape the reference is MovieLens 100k measured on the same
     split seed as each synthetic dataset (skipped, saying so, when it has no
-    local copy); at the ML-1M shape it is
-    `ML1M_PUBLISHED`.  The
-    generator is [`synthetic`][dprec.rating_generator.synthetic] with its
-    defaults, one dataset per seed.
+    local copy); at the ML-1M shape it is `ML1M_PUBLISHED`.  The generator is
+    [`synthetic`][dprec.rating_generator.synthetic] with its defaults, or with
+    the keyword arguments `generator`, one dataset per seed.
 
     Returns
     -------
@@ -128,6 +130,9 @@ def compare(seeds=(0, 1, 2), shapes=("ml-100k", "ml-1m"), verbose: bool = True) 
         is about 0.005), `tolerance` and `within` (the mean difference within
         the tolerance).
     """
+    unknown = set(shapes) - set(TOLERANCE)
+    if unknown:
+        raise ValueError(f"shapes must be among {tuple(TOLERANCE)}, got {sorted(unknown)}")
     rows = []
     for shape in shapes:
         if shape == "ml-100k":
@@ -143,7 +148,7 @@ def compare(seeds=(0, 1, 2), shapes=("ml-100k", "ml-1m"), verbose: bool = True) 
             references = pd.concat([pd.Series(ML1M_PUBLISHED)] * len(seeds), axis=1)
             size, rungs = ML1M_SHAPE, tuple(ML1M_PUBLISHED)
         start = time.perf_counter()
-        runs = pd.concat([ladder(synthetic(*size, random_state=seed), seed, rungs)
+        runs = pd.concat([ladder(synthetic(*size, random_state=seed, **generator), seed, rungs)
                           for seed in seeds], axis=1)
         if verbose:
             print(f"{shape} shape: {len(seeds)} synthetic ladder(s) in "
