@@ -304,8 +304,9 @@ def default_share(n_users: float, n_items: int, rho: float) -> float:
     r"""The public rule for `baseline_share`: $1 -$ `FACTOR_SHARE` when
     $(n_{\text{users}} / n_{\text{items}}) \sqrt\rho \ge$ `FACTOR_SNR`, else 1 (no
     factors).  Raters per item grow with $n_{\text{users}} / n_{\text{items}}$ and the
-    noise's scale is $\propto 1/\sqrt\rho$; the threshold is where the factors were
-    measured to start paying on dprec's synthetic MovieLens-shaped data
+    noise's scale is $\propto 1/\sqrt\rho$; the threshold was set where the factors
+    started paying on dprec's synthetic data before its calibration to MovieLens; on
+    the calibrated data they pay from about 1.8 and cost at 1.1-1.2
     ([End-to-end models](../end_to_end.md)); fewer than `MIN_ITEMS` items give no factors
     either.  The model reads released sizes only: the baseline release's noisy number of
     users and the number of items it lists (a public catalogue's, or those its partition
