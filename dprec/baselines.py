@@ -14,7 +14,8 @@ the ratings one after another, each step using the previous one: it is left
 to Surprise (`surprise.AlgoBase.compute_baselines`).
 
 [`trainset_baselines`][] fits them once per trainset and options: the
-models of an experiment fitted on one trainset share them.
+models of an experiment fitted on one trainset share them.  [`MeanRating`][]
+is the simplest baseline of all: each user's (or item's) own mean rating.
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ import weakref
 from collections.abc import Callable
 
 import numpy as np
+from surprise import AlgoBase
 
-__all__ = ["als_baselines", "trainset_baselines"]
+from ._ratings import RatingArrays
+from ._validation import check_choice
+
+__all__ = ["MeanRating", "als_baselines", "trainset_baselines"]
 
 
 def als_baselines(users: np.ndarray, items: np.ndarray, ratings: np.ndarray, n_users: int,
@@ -74,3 +79,38 @@ def trainset_baselines(trainset, options: tuple, fit: Callable[[], tuple[np.ndar
 
 #: the baselines fitted on each live trainset, by options
 _FITTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+class MeanRating(AlgoBase):
+    """Each user's own mean rating (`of="user"`), or each item's (`of="item"`).
+
+    An unknown user (item) gets the global mean.  The user's own mean is what a
+    user's data give for free under joint differential privacy: it is shown to
+    that user alone.  Fitted without a Python loop over the ratings (the
+    trainset's arrays, `dprec._ratings.RatingArrays`).
+
+    Parameters
+    ----------
+    of : {"user", "item"}, default "user"
+        Whose mean answers.
+    """
+
+    def __init__(self, of: str = "user") -> None:
+        AlgoBase.__init__(self)
+        self.of = of
+
+    def fit(self, trainset) -> MeanRating:
+        """The means of `trainset`'s users (items) and its global mean."""
+        of = check_choice(self.of, "of", ("user", "item"))
+        AlgoBase.fit(self, trainset)
+        arrays = RatingArrays.from_trainset(trainset, user_based=of == "user")
+        self.of_, self.means_, self.mu_ = of, arrays.user_means(), arrays.global_mean
+        return self
+
+    def estimate(self, u, i) -> float:
+        """The user's (item's) mean, or the global mean when it is unknown."""
+        if self.of_ == "user":
+            known, inner = self.trainset.knows_user(u), u
+        else:
+            known, inner = self.trainset.knows_item(i), i
+        return float(self.means_[inner]) if known else self.mu_

@@ -194,17 +194,26 @@ def test_knn_pays_reads_the_first_size_where_the_knn_is_below_the_baseline():
 def test_the_user_mean_is_each_users_own_mean():
     import numpy as np
 
+    from dprec.baselines import MeanRating
     from dprec.datasets import synthetic
-    from dprec.experiments.users_scaling import UserMean, subsample_users
+    from dprec.experiments.users_scaling import subsample_users
 
     data = synthetic(50, 30, 600, random_state=0)
     trainset = data.build_full_trainset()
-    algo = UserMean().fit(trainset)
+    algo = MeanRating().fit(trainset)
     for u in (0, 7):
         ratings = [r for _, r in trainset.ur[u]]
         uid = trainset.to_raw_uid(u)
         assert algo.predict(uid, "anything").est == pytest.approx(np.mean(ratings))
     assert algo.predict("nobody", "x").est == pytest.approx(trainset.global_mean)
+    items = MeanRating("item").fit(trainset)
+    for i in (0, 5):
+        ratings = [r for _, r in trainset.ir[i]]
+        assert items.predict("nobody", trainset.to_raw_iid(i)).est == pytest.approx(
+            np.mean(ratings))
+    assert items.predict("1", "nothing").est == pytest.approx(trainset.global_mean)
+    with pytest.raises(ValueError, match="of"):
+        MeanRating("both").fit(trainset)
     half = subsample_users(data, 0.5, seed=1)
     assert len({r[0] for r in half.raw_ratings}) == 25
     assert set(half.raw_ratings) <= set(data.raw_ratings)

@@ -29,6 +29,8 @@ import pandas as pd
 from surprise import SVD, BaselineOnly, Dataset, accuracy
 from surprise.model_selection import train_test_split
 
+from .._ratings import RatingArrays
+from ..baselines import MeanRating
 from ..datasets import DatasetUnavailable, load, synthetic
 from ..knn import PrivateKNN
 from ._options import experiment_parser
@@ -59,25 +61,6 @@ _KNN = {  # rung -> PrivateKNN arguments (Surprise's defaults: k = 40, MSD, user
 }
 
 
-def _mean_rungs(trainset, testset) -> dict[str, float]:
-    """RMSE of the global, user and item means (an unknown user or item: the global mean)."""
-    truth = np.array([r for *_, r in testset])
-    mu = trainset.global_mean
-
-    def means(rows, to_raw):
-        return {to_raw(inner): np.mean([r for _, r in ratings]) for inner, ratings in rows.items()}
-
-    users = means(trainset.ur, trainset.to_raw_uid)
-    items = means(trainset.ir, trainset.to_raw_iid)
-
-    def rmse(guess):
-        return float(np.sqrt(np.mean((truth - guess) ** 2)))
-
-    return {"global mean": rmse(mu),
-            "user mean": rmse(np.array([users.get(u, mu) for u, _, _ in testset])),
-            "item mean": rmse(np.array([items.get(i, mu) for _, i, _ in testset]))}
-
-
 def ladder(data: Dataset, random_state: int = 0, rungs: Sequence[str] = RUNGS) -> pd.Series:
     """The test RMSE of each rung on one 80/20 split of `data`.
 
@@ -98,8 +81,11 @@ def ladder(data: Dataset, random_state: int = 0, rungs: Sequence[str] = RUNGS) -
     if unknown:
         raise ValueError(f"rungs must be among {RUNGS}, got {sorted(unknown)}")
     trainset, testset = train_test_split(data, test_size=0.2, random_state=random_state)
-    result = _mean_rungs(trainset, testset)
-    models = {"BaselineOnly": lambda: BaselineOnly(verbose=False),
+    truth = np.array([r for *_, r in testset])
+    mu = RatingArrays.from_trainset(trainset).global_mean
+    result = {"global mean": float(np.sqrt(np.mean((truth - mu) ** 2)))}
+    models = {"user mean": lambda: MeanRating("user"), "item mean": lambda: MeanRating("item"),
+              "BaselineOnly": lambda: BaselineOnly(verbose=False),
               "SVD": lambda: SVD(random_state=random_state),
               **{name: (lambda kw=kw: PrivateKNN(k=40, verbose=False, **kw))
                  for name, kw in _KNN.items()}}

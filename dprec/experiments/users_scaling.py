@@ -36,10 +36,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from surprise import SVD, AlgoBase, BaselineOnly, accuracy
+from surprise import SVD, BaselineOnly, accuracy
 from surprise.model_selection import train_test_split
 
 from .._plotting import save, subplots
+from ..baselines import MeanRating
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_als import DPALS
 from ..dp_baseline import DPBaseline
@@ -73,34 +74,12 @@ PRIVATE = {
 }
 #: the references (no privacy, or free)
 REFERENCES = {
-    "user mean": lambda: UserMean(),
+    "user mean": lambda: MeanRating("user"),
     "BaselineOnly": lambda: BaselineOnly(verbose=False),
     "KNNBaseline (item)": lambda: PrivateKNNBaseline(k=PUBLIC_K, sim_options={
         "name": "pearson_baseline", "user_based": False}, verbose=False),
     "SVD": lambda: SVD(random_state=0),
 }
-
-
-class UserMean(AlgoBase):
-    """Each user's own mean rating (the global mean for an unknown user): what a user's
-    own data give for free under joint differential privacy."""
-
-    def fit(self, trainset):
-        """Each user's mean rating."""
-        AlgoBase.fit(self, trainset)
-        sums = np.zeros(trainset.n_users)
-        counts = np.zeros(trainset.n_users)
-        for u, ratings in trainset.ur.items():
-            sums[u] = sum(r for _, r in ratings)
-            counts[u] = len(ratings)
-        self.means_ = sums / np.maximum(counts, 1)
-        return self
-
-    def estimate(self, u, i):
-        """The user's mean (the global mean for an unknown user)."""
-        if not self.trainset.knows_user(u):
-            return self.trainset.global_mean
-        return float(self.means_[u])
 
 
 def subsample_users(data, share: float, seed: int = 0):
