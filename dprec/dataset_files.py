@@ -372,12 +372,9 @@ def load_dataset_files(name: str, path: PathLike | None = None) -> Dataset:
     -----
     Surprise keeps a `Dataset`'s ratings as a list of tuples, about 100 bytes a
     rating, beside the frame it was made from: loading MovieLens 25M peaks at
-    about 3.7 GB (20 s on 2 cores, `benchmarks/bench_loaders.py`), the Netflix
-    Prize's 100 million ratings need about 15 GB.
+    about 3.7 GB (20 s on 2 cores, `benchmarks/bench_loaders.py`); at that rate
+    (not measured) the Netflix Prize's 100 million ratings would need about 15 GB.
     """
     key, _ = _layout(name)
-    return _dataset(read_dataset_files(key, path), RATING_SCALES[key])
-
-
-def _dataset(frame: pd.DataFrame, scale: tuple[float, float]) -> Dataset:
-    return Dataset.load_from_df(frame, Reader(rating_scale=scale))
+    return Dataset.load_from_df(read_dataset_files(key, path),
+                                Reader(rating_scale=RATING_SCALES[key]))

@@ -273,11 +273,15 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
         stop = min(start + block, n_users)
         log_weight = log_popularity[None, :] + selection_bias * (
             user_factors[start:stop] @ item_factors.T)
-        # Efraimidis-Spirakis: smallest E / w, i.e. smallest log(E) - log(w).
+        # Efraimidis-Spirakis: smallest E / w, i.e. smallest log(E) - log(w); only the
+        # block's largest count of smallest keys is sorted, not the whole row
         with np.errstate(divide="ignore"):  # an exponential draw of exactly 0 -> -inf
             keys = np.log(rng.standard_exponential((stop - start, n_items))) - log_weight
-        order = np.argsort(keys, axis=1)
-        chosen.append(order[column[None, :] < counts[start:stop, None]])
+        most = int(counts[start:stop].max())
+        smallest = np.argpartition(keys, most - 1, axis=1)[:, :most]
+        order = np.take_along_axis(smallest, np.argsort(
+            np.take_along_axis(keys, smallest, axis=1), axis=1), axis=1)
+        chosen.append(order[column[None, :most] < counts[start:stop, None]])
     items = np.concatenate(chosen).astype(np.int64)
     users = np.repeat(np.arange(n_users, dtype=np.int64), counts)
     if n_ratings >= n_items:
