@@ -288,16 +288,16 @@ class DPALS(ListedModel, AlgoBase):
         """The released global mean (the baseline's)."""
         return self.baseline_.mu_
 
-    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
-        """Estimates and `details` for positions in the lists (`-1`: unknown): the
+    def _estimates(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Estimates (not clipped) for positions in the lists (`-1`: unknown): the
         baseline's, plus $C x_u^\\top v_i$ where both are listed."""
-        est, details = self.baseline_._answers(users, items)
+        est = self.baseline_._estimates(users, items)
         known = (users >= 0) & (items >= 0)
         if not len(self._factors):               # no item listed: no factor to read
-            return est, details
+            return est
         dot = np.einsum("nd,nd->n", self._user_factors[np.maximum(users, 0)],
                         self._factors[np.maximum(items, 0)])
-        return est + np.where(known, self._clip * dot, 0.0), details
+        return est + np.where(known, self._clip * dot, 0.0)
 
 
 def default_share(n_users: float, n_items: int, rho: float) -> float:

@@ -431,13 +431,12 @@ class DPBaseline(ListedModel, AlgoBase):
         return (matrix.data - self.mu_ - self._item_effects[matrix.indices]
                 - self._user_effects[space.rows])
 
-    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
-        """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""
+    def _estimates(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Estimates (not clipped) for positions in the lists (`-1`: unknown)."""
         known_user, known_item = users >= 0, items >= 0
         effects = self._item_effects[np.maximum(items, 0)] if len(self._item_effects) else 0.0
-        est = (self.mu_ + np.where(known_user, self._user_effects[np.maximum(users, 0)], 0.0)
-               + np.where(known_item, effects, np.where(known_user, self.unlisted_effect_, 0.0)))
-        return est, surprise_details(known_user, known_item)
+        return (self.mu_ + np.where(known_user, self._user_effects[np.maximum(users, 0)], 0.0)
+                + np.where(known_item, effects, np.where(known_user, self.unlisted_effect_, 0.0)))
 
 
 # ------------------------------------------------------------------ the release

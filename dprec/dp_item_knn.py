@@ -105,7 +105,7 @@ from .mechanisms import (
     zcdp_rho,
 )
 from .noisy_effects import SIGNAL
-from .rating_space import ListedModel, RatingSpace
+from .rating_space import ListedModel, RatingSpace, surprise_details
 
 __all__ = ["DPItemKNN", "default_share", "gaussian_sums", "grid_levels", "grid_residuals",
            "integer_sums", "laplace_sum_epsilons", "noisy_sums", "sum_sensitivities"]
@@ -132,7 +132,8 @@ NOTES = {
                "uses u's own ratings, shown to u alone",
 }
 #: what the model releases, all post-processing of the releases
-OUTPUTS = ("predictions", "details", "neighbour lists", "similarities", "item effects")
+OUTPUTS = ("predictions", "details", "recommendations", "neighbour lists", "similarities",
+           "item effects")
 
 
 class DPItemKNN(ListedModel, AlgoBase):
@@ -447,16 +448,27 @@ class DPItemKNN(ListedModel, AlgoBase):
         """The released global mean (the baseline's)."""
         return self.baseline_.mu_
 
-    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
-        """Estimates and `details` for positions in the lists (`-1`: unknown): the
+    def _estimates(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Estimates (not clipped) for positions in the lists (`-1`: unknown): the
         baseline's, plus the neighbourhood shift where both are listed."""
-        est, details = self.baseline_._answers(users, items)
-        known = np.flatnonzero((users >= 0) & (items >= 0))
-        shift, actual_k = self._shifts(users[known], items[known])
-        est[known] += shift
+        return self._shifted(users, items)[0]
+
+    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
+        """`_estimates` and `details`, with `actual_k` where both are listed."""
+        est, known, actual_k = self._shifted(users, items)
+        details = surprise_details(users >= 0, items >= 0)
         for n, count in zip(known.tolist(), actual_k.tolist()):
             details[n] = {"actual_k": count, "was_impossible": False}
         return est, details
+
+    def _shifted(self, users: np.ndarray, items: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The estimates, the queries where both are listed, and their `actual_k`."""
+        est = self.baseline_._estimates(users, items)
+        known = np.flatnonzero((users >= 0) & (items >= 0))
+        shift, actual_k = self._shifts(users[known], items[known])
+        est[known] += shift
+        return est, known, actual_k
 
     def _shifts(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         r"""$\sum_j s_{ij} e_{uj} / \sum_j s_{ij}$ over the `k` items rated by $u$ most similar

@@ -313,40 +313,11 @@ class ImplicitModel(PrivateModel, AlgoBase):
         (`dprec.topn.recommend_batch`; it names any `options`, which this model
         does not take, in a `TypeError`)."""
         self._check_fitted()
-        top = recommend_batch(self._ranked(), [uid], n, exclude_rated, **options)
+        top = recommend_batch(self, [uid], n, exclude_rated, **options)
         return list(zip(top["iid"].tolist(), top["est"].tolist()))
 
     def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True, **options):
         """Top-`n` lists of many users, a DataFrame (`uid`, `rank`, `iid`, `est`):
         `dprec.topn.recommend_batch`."""
         self._check_fitted()
-        return recommend_batch(self._ranked(), uids, n, exclude_rated, **options)
-
-    def _ranked(self):
-        """What `dprec.topn.recommend_batch` ranks: the model itself when it lists every
-        item of the trainset, else a `_Ranked` view (named as the model, for the errors)."""
-        if (self._item_columns >= 0).all():
-            return self
-        return type(type(self).__name__, (_Ranked,), {})(self)
-
-
-class _Ranked:
-    """A fitted model as `dprec.topn.recommend_batch` ranks it: a column for every item
-    of the trainset, the items the model did not list (partition selection) after its
-    list, never possible (so never recommended, and still left out as rated).
-    `recommend_batch` gives every trainset item a column of `item_list_`."""
-
-    def __init__(self, model: ImplicitModel) -> None:
-        self.trainset, self._model = model.trainset, model
-        inner = raw_ids(model.trainset, users=False)
-        unlisted = [raw for raw, column in zip(inner, model._item_columns.tolist())
-                    if column < 0]
-        self.item_list_ = (*model.item_list_, *unlisted)
-        self._extra = len(unlisted)
-        self.estimate_arrays = model.estimate_arrays
-
-    def score_rows(self, users) -> tuple[np.ndarray, np.ndarray]:
-        """The model's scores, and the unlisted items' impossible columns after them."""
-        est, possible = self._model.score_rows(users)
-        pad = ((0, 0), (0, self._extra))
-        return np.pad(est, pad), np.pad(possible, pad)
+        return recommend_batch(self, uids, n, exclude_rated, **options)

@@ -110,7 +110,7 @@ from .mechanisms import (
 )
 from .mechanisms.randomized_response import MAX_EPSILON as RR_MAX_EPSILON
 from .noisy_effects import SIGNAL, effects_above_noise, noise_shares, own_effects, shrunk_effects
-from .rating_space import SCOPE, ListedModel, RatingSpace, surprise_details
+from .rating_space import SCOPE, ListedModel, RatingSpace
 from .similarity import (
     SKETCH_BACKENDS,
     SketchBackend,
@@ -443,8 +443,8 @@ class LocalKNN(ListedModel, AlgoBase):
         return accountant
 
     # ------------------------------------------------------------- answers
-    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
-        """Estimates (not clipped) and `details` for positions in the lists (`-1`: unknown)."""
+    def _estimates(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
+        """Estimates (not clipped) for positions in the lists (`-1`: unknown)."""
         known_user, known_item = users >= 0, items >= 0
         u, i = np.maximum(users, 0), np.maximum(items, 0)
         effects = self._item_effects[i] if len(self._item_effects) else 0.0   # none listed
@@ -452,7 +452,7 @@ class LocalKNN(ListedModel, AlgoBase):
                + np.where(known_item, effects, 0.0))
         both = known_user & known_item
         est[both] += self._deviations(u[both], i[both])
-        return est, surprise_details(known_user, known_item)
+        return est
 
     def _deviations(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         r"""$d_{ui}$ for listed pairs: the weighted debiased residual reports of $u$'s

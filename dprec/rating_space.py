@@ -13,10 +13,18 @@ of the guarantee and which users are at its boundary
 (`SCOPE`).
 
 [`ListedModel`][dprec.rating_space.ListedModel] gives such a model Surprise's
-`estimate`, `predict` and `test`: raw ids are resolved against the lists, and the model
-answers positions through its `_answers(users, items)`.  It is a
+`estimate`, `predict` and `test`, and top-N lists (`recommend`, `recommend_batch`):
+raw ids are resolved against the lists, and the model answers positions through its
+`_estimates(users, items)`.  It is a
 [`PrivateModel`][dprec.private_model.PrivateModel] whose releases are made once, at
 `fit`, for every listed user.
+
+**Top-N lists.**  A user's list ranks the listed items only (an item outside the list
+was never released, and is never recommended) by the model's estimates, unclipped (the
+list's `est` is clipped as `test` answers): post-processing of the releases and of the
+user's own ratings (which the list leaves out with `exclude_rated`), shown to that user
+alone, like a prediction.  The report covers it as its output `"recommendations"`, under
+the same conditions as the predictions.
 """
 
 from __future__ import annotations
@@ -33,8 +41,10 @@ from surprise.prediction_algorithms.predictions import Prediction
 from ._ratings import RatingArrays, ratings_matrix
 from ._surprise import predictions, raw_ids, testset_columns
 from ._validation import check_int
+from .knn.parameters import check_ids
 from .ledger import PrivacyAccountant, Unit
 from .private_model import PrivateModel
+from .topn import Recommender
 
 __all__ = ["SCOPE", "UNKNOWN_BOTH", "Catalogue", "ListedModel", "RatingSpace", "sorted_ids",
            "surprise_details"]
@@ -272,16 +282,19 @@ def surprise_details(known_user: np.ndarray, known_item: np.ndarray) -> list[dic
             else {"was_impossible": False} for gone in lost.tolist()]
 
 
-class ListedModel(PrivateModel):
-    """Surprise's `estimate`, `predict` and `test` for a model of the lists.
+class ListedModel(Recommender, PrivateModel):
+    """Surprise's `estimate`, `predict` and `test`, and top-N lists, for a model of the
+    lists.
 
     A private model inherits this before `surprise.AlgoBase`, sets `_space` (its
     [`RatingSpace`][dprec.rating_space.RatingSpace]) and `_accountant` (its
     [`PrivacyAccountant`][dprec.PrivacyAccountant], set last: the model is fitted once
-    it exists) at `fit`, and defines `_answers(users, items)` — estimates (not clipped)
-    and `details` for positions in the lists (`-1`: not listed) — and `mu_`, the
-    released global mean.  Raw ids are resolved against the lists: listed users and
-    items without ratings are known.
+    it exists) at `fit`, and defines `_estimates(users, items)` — estimates (not
+    clipped) for positions in the lists (`-1`: not listed), arrays of any length — and
+    `mu_`, the released global mean; `_answers` adds Surprise's `details` (a model
+    with details of its own overrides it).  Raw ids are resolved against the lists:
+    listed users and items without ratings are known.  Its report must list
+    `"recommendations"` among its outputs (`OUTPUTS`).
     """
 
     _space: RatingSpace
@@ -294,8 +307,48 @@ class ListedModel(PrivateModel):
     #: user list read from the data is a release, with its boundary users outside
     _names_users: bool = False
 
-    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
+    def _estimates(self, users: np.ndarray, items: np.ndarray) -> np.ndarray:
         raise NotImplementedError
+
+    def _answers(self, users: np.ndarray, items: np.ndarray) -> tuple[np.ndarray, list]:
+        """Estimates (not clipped) and Surprise's `details` for positions in the lists."""
+        return self._estimates(users, items), surprise_details(users >= 0, items >= 0)
+
+    # ------------------------------------------------------------ top-N
+    @property
+    def item_list_(self) -> tuple:
+        """The raw ids of the listed items, sorted: the columns of `score_rows`, and the
+        only items a top-N list may hold."""
+        return self._space.items.ids
+
+    def score_rows(self, users) -> tuple[np.ndarray, np.ndarray]:
+        """Every listed item's estimate for each of `users` (inner ids of the trainset),
+        not clipped, and where a top-N list may hold it (every listed item): both
+        `(len(users), len(item_list_))`, columns in the order of `item_list_`.  What
+        [`dprec.topn.recommend_batch`][] ranks; a row is the user's predictions, from
+        the releases and the user's own ratings (nothing is charged).
+
+        Raises
+        ------
+        TypeError, ValueError
+            For `users` that are not a 1-D array of inner user ids of the trainset.
+        """
+        self._check_fitted()
+        users = check_ids(users, "users", self.trainset.n_users)
+        rows = self._space.users.positions([self.trainset.to_raw_uid(u) for u in users.tolist()])
+        n_items = len(self._space.items)
+        est = self._estimates(np.repeat(rows, n_items),
+                              np.tile(np.arange(n_items, dtype=np.int64), len(rows)))
+        shape = (len(rows), n_items)
+        return est.reshape(shape), np.ones(shape, dtype=bool)
+
+    def _listed_estimates(self, top: pd.DataFrame) -> pd.DataFrame:
+        """The lists' `est` clipped to the rating scale, as `test` answers (the lists are
+        ranked by the unclipped estimates: clipping would tie every estimate above the
+        scale's top)."""
+        low, high = self.trainset.rating_scale
+        top["est"] = top["est"].clip(low, high)
+        return top
 
     def _release_once(self, accountant: PrivacyAccountant, indices: list[int],
                       outputs: Iterable[str], note: str, unit: Unit,

@@ -1,4 +1,4 @@
-"""Top-N recommendation from any fitted model with ``estimate_arrays``.
+"""Top-N recommendation from any fitted model with ``estimate_arrays`` or ``score_rows``.
 
 A user's top-N list ranks every item of the catalogue by its estimate; the
 estimates of a block of users × all items are one call of the model's
@@ -9,8 +9,10 @@ queries; a model that scores whole rows (`PrivateKNN.score_rows`,
 ``score_rows(users, **options)`` instead, which also says which items a list may hold
 (`PrivateKNN`: those at least ``min_k`` neighbours support, by default every
 estimate but a fallback's).  The columns are the trainset's items in inner order, or
-the model's ``item_list_`` where it has one (`ImplicitKNN`: raw ids, sorted; with a
-public catalogue, items nobody rated too).  Items without an estimate
+the model's ``item_list_`` where it has one (`ImplicitKNN`, and `DPBaseline` and the
+other models of [`dprec.rating_space`][]: raw ids, sorted; with a public catalogue,
+items nobody rated too; a trainset item the model does not list, e.g. one its partition
+selection did not choose, is never recommended).  Items without an estimate
 (``was_impossible``) are never recommended, nor, with ``exclude_rated``, those the user
 rated in the trainset.  Ties are broken by column order, so the lists are reproducible.
 
@@ -30,7 +32,7 @@ from ._arrays import top_mask
 from ._ratings import RatingArrays
 from ._validation import check_bool, check_int
 
-__all__ = ["recommend_batch"]
+__all__ = ["Recommender", "check_uids", "recommend_batch"]
 
 #: largest number of (user × item) estimates computed at once
 _BLOCK_CELLS = 1 << 20
@@ -42,8 +44,8 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
 
     Parameters
     ----------
-    algo : fitted model with ``trainset`` and ``estimate_arrays(users, items)``
-        e.g. [`dprec.PrivateKNN`][].
+    algo : fitted model with ``trainset`` and ``estimate_arrays(users, items)`` or
+        ``score_rows(users)``, e.g. [`dprec.PrivateKNN`][], [`dprec.DPBaseline`][].
     uids : iterable of raw user ids, known to the trainset
     n : int, default 10
         List length (``>= 1``); shorter when fewer items have an estimate.
@@ -64,13 +66,11 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     n = check_int(n, "n", minimum=1)
     exclude_rated = check_bool(exclude_rated, "exclude_rated")
     trainset = getattr(algo, "trainset", None)
-    if trainset is None or not hasattr(algo, "estimate_arrays"):
-        raise TypeError("algo must be a fitted model with estimate_arrays (e.g. PrivateKNN)")
-    if isinstance(uids, (str, bytes)) or not hasattr(uids, "__iter__"):
-        raise TypeError(f"uids must be a list of raw user ids (for one user: "
-                        f"recommend(uid)), got {type(uids).__name__} {uids!r}")
+    if trainset is None or not (hasattr(algo, "estimate_arrays") or hasattr(algo, "score_rows")):
+        raise TypeError("algo must be a fitted model with estimate_arrays or score_rows (e.g. "
+                        "PrivateKNN, DPBaseline)")
+    uids = check_uids(uids)
     _check_options(algo, options)
-    uids = list(uids)
     users = np.array([_inner_uid(trainset, uid) for uid in uids], dtype=np.int64)
     rows_model = hasattr(algo, "score_rows")
     item_ids, columns = _item_columns(algo, trainset)
@@ -88,8 +88,10 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
         scores = np.where(possible, est, -np.inf).reshape(len(block), n_items)
         if rated is not None:
             rows = rated[block]
-            scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr)),
-                   columns[rows.indices]] = -np.inf
+            cells = columns[rows.indices]
+            listed = cells >= 0                 # a rated item the model does not list
+            scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr))[listed],
+                   cells[listed]] = -np.inf
         top = _top(scores, n)
         top["position"] += start
         frames.append(top)
@@ -117,15 +119,39 @@ def _check_options(algo, options: dict) -> None:
                         + (", ".join(accepted) if accepted else "none"))
 
 
+def check_uids(uids) -> list:
+    """``uids`` as a list of raw user ids: an iterable (not a string) of hashable ids.
+
+    Raises
+    ------
+    TypeError
+        Naming ``uids``: a single id (``recommend(uid)`` is for one user), or an id that
+        cannot be a raw id (unhashable, e.g. a list).
+    """
+    if isinstance(uids, (str, bytes)) or not hasattr(uids, "__iter__"):
+        raise TypeError(f"uids must be a list of raw user ids (for one user: "
+                        f"recommend(uid)), got {type(uids).__name__} {uids!r}")
+    uids = list(uids)
+    for uid in uids:
+        try:
+            hash(uid)
+        except TypeError:
+            raise TypeError(f"uids must hold raw user ids (str, int, ...: hashable), got "
+                            f"{type(uid).__name__} {uid!r}; for several users pass one "
+                            "flat list") from None
+    return uids
+
+
 def _item_columns(algo, trainset) -> tuple[list, np.ndarray]:
-    """The raw ids of the columns ranked, and the column of each inner item id: the
-    trainset's items in inner order, or the model's ``item_list_``."""
+    """The raw ids of the columns ranked, and the column of each inner item id (``-1``
+    where the model does not list it): the trainset's items in inner order, or the
+    model's ``item_list_``."""
     inner = [trainset.to_raw_iid(i) for i in range(trainset.n_items)]
     if not hasattr(algo, "item_list_"):
         return inner, np.arange(trainset.n_items)
     item_ids = list(algo.item_list_)
     where = {raw: n for n, raw in enumerate(item_ids)}
-    return item_ids, np.fromiter((where[raw] for raw in inner), np.int64, len(inner))
+    return item_ids, np.fromiter((where.get(raw, -1) for raw in inner), np.int64, len(inner))
 
 
 def _inner_uid(trainset, uid) -> int:
@@ -146,3 +172,33 @@ def _top(scores: np.ndarray, n: int) -> pd.DataFrame:
     keep = np.isfinite(values)
     return pd.DataFrame({"position": rows[keep], "rank": rank[keep], "item": items[keep],
                          "est": values[keep]})
+
+
+class Recommender:
+    """Mixin: `recommend` and `recommend_batch` of a model that
+    [`recommend_batch`][dprec.topn.recommend_batch] ranks (by its `score_rows` or
+    `estimate_arrays`), with `PrivateKNN`'s arguments and outputs.
+
+    A model may define `_listed_estimates(top)`, the lists' `est` column as it answers
+    `test` (e.g. clipped to the rating scale) where it ranks by another monotone score
+    (an unclipped estimate, a raw score): the order is the score's, ties included.
+    """
+
+    def recommend(self, uid, n: int = 10, exclude_rated: bool = True,
+                  **options) -> list[tuple]:
+        """The top-`n` items for raw user id `uid`: `[(raw iid, est), ...]`, best first
+        (`recommend_batch` for one user; it names any `options` the model does not
+        take in a `TypeError`)."""
+        top = self.recommend_batch([uid], n, exclude_rated, **options)
+        return list(zip(top["iid"].tolist(), top["est"].tolist()))
+
+    def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True,
+                        **options) -> pd.DataFrame:
+        """Top-`n` lists of many users at once, a DataFrame (`uid`, `rank`, `iid`,
+        `est`): [`dprec.topn.recommend_batch`][], `est` as `test` answers."""
+        self._check_fitted()
+        return self._listed_estimates(recommend_batch(self, uids, n, exclude_rated, **options))
+
+    def _listed_estimates(self, top: pd.DataFrame) -> pd.DataFrame:
+        """The lists' `est` as `test` answers (here: as ranked)."""
+        return top

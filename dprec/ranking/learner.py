@@ -48,8 +48,10 @@ from .._ratings import check_ratings, check_unique_pairs
 from .._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
 from .._surprise import UNKNOWN, inner_ids, predictions, raw_ids
 from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
+from ..knn.parameters import check_ids
 from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from ..private_model import PrivateModel
+from ..topn import Recommender
 from .mallows import (
     CALIBRATIONS,
     LAPLACE_MAX_EPSILON,
@@ -134,7 +136,7 @@ def _rating_step(ratings: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------ the algorithm
-class MallowsRanker(PrivateModel, AlgoBase):
+class MallowsRanker(Recommender, PrivateModel, AlgoBase):
     r"""Pairwise logistic MF trained on ε-ranking-DP orders (Xu, Sun & Cheng 2023).
 
     Parameters
@@ -360,6 +362,25 @@ class MallowsRanker(PrivateModel, AlgoBase):
         if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
             raise PredictionImpossible(UNKNOWN)
         return float(self._estimate_batch(np.array([u]), np.array([i]))[0])
+
+    def score_rows(self, users) -> tuple[np.ndarray, np.ndarray]:
+        """The ranking score of every item (inner order) for each of ``users`` (inner
+        ids), and where a top-N list may hold it (everywhere): both ``(len(users),
+        n_items)``.  What ``recommend_batch`` ranks: the estimates are a strictly
+        increasing map of it per user, which ties near the scale's ends where it does not.
+        A list is one of the "scores, predictions and rankings" the report covers."""
+        self._check_fitted()
+        users = check_ids(users, "users", self.trainset.n_users)
+        n_items = self.trainset.n_items
+        scores = self.item_bias_[None, :] + self.user_factors_[users] @ self.item_factors_.T
+        return scores, np.ones((len(users), n_items), dtype=bool)
+
+    def _listed_estimates(self, top):
+        """The lists' ``est``: the estimates ``test`` answers (ranked by the score)."""
+        users = np.array([self.trainset.to_inner_uid(u) for u in top["uid"]], np.int64)
+        items = np.array([self.trainset.to_inner_iid(i) for i in top["iid"]], np.int64)
+        top["est"] = self._estimate_batch(users, items) if len(top) else top["est"]
+        return top
 
     def test(self, testset, verbose: bool = False) -> list[Prediction]:
         """Predict a whole testset at once; equal to ``predict`` one by one."""
