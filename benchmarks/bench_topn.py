@@ -54,9 +54,10 @@ MODELS = [
     ("LensKit's user kNN: KNNWithMeans user, centered_cosine, LENSKIT",
      lambda: PrivateKNNWithMeans(**LENSKIT, sim_options={"name": "centered_cosine"})),
 ]
-RANKINGS = {"min_k=0": {"min_k": 0}, "default": {}, "neighbour_shrinkage=10":
-            {"neighbour_shrinkage": 10}, "neighbour_shrinkage=inf":
-            {"neighbour_shrinkage": float("inf")}}
+RANKINGS = {"min_k=0, unshrunk": {"min_k": 0, "neighbour_shrinkage": 0},
+            "unshrunk (old default)": {"neighbour_shrinkage": 0},
+            "default (λ = 5)": {}, "neighbour_shrinkage=10": {"neighbour_shrinkage": 10},
+            "neighbour_shrinkage=inf": {"neighbour_shrinkage": float("inf")}}
 #: the configuration docs/topn.md recommends for ranking with ratings; its λ is chosen
 RECOMMENDED = ("KNNBaseline item, cosine, k=40",
                lambda: PrivateKNNBaseline(k=40, sim_options=COSINE))

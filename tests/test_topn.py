@@ -19,6 +19,7 @@ from surprise.model_selection import PredefinedKFold
 
 from dprec import ImplicitKNN, PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, datasets
 from dprec.evaluation import choose_ranking_option, holdout_split
+from dprec.knn.queries import RANKING_SHRINKAGE
 from dprec.metrics import precision_at_k
 from dprec.topn import recommend_batch
 
@@ -55,8 +56,9 @@ def _list(algo, **options):
 def test_the_fallbacks_answers_are_ranked_only_with_min_k_0(fallback_data):
     algo = PrivateKNNWithMeans(k=5, verbose=False).fit(fallback_data)
     c = round(4.5 + 2 - 11 / 3, 12)
-    assert _list(algo) == [("C", c)]                       # default: the model's min_k, 1
-    assert _list(algo, min_k=0) == [("D", 4.5), ("X", 4.5), ("C", c)]   # as before
+    unshrunk = {"neighbour_shrinkage": 0}
+    assert _list(algo, **unshrunk) == [("C", c)]          # default: the model's min_k, 1
+    assert _list(algo, min_k=0, **unshrunk) == [("D", 4.5), ("X", 4.5), ("C", c)]
     assert _list(algo, min_k=2) == []
     # the model's min_k is the default: with min_k=2 every item falls back, none is ranked
     assert _list(PrivateKNNWithMeans(k=5, min_k=2, verbose=False).fit(fallback_data)) == []
@@ -69,12 +71,25 @@ def test_the_fallbacks_answers_are_ranked_only_with_min_k_0(fallback_data):
 
 def test_min_k_and_shrinkage_rank_by_support(support_data):
     algo = PrivateKNN(k=5, verbose=False).fit(support_data)
-    assert _list(algo) == [("P", 5.0), ("Q", 4.5)]
-    assert _list(algo, min_k=2) == [("Q", 4.5)]                 # P has one neighbour
+    assert _list(algo, neighbour_shrinkage=0) == [("P", 5.0), ("Q", 4.5)]
+    assert _list(algo, min_k=2, neighbour_shrinkage=0) == [("Q", 4.5)]   # P: one neighbour
     assert _list(algo, neighbour_shrinkage=2) == [("Q", 3.9), ("P", round(3 + 2 / 3, 12))]
     assert _list(algo, neighbour_shrinkage=math.inf) == [("P", 3.0), ("Q", 3.0)]
     # the predictions are the model's own, unshrunk
     assert algo.predict("u0", "P").est == 5.0 and algo.neighbour_shrinkage == 0
+
+
+def test_the_default_ranking_shrinks_a_model_that_does_not(support_data):
+    """Issue 53: `PrivateKNN()`'s lists were items one or two neighbours rated 5.  A model
+    without a shrinkage ranks by `RANKING_SHRINKAGE` (λ = 5: Q, 3 + 3/8 · 1.5, before P,
+    3 + 1/6 · 2); a model with one ranks by its own."""
+    assert RANKING_SHRINKAGE == 5
+    algo = PrivateKNN(k=5, verbose=False).fit(support_data)
+    assert _list(algo) == [("Q", 3.5625), ("P", round(3 + 2 / 6, 12))]
+    assert _list(algo) == _list(algo, neighbour_shrinkage=RANKING_SHRINKAGE)
+    own = PrivateKNN(k=5, neighbour_shrinkage=2, verbose=False).fit(support_data)
+    assert _list(own) == _list(algo, neighbour_shrinkage=2)
+    assert algo.predict("u0", "P").est == 5.0          # the predictions stay unshrunk
 
 
 def _candidates(algo, uid):
@@ -102,7 +117,7 @@ def test_lists_equal_the_predictions_with_enough_neighbours(split, make, neighbo
     uids = [trainset.to_raw_uid(u) for u in (0, 3)]
     candidates = {uid: _candidates(algo, uid) for uid in uids}
     for min_k, options in [(max(algo.min_k, 1), {}), (0, {"min_k": 0}), (3, {"min_k": 3})]:
-        top = algo.recommend_batch(uids, 6, **options)
+        top = algo.recommend_batch(uids, 6, neighbour_shrinkage=0, **options)
         for uid in uids:
             got = top[top["uid"] == uid]
             expected = [(i, -e) for e, i, n in candidates[uid] if n >= min_k][:6]
@@ -112,7 +127,7 @@ def test_lists_equal_the_predictions_with_enough_neighbours(split, make, neighbo
 
 
 @pytest.mark.parametrize("neighbourhood", ["item", "user"])
-@pytest.mark.parametrize("shrinkage", [0.0, 3.0, math.inf])
+@pytest.mark.parametrize("shrinkage", [3.0, math.inf])
 def test_a_shrinkage_ranks_as_the_model_fitted_with_it(split, neighbourhood, shrinkage):
     trainset, _ = split
     uids = [trainset.to_raw_uid(u) for u in range(4)]
@@ -130,8 +145,12 @@ def test_score_rows_are_the_estimates_and_what_is_ranked(split):
     algo = PrivateKNNWithMeans(k=6, min_k=2, verbose=False).fit(trainset)
     users = np.array([0, 5])
     items = np.arange(trainset.n_items)
-    est, ranked = algo.score_rows(users)
+    est, ranked = algo.score_rows(users, neighbour_shrinkage=0)
     assert est.shape == ranked.shape == (2, trainset.n_items)
+    default = algo.score_rows(users)       # ranked by RANKING_SHRINKAGE, on the same items
+    np.testing.assert_array_equal(default[0], algo.score_rows(
+        users, neighbour_shrinkage=RANKING_SHRINKAGE)[0])
+    np.testing.assert_array_equal(default[1], ranked)
     for row, user in enumerate(users):
         expected, _ = algo.estimate_arrays(np.full_like(items, user), items)
         np.testing.assert_array_equal(est[row], expected)
@@ -290,7 +309,11 @@ def u1():
     # min_k=0, every fallback's answer ranked; LensKit's own 0.0632)
     (lambda: PrivateKNNWithMeans(k=20, min_sim=1e-6, fallback="baseline", bsl_options={
         "method": "als", "n_epochs": 1, "reg_u": 0.0, "reg_i": 0.0},
-        sim_options={"name": "centered_cosine", "user_based": False}), {}, 0.0669),
+        sim_options={"name": "centered_cosine", "user_based": False}),
+     {"neighbour_shrinkage": 0}, 0.0669),
+    # issue 53: PrivateKNN()'s default ranking (λ = RANKING_SHRINKAGE; 0.0079 unshrunk,
+    # its lists' items rated by 9 users on average; docs/topn.md#the-default-ranking)
+    (lambda: PrivateKNN(), {}, 0.1322),
     # the recommended configuration: KNNBaseline item-based, shrunk for the ranking by the
     # λ = 5 that choose_ranking_option picks on u1.base alone (benchmarks/bench_topn.py;
     # docs/topn.md: the validation curve, and 0.1461 at the λ = 10 read off u1.test)
@@ -305,3 +328,14 @@ def test_precision_at_10_on_u1(u1, make, options, measured):
     assert len(top) == 10 * len(uids) == 4560
     # 0.005 is 23 of the 4560 recommendations: room for ties that other BLAS sum apart
     assert precision_at_k(top, 10, threshold=4, testset=testset) >= measured - 0.005
+
+
+def test_the_default_ranking_on_u1_recommends_items_many_rated(u1):
+    """Issue 53: `PrivateKNN()`'s unshrunk lists on u1 hold items rated by 2 users (the
+    median), its default lists items rated by 100 or more."""
+    trainset, uids, _ = u1
+    raters = {trainset.to_raw_iid(i): len(r) for i, r in trainset.ir.items()}
+    algo = PrivateKNN(verbose=False).fit(trainset)
+    default = algo.recommend_batch(uids, 10)["iid"].map(raters)
+    unshrunk = algo.recommend_batch(uids, 10, neighbour_shrinkage=0)["iid"].map(raters)
+    assert default.median() >= 100 > 5 >= unshrunk.median()

@@ -94,7 +94,10 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         stays impossible below `min_k` neighbours: use `"user_mean"` to
         predict $\mu_u$ everywhere; `"baseline"` still answers $b_{ui}$
         below `min_k`).  Reads nothing the rule does not
-        (`n` is in `details`).
+        (`n` is in `details`).  `recommend` ranks by this rule when
+        `λ > 0`; at `0` it ranks by the rule shrunk with
+        `dprec.knn.queries.RANKING_SHRINKAGE` (5) unless told otherwise
+        (`score_rows`).
     min_sim : float, optional
         The chosen neighbours contribute if their similarity $s$ is above
         `min_sim` (and $s \ne 0$), and the rules divide by
