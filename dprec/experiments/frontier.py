@@ -65,7 +65,8 @@ Writes under ``--out`` (default ``results/frontier``): ``accuracy.csv`` (one
 row per configuration and outer fold: ``k``, λ, how they were chosen, the
 inner RMSE of every candidate), ``attack.csv`` (one row per configuration ×
 target × β), ``frontier.csv`` (one row per configuration), ``by_accuracy.csv``,
-``anchor.csv`` (with ``--anchor``) and ``frontier.png``:
+``anchor.csv`` (with ``--anchor``), ``frontier.png`` and ``headline.json`` (the figures
+the README quotes, [`dprec.experiments.front_page`][]):
 
     python experiments/frontier.py --quick
     SURPRISE_DATA_FOLDER=/path/to/surprise_data python experiments/frontier.py --anchor
@@ -73,6 +74,7 @@ target × β), ``frontier.csv`` (one row per configuration), ``by_accuracy.csv``
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
@@ -102,6 +104,7 @@ from . import hyperparameters as hp
 from ._options import EPSILON, FOLDS, POSITIVE_INT, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
+from .front_page import headline
 from .frontier_figure import plot_frontier
 from .privacy_labels import LABELS as LABELS  # the guarantee labels, re-exported
 
@@ -546,6 +549,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     frontier.insert(0, "dataset", label)
     frontier.to_csv(out / "frontier.csv", index=False)
     by_accuracy_level(frontier).to_csv(out / "by_accuracy.csv", index=False)
+    (out / "headline.json").write_text(json.dumps(headline(frontier, folds), indent=1,
+                                                  ensure_ascii=False) + "\n")
     plot_frontier(frontier, out / "frontier.png")
     _print_report(frontier)
     if args.anchor:
