@@ -11,11 +11,13 @@ tables (``headline.json``); the repository keeps the full run's in
 the markers `BEGIN` and `END`. ``tests/test_front_page.py`` checks that the README and
 docs/frontier.md agree with ``docs/frontier.json``.
 
-After a full run::
+After a full run:
 
-    python -m dprec.experiments.front_page results/frontier/frontier.csv   # both files
-    python -m dprec.experiments.front_page                # the README from docs/frontier.json
-    python -m dprec.experiments.front_page --check        # exit status 1 if they differ
+```sh
+python -m dprec.experiments.front_page results/frontier/frontier.csv   # both files
+python -m dprec.experiments.front_page            # the README from docs/frontier.json
+python -m dprec.experiments.front_page --check    # exit status 1 if they differ
+```
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ def headline(frontier: pd.DataFrame, folds: int) -> dict:
                          "largest_gain": None if pd.isna(row.max_gain)
                          else _number(row.max_gain)})
     return {
+        "source": "a run's frontier.csv, by dprec.experiments.front_page.headline",
         "configurations": len(frontier), "attacked": len(attacked), "folds": int(folds),
         "targets": int(attacked.targets.max()) if len(attacked) else 0,
         "betas": sorted(int(c[len("gain_b"):]) for c in frontier if c.startswith("gain_b")),
