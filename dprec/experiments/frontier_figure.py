@@ -26,12 +26,13 @@ COLOURS = dict(zip(LABELS, ["tab:green", "tab:olive", "tab:blue", "tab:orange", 
 #: marker and legend text per neighbourhood (the end-to-end models and references have none)
 GROUPS = {"item": ("o", "item nbhd"), "user": ("s", "user nbhd"),
           "-": ("D", "end-to-end / reference")}
-#: the figure's width (inches): its text at least 10 pixels high at `SHOWN_WIDTH` is 7.7 pt
+#: the figure's width (inches): text 10 pixels high at `SHOWN_WIDTH` is 7.7 pt there; it takes
+#: 9 pt (12 pixels; 10 where a notebook shows it 590 pixels wide)
 WIDTH = 7.5
 #: the colour of the references that are not attacked, and their names
 REFERENCE = "tab:red"
 #: the space between two reference names, in lines of their text
-SPACING = 1.3
+SPACING = 1.4
 
 
 def reference_name(config: str) -> str:
@@ -86,7 +87,7 @@ def plot_frontier(frontier: pd.DataFrame, path: Path) -> None:
     the frontier drawn as a step line; dashed, named in the margin: the configurations
     that are not attacked (no neighbours); the legend below the panels."""
     figure, axes = subplots(2, 1, figsize=(WIDTH, 9.0), squeeze=False)
-    fontsize = max(8.0, smallest_points(figure))
+    fontsize = max(9.0, smallest_points(figure))
     panels = [("rmse", "pareto_rmse", "lower"), ("precision@10", "pareto_precision", "higher")]
     handles: dict = {}
     for ax, (measure, flag, better) in zip(axes[:, 0], panels):
@@ -101,12 +102,10 @@ def plot_frontier(frontier: pd.DataFrame, path: Path) -> None:
         handles["Pareto-optimal"] = ax.scatter(front.max_gain, front[measure], s=50,
                                                facecolors="none", edgecolors="black", lw=1.1)
         ax.step(front.max_gain, front[measure], where="post", color="black", lw=0.8)
-        ax.set(xlabel="largest pooled-recovery gain over the crowd (max over β)",
+        ax.set(xlabel="largest gain over the crowd (max over β)",
                ylabel=f"{measure} ({better} is better)")
         ax.tick_params(labelsize=fontsize)
         ax.grid(alpha=0.3)
-        unattacked = frontier[frontier.max_gain.isna() & frontier[measure].notna()]
-        _name_references(ax, unattacked.sort_values(measure), measure, fontsize)
     ordered = sorted(handles, key=lambda name: (name == "Pareto-optimal", name))
     if frontier.max_gain.isna().any():
         from matplotlib.lines import Line2D
@@ -118,4 +117,7 @@ def plot_frontier(frontier: pd.DataFrame, path: Path) -> None:
                   ncols=2, fontsize=fontsize, frameon=False)
     figure.suptitle("Accuracy against the β-kNN attack: each point a configuration "
                     "(colour: privacy guarantee)", fontsize=fontsize + 1)
+    for ax, (measure, _, _) in zip(axes[:, 0], panels):   # placed in the final layout
+        unattacked = frontier[frontier.max_gain.isna() & frontier[measure].notna()]
+        _name_references(ax, unattacked.sort_values(measure), measure, fontsize)
     save(figure, path)
