@@ -94,8 +94,9 @@ def test_no_two_texts_of_the_frontier_overlap_at_the_width_shown(drawn):
 
 
 def test_every_text_of_the_frontier_is_readable_at_the_width_shown(drawn):
-    """At least 10 pixels high at 700 pixels wide (the figure was 13 inches wide with
-    6-point names: 4.5 pixels), and every unattacked model named once per panel."""
+    """At least 10 pixels high at 700 pixels wide (the names are drawn at that size, not
+    enlarged afterwards by `save`, so their spacing holds), and every unattacked model
+    named once per panel."""
     figure, texts = drawn
     sizes = {text.get_text(): text.get_fontsize() * figure.dpi / 72 for text, _ in texts}
     assert min(sizes.values()) >= 10 - 1e-6, {t: s for t, s in sizes.items() if s < 10}
