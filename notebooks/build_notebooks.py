@@ -186,25 +186,29 @@ NOTEBOOKS["accuracy_vs_security.ipynb"] = [
 
 The main comparison of dprec, on recommenders worth attacking: every
 neighbour selector (top-k, probabilistic, PNCF and PPNS as published, PNCF
-corrected) × similarity (exact cosine and the private sketches RR-MinHash,
-Noisy-MinHash, SJLT, Gaussian JL) × prediction rule (basic, means, baseline)
-× neighbourhood (Surprise's item semantics, the papers' user semantics), each
-private one at ε ∈ {0.5, 1, 2, 5}, the end-to-end DP models, and the
-references (global mean, `BaselineOnly`, `KNNBaseline`). `k` is chosen per
-configuration by cross-validation on the training folds only. Accuracy is
-RMSE and precision@10; security is the gain of the pooled β-kNN attack over
-what the crowd reveals (50 targets, β ∈ {1, 2, 4, 8}, the attacker picks the
-best β) and ReuseKNN's share of vulnerable users. Each configuration is
-labelled by what the privacy report of the configuration fitted with fresh
-noise computes for its worst user, never by the `epsilon` given: `privacy`
-(its ε, δ, unit and status, with the users outside the guarantee if any) and
-`guarantee`: *holds* (end to end, for every user), *in part* (some outputs or
-users only), *as published* (a paper's claim dprec does not guarantee) or
+corrected) × similarity (exact cosine, the centred cosine over all ratings,
+and the private sketches RR-MinHash, Noisy-MinHash, SJLT, Gaussian JL) ×
+prediction rule (basic, means, baseline) × neighbourhood (Surprise's item
+semantics, the papers' user semantics), each private one at ε ∈ {0.5, 1, 2,
+5}, the end-to-end DP models, and the references (global mean,
+`BaselineOnly`, `KNNBaseline`). `k` is chosen per configuration by
+cross-validation on the training folds only. Accuracy is RMSE and
+precision@10; security is the gain of the pooled β-kNN attack over what the
+crowd reveals (50 targets, β ∈ {1, 2, 4, 8}, the attacker picks the best β)
+and ReuseKNN's share of vulnerable users. Each configuration is labelled by
+what the privacy report of the configuration fitted with fresh noise
+computes for its worst user, never by the `epsilon` given: `privacy` (its ε,
+δ, unit and status, with the users outside the guarantee if any) and
+`guarantee`: *holds* (end to end, for every user), *in part* (some outputs
+or users only), *as published* (a paper's claim dprec does not guarantee) or
 *none*.
 
 The full run is `python experiments/frontier.py --anchor` (MovieLens 100k,
-583 configurations); with `DPREC_QUICK=1` this notebook runs a small
-synthetic version in seconds.""",
+671 configurations, about four hours on 2 cores); with `DPREC_QUICK=1` this
+notebook runs a small synthetic version in seconds. The outputs saved below
+are from the run before the centred cosine joined the grid (587
+configurations); the documentation's *Frontier* page (`docs/frontier.md`)
+gives the 671-configuration run and where the centred cosine changes it.""",
 SETUP,
 '''from dprec.experiments import frontier
 
@@ -213,7 +217,7 @@ if QUICK:
     frontier.main(["--quick", "--out", "frontier_out"])
     saved = Path("frontier_out") / "frontier.csv"
 elif not saved.exists():
-    print("no saved full run: running it now (MovieLens 100k, about 25 minutes on 2 cores)")
+    print("no saved full run: running it now (MovieLens 100k, about four hours on 2 cores)")
     frontier.main(["--anchor", "--out", str(RESULTS / "frontier")])
 table = pd.read_csv(saved)
 print(f"{len(table)} configurations; Pareto-optimal for RMSE: {table.pareto_rmse.sum()}, "

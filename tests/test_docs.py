@@ -109,6 +109,41 @@ def test_site_shows_no_unrendered_markup(site):
                                  for page, found in shown.items())
 
 
+#: a line of a rendered paragraph that starts like a list item: Markdown read the item as
+#: the paragraph's continuation (an item right after an indented block, no blank line)
+SWALLOWED_ITEM = re.compile(r"\n[ \t]*(?:\d+\.|[-*+])[ \t]+\S")
+
+
+def _swallowed_items(page: str) -> list[str]:
+    """The list items of a built page rendered inside a paragraph."""
+    text = re.sub(r"<(pre|script|style)\b.*?</\1>", " ", page, flags=re.S)
+    return [paragraph[match.start():match.start() + 80].strip()
+            for paragraph in re.findall(r"<p>(.*?)</p>", text, re.S)
+            for match in SWALLOWED_ITEM.finditer(paragraph)]
+
+
+@needs_site_tools
+def test_every_list_item_renders_as_one(site):
+    """Step 3 of DPBaseline's, DPItemKNN's and DPALS's procedures (docs/end_to_end.md)
+    rendered inside step 2's paragraph, as did bullets after a table there and in an API
+    page: Python-Markdown needs a blank line before an item that follows indented
+    content."""
+    result, site = site
+    assert result.returncode == 0, result.stderr[-4000:]
+    found = {str(page.relative_to(site)): items for page in sorted(site.rglob("*.html"))
+             if page.relative_to(site).parts[0] != "notebooks"
+             and (items := _swallowed_items(page.read_text()))}
+    assert not found, found
+
+
+@needs_site_tools
+def test_no_build_script_is_copied_into_the_site(site):
+    """notebooks/build_notebooks.py was published as a file of the site."""
+    result, site = site
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert not [str(path.relative_to(site)) for path in site.rglob("*.py")]
+
+
 def _docstrings():
     """(where, text) of every docstring in dprec/ and experiments/: modules, classes,
     functions and the attribute docstrings the API reference shows."""

@@ -74,3 +74,92 @@ def test_every_page_of_the_docs_is_in_the_site_and_stands_alone():
         assert f": {relative.as_posix()}" in nav, f"docs/{relative} is not in mkdocs.yml's nav"
         text = page.read_text()
         assert "../shared" not in text and "/work/" not in text, f"docs/{relative}"
+
+
+# ------------------------------------------------ the numbers: one source, the results
+def _numbers() -> dict:
+    import json
+
+    return json.loads((DOCS / "frontier.json").read_text())
+
+
+def test_the_readme_quotes_the_frontier_as_its_results_record():
+    """The README's frontier paragraph, table and bullets are written from
+    docs/frontier.json (`python -m dprec.experiments.front_page`): it said 587
+    configurations and "at most 0.043 whatever the similarity" while the run on
+    docs/frontier.md had 671 and the centred cosine at 0.104."""
+    from dprec.experiments import front_page
+
+    readme = README.read_text()
+    assert readme.count(front_page.BEGIN) == 1, "run python -m dprec.experiments.front_page"
+    assert front_page.with_region(readme, _numbers()) == readme, \
+        "README.md differs from docs/frontier.json: python -m dprec.experiments.front_page"
+
+
+def test_the_frontier_page_quotes_the_same_run():
+    """docs/frontier.md reports the run that docs/frontier.json records: its counts, the
+    largest gains and the most accurate configuration under each label."""
+    numbers, page = _numbers(), (DOCS / "frontier.md").read_text()
+    flat = " ".join(page.split())
+    assert f"That is {numbers['configurations']} configurations" in flat
+    assert f"each of the {numbers['attacked']} that have neighbours" in flat
+    assert (f"Over the {numbers['other_similarities']} attacked configurations of the other "
+            f"similarities, the largest gain is at most {numbers['other_largest_gain']:.3f}, "
+            f"except for `KNNBaseline`, at {numbers['knnbaseline_gain']:.3f}; over the centred "
+            f"cosine's {numbers['centred_cosine']} it reaches "
+            f"{numbers['centred_largest_gain']:.3f}") in flat
+    for best in numbers["best"]:
+        row = re.compile(rf"^\| {best['guarantee']} \| [^|]+ \| {best['rmse']:.3f} \| "
+                         rf"{best['precision@10']:.3f} \| {best['largest_gain']:.3f} \|$",
+                         re.MULTILINE)
+        assert row.search(page), best
+
+
+def test_the_headline_is_computed_from_the_frontier_table():
+    """`headline` reads a frontier.csv: counts, references, the largest gains without the
+    centred cosine (KNNBaseline apart), with it, the end-to-end models' gain and cost, and
+    the most accurate configuration per label, named as the tables name them."""
+    import numpy as np
+    import pandas as pd
+
+    from dprec.experiments import front_page
+
+    nan = np.nan
+    columns = ["config", "family", "similarity", "selector", "rule", "neighbourhood",
+               "epsilon", "shrinkage", "rmse", "precision@10", "max_gain", "targets",
+               "guarantee", "gain_b1", "gain_b8"]
+    rows = [
+        ["global mean", "reference", None, None, None, None, nan, nan, 1.1264, .58, nan, nan,
+         "none", nan, nan],
+        ["BaselineOnly", "reference", None, None, None, None, nan, nan, 0.9481, .73, nan, nan,
+         "none", nan, nan],
+        ["KNNBaseline", "reference", None, None, None, None, nan, nan, 0.9351, .74, 0.169, 50,
+         "none", .1, .169],
+        ["cosine/topk/baseline/item", "knn", "cosine", "topk", "baseline", "item", nan, 0.0,
+         0.9432, .73, 0.023, 50, "none", .02, .023],
+        ["rr_minhash/ppns/basic/user/eps=2", "knn", "rr_minhash", "ppns", "basic", "user", 2.0,
+         np.inf, 0.9401, .70, 0.041, 50, "as published", .04, .041],
+        ["centered_cosine/pncf_corrected/means/user/eps=5", "knn", "centered_cosine",
+         "pncf_corrected", "means", "user", 5.0, 16.0, 0.9600, .71, 0.104, 50, "in part", .1,
+         .104],
+        ["DPItemKNN/eps=5", "end-to-end", None, None, None, None, 5.0, nan, 0.9831, .68, 0.012,
+         50, "holds", .01, .012],
+        ["DPALS/eps=0.5", "end-to-end", None, None, None, None, 0.5, nan, 1.0442, .60, nan, nan,
+         "holds", nan, nan]]
+    numbers = front_page.headline(pd.DataFrame(rows, columns=columns), folds=3)
+    assert numbers["configurations"] == 8 and numbers["attacked"] == 5
+    assert numbers["betas"] == [1, 8] and numbers["epsilons"] == [0.5, 2.0, 5.0]
+    assert (numbers["global_mean_rmse"], numbers["baseline_only_rmse"]) == (1.126, 0.948)
+    assert numbers["other_similarities"] == 4 and numbers["other_largest_gain"] == 0.041
+    assert numbers["knnbaseline_gain"] == 0.169 and numbers["cosine_rmse_cost"] == 0.008
+    assert (numbers["centred_cosine"], numbers["centred_largest_gain"]) == (1, 0.104)
+    assert numbers["end_to_end_largest_gain"] == 0.012
+    assert numbers["end_to_end_cost"] == [0.035, 0.096]
+    assert [(b["guarantee"], b["configuration"]) for b in numbers["best"]] == [
+        ("none", "`KNNBaseline` (pearson-baseline)"),
+        ("as published", "RR-MinHash / PPNS / basic / user, ε = 2, λ = ∞"),
+        ("in part", "centred cosine / PNCF corrected / means / user, ε = 5, λ = 16"),
+        ("holds", "`DPItemKNN`, ε = 5")]
+    region = front_page.readme_region(numbers)
+    assert "8 configurations" in region and "| holds | `DPItemKNN`, ε = 5 | 0.983 |" in region
+    assert all(len(line) <= 200 for line in region.splitlines())

@@ -1,5 +1,7 @@
 """The accuracy-against-security frontier (dprec.experiments.frontier)."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -83,10 +85,13 @@ def quick(tmp_path_factory):
 def test_quick_run_writes_the_frontier(quick):
     out, table = quick
     for name in ("accuracy.csv", "attack.csv", "frontier.csv", "by_accuracy.csv",
-                 "frontier.png"):
+                 "frontier.png", "headline.json"):
         assert (out / name).is_file(), name
     pd.testing.assert_frame_equal(pd.read_csv(out / "frontier.csv"), table,
                                   check_dtype=False)
+    headline = json.loads((out / "headline.json").read_text())   # the README's figures
+    assert headline["configurations"] == len(table) and headline["folds"] == 2
+    assert headline["attacked"] == table.max_gain.notna().sum()
     assert set(table.guarantee) <= set(frontier.LABELS)
     label = table.set_index("config").guarantee
     assert table.set_index("config").privacy["DPItemKNN/eps=1"].endswith("per user, holds")

@@ -65,7 +65,8 @@ Writes under ``--out`` (default ``results/frontier``): ``accuracy.csv`` (one
 row per configuration and outer fold: ``k``, λ, how they were chosen, the
 inner RMSE of every candidate), ``attack.csv`` (one row per configuration ×
 target × β), ``frontier.csv`` (one row per configuration), ``by_accuracy.csv``,
-``anchor.csv`` (with ``--anchor``) and ``frontier.png``:
+``anchor.csv`` (with ``--anchor``), ``frontier.png`` and ``headline.json`` (the figures
+the README quotes, [`dprec.experiments.front_page`][]):
 
     python experiments/frontier.py --quick
     SURPRISE_DATA_FOLDER=/path/to/surprise_data python experiments/frontier.py --anchor
@@ -73,6 +74,7 @@ target × β), ``frontier.csv`` (one row per configuration), ``by_accuracy.csv``
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Sequence
@@ -85,7 +87,6 @@ from surprise import BaselineOnly
 from surprise.model_selection import KFold
 from tqdm.auto import tqdm
 
-from .._plotting import save, subplots
 from .._surprise import inner_ids
 from ..attacks import BetaKNNAttack
 from ..data_usage import data_usage, reuseknn_threshold, vulnerable_share
@@ -103,7 +104,9 @@ from . import hyperparameters as hp
 from ._options import EPSILON, FOLDS, POSITIVE_INT, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
-from .privacy_labels import LABELS
+from .front_page import headline
+from .frontier_figure import plot_frontier
+from .privacy_labels import LABELS as LABELS  # the guarantee labels, re-exported
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
 BETAS = (1, 2, 4, 8)
@@ -428,46 +431,6 @@ def by_accuracy_level(frontier: pd.DataFrame, width: float = 0.01) -> pd.DataFra
     return table.drop_duplicates(subset=["config"], keep="first").reset_index(drop=True)
 
 
-# ------------------------------------------------------------------- plots
-_COLOURS = dict(zip(LABELS, ["tab:green", "tab:olive", "tab:blue", "tab:orange", "0.35"]))
-#: marker and legend text per neighbourhood (the end-to-end models and references have none)
-_GROUPS = {"item": ("o", "item nbhd"), "user": ("s", "user nbhd"),
-           "-": ("D", "end-to-end / reference")}
-
-
-def plot_frontier(frontier: pd.DataFrame, path: Path) -> None:
-    """RMSE and precision@10 against the largest pooled-recovery gain; colour: the
-    guarantee, marker: the neighbourhood (diamond: end-to-end), black edge: Pareto-optimal,
-    the frontier drawn as a step line; dashed: the references without neighbours."""
-    fig, axes = subplots(1, 2, figsize=(13, 5.2), squeeze=False)
-    for ax, (measure, flag, better) in zip(axes[0], [("rmse", "pareto_rmse", "lower"),
-                                                     ("precision@10", "pareto_precision",
-                                                      "higher")]):
-        points = frontier.dropna(subset=["max_gain", measure])
-        for (label, neighbourhood), group in points.groupby(
-                [points.guarantee, points.neighbourhood.fillna("-")], dropna=False):
-            marker, text = _GROUPS[neighbourhood]
-            ax.scatter(group.max_gain, group[measure], s=22, alpha=0.75,
-                       color=_COLOURS.get(label, "0.35"), marker=marker,
-                       label=f"{label}, {text}")
-        front = points[points[flag]].sort_values("max_gain")
-        ax.scatter(front.max_gain, front[measure], s=60, facecolors="none",
-                   edgecolors="black", lw=1.2, label="Pareto-optimal")
-        ax.step(front.max_gain, front[measure], where="post", color="black", lw=0.8)
-        unattacked = frontier[frontier.max_gain.isna() & frontier[measure].notna()]
-        for name, value in zip(unattacked.config, unattacked[measure]):
-            ax.axhline(value, ls="--", lw=0.8, color="tab:red")
-            ax.annotate(name, (ax.get_xlim()[1], value), fontsize=6, ha="right", va="bottom",
-                        color="tab:red")
-        ax.set(xlabel="largest pooled-recovery gain over the crowd (max over β)",
-               ylabel=f"{measure} ({better} is better)")
-        ax.grid(alpha=0.3)
-    axes[0][1].legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.suptitle("Accuracy against the β-kNN attack: each point a configuration "
-                 "(colour: privacy guarantee)", fontsize=10)
-    save(fig, path)
-
-
 # ------------------------------------------------------------------ anchor
 def reuseknn_anchor(seed: int = 0, k: int = 10, shape=(6040, 3706, 1_000_209)) -> pd.DataFrame:
     """The vulnerable share on synthetic data of MovieLens 1M's shape at ``k = 10`` (one
@@ -586,6 +549,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     frontier.insert(0, "dataset", label)
     frontier.to_csv(out / "frontier.csv", index=False)
     by_accuracy_level(frontier).to_csv(out / "by_accuracy.csv", index=False)
+    (out / "headline.json").write_text(json.dumps(headline(frontier, folds), indent=1,
+                                                  ensure_ascii=False) + "\n")
     plot_frontier(frontier, out / "frontier.png")
     _print_report(frontier)
     if args.anchor:

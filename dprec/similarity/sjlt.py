@@ -27,6 +27,7 @@ moves by at most ``Δ = rating_bound`` (the largest ``|rating|``).
   ([`dprec.mechanisms.laplace_from_log_uniform`][]); ``b`` from
   [`dprec.mechanisms.laplace_scale`][] (within a relative ``s·2**-20`` of
   the formula).
+
 * [`GaussianJL`][]: ``P`` with iid ``N(0, 1/k)`` entries,
   ``x' = Px + N(0, σ²)^k``, ``σ = (w₂/ε) sqrt(2(ln(1/(2δ)) + ε))`` with
   ``w₂ = Δ · max_j ‖P e_j‖₂`` computed from the drawn (public) ``P``
