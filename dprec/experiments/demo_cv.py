@@ -331,9 +331,10 @@ def plot_cv(table, path: Path):
     grouped = scored.groupby("epsilon")
     fig, ax = subplots(figsize=(5.6, 3.6))
     for column, style in zip(["rmse", "mae"], line_styles(2)):
-        ax.errorbar(grouped[column].mean().index, grouped[column].mean(),
-                    yerr=grouped[column].sem().fillna(0.0), capsize=3,
-                    label=column.upper(), **style)
+        means = grouped[column].mean()
+        ax.errorbar(means.index, means, yerr=grouped[column].sem().fillna(0.0), fmt="none",
+                    ecolor=style["color"], capsize=3)
+        ax.plot(means.index, means, label=column.upper(), **style)
     ax.set(xscale="log", xlabel="ε given", ylabel="error (fold mean ± standard error)",
            title=f"{table['algo'].iloc[0]}: error against ε")
     plain_epsilon_ticks(ax, scored["epsilon"].unique())
