@@ -2,7 +2,7 @@
 
 [`dprec.cli`][] parses the options without importing this module (nor NumPy, Surprise
 or Numba): it is imported when one of the two commands runs.  ``dprec cv``
-cross-validates any of `CV_ALGORITHMS` -- Surprise's ``KNNBasic``, every
+cross-validates any of `dprec.cli.CV_ALGORITHMS` -- Surprise's ``KNNBasic``, every
 [`PrivateKNN`][] selector, the Mallows ranker and the end-to-end private models
 (``DPBaseline``, ``DPItemKNN``, ``DPALS``, ``LocalKNN``) -- at each ε given, and labels
 every ε with what the privacy report of the fitted model computes for its worst user
@@ -44,7 +44,8 @@ END_TO_END = {
     "dpals": lambda epsilon, k, seed: DPALS(epsilon=epsilon, random_state=seed),
     "localknn": lambda epsilon, k, seed: LocalKNN(epsilon=epsilon, k=k, random_state=seed),
 }
-#: why an end-to-end model's accuracy may not move with ε (the note under ``dprec cv``)
+#: why a model's accuracy may not move with ε (the note under ``dprec cv``; others: the noise
+#: costs less than the folds vary)
 FLAT_REASONS = {
     "ppns": "PPNS's accuracy is set by p, not ε: ε changes which neighbours may be drawn "
             "(docs/selectors.md)",
