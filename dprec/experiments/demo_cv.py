@@ -53,6 +53,8 @@ FLAT_REASONS = {
             "ratings (docs/selectors.md)",
     "dpitemknn": "with few users DPItemKNN drops its noisy similarities and answers with "
                  "its private baseline (docs/end_to_end.md)",
+    "dpals": "with few users DPALS drops its noisy factors and answers with its private "
+             "baseline (docs/end_to_end.md)",
 }
 
 
@@ -320,8 +322,9 @@ def flat_note(means: pd.DataFrame, algo: str) -> str | None:
         return None
     reason = FLAT_REASONS.get(algo, "at these ε its noise costs less than the folds vary")
     values = ", ".join(epsilon_text(e) for e in means["epsilon"])
+    shown = f"{spread:.4f}" if spread >= 1e-4 else f"{spread:.1e}"
     return (f"Note: {algo}'s RMSE does not measurably change with ε here: at ε = {values} "
-            f"the fold means differ by at most {spread:.4f}, within the folds' standard "
+            f"the fold means differ by at most {shown}, within the folds' standard "
             f"error ({error:.4f}). {reason[0].upper()}{reason[1:]}.")
 
 
