@@ -78,3 +78,58 @@ def _wrap(text: Text, room: float) -> None:
     if text.get_text() and length > room and "$" not in text.get_text():
         characters = max(8, int(len(text.get_text()) * room / length))
         text.set_text(textwrap.fill(text.get_text(), characters))
+
+
+#: the colours of `line_styles`: matplotlib's tab10, its grey replaced by indigo (grey is
+#: the references', `reference_styles`)
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#393b79", "#bcbd22", "#17becf")
+#: the markers of `line_styles`: 7, prime to the 10 colours, so (colour, marker) repeats
+#: only after 70 lines
+MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+#: the line styles of `line_styles`, one per round of the 10 colours
+LINESTYLES = ("-", "--", "-.", ":")
+#: the line styles of `reference_styles` (grey, no marker: the references of a figure)
+REFERENCE_LINESTYLES = ("--", ":", "-.")
+#: the greys of `reference_styles`
+REFERENCE_GREYS = ("#000000", "#5a5a5a", "#9a9a9a")
+
+
+def line_styles(n: int) -> list[dict]:
+    r"""``n`` distinct styles (``color``, ``marker``, ``linestyle`` keywords of ``plot``):
+    line $i$ takes colour $i \bmod 10$, marker $i \bmod 7$ and line style
+    $\lfloor i / 10 \rfloor \bmod 4$, so no two of the first 70 lines share colour and
+    marker."""
+    return [{"color": COLOURS[i % len(COLOURS)], "marker": MARKERS[i % len(MARKERS)],
+             "linestyle": LINESTYLES[i // len(COLOURS) % len(LINESTYLES)]} for i in range(n)]
+
+
+def reference_styles(n: int) -> list[dict]:
+    r"""``n`` distinct styles of reference lines (a horizontal line per model without ε):
+    no marker, reference $i$ in grey $i \bmod 3$ (black to light grey) and line style
+    $\lfloor i / 3 \rfloor \bmod 3$ (dashed, dotted, dash-dotted), so no two of the first
+    9 share both."""
+    return [{"color": REFERENCE_GREYS[i % len(REFERENCE_GREYS)],
+             "linestyle": REFERENCE_LINESTYLES[i // len(REFERENCE_GREYS)
+                                               % len(REFERENCE_LINESTYLES)],
+             "linewidth": 1.2} for i in range(n)]
+
+
+def plain_epsilon_ticks(axes, values=None) -> None:
+    """Label a logarithmic x axis (ε) with plain numbers (``0.1``, ``1``, ``10``), not
+    matplotlib's $10^0$: at ``values`` (the ε run) when given, else at the powers of ten;
+    the minor ticks unlabelled."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    if values is not None:
+        axes.xaxis.set_major_locator(FixedLocator(sorted({float(v) for v in values})))
+        axes.xaxis.set_minor_locator(NullLocator())
+    axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axes.xaxis.set_minor_formatter(NullFormatter())
+
+
+def legend_outside(axes, **kwargs):
+    """The axes' legend to their right, outside the data (constrained layout makes room);
+    returns it."""
+    return axes.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                       **kwargs)

@@ -23,6 +23,7 @@ from joblib import Parallel, delayed
 from surprise import Dataset, Reader, accuracy
 from surprise.model_selection import KFold, cross_validate
 
+from ._progress import progress_bar
 from ._validation import check_int, check_open_unit, check_real
 from .metrics import ndcg_at_k, precision_at_k
 from .topn import recommend_batch
@@ -55,21 +56,20 @@ def cross_validate_table(algorithms: Mapping[str, object], data, n_folds: int = 
     """
     n_folds = check_int(n_folds, "n_folds", minimum=2)
     rows = []
-    names = list(algorithms)
-    if progress:
-        from tqdm import tqdm
-
-        names = tqdm(names, desc="cross-validating", unit="algorithm", leave=False)
-    for name in names:
-        algo = algorithms[name]
-        folds = KFold(n_splits=n_folds, random_state=random_state)
-        result = cross_validate(algo, data, measures=["rmse", "mae"], cv=folds, n_jobs=n_jobs)
-        for fold in range(n_folds):
-            rows.append({
-                "algo": name, "fold": fold,
-                "rmse": result["test_rmse"][fold], "mae": result["test_mae"][fold],
-                "fit_time": result["fit_time"][fold], "test_time": result["test_time"][fold],
-            })
+    with progress_bar(list(algorithms), progress, desc="cross-validating", unit="algorithm",
+                      leave=False) as names:
+        for name in names:
+            algo = algorithms[name]
+            folds = KFold(n_splits=n_folds, random_state=random_state)
+            result = cross_validate(algo, data, measures=["rmse", "mae"], cv=folds,
+                                    n_jobs=n_jobs)
+            for fold in range(n_folds):
+                rows.append({
+                    "algo": name, "fold": fold,
+                    "rmse": result["test_rmse"][fold], "mae": result["test_mae"][fold],
+                    "fit_time": result["fit_time"][fold],
+                    "test_time": result["test_time"][fold],
+                })
     return pd.DataFrame(rows, columns=FOLD_COLUMNS)
 
 
@@ -124,10 +124,9 @@ def grid_table(configurations: Sequence[Mapping], make_algo: Callable[..., objec
     jobs = [(config, fold) for config in configurations for fold in range(n_folds)]
     tasks = (delayed(fit_and_score)(make_algo(**config), *splits[fold]) for config, fold in jobs)
     if progress:   # a tqdm bar over the jobs as they finish
-        from tqdm import tqdm
-
         done = Parallel(n_jobs=n_jobs, return_as="generator")(tasks)
-        results = list(tqdm(done, total=len(jobs), desc="cross-validating", unit="fold"))
+        with progress_bar(done, total=len(jobs), desc="cross-validating", unit="fold") as bar:
+            results = list(bar)
     else:
         results = Parallel(n_jobs=n_jobs)(tasks)
     rows = [{**config, "fold": fold, **result} for (config, fold), result in zip(jobs, results)]

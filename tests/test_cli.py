@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from strategies import CV_OPTIONS, DEMO_OPTIONS, fuzz
 
 from dprec import DPBaseline
-from dprec.cli import EXPERIMENTS, build_parser, main, run_cv, run_demo
+from dprec.cli import EXPERIMENTS, build_parser, main
 from dprec.experiments._options import OptionParser
 from dprec.ledger import Unit
 
@@ -49,7 +49,7 @@ def test_cli_parses_valid_arguments(command, data):
         expected["quick"] = True
     args = build_parser().parse_args(argv)
     assert args.command == command
-    assert args.handler is {"demo": run_demo, "cv": run_cv}[command]
+    assert args.handler == {"demo": "run_demo", "cv": "run_cv"}[command]
     for key, value in expected.items():
         assert getattr(args, key) == value, key
 

@@ -28,6 +28,7 @@ from dprec.experiments import _options as OPTIONS
 from dprec.experiments import (
     attack_resistance,
     backends_cv,
+    demo_cv,
     end_to_end,
     frontier,
     implicit_feedback,
@@ -219,7 +220,7 @@ def test_cv_and_demo_read_the_values_given_with_quick(tmp_path):
         raise RunStarted("grid_table")
 
     with pytest.MonkeyPatch.context() as patch, pytest.raises(RunStarted):
-        patch.setattr(cli, "grid_table", record)
+        patch.setattr(demo_cv, "grid_table", record)
         cli.main(["cv", "--quick", "--k", "7", "--folds", "3", "--out", str(tmp_path)])
     assert calls == [(7, 3)]
 
@@ -419,8 +420,8 @@ def test_endtoend_runs_ml_1m_where_every_option_is_read(argv, tmp_path):
     (["--quick", "--min-users", "500", "--max-users", "100"], "argument --min-users: 500 is "
      "above --max-users 100, so no shape is between them; give --min-users <= --max-users"),
     (["--min-users", "7000", "--max-users", "10000"], "argument --min-users: no shape has "
-     "7000 to 10000 users (they have 943 (MovieLens 100k), 6040, 20000, 69878); widen the "
-     "range"),
+     "7000 to 10000 users (they have 236, 472, 943 (MovieLens 100k's subsamples), 6040, "
+     "20000, 69878); widen the range"),
 ])
 def test_scaling_checks_its_range_of_users(argv, message, tmp_path):
     """--min-users above --max-users ran (and an empty range crashed with a KeyError)."""
@@ -439,13 +440,13 @@ def test_cv_runs_a_private_algorithm_at_its_default_epsilon_and_says_so(tmp_path
 
     for algo in ("ppns", "mallows"):
         with pytest.MonkeyPatch.context() as patch, pytest.raises(RunStarted):
-            patch.setattr(cli, "grid_table", record)
+            patch.setattr(demo_cv, "grid_table", record)
             cli.main(["cv", "--quick", "--algo", algo, "--out", str(tmp_path)])
         assert f"folds, epsilon = 1 given ({algo}'s default; --epsilons for others)" in \
             capsys.readouterr().out     # the parameter; its report's ε is printed at the end
     assert seen == [(1.0, 1.0), (1.0, 1.0)]
     message = checked_error(["cv", "--quick", "--algo", "topk", "--epsilons", "1", "--out",
-                             str(tmp_path)], cli, "grid_table")
+                             str(tmp_path)], demo_cv, "grid_table")
     assert message.startswith("dprec cv: error: --epsilons is not read by --algo topk, which "
                               "is not private"), message
 

@@ -93,6 +93,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 from surprise import AlgoBase, Dataset, Reader, Trainset
 
+from .._progress import progress_bar
 from .._rng import RandomStateLike, check_random_state, validate_random_state
 from .._validation import check_bool, check_int
 from .metrics import attack_metrics, item_mean_recovery, recovery
@@ -339,7 +340,9 @@ def _progress(results: Iterable[list[dict]], total: int, show: bool) -> Iterator
                   file=sys.stderr, flush=True)
             yield result
         return
-    yield from tqdm(results, total=total, desc="β-kNN attack", unit="target")
+    del tqdm                           # installed: its bar, closed on an error
+    with progress_bar(results, total=total, desc="β-kNN attack", unit="target") as bar:
+        yield from bar
 
 
 def _attack_target(base: BaseData, states: Mapping[tuple, SimilarityState],

@@ -39,7 +39,14 @@ from pathlib import Path
 import pandas as pd
 from surprise import SVD, BaselineOnly
 
-from .._plotting import save, subplots
+from .._plotting import (
+    legend_outside,
+    line_styles,
+    plain_epsilon_ticks,
+    reference_styles,
+    save,
+    subplots,
+)
 from ..attacks import BetaKNNAttack
 from ..datasets import load_or_synthetic, synthetic
 from ..dp_als import DPALS, FACTOR_SHARE
@@ -197,20 +204,32 @@ def summary(table: pd.DataFrame, keys=("model", "epsilon")) -> pd.DataFrame:
             .mean().reset_index().replace({"epsilon": {float("inf"): None}}))
 
 
-def plot(table: pd.DataFrame, path: Path) -> None:
-    """RMSE against ε per private model; the references as horizontal lines."""
+def summary_text(means: pd.DataFrame) -> str:
+    """`summary` as printed: the scores to 4 decimals, ε compactly (``1``, ``1e+300``;
+    ``-`` for the references)."""
+    return means.to_string(index=False, float_format=lambda x: f"{x:.4f}", formatters={
+        "epsilon": lambda e: "-" if e is None or pd.isna(e) else f"{e:g}"})
 
+
+def plot(table: pd.DataFrame, path: Path):
+    """RMSE against ε per private model, each line its own colour and marker (and line
+    style after ten); the references (no ε) as grey horizontal lines, each its own dash
+    pattern, named in the legend; the legend outside the data. Returns the figure (saved
+    to ``path``)."""
     means = summary(table)
-    fig, ax = subplots(figsize=(6.4, 4.2))
-    for model, rows in means.groupby("model", sort=False):
-        if rows["epsilon"].isna().all():
-            ax.axhline(rows["rmse"].iloc[0], ls="--", lw=1, color="gray")
-            ax.annotate(model, (0.1, rows["rmse"].iloc[0]), fontsize=7, va="bottom")
-        else:
-            ax.plot(rows["epsilon"].astype(float), rows["rmse"], marker="o", label=model)
+    groups = list(means.groupby("model", sort=False))
+    references = [(model, rows) for model, rows in groups if rows["epsilon"].isna().all()]
+    curves = [(model, rows) for model, rows in groups if not rows["epsilon"].isna().all()]
+    fig, ax = subplots(figsize=(9.0, 4.8))
+    for (model, rows), style in zip(curves, line_styles(len(curves))):
+        ax.plot(rows["epsilon"].astype(float), rows["rmse"], label=model, **style)
+    for (model, rows), style in zip(references, reference_styles(len(references))):
+        ax.axhline(rows["rmse"].iloc[0], label=f"{model} (no privacy)", **style)
     ax.set(xscale="log", xlabel="ε", ylabel="RMSE", title="accuracy against ε")
-    ax.legend(fontsize=7)
+    plain_epsilon_ticks(ax, means["epsilon"].dropna().unique())
+    legend_outside(ax, fontsize=7)
     save(fig, path)
+    return fig
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
@@ -253,13 +272,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                 n_jobs=args.n_jobs, progress=not args.quick).assign(dataset=label)
     table.to_csv(out / "end_to_end.csv", index=False)
     plot(table, out / "end_to_end_rmse.png")
-    print(summary(table).to_string(index=False, float_format=lambda x: f"{x:.4f}"))
+    print(summary_text(summary(table)))
     if args.scaling:
         shapes = ((300, 400, 12_000), (600, 400, 24_000)) if args.quick else SHAPES
         grown = scaling(shapes, seed=args.seed, n_jobs=args.n_jobs)
         grown.to_csv(out / "end_to_end_scaling.csv", index=False)
-        print(summary(grown, ("users", "model")).to_string(
-            index=False, float_format=lambda x: f"{x:.4f}"))
+        print(summary_text(summary(grown, ("users", "model"))))
     if args.attack:
         if args.shape == "ml-1m":      # the attack runs on --dataset's data
             data = load_or_synthetic(args.dataset, args.seed, quick=args.quick,

@@ -51,8 +51,10 @@ from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0, 10.0)
-#: MovieLens 100k's share of users kept (about 236, 471 and 943 users)
+#: MovieLens 100k's share of users kept (236, 472 and 943 users)
 ML100K_SHARES = (0.25, 0.5, 1.0)
+#: MovieLens 100k's users (and those of the synthetic data of its shape)
+ML100K_USERS = 943
 #: (users, items, ratings) of the synthetic shapes
 SHAPES = ((6040, 3706, 1_000_209), (20_000, 3706, 3_000_000), (69_878, 10_677, 10_000_054))
 #: LocalKNN's reports are dense (users × items): it runs up to this many users
@@ -93,21 +95,42 @@ def subsample_users(data, share: float, seed: int = 0):
     return out
 
 
+#: the quick run's shapes: (users of the base, shares kept) and one larger synthetic shape
+QUICK_BASE = (400, 300, 16_000)
+QUICK_SHARES = (0.5, 1.0)
+QUICK_SHAPE = (1200, 300, 48_000)
+
+
+def in_window(users: int, max_users: int | None = None, min_users: int | None = None) -> bool:
+    """Whether a shape of `users` users is within `min_users` to `max_users` (either
+    `None`: no bound)."""
+    return (max_users is None or users <= max_users) and (min_users is None
+                                                          or users >= min_users)
+
+
+def quick_users() -> tuple[int, ...]:
+    """The numbers of users of the quick run's shapes, in growing order."""
+    return (*(round(share * QUICK_BASE[0]) for share in QUICK_SHARES), QUICK_SHAPE[0])
+
+
 def datasets(quick: bool, seed: int, max_users: int | None = None,
              min_users: int | None = None):
-    """`(label, data)` of every shape, in growing numbers of users (the synthetic shapes
-    with `min_users` to `max_users` users, when given; `min_users` also skips MovieLens
-    100k when above its 943)."""
+    """`(label, data)` of every shape, in growing numbers of users (those with
+    `min_users` to `max_users` users, when given: the quick run's shapes, or MovieLens
+    100k's subsamples and the synthetic shapes)."""
     if quick:
-        base = synthetic(400, 300, 16_000, random_state=seed)
-        yield from ((f"synthetic 400, {s:.0%} of users", subsample_users(base, s, seed))
-                    for s in (0.5, 1.0))
-        yield "synthetic 1,200 users", synthetic(1200, 300, 48_000, random_state=seed)
+        base = synthetic(*QUICK_BASE, random_state=seed)
+        for share in QUICK_SHARES:
+            if in_window(round(share * QUICK_BASE[0]), max_users, min_users):
+                yield (f"synthetic {QUICK_BASE[0]}, {share:.0%} of users",
+                       subsample_users(base, share, seed))
+        if in_window(QUICK_SHAPE[0], max_users, min_users):
+            yield "synthetic 1,200 users", synthetic(*QUICK_SHAPE, random_state=seed)
         return
-    ml100k, shapes = chosen_shapes(max_users, min_users)
-    if ml100k:
+    shares, shapes = chosen_shapes(max_users, min_users)
+    if shares:
         base, label = load_or_synthetic("auto", seed)
-        for share in ML100K_SHARES:
+        for share in shares:
             yield f"{label}, {share:.0%} of users", subsample_users(base, share, seed)
     for n_users, n_items, n_ratings in shapes:
         yield (f"synthetic {n_users:,} × {n_items:,}, {n_ratings:,} ratings",
@@ -115,13 +138,14 @@ def datasets(quick: bool, seed: int, max_users: int | None = None,
 
 
 def chosen_shapes(max_users: int | None = None, min_users: int | None = None
-                  ) -> tuple[bool, list[tuple[int, int, int]]]:
-    """What a full run reads: whether MovieLens 100k (943 users, kept unless `min_users`
-    is above that), and the synthetic `SHAPES` with `min_users` to `max_users` users."""
-    shapes = [shape for shape in SHAPES
-              if (max_users is None or shape[0] <= max_users)
-              and (min_users is None or shape[0] >= min_users)]
-    return min_users is None or min_users <= 943, shapes
+                  ) -> tuple[tuple[float, ...], list[tuple[int, int, int]]]:
+    """What a full run reads: the shares of MovieLens 100k's 943 users kept (its
+    subsamples with `min_users` to `max_users` users), and the synthetic `SHAPES` with
+    `min_users` to `max_users` users."""
+    shapes = [shape for shape in SHAPES if in_window(shape[0], max_users, min_users)]
+    shares = tuple(share for share in ML100K_SHARES
+                   if in_window(round(share * ML100K_USERS), max_users, min_users))
+    return shares, shapes
 
 
 def evaluate(algo, trainset, testset) -> tuple[float, float]:
@@ -216,7 +240,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     parser.add_argument("--epsilons", nargs="+", type=EPSILON, default=list(EPSILONS),
                         quick=[1.0], help="privacy budgets (default 0.5 1 2 5 10; quick 1)")
     parser.add_argument("--max-users", type=POSITIVE_INT, default=None,
-                        help="skip the synthetic shapes with more users")
+                        help="skip the shapes with more users (MovieLens 100k's subsamples "
+                             "and the synthetic ones; the quick run's too)")
     parser.add_argument("--min-users", type=POSITIVE_INT, default=None,
                         help="skip the shapes with fewer users")
     parser.add_argument("--models", nargs="+", default=None,
@@ -230,11 +255,17 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     if low is not None and high is not None and low > high:
         parser.error(f"argument --min-users: {low} is above --max-users {high}, so no shape "
                      "is between them; give --min-users <= --max-users")
-    if not args.quick and chosen_shapes(high, low) == (False, []):
-        window = f"{low} to {high}" if high is not None else f"at least {low}"
-        parser.error(f"argument --min-users: no shape has {window} users (they have 943 "
-                     f"(MovieLens 100k), {', '.join(str(shape[0]) for shape in SHAPES)}); "
-                     "widen the range")
+    users = quick_users() if args.quick else (
+        *(round(share * ML100K_USERS) for share in ML100K_SHARES), *(s[0] for s in SHAPES))
+    if not any(in_window(n, high, low) for n in users):
+        window = (f"{low} to {high}" if low is not None and high is not None
+                  else f"at least {low}" if low is not None else f"at most {high}")
+        option = "--min-users" if low is not None else "--max-users"
+        which = (f"the quick run's have {', '.join(map(str, users))}" if args.quick else
+                 f"they have {', '.join(map(str, users[:3]))} (MovieLens 100k's "
+                 f"subsamples), {', '.join(str(shape[0]) for shape in SHAPES)}")
+        parser.error(f"argument {option}: no shape has {window} users ({which}); widen the "
+                     "range")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results = run(args.quick, tuple(args.epsilons), args.seed, args.max_users,

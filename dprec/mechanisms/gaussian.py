@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from .._rng import RandomStateLike, check_random_state
 from .._validation import (
@@ -144,6 +144,8 @@ def gaussian_epsilon(sigma: float, sensitivity: float, delta: float) -> float:
         high *= 2.0
         if high > 1e12:
             raise ValueError(f"no finite epsilon reaches delta={delta}")
+    from scipy import optimize  # here, on first use: importing scipy.optimize takes 0.3 s
+
     root = optimize.brentq(lambda e: _gaussian_delta(sigma, sensitivity, e) - delta,
                            0.0, high, xtol=1e-14, rtol=1e-12)
     # round up onto the safe side of the curve
@@ -171,6 +173,8 @@ def gaussian_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
         low -= 1.0
     while excess(high) > 0:
         high += 1.0
+    from scipy import optimize  # here, on first use: importing scipy.optimize takes 0.3 s
+
     sigma = math.exp(optimize.brentq(excess, low, high, xtol=1e-13))
     while _gaussian_delta(sigma, sensitivity, epsilon) > delta:
         sigma = math.nextafter(sigma, math.inf) * (1 + 1e-12)

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy import stats
 
 from .._rng import keyed_bits
 from .._validation import check_int, check_open_unit
@@ -93,6 +92,8 @@ def difference_bound_binomial(width: int, B: int, set_difference: int, tau: int,
     """
     K, B, alpha, tau, delta = check_bound_arguments(width, B, set_difference, tau, delta)
     r = (alpha / tau) * (1.0 - 1.0 / B)
+    from scipy import stats  # here, on first use: importing scipy.stats takes 0.5 s
+
     tail = stats.binom.sf(np.arange(K + 1), K, r)          # P[X > ℓ], ℓ = 0..K
     return int(np.argmax(tail <= delta))                  # tail[K] = 0 <= δ
 

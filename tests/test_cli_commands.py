@@ -1,0 +1,266 @@
+"""Issue #53: `dprec cv` runs every model with its report's verdict, readable plots, a fast
+start, and the command line's odd inputs (each a regression test that failed before)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dprec import cli
+from dprec.experiments import demo_cv, end_to_end, users_scaling
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_main(argv: list[str]) -> tuple[object, str]:
+    """`(exit status, stderr)` of `dprec argv` in-process."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(argv)
+        except SystemExit as exit_:
+            status = exit_.code
+    return status, err.getvalue()
+
+
+class RunStarted(Exception):
+    """Raised where a run would begin: its options were all accepted."""
+
+
+# ------------------------------------------------------------------ fast start (point 4)
+def test_the_command_line_parses_without_the_heavy_libraries():
+    """`dprec --help` took 1.7 s idle (17.5 s under load): `import dprec.cli` imported
+    Numba, Surprise, pandas and SciPy through dprec's models. Now it imports none of them,
+    and neither does `import dprec` (the models load on first use)."""
+    heavy = ("numba", "surprise", "matplotlib", "pandas", "scipy", "numpy")
+    code = ("import sys, dprec.cli; parser = dprec.cli.build_parser(); "
+            "parser.parse_args(['cv', '--algo', 'dpals', '--out', '/tmp']); "
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_lazy_names_are_the_models_and_submodules():
+    import dprec
+    from dprec import DPALS, DPBaseline, audit, datasets, metrics
+    from dprec.dp_baseline import DPBaseline as defined
+
+    assert DPBaseline is defined and DPALS.__name__ == "DPALS"
+    assert datasets.load and metrics and audit.clopper_pearson
+    assert all(getattr(dprec, name) is not None for name in dprec.__all__)
+    assert set(dprec.__all__) <= set(dir(dprec))
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        dprec.nothing  # noqa: B018
+
+
+def test_the_parsers_names_agree_with_the_modules():
+    """The parser's choices are written out (its modules are not imported to parse)."""
+    from dprec import datasets
+    from dprec.similarity import EXACT_SIMILARITIES, SKETCH_BACKENDS
+
+    assert ("auto", *datasets.DATASETS) == cli.DATASET_CHOICES
+    assert (*EXACT_SIMILARITIES, *SKETCH_BACKENDS) == cli.CV_SIMILARITIES
+    assert all(hasattr(demo_cv, name) for name in cli.RUN_NAMES)
+
+
+# ------------------------------------------------------- dprec cv runs every model (point 2)
+def test_cv_offers_every_model_and_points_to_endtoend():
+    """`--algo` had no end-to-end model, and "invalid choice" did not say where they are."""
+    assert {"dpbaseline", "dpitemknn", "dpals", "localknn"} <= set(cli.CV_ALGORITHMS)
+    status, err = run_main(["cv", "--algo", "svd", "--out", "/tmp"])
+    assert status == 2 and err.count("\n") == 1
+    assert err.startswith("dprec cv: error: argument --algo: expected one of knnbasic, ")
+    assert "'dprec endtoend'" in err and "got 'svd'" in err
+
+
+@pytest.mark.parametrize("algo, kind", [("dpbaseline", "DPBaseline"),
+                                        ("dpitemknn", "DPItemKNN"), ("dpals", "DPALS"),
+                                        ("localknn", "LocalKNN")])
+def test_cv_builds_the_end_to_end_models(algo, kind):
+    model = demo_cv.cv_algorithm(algo, 2.0, k=7, seed=3)
+    assert type(model).__name__ == kind and model.epsilon == 2.0
+    assert model.random_state == 3 and getattr(model, "k", 7) == 7
+    assert demo_cv.default_epsilon(algo) == 1.0
+
+
+def test_cv_refuses_the_knn_options_an_end_to_end_model_would_not_read():
+    status, err = run_main(["cv", "--quick", "--algo", "dpals", "--sim", "msd", "--out",
+                            "/tmp"])
+    assert status == 2 and err.count("\n") == 1
+    assert "--sim not read by --algo dpals" in err
+
+
+def test_cv_runs_an_end_to_end_model_with_its_reports_verdict(tmp_path, capsys):
+    """Each ε's row carries what the fitted model's report computes for its worst user
+    (ε, unit, status), and the note says when ε does not change the RMSE."""
+    assert cli.main(["cv", "--quick", "--algo", "dpbaseline", "--epsilons", "0.5", "4",
+                     "--no-progress", "--out", str(tmp_path)]) == 0
+    table = pd.read_csv(tmp_path / "cv.csv")
+    assert set(table["epsilon"]) == {0.5, 4.0} and len(table) == 4
+    labels = dict(zip(table["epsilon"], table["privacy"]))
+    assert labels == {0.5: "ε = 0.5, δ = 1e-05 per user, holds",
+                      4.0: "ε = 4, δ = 1e-05 per user, holds"}
+    printed = capsys.readouterr().out
+    assert all(label in printed for label in labels.values())
+    assert (tmp_path / "cv.png").stat().st_size > 1000
+
+
+def test_the_note_says_when_epsilon_does_not_change_the_rmse():
+    """PPNS at ε = 0.5 / 1 / 2 gave 1.0274 / 1.0274 / 1.0273 without a comment."""
+    table = pd.DataFrame({"algo": "ppns", "epsilon": np.repeat([0.5, 1.0, 2.0], 3),
+                          "rmse": [1.02, 1.03, 1.0322, 1.0201, 1.03, 1.032, 1.02, 1.0299,
+                                   1.032], "mae": 0.8, "privacy": "label"})
+    means = demo_cv.cv_summary(table)
+    note = demo_cv.flat_note(means, "ppns")
+    assert note.startswith("Note: ppns's RMSE does not measurably change with ε here: at "
+                           "ε = 0.5, 1, 2")
+    assert "set by p, not ε" in note
+    moving = table.assign(rmse=table["rmse"] + np.repeat([0.2, 0.1, 0.0], 3))
+    assert demo_cv.flat_note(demo_cv.cv_summary(moving), "ppns") is None
+    assert demo_cv.flat_note(means.iloc[:1], "ppns") is None
+
+
+# ------------------------------------------------------------------- plots (point 2)
+def end_to_end_table() -> pd.DataFrame:
+    """A results table of `dprec endtoend`'s shape: every model, ε and two folds."""
+    rng = np.random.default_rng(0)
+    configurations = end_to_end.configurations()
+    rows = [{**c, "fold": fold, "rmse": 0.95 + 0.2 * rng.random(), "mae": 0.75,
+             "precision@10": 0.5, "ndcg@10": 0.8} for c in configurations for fold in (0, 1)]
+    return pd.DataFrame(rows)
+
+
+def line_style(line) -> tuple:
+    return (line.get_color(), line.get_marker(), line.get_linestyle())
+
+
+def check_readable(figure, epsilons) -> None:
+    """Every line its own style, the legend outside the data, ε ticks as plain numbers."""
+    figure.draw_without_rendering()
+    (axes,) = figure.axes
+    styles = [line_style(line) for line in axes.get_lines() if line.get_label()[0] != "_"]
+    assert len(set(styles)) == len(styles)
+    legend = axes.get_legend()
+    assert len(legend.get_texts()) == len(styles)
+    assert not legend.get_window_extent().overlaps(axes.get_window_extent())
+    ticks = [label.get_text() for label in axes.get_xticklabels() if label.get_text()]
+    assert ticks == [f"{e:g}" for e in sorted(epsilons)]
+
+
+def saved_figure(module, draw, monkeypatch):
+    """The figure `draw()` saves through `module.save`."""
+    saved = []
+    real_save = module.save
+    monkeypatch.setattr(module, "save", lambda figure, path: (saved.append(figure),
+                                                              real_save(figure, path)))
+    draw()
+    (figure,) = saved
+    return figure
+
+
+def test_the_endtoend_plot_is_readable(tmp_path, monkeypatch):
+    """14 lines in 10 colours, the legend over the data, unlabelled references and ε
+    ticks as 10^0."""
+    figure = saved_figure(end_to_end, lambda: end_to_end.plot(end_to_end_table(),
+                                                              tmp_path / "rmse.png"),
+                          monkeypatch)
+    check_readable(figure, end_to_end.EPSILONS)
+    labels = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    assert all(f"{model} (no privacy)" in labels for model in end_to_end.REFERENCES)
+    assert len(labels) == len(end_to_end.ALL)
+
+
+def test_the_cv_plot_is_readable(tmp_path, monkeypatch):
+    table = pd.DataFrame({"algo": "ppns", "epsilon": np.repeat([0.5, 1.0, 2.0], 2),
+                          "rmse": [1.0, 1.1, 0.9, 0.95, 0.9, 0.91], "mae": 0.8})
+    figure = saved_figure(demo_cv, lambda: demo_cv.plot_cv(table, tmp_path / "cv.png"),
+                          monkeypatch)
+    check_readable(figure, [0.5, 1.0, 2.0])
+
+
+# ------------------------------------------------------------ odd inputs (point 5)
+@pytest.mark.parametrize("command", ["demo", "cv"])
+def test_an_error_after_a_progress_bar_is_the_one_line_left(command, tmp_path, monkeypatch,
+                                                           capsys):
+    """`dprec cv`'s one-line error followed its progress bar, left frozen where the fit
+    failed (``cross-validating:  50%|█████     | 1/2 [...]`` then the error: two lines on
+    stderr). The bar is cleared first; the error is the one line left (demo's bar, over
+    the algorithms, was cleared already)."""
+    from dprec.knn import PrivateKNN
+
+    fits = []
+    real_fit = PrivateKNN.fit
+
+    def failing_fit(self, trainset):
+        fits.append(1)
+        if len(fits) == 3:
+            raise ValueError("a fit fails, in this test")
+        return real_fit(self, trainset)
+
+    monkeypatch.setattr(PrivateKNN, "fit", failing_fit)
+    algo = ["--algo", "topk", "--folds", "4"] if command == "cv" else []
+    status = cli.main([command, "--quick", *algo, "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert status == 2 and "cross-validating" in err
+    assert err.count("\n") == 1 and err.endswith("\n")        # no bar line left above it
+    *before, line = err[:-1].split("\r")
+    assert line == f"dprec {command}: error: a fit fails, in this test (--debug for the " \
+                   "traceback)"
+    assert before[-1].strip() == ""                           # the bar's line cleared
+
+
+def test_scaling_reads_max_users_in_a_quick_run(tmp_path, monkeypatch):
+    """`dprec scaling --quick --max-users 1` ran every quick shape (200 to 1,200 users)."""
+    def stop(*args, **kwargs):
+        raise RunStarted
+
+    monkeypatch.setattr(users_scaling, "run", stop)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_:
+        users_scaling.main(["--quick", "--max-users", "1", "--out", str(tmp_path)],
+                           prog="dprec scaling")
+    assert exit_.value.code == 2
+    assert err.getvalue() == ("dprec scaling: error: argument --max-users: no shape has at "
+                              "most 1 users (the quick run's have 200, 400, 1200); widen the "
+                              "range\n")
+    shapes = [data for _, data in users_scaling.datasets(True, 0, max_users=500)]
+    assert [len({r[0] for r in data.raw_ratings}) for data in shapes] == [200, 400]
+
+
+def test_scaling_reads_max_users_for_movielens_too():
+    """`--max-users 300` kept MovieLens 100k's 472- and 943-user subsamples."""
+    shares, shapes = users_scaling.chosen_shapes(300, None)
+    assert shares == (0.25,) and shapes == []
+
+
+@pytest.mark.parametrize("command", ["demo", "cv"])
+def test_folds_are_checked_against_the_data(command, tmp_path):
+    """`dprec demo --folds 1000000` answered "n_splits=12000" (the ratings' count, from
+    Surprise), naming neither the option nor the range."""
+    status, err = run_main([command, "--quick", "--folds", "1000000", "--out",
+                            str(tmp_path)])
+    assert status == 2 and err.count("\n") == 1, err
+    assert err == (f"dprec {command}: error: argument --folds: expected 2 to 12000 folds (the "
+                   "ratings of synthetic (300 users, 400 items, 12000 ratings)), got 1000000 "
+                   "(--debug for the traceback)\n")
+
+
+def test_endtoend_prints_epsilon_compactly(tmp_path, monkeypatch, capsys):
+    """`dprec endtoend --epsilons 1e300` printed a 300-digit ε column."""
+    table = end_to_end_table()
+    table = table[table["epsilon"].isna() | (table["epsilon"] == 1.0)]
+    table = table.assign(epsilon=table["epsilon"].where(table["epsilon"].isna(), 1e300))
+
+    monkeypatch.setattr(end_to_end, "run", lambda *args, **kwargs: table)
+    end_to_end.main(["--quick", "--epsilons", "1e300", "--out", str(tmp_path)])
+    printed = capsys.readouterr().out
+    assert " 1e+300 " in printed
+    assert max(len(line) for line in printed.splitlines()) < 120
