@@ -11,15 +11,15 @@ from .implicit_popularity import PrivatePopularity
 from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
 from .ledger import PrivacyAccountant
 from .local_knn import LocalKNN
+from .private_model import NotFittedError
 from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
 __all__ = ["BetaKNNAttack", "DPALS", "DPBaseline", "DPItemKNN", "ImplicitKNN", "LocalKNN",
-           "MallowsRanker", "PrivacyAccountant", "PrivateKNN", "PrivateKNNBaseline",
-           "PrivateKNNWithMeans", "PrivateKNNWithZScore", "PrivatePopularity", "__version__",
-           "datasets",
-           "mechanisms", "metrics"]
+           "MallowsRanker", "NotFittedError", "PrivacyAccountant", "PrivateKNN",
+           "PrivateKNNBaseline", "PrivateKNNWithMeans", "PrivateKNNWithZScore",
+           "PrivatePopularity", "__version__", "datasets", "mechanisms", "metrics"]
 
 
 def __getattr__(name: str):
