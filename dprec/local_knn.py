@@ -468,7 +468,7 @@ class LocalKNN(ListedModel, AlgoBase):
         support = np.where(passed, count - noise, 1.0)
         sd_numerator = spread * self._stabiliser_unit * self.noise_tolerance
         denominator = (np.maximum(count, 0.0) + (0.0 if self._gamma is None else self._gamma)
-                       + sd_numerator**2 / (self.noise_tolerance**2 * support))
+                       + (sd_numerator / self.noise_tolerance)**2 / support)  # any tolerance
         deviations = safe_divide(numerator, denominator)          # denominator > 0
         # neighbours whose weighted reports on i are below their noise add nothing
         return np.where(passed & self._deviates, deviations, 0.0)
