@@ -230,8 +230,8 @@ class ImplicitKNN(ImplicitModel):
                    # checked whether used or not (only with set_epsilon): a bad value is
                    # refused rather than ignored
                    "prior_sd": (None if self.prior_sd is None else check_real(
-                       self.prior_sd, "prior_sd", low=0.0, low_inclusive=False)), "min_nbrs": check_int(self.min_nbrs, "min_nbrs", minimum=1,
-                                                 maximum=k),
+                       self.prior_sd, "prior_sd", low=0.0, low_inclusive=False)),
+                   "min_nbrs": check_int(self.min_nbrs, "min_nbrs", minimum=1, maximum=k),
                    "min_sim": check_real(self.min_sim, "min_sim", low=0.0,
                                          low_inclusive=False),
                    "threshold": (None if self.threshold is None

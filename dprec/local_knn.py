@@ -263,8 +263,10 @@ class LocalKNN(ListedModel, AlgoBase):
         if given:
             options = backend_options(self.sim_options)
         else:
-            options = dict(self.sim_options if self.sim_options is not None
-                           else {"name": "sjlt"})
+            if not isinstance(self.sim_options, (Mapping, type(None))):
+                raise TypeError(f"sim_options must be a dict or a sketch backend, got "
+                                f"{type(self.sim_options).__name__} {self.sim_options!r}")
+            options = dict(self.sim_options or {"name": "sjlt"})
             if "epsilon" in options:
                 raise ValueError("sim_options must not give 'epsilon': the sketch's budget "
                                  f"is {formula}")

@@ -285,7 +285,9 @@ class MallowsRanker(PrivateModel, AlgoBase):
                   self._bandwidth)
         if not all(np.isfinite(array).all() for array in fitted):
             raise ValueError(f"lr={self.lr!r}: the pairwise model diverged (its factors or "
-                             "scores overflowed); use a smaller lr (default 0.05)")
+                             f"scores overflowed) with reg={self.reg!r}; use a smaller lr "
+                             "(default 0.05), or a smaller reg (default 0.05: each step "
+                             "shrinks a factor by lr × reg, which must stay well below 1)")
         self._accountant = self._ledger()
 
     def _user_epsilons(self, trainset) -> np.ndarray:
