@@ -107,10 +107,8 @@ def _gaussian_bound(share: float) -> tuple[float, float]:
 def check_effects_rho(rho: float, global_share: float, total: float, name: str) -> float:
     r"""Check that the Gaussian effects release at zCDP `rho`, `name` (the caller's
     parameter, a share of the model's `total` ρ) of it, draws noise the discrete Gaussian
-    sampler can: $\sigma = K / \sqrt{2
-ho}$ grid steps below its largest scale $2^{42}$,
-    i.e. $
-ho > K^2 / 2^{85}$ ($K$ from `global_share`, see
+    sampler can: $\sigma = K / \sqrt{2\rho}$ grid steps below its largest scale $2^{42}$,
+    i.e. $\rho > K^2 / 2^{85}$ ($K$ from `global_share`, see
     [`release_plan`][dprec.dp_baseline.release_plan]).  Returns `rho`.
 
     Raises
