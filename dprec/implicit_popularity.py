@@ -124,7 +124,8 @@ class PrivatePopularity(ImplicitModel):
         ε, the δ target `delta`) composes with it to ε per item of a set (see the
         module docstring).  The per-user release needs a `cap` fitting the data (its
         threshold grows with it: on HetRec Last.fm at ε = 1 a cap of 1 lists 4
-        artists, 5 lists one, where the reports list 116).
+        artists and a cap of 5 one, seed 0, where the reports list 116–122 over five
+        seeds).
     cap : int, optional
         With `"laplace"` (required there): the public bound on a set's items counted (a
         larger set counts a uniformly random `cap` of its items), `>= 1`.
