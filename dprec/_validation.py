@@ -58,8 +58,8 @@ def check_within(value: float, name: str, low: float | None = None,
     """`value` (a number already checked) within `[low, high]`, else a `ValueError`
     naming `name`, the range that works and `why` (what goes wrong beyond it)."""
     if (low is not None and not value >= low) or (high is not None and not value <= high):
-        bounds = (f">= {low:.6g}" if high is None else f"<= {high:.6g}" if low is None
-                  else f"in [{low:.6g}, {high:.6g}]")
+        bounds = (f">= {low:.10g}" if high is None else f"<= {high:.10g}" if low is None
+                  else f"in [{low:.10g}, {high:.10g}]")
         raise ValueError(f"{name} must be {bounds}" + (f" ({why})" if why else "")
                          + f", got {value:g}")
     return value

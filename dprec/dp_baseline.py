@@ -129,9 +129,11 @@ __all__ = ["SCOPE", "DPBaseline", "sorted_ids"]
 UNITS = {"rating": Unit.RATING, "user": Unit.USER}
 MECHANISMS = ("gaussian", "laplace")
 CENTRES = ("scale", "user")
-#: the smallest `global_share` of the Gaussian release: $a = \sqrt{s/(1-s)} \ge 2^{-12}$,
-#: a unit's count in the global pair at least one step of the grid
-MIN_GLOBAL_SHARE = 2.0**-24
+#: the `global_share` range of the Gaussian release: $a = \sqrt{s/(1-s)} \ge 2^{-12}$ (a
+#: unit's count in the global pair at least one step of the grid $2^{-12}$) and
+#: $a^2 \le 2^{27}$ (a unit's squared norm in grid steps, $\le 2 a^2 2^{24} + 2^{25}$,
+#: below $2^{53}$)
+GLOBAL_SHARES = (2.0**-24, 1.0 - 2.0**-27)
 #: the ledger's notes: each release's argument in brief, and the answers'
 NOTES = {
     "laplace": "Laplace (lattice sampler) on (clipped centred sums / C, weights), l1 "
@@ -182,9 +184,10 @@ class DPBaseline(ListedModel, AlgoBase):
         at the scale's middle).
     global_share : float, default 0.1
         The share of the budget spent on $\mu$ (in (0, 1)): of ε (Laplace), of the
-        squared sensitivity (Gaussian, at least $2^{-24}$: below it a unit's count in the
-        global pair, scaled by $\sqrt{s/(1-s)}$, is under the grid step $2^{-12}$, and
-        $\mu$ would be noise alone).
+        squared sensitivity (Gaussian, in $[2^{-24}, 1 - 2^{-27}]$: below, a unit's count
+        in the global pair, scaled by $\sqrt{s/(1-s)}$, is under the grid step
+        $2^{-12}$, and $\mu$ would be noise alone; above, a unit's squared norm in grid
+        steps passes $2^{53}$).
     item_shrinkage : float, optional
         $\beta$, `>= 0`, in units of the weights: default ten raters of a hundred
         ratings each ($10$ per rating, $10/\sqrt{100}$ or $10/100$ per user).
@@ -293,11 +296,13 @@ class DPBaseline(ListedModel, AlgoBase):
                                   "only scales the noise up")
         share = check_open_unit(self.global_share, "global_share")
         if mechanism == "gaussian":
-            check_within(share, "global_share", low=MIN_GLOBAL_SHARE,
-                         why="2^-24 with mechanism='gaussian': below it the global pair, "
-                             "scaled by sqrt(global_share / (1 - global_share)) < 2^-12, is "
-                             "under the discrete Gaussian's grid step 2^-12 and the released "
-                             "mean would be noise alone")
+            check_within(share, "global_share", low=GLOBAL_SHARES[0], high=GLOBAL_SHARES[1],
+                         why="[2^-24, 1 - 2^-27] with mechanism='gaussian', which puts the "
+                             "global pair, scaled by a = sqrt(global_share / (1 - "
+                             "global_share)), on the grid 2^-12: below, a unit's count is "
+                             "under one grid step and the released mean would be noise "
+                             "alone; above, a unit's squared norm in grid steps passes 2^53, "
+                             "float64's exact integers")
         beta = 10.0 * weight_of(100, unit, mechanism) if self.item_shrinkage is None \
             else check_real(self.item_shrinkage, "item_shrinkage", low=0.0)
         tau2 = (half_range / 2.0) ** 2 / 2.5 if self.prior_variance is None \

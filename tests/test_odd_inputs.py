@@ -102,7 +102,11 @@ REFUSED = [
      ("clip must be <= 4",)),
     ("DPBaseline global_share=1e-300",
      lambda: DPBaseline(global_share=1e-300, random_state=0),
-     ("global_share must be >= 5.96046e-08", "2^-24", "grid step")),
+     ("global_share must be in [5.960464478e-08, 0.9999999925]", "2^-24", "grid step")),
+    # 'a unit's contributions are too large for exact integer norms: lower bits'
+    ("DPBaseline global_share=1-1e-16",
+     lambda: DPBaseline(global_share=1 - 1e-16, random_state=0),
+     ("global_share must be in [5.960464478e-08, 0.9999999925]", "2^53")),
     ("DPItemKNN baseline_share=1e-300",
      lambda: DPItemKNN(baseline_share=1e-300, random_state=0),
      ("baseline_share must be at least", "2^42")),
@@ -118,7 +122,7 @@ REFUSED = [
     # OverflowError: cannot convert float infinity to integer
     ("MallowsRanker pairs_per_rating=1e308",
      lambda: MallowsRanker(pairs_per_rating=1e308, random_state=0),
-     ("pairs_per_rating must be <= 2.2518e+13", "2^53 pairs per epoch")),
+     ("pairs_per_rating must be <= 2.251799814e+13", "2^53 pairs per epoch")),
     # "lr=0.05: the pairwise model diverged ... use a smaller lr"
     ("MallowsRanker reg=1e308", lambda: MallowsRanker(reg=1e308, random_state=0),
      ("reg=1e+308", "a smaller reg")),
@@ -137,6 +141,8 @@ def test_a_parameter_out_of_its_range_is_named_with_the_range(trainset, label, m
 WORKS = [
     ("DPBaseline clip=4", lambda: DPBaseline(clip=4.0, random_state=0)),
     ("DPBaseline global_share=2^-24", lambda: DPBaseline(global_share=2.0**-24, random_state=0)),
+    ("DPBaseline global_share=1-2^-27",
+     lambda: DPBaseline(global_share=1 - 2.0**-27, random_state=0)),
     ("DPItemKNN baseline_share=3.4e-17",
      lambda: DPItemKNN(baseline_share=3.4e-17, random_state=0)),
     ("DPALS baseline_share=3.4e-17", lambda: DPALS(baseline_share=3.4e-17, random_state=0)),
