@@ -24,6 +24,7 @@ if TYPE_CHECKING:      # what the names below resolve to, for readers and type c
     from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
     from .ledger import PrivacyAccountant
     from .local_knn import LocalKNN
+    from .private_model import NotFittedError
     from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
@@ -33,14 +34,15 @@ _LAZY = {"BetaKNNAttack": "attacks", "DPALS": "dp_als", "DPBaseline": "dp_baseli
          "DPItemKNN": "dp_item_knn", "ImplicitKNN": "implicit_knn", "LocalKNN": "local_knn",
          "MallowsRanker": "ranking", "PrivacyAccountant": "ledger", "PrivateKNN": "knn",
          "PrivateKNNBaseline": "knn", "PrivateKNNWithMeans": "knn",
-         "PrivateKNNWithZScore": "knn", "PrivatePopularity": "implicit_popularity"}
+         "PrivateKNNWithZScore": "knn", "PrivatePopularity": "implicit_popularity",
+         "NotFittedError": "private_model"}
 #: the submodules reachable as attributes of ``dprec`` without their own import
 _SUBMODULES = ("audit", "datasets", "mechanisms", "metrics")
 
 __all__ = ["BetaKNNAttack", "DPALS", "DPBaseline", "DPItemKNN", "ImplicitKNN", "LocalKNN",
-           "MallowsRanker", "PrivacyAccountant", "PrivateKNN", "PrivateKNNBaseline",
-           "PrivateKNNWithMeans", "PrivateKNNWithZScore", "PrivatePopularity", "__version__",
-           "datasets", "mechanisms", "metrics"]
+           "MallowsRanker", "NotFittedError", "PrivacyAccountant", "PrivateKNN",
+           "PrivateKNNBaseline", "PrivateKNNWithMeans", "PrivateKNNWithZScore",
+           "PrivatePopularity", "__version__", "datasets", "mechanisms", "metrics"]
 
 
 def __getattr__(name: str):

@@ -53,6 +53,18 @@ def check_positive(value, name: str) -> float:
     return check_real(value, name, low=0.0, low_inclusive=False)
 
 
+def check_within(value: float, name: str, low: float | None = None,
+                 high: float | None = None, why: str = "") -> float:
+    """`value` (a number already checked) within `[low, high]`, else a `ValueError`
+    naming `name`, the range that works and `why` (what goes wrong beyond it)."""
+    if (low is not None and not value >= low) or (high is not None and not value <= high):
+        bounds = (f">= {low:.10g}" if high is None else f"<= {high:.10g}" if low is None
+                  else f"in [{low:.10g}, {high:.10g}]")
+        raise ValueError(f"{name} must be {bounds}" + (f" ({why})" if why else "")
+                         + f", got {value:g}")
+    return value
+
+
 def check_open_interval(value, name: str, low: float, high: float) -> float:
     """A number in the open interval ``(low, high)``."""
     return check_real(value, name, low=low, high=high, low_inclusive=False, high_inclusive=False)

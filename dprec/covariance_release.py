@@ -28,14 +28,15 @@ def check_laplace_scale(n_items: int, grid: tuple[float, int], epsilon_each: flo
     Raises
     ------
     ValueError
-        Naming `grid_bits` and `epsilon`.
+        Naming `clip`, `grid_bits` and `epsilon`.
     """
     scale = sum_sensitivities(n_items, *grid, "l1")[0] / epsilon_each
     if scale > MAX_T:
+        size = f"2^{math.log2(scale):.1f}" if math.isfinite(scale) else "beyond float64"
         raise ValueError(f"grid_bits = {grid[1]} with epsilon = {epsilon:g} needs discrete "
-                         f"Laplace noise of scale 2^{math.log2(scale):.1f} integer steps, "
-                         "above the sampler's 2^42: give fewer grid_bits (a coarser grid) "
-                         "or a larger epsilon")
+                         f"Laplace noise of scale {size} integer steps (clip = {grid[0]:g}), "
+                         "above the sampler's 2^42: give fewer grid_bits (a coarser grid), a "
+                         "smaller clip or a larger epsilon")
 
 
 def noisy_sums(sums, sensitivities, epsilon: float,
@@ -92,8 +93,13 @@ def grid_levels(clip: float, bits: int) -> int:
     Raises
     ------
     ValueError
-        If $C < h$ (every residual would round to 0), naming `clip` and `grid_bits`.
+        If $C < h$ (every residual would round to 0), or if $C / h$ overflows float64
+        ($C \ge 2^{1024 - b}$), naming `clip` and `grid_bits`.
     """
+    if not math.isfinite(clip * 2.0**bits):
+        raise ValueError(f"clip must be below 2^(1024 - grid_bits) = 2^{1024 - bits} "
+                         f"(clip / 2^-grid_bits, its number of grid steps, must be a finite "
+                         f"float64), got {clip:g} with grid_bits = {bits}")
     levels = math.floor(clip * 2.0**bits)          # exact: a power-of-two scaling
     if levels < 1:
         raise ValueError(f"clip = {clip!r} is below the grid step 2^-grid_bits = "
@@ -164,4 +170,4 @@ def sum_sensitivities(n_items: int, clip: float, bits: int,
     levels = grid_levels(clip, bits)
     power = {"l1": 2, "l2": 1}[norm]
     scale = 2.0 ** math.ceil(power * math.log2(max(n_items, 2)))       # 2^A: public
-    return float(levels**2) * scale, scale
+    return float(levels) * float(levels) * scale, scale      # inf past float64, no error

@@ -45,6 +45,7 @@ from ._ratings import RatingArrays
 from ._validation import check_real
 from .knn import PrivateKNN
 from .knn.rules import counts, reads_neighbours
+from .private_model import NotFittedError
 
 __all__ = ["data_usage", "reuseknn_threshold", "vulnerable_share"]
 
@@ -75,7 +76,7 @@ def data_usage(algo: PrivateKNN, users, items,
     if not isinstance(algo, PrivateKNN):
         raise TypeError(f"algo must be a fitted PrivateKNN, got {type(algo).__name__}")
     if not hasattr(algo, "sim_options_"):
-        raise AttributeError("algo is not fitted yet: call fit first")
+        raise NotFittedError("algo is not fitted yet: call fit first")
     if not algo.sim_options_["user_based"]:
         raise ValueError("data_usage counts user neighbours: algo must be user-based")
     users, items = np.asarray(users), np.asarray(items)

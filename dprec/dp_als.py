@@ -74,6 +74,7 @@ from .dp_baseline import (
     check_mechanism_delta,
     stated_epsilon,
 )
+from .effects_release import check_effects_rho
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms.discrete_gaussian import discrete_gaussian, integer_l2_block_sums, zcdp_rho
 from .noisy_effects import SIGNAL
@@ -226,6 +227,7 @@ class DPALS(ListedModel, AlgoBase):
         baseline = DPBaseline(epsilon=epsilon, unit="user", mechanism="gaussian", delta=delta,
                               users=self.users, items=self.items,
                               max_items_per_user=self.max_items_per_user)
+        check_effects_rho(first * rho, baseline.global_share, rho, "baseline_share")
         # the size rule reads the release's own (noisy) sizes: without factors, the rest
         # of ρ goes to the effects (`fit_part`'s `more`)
         rest = None if share is not None else lambda n_items, n_users: (
@@ -341,7 +343,13 @@ def _row_sums(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
 def user_factors(matrix, residuals: np.ndarray, factors: np.ndarray, reg: float) -> np.ndarray:
     r"""Every user's $x_u = \Pi((V_{I_u}^\top V_{I_u} + \lambda I)^{-1} V_{I_u}^\top e_u)$ from
     their own `residuals` (in the order of `matrix.data`) and the item `factors` $V$,
-    projected on the unit ball (0 for a user without ratings)."""
+    projected on the unit ball (0 for a user without ratings).
+
+    A block whose systems float64 cannot solve by elimination (a tiny $\lambda$ against
+    large factors: $V_{I_u}^\top V_{I_u}$ of rank below $d$ for a user with fewer ratings
+    than factors, and $\lambda$ lost in its rounding) is solved through the eigenvectors
+    of the Gram matrix instead, $\sum_j q_j q_j^\top b / (\max(l_j, 0) + \lambda)$: the
+    same ridge solution, finite for every $\lambda > 0$."""
     n_users, d = matrix.shape[0], factors.shape[1]
     out = np.zeros((n_users, d))
     for start, stop in _blocks(matrix.indptr):
@@ -350,7 +358,15 @@ def user_factors(matrix, residuals: np.ndarray, factors: np.ndarray, reg: float)
         rated = factors[matrix.indices[cells]]
         gram = _row_sums(indptr, rated[:, :, None] * rated[:, None, :]) + reg * np.eye(d)
         target = _row_sums(indptr, rated * residuals[cells, None])
-        out[start:stop] = np.linalg.solve(gram, target[:, :, None])[:, :, 0]
+        try:
+            solved = np.linalg.solve(gram, target[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            solved = None
+        if solved is None or not np.isfinite(solved).all():
+            values, vectors = np.linalg.eigh(gram - reg * np.eye(d))
+            inverse = 1.0 / (np.maximum(values, 0.0) + reg)
+            solved = np.einsum("nij,nj,nkj,nk->ni", vectors, inverse, vectors, target)
+        out[start:stop] = solved
     norms = np.linalg.norm(out, axis=1)
     return out / np.maximum(norms, 1.0)[:, None]
 

@@ -83,6 +83,7 @@ from ._validation import (
     check_open_unit,
     check_positive,
     check_real,
+    check_within,
 )
 from .effects_release import (  # noqa: F401  (re-exported: their home was this module)
     DELTA,
@@ -128,6 +129,11 @@ __all__ = ["SCOPE", "DPBaseline", "sorted_ids"]
 UNITS = {"rating": Unit.RATING, "user": Unit.USER}
 MECHANISMS = ("gaussian", "laplace")
 CENTRES = ("scale", "user")
+#: the `global_share` range of the Gaussian release: $a = \sqrt{s/(1-s)} \ge 2^{-12}$ (a
+#: unit's count in the global pair at least one step of the grid $2^{-12}$) and
+#: $a^2 \le 2^{27}$ (a unit's squared norm in grid steps, $\le 2 a^2 2^{24} + 2^{25}$,
+#: below $2^{53}$)
+GLOBAL_SHARES = (2.0**-24, 1.0 - 2.0**-27)
 #: the ledger's notes: each release's argument in brief, and the answers'
 NOTES = {
     "laplace": "Laplace (lattice sampler) on (clipped centred sums / C, weights), l1 "
@@ -171,12 +177,17 @@ class DPBaseline(ListedModel, AlgoBase):
         What ratings are centred at before clipping: the middle of the rating scale, or
         (`unit="user"` only) each user's own mean.
     clip : float, optional
-        $C$, in rating units (`> 0`): centred ratings are clipped to $[-C, C]$.
-        Default a quarter of the scale's range per user (1 on 1–5), half of it per
-        rating (no clipping when centred at the scale's middle).
+        $C$, in rating units, in $(0, r_{\max} - r_{\min}]$: centred ratings are clipped
+        to $[-C, C]$ (none is farther from its centre than the scale's range, so a larger
+        $C$ would clip nothing and only scale the noise up).  Default a quarter of the
+        scale's range per user (1 on 1–5), half of it per rating (no clipping when centred
+        at the scale's middle).
     global_share : float, default 0.1
         The share of the budget spent on $\mu$ (in (0, 1)): of ε (Laplace), of the
-        squared sensitivity (Gaussian).
+        squared sensitivity (Gaussian, in $[2^{-24}, 1 - 2^{-27}]$: below, a unit's count
+        in the global pair, scaled by $\sqrt{s/(1-s)}$, is under the grid step
+        $2^{-12}$, and $\mu$ would be noise alone; above, a unit's squared norm in grid
+        steps passes $2^{53}$).
     item_shrinkage : float, optional
         $\beta$, `>= 0`, in units of the weights: default ten raters of a hundred
         ratings each ($10$ per rating, $10/\sqrt{100}$ or $10/100$ per user).
@@ -279,8 +290,19 @@ class DPBaseline(ListedModel, AlgoBase):
                              "(use centre='scale' per rating)")
         half_range = (rating_scale[1] - rating_scale[0]) / 2.0
         clip = (half_range / 2.0 if unit == "user" else half_range) if self.clip is None \
-            else check_positive(self.clip, "clip")
+            else check_within(check_positive(self.clip, "clip"), "clip", high=2.0 * half_range,
+                              why="the rating scale's range r_max - r_min: no centred rating is "
+                                  "farther from its centre, so a larger clip clips nothing and "
+                                  "only scales the noise up")
         share = check_open_unit(self.global_share, "global_share")
+        if mechanism == "gaussian":
+            check_within(share, "global_share", low=GLOBAL_SHARES[0], high=GLOBAL_SHARES[1],
+                         why="[2^-24, 1 - 2^-27] with mechanism='gaussian', which puts the "
+                             "global pair, scaled by a = sqrt(global_share / (1 - "
+                             "global_share)), on the grid 2^-12: below, a unit's count is "
+                             "under one grid step and the released mean would be noise "
+                             "alone; above, a unit's squared norm in grid steps passes 2^53, "
+                             "float64's exact integers")
         beta = 10.0 * weight_of(100, unit, mechanism) if self.item_shrinkage is None \
             else check_real(self.item_shrinkage, "item_shrinkage", low=0.0)
         tau2 = (half_range / 2.0) ** 2 / 2.5 if self.prior_variance is None \

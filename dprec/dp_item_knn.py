@@ -100,6 +100,7 @@ from .dp_baseline import (
     check_mechanism_delta,
     stated_epsilon,
 )
+from .effects_release import check_effects_rho
 from .ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from .mechanisms import (
     zcdp_rho,
@@ -263,6 +264,8 @@ class DPItemKNN(ListedModel, AlgoBase):
         baseline = DPBaseline(epsilon=first * epsilon, unit="user", mechanism=mechanism,
                               delta=self.delta, users=self.users, items=self.items,
                               max_items_per_user=self.max_items_per_user)
+        if rho is not None:
+            check_effects_rho(first * rho, baseline.global_share, rho, "baseline_share")
         spent, cost = self._plan(trainset, baseline, lists, (first, epsilon, own_delta, rho),
                                  (clip, bits), selection)
         if lists is None and rho is None:     # items not chosen yet: what fails for one item

@@ -20,12 +20,13 @@ from .mechanisms.discrete_gaussian import (
     zcdp_epsilon,
     zcdp_rho,
 )
+from .mechanisms.exact_laplace import MAX_T
 from .mechanisms.partition_selection import selection_delta, threshold_steps
 
 __all__ = ["DELTA", "GRID_BITS", "MAX_ITEMS_PER_USER", "SELECTION_SHARE", "Contributions",
-           "ReleasePlan", "SelectionBudget", "Settings", "check_mechanism_delta",
-           "contributions", "gaussian_release", "laplace_release", "release_plan", "reselect",
-           "selection_rule", "stated_epsilon", "weight_of"]
+           "ReleasePlan", "SelectionBudget", "Settings", "check_effects_rho",
+           "check_mechanism_delta", "contributions", "gaussian_release", "laplace_release",
+           "release_plan", "reselect", "selection_rule", "stated_epsilon", "weight_of"]
 
 #: the default δ of the Gaussian mechanism
 DELTA = 1e-5
@@ -95,6 +96,37 @@ def check_mechanism_delta(mechanism: str, delta: float | None, selecting: bool =
                          "selection; the Laplace mechanism with a public item catalogue has "
                          "delta = 0 (leave delta unset)")
     return delta
+
+
+def _gaussian_bound(share: float) -> tuple[float, float]:
+    r"""$a = \sqrt{s/(1-s)}$ and the ℓ2 bound $\sqrt{2 + 2a^2}$ of a unit's vector."""
+    a = math.sqrt(share / (1.0 - share))
+    return a, math.sqrt(2.0 + 2.0 * a * a)
+
+
+def check_effects_rho(rho: float, global_share: float, total: float, name: str) -> float:
+    r"""Check that the Gaussian effects release at zCDP `rho`, `name` (the caller's
+    parameter, a share of the model's `total` ρ) of it, draws noise the discrete Gaussian
+    sampler can: $\sigma = K / \sqrt{2\rho}$ grid steps below its largest scale $2^{42}$,
+    i.e. $\rho > K^2 / 2^{85}$ ($K$ from `global_share`, see
+    [`release_plan`][dprec.dp_baseline.release_plan]).  Returns `rho`.
+
+    Raises
+    ------
+    ValueError
+        Naming `name` and the smallest share that works.
+    """
+    _, bound = _gaussian_bound(global_share)
+    sensitivity = grid_sensitivity(bound, GRID_BITS)
+    minimum = sensitivity**2 / (2.0 * MAX_T**2) * (1.0 + 2.0**-40)
+    if not rho >= minimum:
+        raise ValueError(f"{name} must be at least {minimum / total:.4g} here, got "
+                         f"{rho / total:g}: it gives the effects' release zCDP rho = "
+                         f"{rho:.4g} of the model's {total:.4g}, whose noise (scale "
+                         f"K / sqrt(2 rho) grid steps, K = {sensitivity:g}) would pass the "
+                         "discrete Gaussian sampler's largest scale 2^42 (give a larger "
+                         f"{name} or epsilon)")
+    return rho
 
 
 def weight_of(n_ratings, unit: str, mechanism: str):
@@ -201,11 +233,11 @@ def release_plan(s: Settings, n_items: int, rho: float | None = None,
     """
     k = 1 if s.unit == "rating" else s.cap
     if s.mechanism == "gaussian":
-        a = math.sqrt(s.share / (1.0 - s.share))
-        bound = math.sqrt(2.0 + 2.0 * a * a)
+        a, bound = _gaussian_bound(s.share)
         sensitivity = grid_sensitivity(bound, GRID_BITS)
         own_delta = s.delta if selection is None else s.delta - selection.delta
-        rho = zcdp_rho(s.epsilon, own_delta) if rho is None else rho
+        rho = zcdp_rho(s.epsilon, own_delta) if rho is None else check_effects_rho(
+            rho, s.share, rho, "the effects' share of rho")
         sigma = sensitivity / math.sqrt(2.0 * rho)
         spent = stated_epsilon(sensitivity**2 / (2.0 * sigma**2), own_delta, s.epsilon)
         entries = [["effects", "discrete gaussian (zCDP)", spent, own_delta]]

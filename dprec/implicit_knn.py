@@ -163,7 +163,8 @@ class ImplicitKNN(ImplicitModel):
         the scores read only the releases; default None, the neighbours' raw sets.
     prior_sd : float or None, default 0.05
         With `set_epsilon`: the prior standard deviation of the neighbours' share of an
-        item around the share of all users, `> 0` (chosen on synthetic sets, see
+        item around the share of all users, `> 0` (checked even without `set_epsilon`,
+        where it is unused; chosen on synthetic sets, see
         [Implicit feedback](../implicit.md)); None for the neighbours' share alone.
     selection_share : float, default 0.1
         With `set_epsilon` and without `items=`: the share of `set_epsilon`, in (0, 1),
@@ -225,8 +226,12 @@ class ImplicitKNN(ImplicitModel):
     def _checked(self) -> dict:
         """The parameters validated (naming the first invalid one)."""
         k = check_int(self.k, "k", minimum=1)
-        checked = {"k": k, "min_nbrs": check_int(self.min_nbrs, "min_nbrs", minimum=1,
-                                                 maximum=k),
+        checked = {"k": k,
+                   # checked whether used or not (only with set_epsilon): a bad value is
+                   # refused rather than ignored
+                   "prior_sd": (None if self.prior_sd is None else check_real(
+                       self.prior_sd, "prior_sd", low=0.0, low_inclusive=False)),
+                   "min_nbrs": check_int(self.min_nbrs, "min_nbrs", minimum=1, maximum=k),
                    "min_sim": check_real(self.min_sim, "min_sim", low=0.0,
                                          low_inclusive=False),
                    "threshold": (None if self.threshold is None
@@ -243,8 +248,6 @@ class ImplicitKNN(ImplicitModel):
                                  "('rr_minhash' or 'noisy_minhash' with its 'epsilon'), or "
                                  "drop set_epsilon")
             checked["set_epsilon"] = check_epsilon(self.set_epsilon, "set_epsilon")
-            checked["prior_sd"] = (None if self.prior_sd is None else check_real(
-                self.prior_sd, "prior_sd", low=0.0, low_inclusive=False))
             checked["selection_share"], checked["delta"] = check_selection(
                 self.selection_share, self.delta, self.items is None)
         elif name == REPORTS:
@@ -378,8 +381,9 @@ class ImplicitKNN(ImplicitModel):
             left, right = scores.neighbour_rows(sims, rows, params["min_sim"]), self._X
         ordered = self._item_sims is None      # neighbours by descending similarity, 0/1 sets
         chunks = [c for c in np.array_split(np.arange(len(rows)), thread_count()) if len(c)]
+        k = min(params["k"], self._X.shape[0] + self._X.shape[1])   # k past them: all
         parts = map_blocks(lambda part: scores.top_k_sums(_left_slice(left, part), right,
-                                                          params["k"], ordered), chunks)
+                                                          k, ordered), chunks)
         if not parts:
             n_items = self._X.shape[1]
             return np.zeros((0, n_items)), np.zeros((0, n_items), dtype=bool)
@@ -391,7 +395,7 @@ class ImplicitKNN(ImplicitModel):
         share of all users (`set_reports.shrunk_shares`)."""
         params = self._params
         ptr, columns, weights = scores.neighbour_rows(sims, rows, params["min_sim"],
-                                                      params["k"])
+                                                      min(params["k"], self._X.shape[0]))
         enough = np.diff(ptr) >= params["min_nbrs"]
         weights = weights * np.repeat(enough, np.diff(ptr))     # too few: no neighbours
         W = sp.csr_matrix((weights, columns, ptr), shape=(len(rows), self._X.shape[0]))

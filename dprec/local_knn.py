@@ -263,8 +263,10 @@ class LocalKNN(ListedModel, AlgoBase):
         if given:
             options = backend_options(self.sim_options)
         else:
-            options = dict(self.sim_options if self.sim_options is not None
-                           else {"name": "sjlt"})
+            if not isinstance(self.sim_options, (Mapping, type(None))):
+                raise TypeError(f"sim_options must be a dict or a sketch backend, got "
+                                f"{type(self.sim_options).__name__} {self.sim_options!r}")
+            options = dict(self.sim_options or {"name": "sjlt"})
             if "epsilon" in options:
                 raise ValueError("sim_options must not give 'epsilon': the sketch's budget "
                                  f"is {formula}")
@@ -468,7 +470,7 @@ class LocalKNN(ListedModel, AlgoBase):
         support = np.where(passed, count - noise, 1.0)
         sd_numerator = spread * self._stabiliser_unit * self.noise_tolerance
         denominator = (np.maximum(count, 0.0) + (0.0 if self._gamma is None else self._gamma)
-                       + sd_numerator**2 / (self.noise_tolerance**2 * support))
+                       + (sd_numerator / self.noise_tolerance)**2 / support)  # any tolerance
         deviations = safe_divide(numerator, denominator)          # denominator > 0
         # neighbours whose weighted reports on i are below their noise add nothing
         return np.where(passed & self._deviates, deviations, 0.0)

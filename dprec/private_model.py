@@ -7,7 +7,9 @@ Every private model ([`DPBaseline`][dprec.DPBaseline], [`DPItemKNN`][dprec.DPIte
 [`PrivateModel`][dprec.private_model.PrivateModel] before `surprise.AlgoBase`.  It holds
 the fitted model's [`PrivacyAccountant`][dprec.PrivacyAccountant] (`_accountant`, set
 last at `fit`: the model is fitted once it exists), returns it as `privacy_report()`,
-and refuses every answer before `fit` with one error.
+and refuses every answer before `fit` with one error,
+[`NotFittedError`][dprec.private_model.NotFittedError] (scikit-learn's: a `ValueError` and an
+`AttributeError`).
 
 **The budget.**  Every model takes `budget=(ε, δ)`, stored as given and checked at
 `fit` (scikit-learn's convention).  A model whose releases are all made at `fit` (the
@@ -28,7 +30,16 @@ from ._rng import NoiseSource
 from ._validation import check_budget
 from .ledger import BudgetExceededError, PrivacyAccountant, Unit, past_budget
 
-__all__ = ["PrivateModel"]
+__all__ = ["NotFittedError", "PrivateModel"]
+
+
+class NotFittedError(ValueError, AttributeError):
+    """A model asked for an answer before `fit`.
+
+    scikit-learn's pattern (`sklearn.exceptions.NotFittedError`): a `ValueError` and an
+    `AttributeError` at once, so code that caught either keeps working.  Every dprec
+    model raises it before `fit`; exported as `dprec.NotFittedError`.
+    """
 
 
 class PrivateModel:
@@ -47,9 +58,10 @@ class PrivateModel:
     _accountant: PrivacyAccountant
 
     def _check_fitted(self) -> None:
-        """Raise `AttributeError` unless the model is fitted (its accountant exists)."""
+        """Raise [`NotFittedError`][dprec.private_model.NotFittedError] (a `ValueError` and an
+        `AttributeError`) unless the model is fitted (its accountant exists)."""
         if not hasattr(self, "_accountant"):
-            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit "
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit "
                                  "first")
 
     def privacy_report(self) -> PrivacyAccountant:

@@ -426,6 +426,7 @@ class ListedModel(Recommender, PrivateModel):
     def estimate(self, u, i):
         """Estimate one rating from inner ids (or Surprise's `"UKN__"` strings), as `test`
         does: `(est, details)`, or `PredictionImpossible`."""
+        self._check_fitted()
         trainset = self.trainset
         uid = [trainset.to_raw_uid(u)] if trainset.knows_user(u) else [_NOT_LISTED]
         iid = [trainset.to_raw_iid(i)] if trainset.knows_item(i) else [_NOT_LISTED]

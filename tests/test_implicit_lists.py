@@ -289,7 +289,7 @@ def test_the_selection_parameters_are_refused_by_name(name, kwargs, error, messa
 def test_the_documented_defaults():
     for algo in (PrivatePopularity(cap=3), ImplicitKNN()):
         assert (algo.delta, algo.selection_share) == (1e-5, 0.1)
-    assert PrivatePopularity(cap=3).mechanism == "laplace"
+    assert PrivatePopularity(cap=3).mechanism is None     # "laplace" with a cap (#53)
 
 
 def test_the_non_private_configurations_keep_the_trainsets_items(trainset):

@@ -34,8 +34,9 @@ def sets():
 def test_the_defaults_are_the_documented_ones(sets):
     algo = PrivatePopularity(cap=4)
     assert (algo.epsilon, algo.mechanism, algo.delta, algo.selection_share) == (
-        1.0, "laplace", 1e-5, 0.1)
+        1.0, None, 1e-5, 0.1)
     report = algo.fit(trainset_of(sets, scale=(1, 5))).privacy_report()
+    assert report.model == "PrivatePopularity(mechanism='laplace')"    # with a cap
     epsilon, delta = report.guarantee[Unit.USER]         # the items' selection adds δ
     assert epsilon == 1.0 and 0.0 < delta <= 1e-5
     given = PrivatePopularity(cap=4, items=ITEMS).fit(trainset_of(sets, scale=(1, 5)))

@@ -437,7 +437,7 @@ def test_an_audit_of_popularity_removing_the_sole_listener_holds_with_the_catalo
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
     ({"epsilon": 0.0, "cap": 3}, ValueError, "epsilon must be > 0"),
     ({"mechanism": "gauss", "cap": 3}, ValueError, "mechanism must be one of"),
-    ({}, ValueError, "cap must be given with mechanism='laplace'"),
+    ({"mechanism": "laplace"}, ValueError, "cap must be given with mechanism='laplace'"),
     ({"cap": 0}, ValueError, "cap must be >= 1"),
     ({"cap": 2.5}, TypeError, "cap must be an integer"),
     ({"mechanism": "reports", "cap": 3}, ValueError, "drop cap"),

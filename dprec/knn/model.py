@@ -20,7 +20,7 @@ from surprise import AlgoBase
 
 from .._ratings import RatingArrays
 from .._rng import RandomStateLike, derive_seed, fit_entropy
-from ..private_model import PrivateModel
+from ..private_model import NotFittedError, PrivateModel
 from ..selectors import Selector
 from ..similarity import EXACT_SIMILARITIES, SimilarityRows, SketchRelease, SketchRows
 from .accounting import Book, book_at, open_book
@@ -402,11 +402,12 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
     def sim(self) -> np.ndarray:
         """The similarity matrix (dense storage; see the class's attributes)."""
         storage = getattr(self, "_storage", None)
-        if storage is None or storage.matrix is None:
+        if storage is None:
+            raise NotFittedError("sim: the model is not fitted yet: call fit first")
+        if storage.matrix is None:
             raise AttributeError("sim: " + ("this model holds no n × n matrix "
                                             "(storage_='blocked'); compute_similarities() "
-                                            "builds it" if storage is not None
-                                            else "the model is not fitted yet: call fit first"))
+                                            "builds it"))
         return storage.matrix
 
     def compute_similarities(self) -> np.ndarray:
@@ -418,7 +419,7 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         every row estimated from that release with blocked storage.
         """
         if not hasattr(self, "trainset"):
-            raise AttributeError(f"this {type(self).__name__} is not fitted yet: call fit first "
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first "
                                  "(compute_similarities needs its trainset)")
         if self.sim_options_["name"] not in EXACT_SIMILARITIES:
             self._check_fitted()

@@ -91,6 +91,10 @@ class KNNQueries:
         if len(given["items"]) != len(given["users"]):
             raise ValueError(f"items must have one id per user ({len(given['users'])}), got "
                              f"{len(given['items'])}")
+        if not len(given["users"]):      # no query: the shape of an answer, no row
+            n = self.trainset.n_users if user_based else self.trainset.n_items
+            width = min(self.k_, n)
+            return np.empty((0, width), dtype=np.int64), np.empty((0, width))
         batch = self._engine.answer(*self._switch(given["users"], given["items"]),
                                     [self._rule_], self._book)
         return batch.neighbours[batch.row], batch.chosen.weights[batch.row]

@@ -47,7 +47,14 @@ from surprise.prediction_algorithms.predictions import Prediction
 from .._ratings import check_ratings, check_unique_pairs
 from .._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
 from .._surprise import UNKNOWN, inner_ids, predictions, raw_ids
-from .._validation import check_bool, check_choice, check_epsilon, check_int, check_real
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_epsilon,
+    check_int,
+    check_real,
+    check_within,
+)
 from ..knn.parameters import check_ids
 from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from ..private_model import PrivateModel
@@ -69,6 +76,9 @@ _ARGUMENT = ("each user's order privatised once (exact enumeration bounds the lo
              "the user's own rating histogram, which a swap does not change")
 #: Largest ``n_factors`` (the factors are n_users × n_factors and n_items × n_factors).
 MAX_FACTORS = 1 << 16
+#: the most pairs one epoch draws (`pairs_per_rating` × the ratings in orders of two or
+#: more): they are counted exactly in float64 and drawn at once
+MAX_EPOCH_PAIRS = 2.0**53
 #: Largest number of (query × training score) cells evaluated at once.
 _BLOCK_CELLS = 1 << 22
 
@@ -167,7 +177,8 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
     batch_size : int, default 1024
         Pairs per SGD step.
     pairs_per_rating : float, default 2.0
-        Pairs sampled per epoch, per training rating.  The defaults were tuned
+        Pairs sampled per epoch, per training rating (`> 0`, at most `MAX_EPOCH_PAIRS`
+        $= 2^{53}$ pairs per epoch in all, checked at `fit`).  The defaults were tuned
         on one 80/20 split of MovieLens 100k (pooled pairwise accuracy 0.72
         without privacy, SVD 0.71 on the same split).
     random_state : None, int, RandomState or Generator
@@ -276,7 +287,9 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
                   self._bandwidth)
         if not all(np.isfinite(array).all() for array in fitted):
             raise ValueError(f"lr={self.lr!r}: the pairwise model diverged (its factors or "
-                             "scores overflowed); use a smaller lr (default 0.05)")
+                             f"scores overflowed) with reg={self.reg!r}; use a smaller lr "
+                             "(default 0.05), or a smaller reg (default 0.05: each step "
+                             "shrinks a factor by lr × reg, which must stay well below 1)")
         self._accountant = self._ledger()
 
     def _user_epsilons(self, trainset) -> np.ndarray:
@@ -307,7 +320,14 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
         lr, reg = float(self.lr), float(self.reg)
         anchors = np.flatnonzero(np.repeat(segments.count, segments.count) >= 2)
         owner = np.repeat(np.arange(n_users), segments.count)
-        n_pairs = int(math.ceil(self.pairs_per_rating * len(anchors))) if len(anchors) else 0
+        n_pairs = 0
+        if len(anchors):
+            check_within(float(self.pairs_per_rating), "pairs_per_rating",
+                         high=MAX_EPOCH_PAIRS / len(anchors),
+                         why=f"2^53 pairs per epoch over the {len(anchors)} ratings in orders "
+                             "of two or more items: an epoch's pairs are counted exactly in "
+                             "float64 and drawn at once")
+            n_pairs = int(math.ceil(self.pairs_per_rating * len(anchors)))
         for epoch in range(n_epochs):
             step = lr * (1.0 - epoch / n_epochs)  # linear decay to 0
             u, win, lose = _sample_pairs(rng, anchors, owner, segments, flat, n_pairs)
