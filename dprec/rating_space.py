@@ -347,7 +347,7 @@ class ListedModel(Recommender, PrivateModel):
         ranked by the unclipped estimates: clipping would tie every estimate above the
         scale's top)."""
         low, high = self.trainset.rating_scale
-        top["est"] = top["est"].clip(low, high)
+        top["est"] = np.clip(top["est"].to_numpy(), low, high)
         return top
 
     def _release_once(self, accountant: PrivacyAccountant, indices: list[int],

@@ -1,4 +1,4 @@
-"""Top-N recommendation from any fitted model with ``estimate_arrays`` or ``score_rows``.
+"""Top-N recommendation from any fitted Surprise algorithm, dprec's by whole rows.
 
 A user's top-N list ranks every item of the catalogue by its estimate; the
 estimates of a block of users × all items are one call of the model's
@@ -27,6 +27,7 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
+from surprise import PredictionImpossible
 
 from ._arrays import top_mask
 from ._ratings import RatingArrays
@@ -44,8 +45,11 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
 
     Parameters
     ----------
-    algo : fitted model with ``trainset`` and ``estimate_arrays(users, items)`` or
-        ``score_rows(users)``, e.g. [`dprec.PrivateKNN`][], [`dprec.DPBaseline`][].
+    algo : fitted Surprise algorithm
+        A dprec model ([`dprec.PrivateKNN`][], [`dprec.DPBaseline`][], ...), ranked by
+        its ``score_rows(users)`` or ``estimate_arrays(users, items)``, or any other
+        Surprise algorithm (``SVD``, ``KNNBasic``, ...), ranked by its unclipped
+        ``estimate(u, i)``, one call per item as Surprise's ``test`` makes.
     uids : iterable of raw user ids, known to the trainset
     n : int, default 10
         List length (``>= 1``); shorter when fewer items have an estimate.
@@ -66,9 +70,11 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
     n = check_int(n, "n", minimum=1)
     exclude_rated = check_bool(exclude_rated, "exclude_rated")
     trainset = getattr(algo, "trainset", None)
-    if trainset is None or not (hasattr(algo, "estimate_arrays") or hasattr(algo, "score_rows")):
-        raise TypeError("algo must be a fitted model with estimate_arrays or score_rows (e.g. "
-                        "PrivateKNN, DPBaseline)")
+    if trainset is None or not any(hasattr(algo, name) for name in (
+            "estimate_arrays", "score_rows", "estimate")):
+        raise TypeError("algo must be a fitted Surprise algorithm (e.g. PrivateKNN, "
+                        f"DPBaseline, SVD), got {type(algo).__name__}"
+                        + (" not fitted (no trainset)" if trainset is None else ""))
     uids = check_uids(uids)
     _check_options(algo, options)
     users = np.array([_inner_uid(trainset, uid) for uid in uids], dtype=np.int64)
@@ -82,6 +88,8 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
         block = users[start:start + size]
         if rows_model:
             est, possible = algo.score_rows(block, **options)
+        elif not hasattr(algo, "estimate_arrays"):
+            est, possible = _surprise_estimates(algo, block, n_items)
         else:
             est, possible = algo.estimate_arrays(np.repeat(block, n_items),
                                                  np.tile(np.arange(n_items), len(block)))
@@ -92,16 +100,34 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
             listed = cells >= 0                 # a rated item the model does not list
             scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr))[listed],
                    cells[listed]] = -np.inf
-        top = _top(scores, n)
-        top["position"] += start
-        frames.append(top)
-    top = pd.concat(frames, ignore_index=True)
+        position, rank, item, est = _top(scores, n)
+        frames.append((position + start, rank, item, est))
+    position, rank, item, est = (np.concatenate(column) for column in zip(*frames))
     return pd.DataFrame({
-        "uid": [uids[j] for j in top["position"].tolist()],
-        "rank": top["rank"].to_numpy(),
-        "iid": [item_ids[i] for i in top["item"].tolist()],
-        "est": top["est"].to_numpy(),
+        "uid": [uids[j] for j in position.tolist()],
+        "rank": rank,
+        "iid": [item_ids[i] for i in item.tolist()],
+        "est": est,
     })
+
+
+def _surprise_estimates(algo, users: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every item's unclipped estimate for each of `users` (inner ids) from a Surprise
+    algorithm without array queries (`SVD`, `KNNBasic`, ...): one `estimate(u, i)` per
+    cell, as Surprise's own `test` makes, and which of them were possible."""
+    est = np.zeros(len(users) * n_items)
+    possible = np.ones(len(users) * n_items, dtype=bool)
+    cell = 0
+    for u in users.tolist():
+        for i in range(n_items):
+            try:
+                value = algo.estimate(u, i)
+            except PredictionImpossible:
+                possible[cell] = False
+            else:
+                est[cell] = value[0] if isinstance(value, tuple) else value
+            cell += 1
+    return est, possible
 
 
 def _check_options(algo, options: dict) -> None:
@@ -161,8 +187,8 @@ def _inner_uid(trainset, uid) -> int:
         raise ValueError(f"uids must be users of the trainset, got unknown user {uid!r}") from None
 
 
-def _top(scores: np.ndarray, n: int) -> pd.DataFrame:
-    """Rows ``(position, rank, item, est)`` of the ``n`` best finite scores per row,
+def _top(scores: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
+    """Columns ``(position, rank, item, est)`` of the ``n`` best finite scores per row,
     by descending score, ties by item id (`dprec._arrays.top_mask`)."""
     rows, items = np.nonzero(top_mask(scores, n))
     values = scores[rows, items]
@@ -170,8 +196,7 @@ def _top(scores: np.ndarray, n: int) -> pd.DataFrame:
     rows, items, values = rows[order], items[order], values[order]
     rank = np.arange(len(rows)) - np.searchsorted(rows, rows, side="left") + 1
     keep = np.isfinite(values)
-    return pd.DataFrame({"position": rows[keep], "rank": rank[keep], "item": items[keep],
-                         "est": values[keep]})
+    return rows[keep], rank[keep], items[keep], values[keep]
 
 
 class Recommender:

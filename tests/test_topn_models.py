@@ -164,3 +164,34 @@ def test_a_list_of_lists_of_uids_is_named(algo, split):
                  lambda: recommend_batch(algo, [[uid]])):
         with pytest.raises(TypeError, match=r"uids must hold raw user ids .* got list \["):
             call()
+
+
+def test_surprises_own_algorithms_are_ranked_by_their_unclipped_estimates(split):
+    from surprise import SVD, KNNBasic
+
+    trainset, _ = split
+    uids = _uids(trainset, 3)
+    for algo in (SVD(random_state=0, n_epochs=5), KNNBasic(k=10, verbose=False)):
+        algo.fit(trainset)
+        top = recommend_batch(algo, uids, n=5)
+        for uid in uids:
+            u = trainset.to_inner_uid(uid)
+            rated = {i for i, _ in trainset.ur[u]}
+            expected = []
+            for i in range(trainset.n_items):
+                if i in rated:
+                    continue
+                prediction = algo.predict(uid, trainset.to_raw_iid(i), clip=False)
+                if not prediction.details.get("was_impossible", False):
+                    expected.append((-prediction.est, i, prediction.est))
+            best = sorted(expected)[:5]
+            mine = top[top["uid"] == uid]
+            assert mine["iid"].tolist() == [trainset.to_raw_iid(i) for _, i, _ in best]
+            assert np.allclose(mine["est"], [est for *_, est in best])
+
+
+def test_an_unfitted_algorithm_is_named():
+    from surprise import SVD
+
+    with pytest.raises(TypeError, match="SVD not fitted"):
+        recommend_batch(SVD(), ["1"])

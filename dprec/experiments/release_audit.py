@@ -190,12 +190,18 @@ def released(model, users: Sequence, items: Sequence, outputs: Sequence[str] | N
                                                                   **details}
     if "neighbours" in parts or "neighbour ids" in parts:
         out.update(_neighbours(model, users, items, weights="neighbours" in parts))
-    if "recommendations" in parts and hasattr(model, "recommend"):
+    if "recommendations" in parts and hasattr(model, "recommend_batch"):
+        known = [raw for raw in users if _inner(model.trainset, raw, True) is not None]
+        lists = _call(model.recommend_batch, known, 3)     # one call: the lists as one batch
         for raw in users:
-            answer = ("unknown" if _inner(model.trainset, raw, True) is None
-                      else _call(model.recommend, raw, 3))
-            out[f"recommend/{raw}"] = answer if isinstance(answer, str) else {
-                iid: rank for rank, (iid, _) in enumerate(answer)}
+            if raw not in known:
+                out[f"recommend/{raw}"] = "unknown"
+            elif isinstance(lists, str):
+                out[f"recommend/{raw}"] = lists
+            else:
+                mine = lists[lists["uid"] == raw]
+                out[f"recommend/{raw}"] = dict(zip(mine["iid"].tolist(),
+                                                   (mine["rank"] - 1).tolist()))
     if "arrays" in parts:
         out["arrays"] = _public_arrays(model)
     if "report" in parts:
