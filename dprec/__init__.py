@@ -11,33 +11,41 @@ import importlib
 from typing import TYPE_CHECKING
 
 # _environment first: it fixes SURPRISE_DATA_FOLDER before Surprise's import would crash on it
-from . import _environment  # noqa: F401
+from .utils import (
+    _environment,  # noqa: F401
+    _moved,
+)
+
+_moved.install()   # the modules' paths before 0.2 (dprec.dp_baseline, ...): they warn
 
 if TYPE_CHECKING:      # what the names below resolve to, for readers and type checkers
-    from . import datasets, mechanisms, metrics
+    from . import datasets, mechanisms
+    from .accountant.ledger import PrivacyAccountant
+    from .accountant.private_model import NotFittedError
     from .attacks import BetaKNNAttack
-    from .dp_als import DPALS
-    from .dp_baseline import DPBaseline
-    from .dp_item_knn import DPItemKNN
-    from .implicit_knn import ImplicitKNN
-    from .implicit_popularity import PrivatePopularity
+    from .endtoend.dp_als import DPALS
+    from .endtoend.dp_baseline import DPBaseline
+    from .endtoend.dp_item_knn import DPItemKNN
+    from .endtoend.local_knn import LocalKNN
+    from .evaluation import metrics
+    from .implicit.knn import ImplicitKNN
+    from .implicit.popularity import PrivatePopularity
     from .knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, PrivateKNNWithZScore
-    from .ledger import PrivacyAccountant
-    from .local_knn import LocalKNN
-    from .private_model import NotFittedError
     from .ranking import MallowsRanker
 
 __version__ = "0.1.0"
 
 #: every public name of the package -> the submodule that defines it (imported on first use)
-_LAZY = {"BetaKNNAttack": "attacks", "DPALS": "dp_als", "DPBaseline": "dp_baseline",
-         "DPItemKNN": "dp_item_knn", "ImplicitKNN": "implicit_knn", "LocalKNN": "local_knn",
-         "MallowsRanker": "ranking", "PrivacyAccountant": "ledger", "PrivateKNN": "knn",
-         "PrivateKNNBaseline": "knn", "PrivateKNNWithMeans": "knn",
-         "PrivateKNNWithZScore": "knn", "PrivatePopularity": "implicit_popularity",
-         "NotFittedError": "private_model"}
+_LAZY = {"BetaKNNAttack": "attacks", "DPALS": "endtoend.dp_als",
+         "DPBaseline": "endtoend.dp_baseline", "DPItemKNN": "endtoend.dp_item_knn",
+         "ImplicitKNN": "implicit.knn", "LocalKNN": "endtoend.local_knn",
+         "MallowsRanker": "ranking", "PrivacyAccountant": "accountant.ledger",
+         "PrivateKNN": "knn", "PrivateKNNBaseline": "knn", "PrivateKNNWithMeans": "knn",
+         "PrivateKNNWithZScore": "knn", "PrivatePopularity": "implicit.popularity",
+         "NotFittedError": "accountant.private_model"}
 #: the submodules reachable as attributes of ``dprec`` without their own import
-_SUBMODULES = ("audit", "datasets", "mechanisms", "metrics")
+_SUBMODULES = {"audit": "audit", "datasets": "datasets", "mechanisms": "mechanisms",
+               "metrics": "evaluation.metrics"}
 
 __all__ = ["BetaKNNAttack", "DPALS", "DPBaseline", "DPItemKNN", "ImplicitKNN", "LocalKNN",
            "MallowsRanker", "NotFittedError", "PrivacyAccountant", "PrivateKNN",
@@ -50,7 +58,7 @@ def __getattr__(name: str):
     if name in _LAZY:
         value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     elif name in _SUBMODULES:
-        value = importlib.import_module(f".{name}", __name__)
+        value = importlib.import_module(f".{_SUBMODULES[name]}", __name__)
     elif name == "PrivacyLedger":  # the name before the accountant (0.1.0)
         import warnings
 

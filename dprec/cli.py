@@ -82,7 +82,7 @@ def __getattr__(name: str):
 def is_user_error(error: BaseException) -> bool:
     """Whether ``error`` is an ordinary mistake (`USER_ERRORS`, a dataset without a local
     copy): one line and exit status 2."""
-    files = sys.modules.get("dprec.dataset_files")     # loaded when data was looked for
+    files = sys.modules.get("dprec.datasets.files")     # loaded when data was looked for
     return isinstance(error, USER_ERRORS) or (
         files is not None and isinstance(error, files.DatasetUnavailable))
 

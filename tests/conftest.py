@@ -151,8 +151,8 @@ def quick_release_audit():
 @pytest.fixture(params=["compiled", "numpy"])
 def kernel_path(request):
     """Runs a test on both of dprec's paths for the hot loops: the compiled kernels
-    (``dprec._kernels``, skipped without Numba) and the numpy code."""
-    from dprec import _kernels
+    (``dprec.utils._kernels``, skipped without Numba) and the numpy code."""
+    from dprec.utils import _kernels
 
     if request.param == "compiled" and not _kernels.AVAILABLE:
         pytest.skip("numba cannot be imported here (a dependency of dprec)")

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dprec"
 
 #: Modules allowed to read a private attribute of another library, with the reason.
 FOREIGN_PRIVATE = {
-    "dprec._surprise": "the one adapter to Surprise's private raw-to-inner id maps",
+    "dprec.utils._surprise": "the one adapter to Surprise's private raw-to-inner id maps",
 }
 
 

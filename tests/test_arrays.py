@@ -1,4 +1,4 @@
-"""The shared array kernels (dprec._arrays) against their definitions."""
+"""The shared array kernels (dprec.utils._arrays) against their definitions."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from dprec._arrays import (
+from dprec.utils._arrays import (
     pattern_matrix,
     safe_divide,
     stable_descending_order,

@@ -23,7 +23,6 @@ from surprise import SVD, KNNBasic, accuracy
 from surprise.model_selection import KFold
 
 from dprec import PrivateKNN, attacks
-from dprec._ratings import RatingArrays
 from dprec.attacks import COLUMNS, BetaKNNAttack, fit_prepared, round_to_grid, scenario_seed
 from dprec.attacks.metrics import pooled_vote
 from dprec.attacks.poisoning import BaseData, baseline_data, poisoned_data, scenarios
@@ -35,6 +34,7 @@ from dprec.selectors import ppns_schedule
 from dprec.similarity import SKETCH_BACKENDS, sketch_backend
 from dprec.similarity.exact import exact_similarity_and_sums, recommendation_aware_sensitivity
 from dprec.similarity.incremental import IncrementalSimilarity, IncrementalSketchSimilarity
+from dprec.utils._ratings import RatingArrays
 
 K, N_KNOWN = 10, 8
 

@@ -257,7 +257,7 @@ def test_lattice_resolution():
 def test_flatten_release_keys_labels_positions_and_skips_none():
     import pandas as pd
 
-    from dprec.surface_audit import flatten_release
+    from dprec.audit.surface import flatten_release
 
     flat = flatten_release({"s": pd.Series([1.0, 2.0], index=["b", "a"]),
                             "a": np.array([[1, 2]]), "t": "x", "n": None, "f": True})
@@ -266,7 +266,7 @@ def test_flatten_release_keys_labels_positions_and_skips_none():
 
 
 def test_audit_surface_finds_an_exact_value_and_a_missing_key_unnamed():
-    from dprec.surface_audit import audit_surface
+    from dprec.audit.surface import audit_surface
 
     def release(data, seed):   # Laplace(1) on the value, but also the exact value, half the time
         rng = np.random.default_rng(seed)
@@ -277,7 +277,7 @@ def test_audit_surface_finds_an_exact_value_and_a_missing_key_unnamed():
 
 
 def test_audit_surface_does_not_refute_the_laplace_mechanism():
-    from dprec.surface_audit import audit_surface
+    from dprec.audit.surface import audit_surface
 
     def release(data, seed):
         return {"noisy": data + np.random.default_rng(seed).laplace(0.0, 1.0)}
@@ -287,7 +287,7 @@ def test_audit_surface_does_not_refute_the_laplace_mechanism():
 
 
 def test_audit_surface_checks_its_arguments():
-    from dprec.surface_audit import audit_surface
+    from dprec.audit.surface import audit_surface
 
     with pytest.raises(ValueError, match="n_events"):
         audit_surface(lambda d, s: {"x": d}, 0, 1, n_events=0)
@@ -300,7 +300,7 @@ def _naive_events(runs_a: list[dict], runs_b: list[dict]) -> dict:
     was vectorised): {(key, kind, value): (count_a, count_b)}."""
     import pandas as pd
 
-    from dprec.surface_audit import FREQUENT, QUANTILES
+    from dprec.audit.surface import FREQUENT, QUANTILES
 
     a, b = pd.DataFrame.from_records(runs_a), pd.DataFrame.from_records(runs_b)
 
@@ -337,7 +337,7 @@ def test_the_vectorised_search_proposes_and_counts_what_a_naive_one_does(seed):
     """Every event the pilots propose (a key present, a frequent number or text, a
     threshold), with its counts on both sides, as a pandas search event by event finds:
     keys absent from one side, text and numbers under one key, NaN, ties."""
-    from dprec.surface_audit import _proposals, _Table
+    from dprec.audit.surface import _proposals, _Table
 
     rng = np.random.default_rng(seed)
 

@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 from surprise import BaselineOnly
 
-from dprec import PrivateKNN, PrivateKNNBaseline, baselines, datasets
-from dprec._ratings import RatingArrays
-from dprec.baselines import als_baselines
+from dprec import PrivateKNN, PrivateKNNBaseline, datasets
+from dprec.evaluation import baselines
+from dprec.evaluation.baselines import als_baselines
 from dprec.knn import biases
+from dprec.utils._ratings import RatingArrays
 
 
 @pytest.mark.parametrize("options", [{}, {"n_epochs": 3, "reg_u": 2.5, "reg_i": 0.0}])

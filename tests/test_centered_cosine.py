@@ -13,11 +13,12 @@ import pytest
 import scipy.sparse as sp
 from strategies import raises_naming
 
-from dprec import PrivateKNN, _kernels
-from dprec._ratings import RatingArrays
+from dprec import PrivateKNN
 from dprec.similarity import check_sim_options, exact
 from dprec.similarity.centered import centered_unit_rows
 from dprec.similarity.rows import SimilarityRows
+from dprec.utils import _kernels
+from dprec.utils._ratings import RatingArrays
 
 NAME = "centered_cosine"
 

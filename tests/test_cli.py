@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from strategies import CV_OPTIONS, DEMO_OPTIONS, fuzz
 
 from dprec import DPBaseline
+from dprec.accountant.ledger import Unit
 from dprec.cli import EXPERIMENTS, build_parser, main
 from dprec.experiments._options import OptionParser
-from dprec.ledger import Unit
 
 
 def parse_error(argv) -> str:

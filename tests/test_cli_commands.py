@@ -50,8 +50,9 @@ def test_the_command_line_parses_without_the_heavy_libraries():
 
 def test_the_lazy_names_are_the_models_and_submodules():
     import dprec
-    from dprec import DPALS, DPBaseline, audit, datasets, metrics
-    from dprec.dp_baseline import DPBaseline as defined
+    from dprec import DPALS, DPBaseline, audit, datasets
+    from dprec.endtoend.dp_baseline import DPBaseline as defined
+    from dprec.evaluation import metrics
 
     assert DPBaseline is defined and DPALS.__name__ == "DPALS"
     assert datasets.load and metrics and audit.clopper_pearson

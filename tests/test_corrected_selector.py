@@ -13,8 +13,8 @@ from scipy import stats
 from surprise import Dataset, Reader
 
 from dprec import PrivateKNN, datasets
+from dprec.accountant.ledger import Status, Unit
 from dprec.audit import audit_model, with_rating
-from dprec.ledger import Status, Unit
 from dprec.selectors import CorrectedPNCF, QueryNoise
 
 

@@ -1,12 +1,12 @@
-"""Data usage and ReuseKNN's vulnerable users (dprec.data_usage)."""
+"""Data usage and ReuseKNN's vulnerable users (dprec.audit.data_usage)."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from dprec import PrivateKNN
-from dprec._surprise import inner_ids
-from dprec.data_usage import data_usage, reuseknn_threshold, vulnerable_share
+from dprec.audit.data_usage import data_usage, reuseknn_threshold, vulnerable_share
+from dprec.utils._surprise import inner_ids
 
 
 @pytest.fixture(scope="module")

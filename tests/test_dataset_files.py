@@ -1,4 +1,4 @@
-"""Tests of dprec.dataset_files: each public dataset's format, written small into a temporary
+"""Tests of dprec.datasets.files: each public dataset's format, written small into a temporary
 folder and read back through dprec.datasets.load, and any ratings table."""
 
 from __future__ import annotations
@@ -10,14 +10,9 @@ import pandas as pd
 import pytest
 from strategies import raises_naming
 
-from dprec.dataset_files import (
-    RATING_SCALES,
-    TITLES,
-    find_dataset_files,
-    read_dataset_files,
-)
 from dprec.datasets import DATASETS, DatasetUnavailable, load, load_or_synthetic
-from dprec.ratings_table import load_ratings_table
+from dprec.datasets.files import RATING_SCALES, TITLES, find_dataset_files, read_dataset_files
+from dprec.datasets.ratings_table import load_ratings_table
 
 #: (user, item, rating) of the small files, in file order
 RATINGS = [("1", "10", 4.0), ("1", "20", 3.5), ("2", "10", 0.5), ("3", "30", 5.0),
@@ -160,7 +155,7 @@ def test_a_file_that_is_not_the_dataset_is_named(tmp_path, name, content):
 @pytest.mark.parametrize("name", sorted(TITLES))
 def test_missing_files_name_every_path_tried(tmp_path, monkeypatch, name):
     # not Surprise's own builtin copies (a machine may hold ml-1m or jester there)
-    monkeypatch.setattr("dprec.dataset_files.BUILTIN_DATASETS", {})
+    monkeypatch.setattr("dprec.datasets.files.BUILTIN_DATASETS", {})
     with pytest.raises(DatasetUnavailable, match="path given") as info:
         load(name, path=tmp_path)
     assert str(info.value).count(str(tmp_path)) >= 2       # in the folder and below

@@ -22,9 +22,10 @@ from strategies import STRONG_SIGNAL, catalogues
 from surprise import Dataset, Reader, accuracy
 from surprise.model_selection import train_test_split
 
-from dprec import DPALS, DPBaseline, datasets, dp_als, dp_baseline
-from dprec._rng import FitNoise, derive_generator
-from dprec.dp_als import (
+from dprec import DPALS, DPBaseline, datasets
+from dprec.accountant.ledger import BudgetExceededError, Status, Unit
+from dprec.endtoend import dp_als, dp_baseline
+from dprec.endtoend.dp_als import (
     FACTOR_SHARE,
     FACTOR_SNR,
     MIN_ITEMS,
@@ -33,10 +34,10 @@ from dprec.dp_als import (
     item_statistics,
     user_factors,
 )
-from dprec.dp_baseline import GRID_BITS, MAX_ITEMS_PER_USER
-from dprec.ledger import BudgetExceededError, Status, Unit
+from dprec.endtoend.dp_baseline import GRID_BITS, MAX_ITEMS_PER_USER
+from dprec.endtoend.rating_space import SCOPE
 from dprec.mechanisms.discrete_gaussian import grid_sensitivity, zcdp_epsilon, zcdp_rho
-from dprec.rating_space import SCOPE
+from dprec.utils._rng import FitNoise, derive_generator
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,19 @@ import scipy.sparse as sp
 from strategies import catalogues
 from surprise import Dataset, Reader
 
-from dprec import DPBaseline, datasets, dp_baseline, effects_release
-from dprec._ratings import RatingArrays
-from dprec._rng import FitNoise, NoiseSource
+from dprec import DPBaseline, datasets
+from dprec.accountant.ledger import SEEDED, Status, Unit
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.dp_baseline import RatingSpace, Settings, contributions, shrunk_effects, sorted_ids
-from dprec.ledger import SEEDED, Status, Unit
+from dprec.endtoend import dp_baseline, effects_release
+from dprec.endtoend.dp_baseline import (
+    RatingSpace,
+    Settings,
+    contributions,
+    shrunk_effects,
+    sorted_ids,
+)
+from dprec.utils._ratings import RatingArrays
+from dprec.utils._rng import FitNoise, NoiseSource
 
 
 @pytest.fixture(scope="module")
@@ -479,7 +486,7 @@ def test_one_rating_gives_its_own_mean():
 
 
 def test_a_zcdp_entry_states_the_accountants_epsilon_or_the_target_where_it_proves_0():
-    from dprec.dp_baseline import stated_epsilon
+    from dprec.endtoend.dp_baseline import stated_epsilon
     from dprec.mechanisms import zcdp_epsilon
 
     for rho in (0.005, 0.05, 2.0):                     # ε 0.38, 1.31, 10.6: the accountant's
@@ -489,7 +496,7 @@ def test_a_zcdp_entry_states_the_accountants_epsilon_or_the_target_where_it_prov
 
 def test_the_stabilised_effects_formula():
     # (S − N·offset) / (max(N, 0) + β), 0 where the denominator is 0, clipped (LocalKNN's)
-    from dprec.dp_baseline import stabilised_effects
+    from dprec.endtoend.dp_baseline import stabilised_effects
 
     sums, counts = np.array([1.0, 2.0, 3.0, 50.0, -50.0]), np.array([0.5, -1.0, 0.0, 2.0, 2.0])
     np.testing.assert_allclose(stabilised_effects(sums, counts, 0.25, 0.0, 10.0),
@@ -701,7 +708,7 @@ def test_noise_shares_read_the_weights_in_units_of_their_noise_sd():
     # loops at σ_N = 2 (where N/σ and N·σ differ); without noise 1 exactly at N <= 0
     from statistics import NormalDist
 
-    from dprec.noisy_effects import noise_shares
+    from dprec.endtoend.noisy_effects import noise_shares
 
     counts, sd = np.array([9.0, 6.0, 3.0, 0.5, -1.0, 4.0]), 2.0
     n = len(counts)
@@ -717,7 +724,7 @@ def test_effects_above_noise_is_the_stated_statistic_against_signal_standard_err
     # over the items above the gate N > 2σ_N: e = S/N, v = (σ_S² + e² σ_N²)/N², w = v⁻²,
     # T = Σ w (e² − v) / Σ w, passing above SIGNAL √(2 / Σ w); by hand along a line of
     # effects that crosses the threshold (σ_N = 3: σ_N² ≠ 2σ_N ≠ σ_N³)
-    from dprec.noisy_effects import SIGNAL, effects_above_noise
+    from dprec.endtoend.noisy_effects import SIGNAL, effects_above_noise
 
     counts, sd_sum, sd_count = np.array([40.0, 25.0, 60.0, 5.0]), 5.0, 3.0
     decisions = []
@@ -747,7 +754,7 @@ def test_release_entries_state_the_callers_rho():
 def test_the_laplace_release_states_the_sds_of_its_two_scales():
     # Laplace of scale b has sd √2 b: the item sums and weights at the items' scale, the
     # global pair (μ's noise, read by user_shrinkage_) at the global one
-    from dprec.dp_baseline import laplace_release, release_plan
+    from dprec.endtoend.dp_baseline import laplace_release, release_plan
 
     matrix = sp.csr_matrix(np.array([[4.0, 0.0, 2.0], [5.0, 1.0, 0.0]]))
     settings = DPBaseline(unit="rating", epsilon=0.8)._settings((1.0, 5.0))

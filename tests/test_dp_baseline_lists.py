@@ -12,10 +12,11 @@ import pytest
 from strategies import catalogues
 from surprise import Dataset, Reader
 
-from dprec import DPBaseline, datasets, dp_baseline
+from dprec import DPBaseline, datasets
+from dprec.accountant.ledger import Unit
 from dprec.audit import with_rating
-from dprec.dp_baseline import NOTES, OUTPUTS, SCOPE, contributions, sorted_ids
-from dprec.ledger import Unit
+from dprec.endtoend import dp_baseline
+from dprec.endtoend.dp_baseline import NOTES, OUTPUTS, SCOPE, contributions, sorted_ids
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def test_a_user_with_many_items_brings_at_most_max_items_per_user(monkeypatch):
     # the partition selection's k: a user's contribution to the release is capped to a
     # random subset of `max_items_per_user` items, fresh per fit (their own answers still
     # read all of their ratings); with a public catalogue nothing is capped
-    from dprec import dp_baseline
+    from dprec.endtoend import dp_baseline
 
     rows = [(f"u{u:03d}", f"m{i}", 3.0) for u in range(5) for i in range(3)]
     rows += [("many", f"m{i}", 5.0) for i in range(30)]
@@ -177,7 +178,7 @@ def test_catalogues_of_any_id_type():
 
 
 def test_the_report_states_the_models_texts(data):
-    from dprec.dp_baseline import WEIGHTS
+    from dprec.endtoend.dp_baseline import WEIGHTS
 
     trainset = data.build_full_trainset()
     for unit, mechanism in (("user", "gaussian"), ("rating", "laplace"),
@@ -216,8 +217,8 @@ def test_audit_of_the_sole_raters_item_in_the_default_models_effects(monkeypatch
     # from the data made it certain on one side and impossible on the other (the bound
     # then passes 3, checked below by switching the selection off); the selection makes
     # it an event of probability at most δ on both
-    from dprec import effects_release
     from dprec.audit import audit_release, threshold_events
+    from dprec.endtoend import effects_release
     from dprec.experiments.release_audit import crowded_edge_data, without
 
     data = crowded_edge_data()
@@ -247,7 +248,7 @@ def test_a_second_release_is_averaged_in_and_charged_in_the_entry():
     # `fit_part`'s `more` (DPItemKNN's and DPALS's size rule): the rule reads the listed
     # items and the noisy number of users; the ρ it returns is released again and
     # averaged in, the items chosen again; the entry states the whole ρ and both δ
-    from dprec.dp_baseline import SelectionBudget
+    from dprec.endtoend.dp_baseline import SelectionBudget
     from dprec.experiments.release_audit import crowded_edge_data
     from dprec.mechanisms import zcdp_epsilon
 
@@ -296,7 +297,7 @@ def test_the_release_plans_threshold_is_the_smallest_within_its_delta(unit, mech
     q^m/(1 + q).  T is within the stage's δ, one grid step lower is not."""
     from scipy.stats import norm
 
-    from dprec.effects_release import GRID_BITS, SelectionBudget, release_plan
+    from dprec.endtoend.effects_release import GRID_BITS, SelectionBudget, release_plan
     from dprec.mechanisms import laplace_grid, laplace_scale
 
     s = DPBaseline(unit=unit, mechanism=mechanism, max_items_per_user=7)._settings((1.0, 5.0))
@@ -340,7 +341,7 @@ def test_the_items_chosen_again_pass_the_sub_gaussian_threshold(unit):
     so one unit's item of weight 1 (2^12 steps) passes T alone with probability at most
     exp(−(T − 1)² / 2σ²) (T in steps); k of them: k times.  T is the smallest multiple of
     2^-12 within the stage's δ; a weight of exactly T is listed, one step below is not."""
-    from dprec.effects_release import SelectionBudget, reselect
+    from dprec.endtoend.effects_release import SelectionBudget, reselect
 
     s = DPBaseline(unit=unit, max_items_per_user=7)._settings((1.0, 5.0))
     k = 1 if unit == "rating" else 7
@@ -363,7 +364,7 @@ def test_the_items_chosen_again_pass_the_sub_gaussian_threshold(unit):
 def test_the_rule_states_the_cap_for_users_only():
     # the report's sentence: per user, the cap that bounds k is part of the argument; per
     # rating there is none (k = 1); the parenthesis opened by "(a bound on" closed once
-    from dprec.effects_release import selection_rule
+    from dprec.endtoend.effects_release import selection_rule
 
     for unit in ("user", "rating"):
         s = DPBaseline(unit=unit)._settings((1.0, 5.0))

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from dprec import DPBaseline, datasets, dp_baseline
-from dprec.dp_baseline import shrunk_effects
+from dprec import DPBaseline, datasets
+from dprec.endtoend import dp_baseline
+from dprec.endtoend.dp_baseline import shrunk_effects
 
 
 @pytest.fixture(scope="module")

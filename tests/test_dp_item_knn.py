@@ -15,10 +15,11 @@ import pytest
 from strategies import catalogues
 from surprise import Dataset, Reader
 
-from dprec import DPItemKNN, datasets, dp_item_knn
+from dprec import DPItemKNN, datasets
+from dprec.accountant.ledger import SEEDED, Status, Unit
 from dprec.audit import audit_release, threshold_events
-from dprec.dp_baseline import SIGNAL, sorted_ids
-from dprec.ledger import SEEDED, Status, Unit
+from dprec.endtoend import dp_item_knn
+from dprec.endtoend.dp_baseline import SIGNAL, sorted_ids
 from dprec.mechanisms import zcdp_epsilon, zcdp_rho
 
 MECHANISMS = ("gaussian", "laplace")
@@ -63,7 +64,7 @@ def noiseless(monkeypatch, mechanism, data, **kwargs):
     so its sampler is replaced by the identity (its scales: the sampler spy's tests).
     Over the data's public catalogues: every item is listed."""
     if mechanism == "gaussian":
-        monkeypatch.setattr("dprec.covariance_release.discrete_gaussian",
+        monkeypatch.setattr("dprec.endtoend.covariance_release.discrete_gaussian",
                             lambda values, sigma, rng: np.array(values, dtype=np.float64))
     return DPItemKNN(epsilon=1e12, mechanism=mechanism, random_state=0,
                      **catalogues(data), **kwargs).fit(data.build_full_trainset())
@@ -73,11 +74,12 @@ def noiseless(monkeypatch, mechanism, data, **kwargs):
 def fast_accounting(monkeypatch):
     """The zCDP conversions memoised (pure functions of their arguments): the audits fit
     thousands of times with one budget, and dp-accounting's bisection would dominate."""
-    import dprec.dp_item_knn
-    import dprec.effects_release
+    import dprec.endtoend.dp_item_knn
+    import dprec.endtoend.effects_release
 
-    for module, name in ((dprec.dp_item_knn, "zcdp_rho"), (dprec.effects_release, "zcdp_rho"),
-                         (dprec.effects_release, "zcdp_epsilon")):
+    for module, name in ((dprec.endtoend.dp_item_knn, "zcdp_rho"),
+                         (dprec.endtoend.effects_release, "zcdp_rho"),
+                         (dprec.endtoend.effects_release, "zcdp_epsilon")):
         monkeypatch.setattr(module, name, functools.lru_cache(getattr(module, name)))
 
 
@@ -164,7 +166,7 @@ def test_without_catalogues_every_user_is_inside_the_guarantee(monkeypatch, mech
     # single-rating user too, has the ε asked for, and the report states both conditions.
     # On lists read from the data (#33) every user was at ε = ∞.  Both paths: the rule's
     # (no covariance on these sizes) and the covariance's (share 0.3)
-    from dprec.dp_baseline import SCOPE
+    from dprec.endtoend.dp_baseline import SCOPE
 
     if share is None:
         monkeypatch.undo()                      # the public rule as it is
@@ -436,9 +438,9 @@ def test_listed_users_and_items_without_ratings_are_known(data, trainset):
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_the_report_states_the_models_texts(data, trainset, capsys, mechanism):
-    from dprec.dp_baseline import NOTES as BASELINE_NOTES
-    from dprec.dp_baseline import SCOPE
-    from dprec.dp_item_knn import NOTES, OUTPUTS
+    from dprec.endtoend.dp_baseline import NOTES as BASELINE_NOTES
+    from dprec.endtoend.dp_baseline import SCOPE
+    from dprec.endtoend.dp_item_knn import NOTES, OUTPUTS
 
     algo = DPItemKNN(epsilon=0.8, k=7, mechanism=mechanism, verbose=True,
                      **catalogues(data)).fit(trainset)
@@ -709,7 +711,7 @@ def test_the_gate_is_the_stated_threshold(data, trainset, monkeypatch, mechanism
     # sd_w = 1/√(2ρ_each) (Gaussian), or T = ln(5 n_items)/ε_each (Laplace)
     threshold, top = gate_threshold(mechanism)
     ramp = np.linspace(0.0, 2.0 * threshold * top, 820)                  # 40·41/2 entries
-    monkeypatch.setattr(f"dprec.covariance_release.discrete_{mechanism}",
+    monkeypatch.setattr(f"dprec.endtoend.covariance_release.discrete_{mechanism}",
                         lambda values, scale, rng: ramp.copy())
     sim = DPItemKNN(epsilon=1.0, mechanism=mechanism, random_state=0,
                     **catalogues(data)).fit(trainset).sim
@@ -775,7 +777,7 @@ def test_the_public_rule_without_covariance_spends_the_whole_budget_on_the_effec
     # first by inverse variance, and the items are chosen again on that average.  The one
     # entry is then the whole model's: ε as asked, the release's half of δ plus both
     # selections'
-    from dprec import dp_baseline
+    from dprec.endtoend import dp_baseline
 
     rules, releases, reselections = [], [], []
     spy(monkeypatch, dp_item_knn, "default_share", rules)
@@ -831,7 +833,7 @@ def test_the_public_rule_without_covariance_spends_the_whole_budget_on_the_effec
 def test_the_public_rule_with_the_covariance_spends_the_rest_on_it(trainset, monkeypatch):
     # the rule decides on what it is given: told "covariance" (0.3), no second release and
     # no reselection; the covariance over the first release's listed items
-    from dprec import dp_baseline
+    from dprec.endtoend import dp_baseline
 
     monkeypatch.setattr(dp_item_knn, "default_share", lambda n_users, n_items, rho: 0.3)
     releases, reselections = [], []
@@ -925,7 +927,7 @@ def test_the_covariance_is_released_in_its_own_units_where_a_variance_is_floored
     cov[0, 0], cov[1, 1], cov[0, 1], cov[0, 2], cov[0, 3] = -1.0, 2.0**40, 1.0, 2.0**20, -2.0**20
     upper = np.triu_indices(n)
     released = iter([cov[upper], np.full(len(upper[0]), 2.0**6)])
-    monkeypatch.setattr("dprec.covariance_release.discrete_gaussian",
+    monkeypatch.setattr("dprec.endtoend.covariance_release.discrete_gaussian",
                         lambda values, sigma, rng: next(released).copy())
     sim = DPItemKNN(epsilon=1e12, shrinkage=0.0, random_state=0,
                     **catalogues(data)).fit(trainset).sim.to_numpy()
@@ -954,7 +956,7 @@ def test_the_gate_is_strict(data, trainset, monkeypatch, mechanism):
     at = np.full(820, threshold * top)                                   # 40·41/2 entries
     at[1::2] = np.nextafter(threshold * top, np.inf)
     released = iter([np.ones(820), at])
-    monkeypatch.setattr(f"dprec.covariance_release.discrete_{mechanism}",
+    monkeypatch.setattr(f"dprec.endtoend.covariance_release.discrete_{mechanism}",
                         lambda values, scale, rng: next(released).copy())
     sim = DPItemKNN(epsilon=1.0, mechanism=mechanism, random_state=0,
                     **catalogues(data)).fit(trainset).sim

@@ -15,7 +15,7 @@ from surprise import accuracy
 from surprise.model_selection import train_test_split
 
 from dprec import DPALS, DPItemKNN, datasets
-from dprec.ledger import Unit
+from dprec.accountant.ledger import Unit
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def test_the_factors_cosines_are_clipped_to_one_in_magnitude(data, monkeypatch):
     # the first item's factor is (√½, √½, 0, …) and the last one's its opposite: the squared
     # norm rounds to 1, yet their cosines are ±(1 + 2^-52) in any summation order (two
     # non-zero terms, with or without fused multiply-adds); they are released as ±1
-    from dprec import dp_item_knn
+    from dprec.endtoend import dp_item_knn
 
     class Opposite(DPALS):
         def fit_part(self, *args, **kwargs):
@@ -195,7 +195,7 @@ def test_without_catalogues_the_factors_are_over_the_selected_items_and_nobody_i
     # selection and keeps the user list private: the similarities are over those items
     # (the factors' and the effects' list), every user at the ε asked, the report stating
     # both conditions
-    from dprec.dp_baseline import SCOPE
+    from dprec.endtoend.dp_baseline import SCOPE
 
     trainset = data.build_full_trainset()
     model = DPItemKNN(similarity="factors", epsilon=20.0, baseline_share=0.3,

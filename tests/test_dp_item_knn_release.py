@@ -13,7 +13,7 @@ from strategies import catalogues
 from surprise import Dataset, Reader
 
 from dprec import DPItemKNN, datasets
-from dprec.dp_item_knn import gaussian_sums, grid_levels, grid_residuals, integer_sums
+from dprec.endtoend.dp_item_knn import gaussian_sums, grid_levels, grid_residuals, integer_sums
 from dprec.mechanisms import zcdp_epsilon, zcdp_rho
 
 MECHANISMS = ("gaussian", "laplace")
@@ -150,7 +150,7 @@ def test_integer_sums_refuse_a_norm_they_do_not_bound():
 def test_the_integer_release_is_noised_with_its_sensitivity(trainset):
     # each matrix's upper triangle gets discrete Laplace noise of scale Δ/ε (its own Δ),
     # mirrored; the privacy map of that scale gives back ε
-    from dprec.dp_item_knn import noisy_sums
+    from dprec.endtoend.dp_item_knn import noisy_sums
 
     n = 60
     sums = (np.full((n, n), 7.0), np.zeros((n, n)))
@@ -193,7 +193,7 @@ def test_each_release_gets_its_sums_its_sensitivity_and_its_share(data, trainset
     # with its own sensitivity: σ = Δ/√(2ρ_each), ρ_each = (1 − s)ρ/2, the baseline's zCDP
     # sρ, the ledger's ε that of ρ (Gaussian; δ given); t = Δ/ε_each, ε_each = (1 − s)ε/2
     # (Laplace); over the public catalogues, so that δ is the release's own
-    import dprec.covariance_release as module
+    import dprec.endtoend.covariance_release as module
 
     name = "discrete_gaussian" if mechanism == "gaussian" else "discrete_laplace"
     real, calls = getattr(module, name), []
@@ -256,7 +256,7 @@ def test_the_integer_sums_state_their_grid_and_refuse_what_it_does_not_bound(nor
 
 
 def test_without_noise_the_released_sums_are_the_sums():
-    from dprec.dp_item_knn import noisy_sums
+    from dprec.endtoend.dp_item_knn import noisy_sums
 
     sums = (np.arange(16.0).reshape(4, 4) + np.arange(16.0).reshape(4, 4).T, np.eye(4))
     (cov, w), spent = noisy_sums(sums, (1.0, 1.0), 1e12, np.random.default_rng(0))

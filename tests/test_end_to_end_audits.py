@@ -14,8 +14,8 @@ import pytest
 from surprise import Dataset, Reader
 
 from dprec import DPALS, DPBaseline, DPItemKNN, LocalKNN
+from dprec.accountant.ledger import Unit
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.ledger import Unit
 
 N_RUNS = 400
 

@@ -194,8 +194,8 @@ def test_knn_pays_reads_the_first_size_where_the_knn_is_below_the_baseline():
 def test_the_user_mean_is_each_users_own_mean():
     import numpy as np
 
-    from dprec.baselines import MeanRating
     from dprec.datasets import synthetic
+    from dprec.evaluation.baselines import MeanRating
     from dprec.experiments.users_scaling import subsample_users
 
     data = synthetic(50, 30, 600, random_state=0)
@@ -235,9 +235,9 @@ def test_a_model_whose_report_says_infinity_is_not_labelled_holds():
     """The labels read `report.guarantee`, the users in scope only: a model that left a
     user at ε = ∞ was labelled "holds" (`dprec demo`: "ε=1 per user, holds")."""
     from dprec import PrivatePopularity
+    from dprec.accountant.ledger import Unit
     from dprec.experiments import hyperparameters
     from dprec.experiments.privacy_labels import fresh_labels, privacy_label
-    from dprec.ledger import Unit
 
     trainset = _sole_holder()
     model = PrivatePopularity(1.0, cap=3).fit(trainset)

@@ -13,7 +13,7 @@ from scipy import integrate, stats
 from strategies import raises_naming
 
 from dprec import mechanisms as M
-from dprec._rng import keyed_uniform
+from dprec.utils._rng import keyed_uniform
 
 N = 200_000
 

@@ -67,7 +67,7 @@ def test_every_text_of_a_saved_figure_is_readable_where_it_is_shown(plot, table,
 
 
 def test_the_committed_docs_figures_are_saved_as_the_experiments_save_them():
-    """The figures in `docs/` come from full runs saved by `dprec._plotting.save` (150
+    """The figures in `docs/` come from full runs saved by `dprec.utils._plotting.save` (150
     dpi); one left from an older rendering (110 or 120 dpi, text 4 to 9 pixels high at
     700 wide) fails here.  Figures re-encoded without a dpi record are not checked."""
     import subprocess

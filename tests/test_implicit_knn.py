@@ -12,13 +12,14 @@ import scipy.sparse as sp
 from strategies import fit_quietly
 from surprise import Dataset, Reader
 
-from dprec import _kernels, datasets
+from dprec import datasets
+from dprec.accountant.ledger import BudgetExceededError, Status, Unit
 from dprec.audit import audit_release, threshold_events, value_events
 from dprec.experiments.hyperparameters import guarantee_label
-from dprec.implicit_knn import ImplicitKNN
-from dprec.ledger import BudgetExceededError, Status, Unit
-from dprec.set_reports import flip_probability, report_sets
+from dprec.implicit.knn import ImplicitKNN
+from dprec.implicit.set_reports import flip_probability, report_sets
 from dprec.similarity import UnknownSimilarityError
+from dprec.utils import _kernels
 
 MIN_SIM = 1e-6
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from strategies import fit_quietly, trainset_of
 
-from dprec.implicit_knn import ImplicitKNN, check_sim_options
-from dprec.ledger import BudgetExceededError, Unit
-from dprec.set_reports import flip_probability, item_counts
+from dprec.accountant.ledger import BudgetExceededError, Unit
+from dprec.implicit.knn import ImplicitKNN, check_sim_options
+from dprec.implicit.set_reports import flip_probability, item_counts
 
 OUTPUT = "scores and recommendations (estimate, test, predict, recommend)"
 #: the items of `sets`, as a public catalogue (the released sets' mechanics tested here

@@ -15,16 +15,16 @@ from strategies import fit_quietly, trainset_of
 from surprise import PredictionImpossible
 
 from dprec import PrivatePopularity
-from dprec import implicit_knn as knn_module
-from dprec import implicit_popularity as popularity_module
+from dprec.accountant.ledger import BudgetExceededError, Status, Unit
 from dprec.audit import audit_release, value_events
+from dprec.endtoend.item_selection import item_list_entry
+from dprec.endtoend.rating_space import SCOPE
 from dprec.experiments.privacy_labels import guarantee_label
-from dprec.implicit_knn import ImplicitKNN
-from dprec.item_selection import item_list_entry
-from dprec.ledger import BudgetExceededError, Status, Unit
+from dprec.implicit import knn as knn_module
+from dprec.implicit import popularity as popularity_module
+from dprec.implicit.knn import ImplicitKNN
+from dprec.implicit.set_reports import item_counts
 from dprec.mechanisms.partition_selection import selection_delta, threshold_steps
-from dprec.rating_space import SCOPE
-from dprec.set_reports import item_counts
 
 ITEMS = ["p0", "p1", "p2", "solo"]
 
@@ -238,7 +238,7 @@ def test_a_sketch_and_the_list_compose_with_the_reports():
 def test_a_set_difference_of_several_items_selects_for_them():
     r"""$\alpha$ items move $\alpha$ counts: each count at ε_s/α and δ/α, the entry α
     times both, the rule says so."""
-    from dprec.implicit_base import local_plan
+    from dprec.implicit.base import local_plan
     plan = local_plan(1.0, 0.1, 1e-5, Unit.SET_ITEM, True, set_difference=2)
     one, _ = item_list_entry(0.05, 5e-6, Unit.SET_ITEM)
     assert (plan.count_epsilon, plan.count_delta) == (0.05, 5e-6)
@@ -255,7 +255,7 @@ def test_a_set_difference_of_several_items_selects_for_them():
 
 
 def test_the_reports_get_the_rest_within_the_epsilon_asked():
-    from dprec.implicit_base import local_plan
+    from dprec.implicit.base import local_plan
 
     for epsilon in (0.3, 1.0, 2.0 / 3.0, 7.1, 1e-3):
         plan = local_plan(epsilon, 0.1, 1e-5, Unit.SET_ITEM, True)

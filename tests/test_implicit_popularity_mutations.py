@@ -12,11 +12,11 @@ import pytest
 from strategies import trainset_of
 
 from dprec import PrivatePopularity
-from dprec import implicit_popularity as popularity
-from dprec.implicit_knn import ImplicitKNN
-from dprec.ledger import BudgetExceededError, LedgerEntry, Status, Unit
+from dprec.accountant.ledger import BudgetExceededError, LedgerEntry, Status, Unit
+from dprec.implicit import popularity
+from dprec.implicit.knn import ImplicitKNN
+from dprec.implicit.set_reports import item_counts
 from dprec.mechanisms.exact_laplace import MAX_T, MIN_T
-from dprec.set_reports import item_counts
 
 ITEMS = [f"i{i}" for i in range(8)]
 

@@ -1,6 +1,6 @@
 """The private implicit models' lists and yardstick: public catalogues (items nobody holds
 are scored, the sole holder's audit), the released sets' scores (neighbours chosen by the
-user's own set, the share shrunk towards the private popularity), `dprec.set_reports`'
+user's own set, the share shrunk towards the private popularity), `dprec.implicit.set_reports`'
 sums, and `PrivatePopularity`."""
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ import pytest
 import scipy.sparse as sp
 from strategies import fit_quietly, trainset_of
 
-from dprec import PrivatePopularity, datasets, set_reports
+from dprec import PrivatePopularity, datasets
+from dprec.accountant.ledger import BudgetExceededError, Status, Unit
 from dprec.audit import audit_release, threshold_events, value_events
 from dprec.experiments.hyperparameters import guarantee_label
-from dprec.implicit_knn import ImplicitKNN
-from dprec.implicit_popularity import capped_counts
-from dprec.ledger import BudgetExceededError, Status, Unit
-from dprec.set_reports import (
+from dprec.implicit import set_reports
+from dprec.implicit.knn import ImplicitKNN
+from dprec.implicit.popularity import capped_counts
+from dprec.implicit.set_reports import (
     debias,
     dense_reports,
     flip_probability,

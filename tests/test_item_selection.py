@@ -1,4 +1,4 @@
-"""The local models' private item list (`dprec.item_selection`): its entry, its threshold,
+"""The local models' private item list (`dprec.endtoend.item_selection`): its entry, its threshold,
 and what it lists — the sole rater's item only through its δ."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import pandas as pd
 import pytest
 from surprise import Dataset, Reader
 
-from dprec import item_selection
-from dprec.item_selection import CENTRAL, item_list_entry, select_items
-from dprec.ledger import Status, Unit
+from dprec.accountant.ledger import Status, Unit
+from dprec.endtoend import item_selection
+from dprec.endtoend.item_selection import CENTRAL, item_list_entry, select_items
+from dprec.endtoend.rating_space import Catalogue, RatingSpace
 from dprec.mechanisms import laplace, laplace_epsilon, laplace_grid, laplace_scale
 from dprec.mechanisms.partition_selection import selection_delta
-from dprec.rating_space import Catalogue, RatingSpace
 
 
 def space_of(rows, items=None) -> RatingSpace:

@@ -1,4 +1,4 @@
-"""The compiled kernels (dprec._kernels) give the numpy code's numbers, and a model
+"""The compiled kernels (dprec.utils._kernels) give the numpy code's numbers, and a model
 fitted on either path is the same model."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from dprec import PrivateKNN, _kernels
-from dprec._arrays import pattern_matrix, stable_descending_order
+from dprec import PrivateKNN
+from dprec.utils import _kernels
+from dprec.utils._arrays import pattern_matrix, stable_descending_order
 
 pytestmark = pytest.mark.skipif(not _kernels.AVAILABLE,
                                 reason="numba cannot be imported here (a dependency of dprec)")
@@ -345,7 +346,7 @@ def test_co_rated_sums_reject_mismatched_outputs():
 
 
 def _count_kernel_calls(monkeypatch) -> collections.Counter:
-    """Calls of each public kernel of `dprec._kernels` from now on, by name (the models
+    """Calls of each public kernel of `dprec.utils._kernels` from now on, by name (the models
     call them through the module)."""
     calls = collections.Counter()
     for name in ("add_co_rated_sums", "similarity_rows", "stable_top", "weighted_means"):

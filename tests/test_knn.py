@@ -16,8 +16,8 @@ from surprise import KNNBasic, dump
 from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN
-from dprec._surprise import inner_ids
-from dprec.ledger import BudgetExceededError, Unit
+from dprec.accountant.ledger import BudgetExceededError, Unit
+from dprec.utils._surprise import inner_ids
 
 
 def reference_prediction(algo, trainset, u, i, centered, neighbourhood):

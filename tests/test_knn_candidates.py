@@ -19,11 +19,11 @@ import pytest
 from surprise import Dataset, Reader
 
 from dprec import PrivateKNN
-from dprec._rng import stable_keys
+from dprec.accountant.ledger import Unit
 from dprec.audit import audit_model, with_rating
-from dprec.ledger import Unit
 from dprec.similarity import GaussianJL
 from dprec.similarity.sjlt import gaussian_jl_matrix
+from dprec.utils._rng import stable_keys
 
 #: the sim_options of every similarity PrivateKNN's user neighbourhood takes (sketches:
 #: τ = 1 for MinHash, the lonely user's one item)

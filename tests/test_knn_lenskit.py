@@ -19,8 +19,8 @@ from surprise import KNNWithMeans
 from surprise.model_selection import KFold
 
 from dprec import PrivateKNN, PrivateKNNWithMeans
-from dprec._surprise import inner_ids
-from dprec.data_usage import data_usage
+from dprec.audit.data_usage import data_usage
+from dprec.utils._surprise import inner_ids
 
 #: (k, min_nbrs, min_sim, (β_u, β_i)): LensKit's defaults (k 20, min_sim 1e-6, no damping),
 #: a stricter neighbourhood with a damped bias, and old LensKit's negative min_sim

@@ -11,8 +11,8 @@ from strategies import (
 )
 
 from dprec import PrivateKNN
+from dprec.accountant.ledger import Status, Unit
 from dprec.knn.user_neighbourhood import SetChooser
-from dprec.ledger import Status, Unit
 from dprec.similarity import SKETCH_BACKENDS, with_public_bounds
 
 
@@ -163,7 +163,7 @@ def test_threads_do_not_change_the_answers(split, monkeypatch, neighbourhood):
 
 
 def test_thread_count_follows_the_limits(monkeypatch):
-    from dprec._threads import map_blocks, thread_count
+    from dprec.utils._threads import map_blocks, thread_count
 
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     monkeypatch.delenv("DPREC_NUM_THREADS", raising=False)
@@ -184,7 +184,7 @@ def test_map_blocks_reuses_one_pool_runs_nested_calls_inline_and_waits_on_errors
     import threading
     import time
 
-    from dprec._threads import map_blocks
+    from dprec.utils._threads import map_blocks
 
     monkeypatch.setenv("DPREC_NUM_THREADS", "2")
 

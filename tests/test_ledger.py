@@ -1,4 +1,4 @@
-"""Tests of dprec.ledger: the per-user privacy accountant."""
+"""Tests of dprec.accountant.ledger: the per-user privacy accountant."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import optimize, special
 from strategies import fuzz
 
-from dprec.ledger import (
+from dprec.accountant.ledger import (
     BudgetExceededError,
     LedgerEntry,
     PrivacyAccountant,
@@ -479,7 +479,7 @@ def test_to_frame_columns_without_entries():
 
 
 def test_release_once_charges_every_user_once_and_covers_the_outputs():
-    from dprec.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+    from dprec.accountant.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 
     acc = PrivacyAccountant(["a", "b", "c"])
     first = acc.register(LedgerEntry("x", "laplace", 0.25, 0.0, Unit.USER, Status.HOLDS, "user"))

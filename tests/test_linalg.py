@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dprec import _linalg
-from dprec._linalg import gram
+from dprec.utils import _linalg
+from dprec.utils._linalg import gram
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

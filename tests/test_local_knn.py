@@ -12,12 +12,12 @@ from strategies import catalogues
 from surprise import Dataset, Reader
 
 from dprec import LocalKNN, datasets
-from dprec._ratings import RatingArrays
+from dprec.accountant.ledger import SEEDED, Status, Unit
 from dprec.audit import audit_release, threshold_events, with_rating
-from dprec.dp_baseline import effects_above_noise, noise_shares, shrunk_effects, sorted_ids
-from dprec.ledger import SEEDED, Status, Unit
-from dprec.local_knn import _top_k_neighbours, krr_reports, laplace_reports
+from dprec.endtoend.dp_baseline import effects_above_noise, noise_shares, shrunk_effects, sorted_ids
+from dprec.endtoend.local_knn import _top_k_neighbours, krr_reports, laplace_reports
 from dprec.similarity import PrivateSJLT
+from dprec.utils._ratings import RatingArrays
 
 
 @pytest.fixture(scope="module")
@@ -359,9 +359,9 @@ def test_a_sketch_backend_object_is_accepted_at_its_share_of_epsilon(trainset, l
 
 
 def test_the_report_states_the_models_texts(data, trainset, capsys):
-    from dprec.dp_baseline import SCOPE
-    from dprec.item_selection import CENTRAL
-    from dprec.local_knn import NOTES, OUTPUTS
+    from dprec.endtoend.dp_baseline import SCOPE
+    from dprec.endtoend.item_selection import CENTRAL
+    from dprec.endtoend.local_knn import NOTES, OUTPUTS
 
     algo = LocalKNN(epsilon=2.0, k=3, rating_release="laplace", verbose=True,
                     **catalogues(data)).fit(trainset)
@@ -510,7 +510,7 @@ def test_defaults():
 def test_the_rating_reports_state_their_scales_and_entries():
     import scipy.sparse as sp
 
-    from dprec.local_knn import NOTES
+    from dprec.endtoend.local_knn import NOTES
     from dprec.mechanisms import laplace_epsilon, laplace_scale
 
     matrix = sp.csr_matrix(np.array([[0.0, 7.0, 3.0], [4.0, 0.0, 0.5]]))
@@ -537,7 +537,7 @@ def test_the_rating_reports_state_their_scales_and_entries():
 
 
 def test_neighbour_search_by_blocks_equals_one_block(monkeypatch):
-    from dprec import local_knn
+    from dprec.endtoend import local_knn
 
     sim = np.random.default_rng(0).uniform(-1, 1, (9, 9))
     whole = _top_k_neighbours(sim, 3)
@@ -624,7 +624,7 @@ def test_a_single_rating_gives_its_own_mean_and_effects_stay_in_bounds(trainset,
     wide = [LocalKNN(epsilon=0.05, item_shrinkage=0.0, user_shrinkage=10.0,
                      random_state=s, **listed).fit(trainset) for s in range(10)]
     assert all(np.abs(a.item_effects_).max() <= 4 for a in wide)
-    from dprec.dp_baseline import own_effects, stabilised_effects
+    from dprec.endtoend.dp_baseline import own_effects, stabilised_effects
 
     np.testing.assert_array_equal(stabilised_effects(np.array([100.0, -9.0]), np.ones(2), 0.0,
                                                      0.0, 4.0), [4.0, -4.0])   # the clip

@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 from surprise import Dataset, Reader
 
-from dprec import LocalKNN, local_knn
+from dprec import LocalKNN
+from dprec.accountant.ledger import BudgetExceededError, Status, Unit
 from dprec.audit import with_rating
-from dprec.ledger import BudgetExceededError, Status, Unit
-from dprec.local_knn import NOTES
-from dprec.rating_space import SCOPE
+from dprec.endtoend import local_knn
+from dprec.endtoend.local_knn import NOTES
+from dprec.endtoend.rating_space import SCOPE
 
 
 def crowd_data(n_crowd: int = 300) -> Dataset:

@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 from surprise import Dataset, Reader
 
-from dprec import LocalKNN, datasets, local_knn
-from dprec.dp_baseline import effects_above_noise
-from dprec.local_knn import krr_reports
+from dprec import LocalKNN, datasets
+from dprec.endtoend import local_knn
+from dprec.endtoend.dp_baseline import effects_above_noise
+from dprec.endtoend.local_knn import krr_reports
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def listed(data):
 
 
 def spy(monkeypatch, name: str) -> list:
-    """Every call's positional arguments of `dprec.local_knn.<name>`, which still runs."""
+    """Every call's positional arguments of `dprec.endtoend.local_knn.<name>`, which still runs."""
     calls, function = [], getattr(local_knn, name)
 
     def wrapper(*args):

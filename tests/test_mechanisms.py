@@ -20,10 +20,10 @@ from scipy import integrate, stats
 from strategies import TailDraws, raises_naming
 
 from dprec import mechanisms as M
-from dprec._rng import keyed_uniform
 from dprec.audit import lattice_resolution
 from dprec.mechanisms.randomized_response import randomized_response_log_move
 from dprec.similarity import sjlt
+from dprec.utils._rng import keyed_uniform
 
 N = 200_000
 

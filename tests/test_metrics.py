@@ -15,8 +15,8 @@ from scipy import stats
 from strategies import fuzz, raises_naming
 from surprise.prediction_algorithms.predictions import Prediction
 
-import dprec.metrics as metrics
-from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
+import dprec.evaluation.metrics as metrics
+from dprec.evaluation.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 
 
 def _random_predictions(seed: int, n_users: int = 30, max_items: int = 25) -> list[Prediction]:

@@ -21,8 +21,8 @@ from dprec import (
     PrivateKNNWithMeans,
     PrivateKNNWithZScore,
     datasets,
-    metrics,
 )
+from dprec.evaluation import metrics
 
 #: one fresh, unfitted model of every class (and the private selectors, item-based)
 MODELS = {

@@ -72,7 +72,7 @@ def test_every_answer_before_fit_raises_not_fitted_error(name):
 
 
 def test_data_usage_before_fit_raises_not_fitted_error():
-    from dprec.data_usage import data_usage
+    from dprec.audit.data_usage import data_usage
 
     with pytest.raises(NotFittedError, match="not fitted"):
         data_usage(PrivateKNN(), np.array([0]), np.array([0]))
@@ -183,7 +183,7 @@ def test_dpals_eigenvector_solve_is_the_ridge_solution(trainset, monkeypatch):
     """Where elimination fails (`LinAlgError: Singular matrix` before: the DPALS case of
     `WORKS`), the users are solved through the Gram matrices' eigenvectors: the same
     ridge solution, checked here where both work."""
-    from dprec.dp_als import user_factors
+    from dprec.endtoend.dp_als import user_factors
 
     rng = np.random.default_rng(0)
     matrix = fit(DPBaseline(random_state=0), trainset).rating_space.matrix
@@ -223,7 +223,7 @@ def test_implicit_released_scores_of_a_user_do_not_depend_on_the_call(trainset):
 def test_shrunk_shares_of_a_row_are_those_it_has_alone():
     import scipy.sparse as sp
 
-    from dprec import set_reports
+    from dprec.implicit import set_reports
 
     rng = np.random.default_rng(0)
     reports = sp.csr_matrix((rng.random((200, 300)) < 0.35).astype(np.float64))

@@ -38,7 +38,7 @@ import dprec.selectors.probabilistic
 import dprec.similarity.minhash
 import dprec.similarity.sjlt
 from dprec import MallowsRanker, PrivateKNN, datasets
-from dprec.ledger import PrivacyLeakWarning, Status, Unit
+from dprec.accountant.ledger import PrivacyLeakWarning, Status, Unit
 from dprec.selectors import PNCF
 
 K = 6

@@ -22,7 +22,15 @@ from surprise import Dataset, Reader
 from surprise.model_selection import train_test_split
 
 from dprec import PrivateKNN
-from dprec._rng import derive_seed, draw_seed, fit_entropy, keyed_uniform
+from dprec.accountant.ledger import (
+    CALLER_GENERATOR,
+    SEEDED,
+    BudgetExceededError,
+    PrivacyAccountant,
+    PrivacyLeakWarning,
+    Status,
+    Unit,
+)
 from dprec.audit import Event, audit_model, audit_release, with_rating
 from dprec.datasets import synthetic
 from dprec.experiments.privacy_audit import (
@@ -37,20 +45,12 @@ from dprec.experiments.privacy_audit import (
     single_rater_item,
     sketch_release,
 )
-from dprec.ledger import (
-    CALLER_GENERATOR,
-    SEEDED,
-    BudgetExceededError,
-    PrivacyAccountant,
-    PrivacyLeakWarning,
-    Status,
-    Unit,
-)
 from dprec.mechanisms import randomized_response_from_log_uniform
 from dprec.mechanisms.common import keyed_log_uniform
 from dprec.ranking import mallows_privatize
 from dprec.similarity import SKETCH_BACKENDS, NoisyMinHash, PrivateSJLT, RRMinHash
 from dprec.similarity.minhash import MinHash, MinHashFunctions
+from dprec.utils._rng import derive_seed, draw_seed, fit_entropy, keyed_uniform
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""One base for the private models (`dprec.private_model.PrivateModel`): every model
+"""One base for the private models (`dprec.accountant.private_model.PrivateModel`): every model
 refuses calls before `fit` with one error, and takes `budget=(ε, δ)`, stored as given,
 checked at `fit`, refusing a fit that would spend more (the model left as it was) and
 shown in the report."""
@@ -22,7 +22,7 @@ from dprec import (
     PrivatePopularity,
     datasets,
 )
-from dprec.ledger import BudgetExceededError
+from dprec.accountant.ledger import BudgetExceededError
 
 DATA = datasets.synthetic(40, 25, 600, random_state=3)
 #: the data's users and items as public catalogues (the paths without partition selection)

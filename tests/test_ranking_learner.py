@@ -23,8 +23,8 @@ from strategies import (
 from surprise import SVD, Dataset, Reader
 from surprise.model_selection import GridSearchCV, cross_validate, train_test_split
 
-from dprec.ledger import SEEDED, Status, Unit
-from dprec.metrics import ndcg_at_k, pairwise_accuracy
+from dprec.accountant.ledger import SEEDED, Status, Unit
+from dprec.evaluation.metrics import ndcg_at_k, pairwise_accuracy
 from dprec.ranking import mallows
 from dprec.ranking.learner import MallowsRanker, _RatingQuantiles, _Segments
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from dprec import DPBaseline, PrivateKNN
+from dprec.accountant.ledger import Status, Unit
 from dprec.experiments import release_audit
 from dprec.experiments.release_audit import (
     Scenario,
@@ -19,7 +20,6 @@ from dprec.experiments.release_audit import (
     edge_data,
     released,
 )
-from dprec.ledger import Status, Unit
 
 DATA = edge_data()
 QUICK = release_audit.scenarios(DATA, quick=True)

@@ -20,10 +20,7 @@ from strategies import trainset_of
 from test_ledger import entry
 
 from dprec import DPALS, DPBaseline, DPItemKNN, LocalKNN, MallowsRanker, PrivateKNN
-from dprec.datasets import synthetic
-from dprec.implicit_knn import ImplicitKNN
-from dprec.implicit_popularity import PrivatePopularity
-from dprec.ledger import (
+from dprec.accountant.ledger import (
     CALLER_GENERATOR,
     SEEDED,
     NoiseSource,
@@ -32,6 +29,9 @@ from dprec.ledger import (
     Unit,
     compose,
 )
+from dprec.datasets import synthetic
+from dprec.implicit.knn import ImplicitKNN
+from dprec.implicit.popularity import PrivatePopularity
 
 
 # ---------------------------------------------------------------- the accountant
@@ -167,7 +167,8 @@ def test_the_seeded_flag_of_an_older_pickle_is_read():
 
 
 def test_seeded_must_be_a_bool_or_a_noise_source():
-    with pytest.raises(TypeError, match="^seeded must be a bool or a dprec.ledger.NoiseSource"):
+    with pytest.raises(TypeError, match="^seeded must be a bool or a "
+                                        "dprec.accountant.ledger.NoiseSource"):
         PrivacyAccountant(1, seeded="yes")
 
 

@@ -13,7 +13,7 @@ from surprise import dump
 from surprise.model_selection import GridSearchCV, KFold, cross_validate
 
 from dprec import PrivateKNN
-from dprec.ledger import Status
+from dprec.accountant.ledger import Status
 from dprec.mechanisms import laplace_epsilon
 from dprec.selectors import (
     PNCF,

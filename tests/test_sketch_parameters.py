@@ -14,7 +14,7 @@ from strategies import random_sets, sketch_backends
 from surprise import Dataset, Reader
 
 from dprec import LocalKNN, PrivateKNN
-from dprec.ledger import PrivacyLeakWarning, Status, Unit
+from dprec.accountant.ledger import PrivacyLeakWarning, Status, Unit
 from dprec.mechanisms import gaussian_delta, laplace_epsilon
 from dprec.similarity import SKETCH_BACKENDS, Sketch, SketchBackend, sketch_backend
 from dprec.similarity.minhash import (
@@ -285,7 +285,7 @@ def test_the_exact_binomial_quantile_reaches_k():
 
 
 def test_projection_matrices_as_documented():
-    from dprec._rng import keyed_bits
+    from dprec.utils._rng import keyed_bits
 
     keys = np.array([3, 8, 1])
     S = sjlt_matrix(16, 4, keys, 9)

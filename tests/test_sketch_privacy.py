@@ -16,7 +16,6 @@ import pytest
 import scipy.sparse as sp
 from scipy import stats
 
-from dprec._rng import keyed_uniform
 from dprec.audit import Event, clopper_pearson, estimate_epsilon_lower_bound
 from dprec.experiments.jaccard_sketches import disjoint_set_pairs
 from dprec.mechanisms import randomized_response_from_uniform
@@ -26,6 +25,7 @@ from dprec.similarity.minhash import (
     difference_bound,
     difference_bound_paper,
 )
+from dprec.utils._rng import keyed_uniform
 
 N_RUNS = 200_000
 K, B, TAU, DELTA, EPSILON = 8, 2, 4, 1e-4, 2.0

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from scipy import stats
 from strategies import SKETCH_OPTIONS, fuzz, raises_naming, random_sets, sketch_backends
 
+from dprec.accountant.ledger import PrivacyLeakWarning, Status, Unit
 from dprec.experiments.jaccard_sketches import disjoint_set_pairs
-from dprec.ledger import PrivacyLeakWarning, Status, Unit
 from dprec.mechanisms import gaussian_delta, gaussian_sigma, laplace_epsilon
 from dprec.similarity import sketch_backend
 from dprec.similarity.minhash import (

@@ -19,9 +19,9 @@ from surprise.model_selection import PredefinedKFold
 
 from dprec import ImplicitKNN, PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans, datasets
 from dprec.evaluation import choose_ranking_option, holdout_split
+from dprec.evaluation.metrics import precision_at_k
+from dprec.evaluation.topn import recommend_batch
 from dprec.knn.queries import RANKING_SHRINKAGE
-from dprec.metrics import precision_at_k
-from dprec.topn import recommend_batch
 
 
 def _trainset(rows):

@@ -12,8 +12,8 @@ from surprise import Dataset, Reader
 
 from dprec import DPALS, DPBaseline, DPItemKNN, LocalKNN, MallowsRanker, PrivateKNN, datasets
 from dprec.audit import audit_model, membership_events, with_rating
-from dprec.metrics import ndcg_at_k, precision_at_k
-from dprec.topn import recommend_batch
+from dprec.evaluation.metrics import ndcg_at_k, precision_at_k
+from dprec.evaluation.topn import recommend_batch
 
 #: each model (ε = 4: most items listed on the small data), and the name of the report's
 #: output its lists are

@@ -23,6 +23,10 @@ metrics
     The measures, [`round_to_grid`][].
 
 See [The β-kNN attack](../attack.md) for the scenarios, the measures and the results.
+
+Floor 4 of the package map in ``docs/development.md``. May import: `dprec.utils`,
+`dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`,
+`dprec.similarity`, `dprec.selectors`, `dprec.knn`.
 """
 
 from __future__ import annotations
@@ -32,9 +36,9 @@ import warnings
 import numpy as np
 from surprise import Trainset
 
-from .._ratings import RatingArrays
 from ..knn import PrivateKNN
 from ..similarity import SketchRelease
+from ..utils._ratings import RatingArrays
 from .metrics import round_to_grid
 from .poisoning import AttackTarget, scenario_seed
 from .simulator import COLUMNS, BetaKNNAttack

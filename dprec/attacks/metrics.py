@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .._arrays import top_mask
+from ..utils._arrays import top_mask
 from .poisoning import AttackTarget, BaseData
 from .runners import Outcome
 
@@ -73,7 +73,7 @@ def pooled_vote(rounded: np.ndarray, estimates: np.ndarray, grid: np.ndarray) ->
 
 def _top_n_mask(keys: np.ndarray, n: int) -> np.ndarray:
     """Per row, the ``n`` largest finite keys (ties: the lower column first, as a stable
-    descending sort): `dprec._arrays.top_mask` without the infinite keys."""
+    descending sort): `dprec.utils._arrays.top_mask` without the infinite keys."""
     return top_mask(keys, n) & np.isfinite(keys)
 
 

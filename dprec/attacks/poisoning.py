@@ -25,8 +25,8 @@ import numpy as np
 import scipy.sparse as sp
 from surprise import Trainset
 
-from .._ratings import RatingArrays, ratings_matrix
-from .._surprise import raw_to_inner
+from ..utils._ratings import RatingArrays, ratings_matrix
+from ..utils._surprise import raw_to_inner
 
 __all__ = ["FAKE_PREFIX", "AttackTarget", "BaseData", "Scenario", "ScenarioData", "baseline_data",
            "fake_keys", "fake_prefix", "poisoned_data", "scenario_seed", "scenarios"]

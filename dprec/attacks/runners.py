@@ -32,11 +32,11 @@ import numpy as np
 from surprise import AlgoBase, Trainset
 from surprise.prediction_algorithms.knns import SymmetricAlgo
 
-from .._ratings import RatingArrays
 from ..knn import RULE_PARAMETERS, PrivateKNN
 from ..similarity import SKETCH_BACKENDS, sketch_backend, with_public_bounds
 from ..similarity.exact import SUM_SIMILARITIES
 from ..similarity.incremental import IncrementalSimilarity, IncrementalSketchSimilarity
+from ..utils._ratings import RatingArrays
 from .poisoning import AttackTarget, ScenarioData
 
 __all__ = ["Outcome", "PrivateKNNRunner", "SurpriseRunner", "make_runner", "make_runners"]

@@ -93,9 +93,9 @@ import pandas as pd
 from joblib import Parallel, delayed
 from surprise import AlgoBase, Dataset, Reader, Trainset
 
-from .._progress import progress_bar
-from .._rng import RandomStateLike, check_random_state, validate_random_state
-from .._validation import check_bool, check_int
+from ..utils._progress import progress_bar
+from ..utils._rng import RandomStateLike, check_random_state, validate_random_state
+from ..utils._validation import check_bool, check_int
 from .metrics import attack_metrics, item_mean_recovery, recovery
 from .poisoning import AttackTarget, BaseData, fake_prefix, scenarios
 from .runners import SurpriseRunner, make_runners

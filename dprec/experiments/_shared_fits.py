@@ -8,12 +8,12 @@ import warnings
 
 import numpy as np
 
-from .._ratings import RatingArrays
-from .._surprise import inner_ids
 from ..knn import PrivateKNN
 from ..similarity import SKETCH_BACKENDS, sketch_backend, with_public_bounds
 from ..similarity.exact import SUM_SIMILARITIES
 from ..similarity.incremental import IncrementalSimilarity
+from ..utils._ratings import RatingArrays
+from ..utils._surprise import inner_ids
 
 
 class SharedFits:

@@ -51,9 +51,9 @@ import pandas as pd
 from joblib import Parallel, delayed
 from surprise.model_selection import KFold
 
-from .._plotting import save, subplots
 from ..attacks import BetaKNNAttack
 from ..knn import PrivateKNN
+from ..utils._plotting import save, subplots
 from ._options import POSITIVE_INT, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates
 

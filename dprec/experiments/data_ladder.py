@@ -5,7 +5,7 @@ global mean to the kNN family, on one seeded 80/20 split (Surprise's
 `train_test_split`).  Two datasets whose ladders agree reward the same models
 by the same amounts: their biases and their collaborative signal are alike.
 [`compare`][dprec.experiments.data_ladder.compare] sets the ladder of
-[`synthetic`][dprec.rating_generator.synthetic] next to MovieLens 100k's (measured in
+[`synthetic`][dprec.datasets.generator.synthetic] next to MovieLens 100k's (measured in
 the same run when the copy is available) and, at the MovieLens-1M shape, next
 to the published MovieLens-1M figures.
 
@@ -29,10 +29,10 @@ import pandas as pd
 from surprise import SVD, BaselineOnly, Dataset, accuracy
 from surprise.model_selection import train_test_split
 
-from .._ratings import RatingArrays
-from ..baselines import MeanRating
 from ..datasets import DatasetUnavailable, load, synthetic
+from ..evaluation.baselines import MeanRating
 from ..knn import PrivateKNN
+from ..utils._ratings import RatingArrays
 from ._options import experiment_parser
 
 #: The rungs, in order.
@@ -103,7 +103,7 @@ def compare(seeds: Sequence[int] = (0, 1, 2), shapes: Sequence[str] = ("ml-100k"
     At the ML-100k shape the reference is MovieLens 100k measured on the same
     split seed as each synthetic dataset (skipped, saying so, when it has no
     local copy); at the ML-1M shape it is `ML1M_PUBLISHED`.  The generator is
-    [`synthetic`][dprec.rating_generator.synthetic] with its defaults, or with
+    [`synthetic`][dprec.datasets.generator.synthetic] with its defaults, or with
     the keyword arguments `generator`, one dataset per seed.
 
     Returns

@@ -19,18 +19,18 @@ from pathlib import Path
 import pandas as pd
 from surprise import KNNBasic
 
-from .. import _kernels as kernels
 from .. import datasets
-from .._plotting import legend_outside, line_styles, plain_epsilon_ticks, save, subplots
-from ..dp_als import DPALS
-from ..dp_baseline import DPBaseline
-from ..dp_item_knn import DPItemKNN
+from ..endtoend.dp_als import DPALS
+from ..endtoend.dp_baseline import DPBaseline
+from ..endtoend.dp_item_knn import DPItemKNN
+from ..endtoend.local_knn import LocalKNN
 from ..evaluation import cross_validate_table, dask_client, grid_table, parallel_backend, summarise
 from ..knn import PrivateKNN
-from ..local_knn import LocalKNN
 from ..ranking import MallowsRanker
 from ..selectors import SELECTORS
 from ..similarity import EXACT_SIMILARITIES, SURPRISE_SIMILARITIES
+from ..utils import _kernels as kernels
+from ..utils._plotting import legend_outside, line_styles, plain_epsilon_ticks, save, subplots
 from ._options import check_folds
 from .privacy_labels import first_fold, fresh_labels
 

@@ -39,7 +39,16 @@ from pathlib import Path
 import pandas as pd
 from surprise import SVD, BaselineOnly
 
-from .._plotting import (
+from ..attacks import BetaKNNAttack
+from ..datasets import load_or_synthetic, synthetic
+from ..endtoend.dp_als import DPALS, FACTOR_SHARE
+from ..endtoend.dp_baseline import DPBaseline
+from ..endtoend.dp_item_knn import BASELINE_SHARE, DPItemKNN
+from ..endtoend.local_knn import LocalKNN
+from ..evaluation import grid_table
+from ..knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans
+from ..selectors import CorrectedPNCF
+from ..utils._plotting import (
     legend_outside,
     line_styles,
     plain_epsilon_ticks,
@@ -47,15 +56,6 @@ from .._plotting import (
     save,
     subplots,
 )
-from ..attacks import BetaKNNAttack
-from ..datasets import load_or_synthetic, synthetic
-from ..dp_als import DPALS, FACTOR_SHARE
-from ..dp_baseline import DPBaseline
-from ..dp_item_knn import BASELINE_SHARE, DPItemKNN
-from ..evaluation import grid_table
-from ..knn import PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans
-from ..local_knn import LocalKNN
-from ..selectors import CorrectedPNCF
 from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K, PUBLIC_RULE
 from .privacy_labels import first_fold, fresh_labels

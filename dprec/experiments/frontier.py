@@ -41,7 +41,7 @@ references, on the same folds and against the same attack:
   items only (``inference=False``).  Models without neighbours (global
   mean, ``BaselineOnly``, ``DPBaseline``, ``DPALS``) are not attacked.
 * **security (b): vulnerable users without any attacker** — ReuseKNN's
-  measure (Müllner et al., ACM TIST 2023; [`dprec.data_usage`][]): per
+  measure (Müllner et al., ACM TIST 2023; [`dprec.audit.data_usage`][]): per
   outer fold, how many test predictions each user's ratings contribute to,
   and the share of users at or above ReuseKNN's threshold τ, computed as
   their code does from plain UserKNN (top-k, item neighbourhood, basic rule,
@@ -87,19 +87,19 @@ from surprise import BaselineOnly
 from surprise.model_selection import KFold
 from tqdm.auto import tqdm
 
-from .._surprise import inner_ids
 from ..attacks import BetaKNNAttack
-from ..data_usage import data_usage, reuseknn_threshold, vulnerable_share
+from ..audit.data_usage import data_usage, reuseknn_threshold, vulnerable_share
 from ..datasets import synthetic
-from ..dp_als import DPALS
-from ..dp_baseline import DPBaseline
-from ..dp_item_knn import DPItemKNN
+from ..endtoend.dp_als import DPALS
+from ..endtoend.dp_baseline import DPBaseline
+from ..endtoend.dp_item_knn import DPItemKNN
+from ..endtoend.local_knn import LocalKNN
+from ..evaluation.metrics import precision_at_k
 from ..knn import PrivateKNN
-from ..local_knn import LocalKNN
-from ..metrics import precision_at_k
 from ..selectors import CorrectedPNCF
 from ..similarity import sketch_backend, with_public_bounds
 from ..similarity.exact import change_bound
+from ..utils._surprise import inner_ids
 from . import hyperparameters as hp
 from ._options import EPSILON, FOLDS, POSITIVE_INT, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates

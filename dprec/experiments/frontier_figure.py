@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .._plotting import save, smallest_points, subplots
+from ..utils._plotting import save, smallest_points, subplots
 from .privacy_labels import LABELS
 
 #: the colour of each guarantee label

@@ -4,14 +4,14 @@ against private popularity.
 The setting of Aumüller, Bourgeat & Schmurr (SISAP 2020) run end to end: each user
 releases a locally private MinHash sketch of their set of artists, or the set itself by
 randomised response, and the server recommends with
-[`ImplicitKNN`][dprec.implicit_knn.ImplicitKNN] (LensKit's implicit kNN: sums of
+[`ImplicitKNN`][dprec.implicit.knn.ImplicitKNN] (LensKit's implicit kNN: sums of
 similarities); the yardstick is the popularity released with differential privacy.
 
 Data: HetRec 2011 Last.fm ``user_artists.dat``, each listened artist an interaction
 (play counts ignored); a seeded per-user hold-out of ``round(0.2 n)`` of each user's
 ``n`` artists (at least one when ``n >= 3``, none for ``n < 3``).  Every user with a
 held-out artist gets a top-10 list of the artists they did not listen to in training,
-scored with [`dprec.metrics`][] against their held-out artists (binary relevance):
+scored with [`dprec.evaluation.metrics`][] against their held-out artists (binary relevance):
 precision@10, recall@10 and NDCG@10, means over those users (a user with no list counts
 0).  ``--quick`` runs on synthetic sets (clusters of taste plus popularity) in seconds.
 
@@ -28,9 +28,9 @@ Models, at ``k = 20`` (LensKit's default) for the non-private ones:
   the counts of the sets capped at ``CAP`` = 40 artists plus discrete Laplace noise, ε
   per user (central);
 * ``private popularity (reports)`` at each ε: the same counts from each user's set
-  released by randomised response on every artist ([`dprec.set_reports`][]), ε per item
+  released by randomised response on every artist ([`dprec.implicit.set_reports`][]), ε per item
   of a set (local);
-* ``released sets`` at each ε: [`ImplicitKNN`][dprec.implicit_knn.ImplicitKNN] with
+* ``released sets`` at each ε: [`ImplicitKNN`][dprec.implicit.knn.ImplicitKNN] with
   ``set_epsilon`` = ε: those reports, the neighbours chosen by the overlap of the user's
   own set with the others' reports, the scores the neighbours' share shrunk towards the
   private popularity (``prior_sd`` 0.05);
@@ -84,7 +84,8 @@ import pandas as pd
 from surprise import Dataset, Reader
 
 from dprec import datasets, evaluation
-from dprec._plotting import save, subplots
+from dprec.accountant.ledger import Unit
+from dprec.evaluation.metrics import ndcg_at_k, precision_at_k, recall_at_k
 from dprec.experiments._options import (
     EPSILON,
     POSITIVE_INT,
@@ -93,12 +94,11 @@ from dprec.experiments._options import (
     run_folder,
 )
 from dprec.experiments.hyperparameters import guarantee_label
-from dprec.implicit_knn import ImplicitKNN
-from dprec.implicit_popularity import PrivatePopularity
-from dprec.ledger import Unit
-from dprec.metrics import ndcg_at_k, precision_at_k, recall_at_k
-from dprec.set_reports import noise_variance
+from dprec.implicit.knn import ImplicitKNN
+from dprec.implicit.popularity import PrivatePopularity
+from dprec.implicit.set_reports import noise_variance
 from dprec.similarity import RRMinHash
+from dprec.utils._plotting import save, subplots
 
 EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
 #: the sketches' parameters (every private model and ``user-kNN minhash``)
@@ -211,7 +211,7 @@ def estimate_sd(width: int, B: int = 2, epsilon: float = 8.0, tau: int = 20,
 
 def neighbour_noise(label: str, epsilon: float) -> float:
     r"""The variance of one neighbour's noise relative to its signal, a public function of
-    ε: the reports' $q (1 - q)/(1 - 2q)^2$ ([`dprec.set_reports.noise_variance`][]), the
+    ε: the reports' $q (1 - q)/(1 - 2q)^2$ ([`dprec.implicit.set_reports.noise_variance`][]), the
     sketches' `(estimate_sd / REFERENCE_JACCARD)²` (RR-MinHash's, for both sketches), the
     larger of the two for ``released sets, sketches`` (ε/2 each)."""
     if label == RELEASED:

@@ -59,8 +59,6 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from dprec import datasets
-from dprec._plotting import save, subplots
-from dprec._validation import check_int
 from dprec.experiments._options import (
     POSITIVE_INT,
     existing_path,
@@ -73,6 +71,8 @@ from dprec.similarity.minhash import (
     RRMinHash,
     difference_bound_paper,
 )
+from dprec.utils._plotting import save, subplots
+from dprec.utils._validation import check_int
 
 TAUS: tuple[int, ...] = (50, 250, 1000)
 JACCARDS: tuple[float, ...] = (0.1, 0.5, 0.9)

@@ -50,11 +50,11 @@ from surprise import Dataset, Reader
 from surprise.model_selection import KFold
 
 from .. import datasets
-from .._rng import QueryNoise
+from ..accountant.ledger import Unit, compose
 from ..audit import Event, audit_model, estimate_epsilon_lower_bound, with_rating
 from ..knn import PrivateKNN
-from ..ledger import Unit, compose
 from ..selectors import PNCF, PPNS, Selector, ppns_schedule
+from ..utils._rng import QueryNoise
 from . import release_audit
 from ._options import experiment_parser
 from ._shared_fits import SharedFits
@@ -376,7 +376,7 @@ def cross_validated_privacy(data: Dataset, selector: str = "pncf", epsilon: floa
 
     Each fold's model answers its test set; its accountant composes, per
     user, every neighbour set they were a candidate of (and every weight of
-    theirs released); [`dprec.ledger.compose`][] adds the folds.  The
+    theirs released); [`dprec.accountant.ledger.compose`][] adds the folds.  The
     figures compose the selector's *claims* (as published), not guarantees.
 
     Returns

@@ -33,7 +33,7 @@ import warnings
 
 from surprise.model_selection import KFold
 
-from ..ledger import Status
+from ..accountant.ledger import Status
 
 __all__ = ["LABELS", "NOT_PRIVATE", "first_fold", "fresh_labels", "guarantee_label",
            "privacy_label"]
@@ -78,7 +78,7 @@ def guarantee_label(algo) -> str:
     ``"in part"``: a guarantee for some outputs only, or for some users only;
     ``"none"``: nothing (no mechanism, void entries, or every user outside).  Read it
     from a model fitted with ``random_state=None`` ([`fresh_labels`][]): every entry
-    of a seeded model is void (`dprec.ledger.SEEDED`).
+    of a seeded model is void (`dprec.accountant.ledger.SEEDED`).
     """
     if not hasattr(algo, "privacy_report"):
         return "none"

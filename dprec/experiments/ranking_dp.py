@@ -34,9 +34,8 @@ from surprise.model_selection import KFold
 from tqdm import tqdm
 
 from dprec import datasets
-from dprec._plotting import save, subplots
+from dprec.evaluation.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.experiments._options import FOLDS, add_data_path, experiment_parser, run_folder
-from dprec.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
 from dprec.ranking import (
     concordant_pairs,
     laplace_expected_concordant,
@@ -46,6 +45,7 @@ from dprec.ranking import (
     mallows_theta,
 )
 from dprec.ranking.learner import MallowsRanker
+from dprec.utils._plotting import save, subplots
 
 EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0, 10.0, math.inf)
 FIG2_M: tuple[int, ...] = (5, 10, 20, 50, 100, 200)

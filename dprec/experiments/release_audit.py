@@ -7,7 +7,7 @@ publishes — predictions and every detail (`was_impossible`, `actual_k`...),
 (attributes ending in `_`, and `sim`), and the privacy report's text and
 figures — keyed by raw ids where the model keys them so, and by position
 where it keys them by Surprise's inner ids (which follow the data's order).
-[`audit_surface`][dprec.surface_audit.audit_surface] then chooses the events on pilot
+[`audit_surface`][dprec.audit.surface.audit_surface] then chooses the events on pilot
 runs and measures them on fresh ones.
 
 The neighbouring datasets are the edge cases where a guarantee breaks first
@@ -42,13 +42,13 @@ import pandas as pd
 from joblib import Parallel, delayed
 from surprise import Dataset, Reader
 
-from ..dp_als import DPALS
-from ..dp_baseline import DPBaseline
-from ..dp_item_knn import DPItemKNN
+from ..accountant.ledger import Unit
+from ..audit.surface import audit_surface
+from ..endtoend.dp_als import DPALS
+from ..endtoend.dp_baseline import DPBaseline
+from ..endtoend.dp_item_knn import DPItemKNN
+from ..endtoend.local_knn import LocalKNN
 from ..knn import PrivateKNN
-from ..ledger import Unit
-from ..local_knn import LocalKNN
-from ..surface_audit import audit_surface
 
 __all__ = ["Scenario", "audit_scenario", "crowded_edge_data", "default_scenarios", "edge_data",
            "released", "run", "scenarios"]
@@ -176,7 +176,7 @@ def released(model, users: Sequence, items: Sequence, outputs: Sequence[str] | N
     Returns
     -------
     dict
-        Nested, for [`flatten_release`][dprec.surface_audit.flatten_release].
+        Nested, for [`flatten_release`][dprec.audit.surface.flatten_release].
     """
     parts = set(outputs or ("predictions", "neighbours", "recommendations", "arrays", "report"))
     out: dict = {}
@@ -288,7 +288,7 @@ def audit_scenario(scenario: Scenario, data: Dataset, n_runs: int = 300,
     """Audit one scenario: the claim read from the model's own report on the larger
     dataset once it has released everything audited (the target's ε: a model that charges
     as it answers, such as `PrivateKNN`, has charged every answer by then), the bound from
-    `released` through [`audit_surface`][dprec.surface_audit.audit_surface]."""
+    `released` through [`audit_surface`][dprec.audit.surface.audit_surface]."""
     a = data.build_full_trainset()
     b = without(data, scenario.target, scenario.removed).build_full_trainset()
     users, items = catalogue(data)

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .._plotting import save, subplots
 from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
+from ..utils._plotting import save, subplots
 from ._options import EPSILON, POSITIVE_INT, experiment_parser
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)

@@ -45,7 +45,6 @@ import pandas as pd
 import scipy.sparse as sp
 from tqdm import tqdm
 
-from dprec._plotting import save, subplots
 from dprec.experiments._options import POSITIVE_INT, experiment_parser, run_folder
 from dprec.mechanisms import gaussian_sigma, laplace_scale
 from dprec.similarity.sjlt import (
@@ -56,6 +55,7 @@ from dprec.similarity.sjlt import (
     kenthapadi_sigma,
     sjlt_distance_variance,
 )
+from dprec.utils._plotting import save, subplots
 
 EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
 DELTAS: tuple[float, ...] = (1e-2, 1e-4, 1e-6, 1e-9)

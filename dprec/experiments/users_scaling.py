@@ -39,14 +39,14 @@ import pandas as pd
 from surprise import SVD, BaselineOnly, accuracy
 from surprise.model_selection import train_test_split
 
-from .._plotting import save, subplots
-from ..baselines import MeanRating
 from ..datasets import load_or_synthetic, synthetic
-from ..dp_als import DPALS
-from ..dp_baseline import DPBaseline
-from ..dp_item_knn import BASELINE_SHARE, DPItemKNN
+from ..endtoend.dp_als import DPALS
+from ..endtoend.dp_baseline import DPBaseline
+from ..endtoend.dp_item_knn import BASELINE_SHARE, DPItemKNN
+from ..endtoend.local_knn import LocalKNN
+from ..evaluation.baselines import MeanRating
 from ..knn import PrivateKNNBaseline
-from ..local_knn import LocalKNN
+from ..utils._plotting import save, subplots
 from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K
 

@@ -29,6 +29,10 @@ The package, one idea per module (each imports only those below it):
 See [How PrivateKNN answers](../knn_internals.md) for the data's way from `fit` to a
 `Prediction`, [Prediction rules](../prediction_rules.md) for the rules and
 [Neighbour selectors](../selectors.md) for the selectors.
+
+Floor 3 of the package map in ``docs/development.md``. May import: `dprec.utils`,
+`dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`,
+`dprec.similarity`, `dprec.selectors`.
 """
 
 from __future__ import annotations

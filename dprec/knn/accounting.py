@@ -15,12 +15,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from .._ratings import RatingArrays
-from .._rng import RandomStateLike, is_seeded
-from .._surprise import raw_ids
-from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+from ..accountant.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from ..selectors import Selector
 from ..similarity import SKETCH_BACKENDS, SketchRelease, change_bound
+from ..utils._ratings import RatingArrays
+from ..utils._rng import RandomStateLike, is_seeded
+from ..utils._surprise import raw_ids
 from .answers import Chosen, SelectionLog
 
 # what the privacy report says of the outputs no mechanism covers

@@ -84,7 +84,7 @@ class Batch:
     def details(self, diagnostics: bool, **extra) -> Iterator[dict]:
         """The `details` of every query, in order: `actual_k` as KNNBasic, plus, with
         `diagnostics`, α, β and the chosen neighbours' partitions (and `extra`).  Lazy,
-        so that `dprec._surprise.predictions` builds them."""
+        so that `dprec.utils._surprise.predictions` builds them."""
         if not diagnostics:
             return ({"actual_k": n, **extra} for n in self.actual_k.tolist())
         chosen = self.chosen.take(self.row)

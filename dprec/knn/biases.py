@@ -1,8 +1,8 @@
 """The baselines $b_u$, $b_i$ of a fitted `PrivateKNN`, as Surprise's `compute_baselines`
 fits them, for `prediction="baseline"` and the `pearson_baseline` similarity.
 
-ALS is vectorised (`dprec.baselines.als_baselines`) and fitted once per
-trainset and options (`dprec.baselines.trainset_baselines`); SGD is Surprise's
+ALS is vectorised (`dprec.evaluation.baselines.als_baselines`) and fitted once per
+trainset and options (`dprec.evaluation.baselines.trainset_baselines`); SGD is Surprise's
 own.  $\\hat b_{ui} = \\mu + b_u + b_i$ minimises
 $\\sum_{r_{ui}} (r_{ui} - \\mu - b_u - b_i)^2 + \\lambda_u b_u^2 + \\lambda_i b_i^2$
 (Koren 2010).
@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from surprise.prediction_algorithms.optimize_baselines import baseline_sgd
 
-from .._ratings import RatingArrays
-from ..baselines import als_baselines, trainset_baselines
+from ..evaluation.baselines import als_baselines, trainset_baselines
+from ..utils._ratings import RatingArrays
 
 
 def fit_baselines(algo, ratings: RatingArrays) -> tuple[np.ndarray, np.ndarray]:

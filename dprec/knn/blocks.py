@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .._threads import thread_count
+from ..utils._threads import thread_count
 
 #: largest number of (query × candidate) cells handled in one block
 _BLOCK_CELLS = 1 << 17

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _kernels as kernels
-from .._ratings import RatingArrays
-from .._threads import map_blocks
 from ..selectors import TopK
+from ..utils import _kernels as kernels
+from ..utils._ratings import RatingArrays
+from ..utils._threads import map_blocks
 from .accounting import Book
 from .answers import Batch, Chosen
 from .blocks import length_blocks, row_blocks
@@ -73,14 +73,14 @@ class ItemNeighbourhood:
         row per rule; the chosen columns are positions among the item's raters).
 
         With the compiled kernels and a selector that reads only a sorted
-        prefix (top-k), `dprec._kernels.stable_top` finds each query's
+        prefix (top-k), `dprec.utils._kernels.stable_top` finds each query's
         prefix from its raters' similarities directly, the queries in blocks
         of about $2^{21}$ candidates ordered by similarity row
         (`dprec.knn.blocks.row_blocks`).
         Otherwise queries are sorted by their item's number of raters and cut
         into blocks of similar length, each padded to a rectangle (padding has
         similarity $-\\infty$), so a whole block is one set of array operations.
-        Blocks run in threads (`dprec._threads.map_blocks`), their
+        Blocks run in threads (`dprec.utils._threads.map_blocks`), their
         randomness keyed by the queries, so the answer does not depend on it.
         With blocked storage the rows of the queries' users are computed first.
         """

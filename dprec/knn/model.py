@@ -18,11 +18,11 @@ from functools import partial
 import numpy as np
 from surprise import AlgoBase
 
-from .._ratings import RatingArrays
-from .._rng import RandomStateLike, derive_seed, fit_entropy
-from ..private_model import NotFittedError, PrivateModel
+from ..accountant.private_model import NotFittedError, PrivateModel
 from ..selectors import Selector
 from ..similarity import EXACT_SIMILARITIES, SimilarityRows, SketchRelease, SketchRows
+from ..utils._ratings import RatingArrays
+from ..utils._rng import RandomStateLike, derive_seed, fit_entropy
 from .accounting import Book, book_at, open_book
 from .biases import fit_baselines
 from .neighbourhoods import engine
@@ -162,7 +162,7 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         entropy at each fit; an int gives **seeded noise**: reproducible, for
         experiments (a refit with the same seed on neighbouring data reuses
         the same noise, which then cancels), so the privacy report records
-        every entry void (`dprec.ledger.SEEDED`): for a guarantee, give
+        every entry void (`dprec.accountant.ledger.SEEDED`): for a guarantee, give
         `None` or a numpy `Generator`.
     verbose : bool, default True
         Print progress messages during `fit` (as Surprise's kNN algorithms).
@@ -197,9 +197,9 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         the accountant is charged here).  The same numbers either way.
     budget : (float, float), optional
         A per-user `(ε, δ)` budget for the privacy accountant
-        ([`PrivateModel`][dprec.private_model.PrivateModel]): a query
+        ([`PrivateModel`][dprec.accountant.private_model.PrivateModel]): a query
         whose answer would take some user past it raises
-        `dprec.ledger.BudgetExceededError` (answers already given stay
+        `dprec.accountant.ledger.BudgetExceededError` (answers already given stay
         valid), and so does a `fit` whose sketch release would (the model is then
         left as it was).  Composed per unit, basic composition of the entries' claims.
 

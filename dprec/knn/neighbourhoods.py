@@ -17,7 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .._ratings import RatingArrays
+from ..utils._ratings import RatingArrays
 from .accounting import Book
 from .answers import Batch
 from .item_neighbourhood import ItemNeighbourhood

@@ -19,8 +19,10 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .._rng import validate_random_state
-from .._validation import (
+from ..selectors import SELECTORS, Selector
+from ..similarity import BLOCKED_SIMILARITIES, EXACT_SIMILARITIES, check_sim_options
+from ..utils._rng import validate_random_state
+from ..utils._validation import (
     check_bool,
     check_budget,
     check_choice,
@@ -29,8 +31,6 @@ from .._validation import (
     check_real,
     check_real_array,
 )
-from ..selectors import SELECTORS, Selector
-from ..similarity import BLOCKED_SIMILARITIES, EXACT_SIMILARITIES, check_sim_options
 from .neighbourhoods import NEIGHBOURHOODS
 from .rules import FALLBACKS, PREDICTIONS, check_signed_rule
 from .storage import BACKENDS, STORAGES

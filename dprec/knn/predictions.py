@@ -14,8 +14,8 @@ import numpy as np
 from surprise import PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
-from .._surprise import UNKNOWN, inner_ids, predictions
 from ..selectors import TopK
+from ..utils._surprise import UNKNOWN, inner_ids, predictions
 from .answers import Batch
 from .rules import Rule, unknown_baseline
 
@@ -25,7 +25,7 @@ TOO_FEW = "Not enough neighbors."
 
 class SurprisePredictions:
     """Mixin: Surprise's `estimate` and `test` of `PrivateKNN` (its `predict` is
-    [`PrivateModel`][dprec.private_model.PrivateModel]'s, through `estimate`), and the
+    [`PrivateModel`][dprec.accountant.private_model.PrivateModel]'s, through `estimate`), and the
     batch answers behind them."""
 
     def estimate(self, u, i):

@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .._arrays import stable_descending_order
-from .._validation import check_int, check_real
+from ..evaluation.topn import recommend_batch
 from ..selectors import TopK
-from ..topn import recommend_batch
+from ..utils._arrays import stable_descending_order
+from ..utils._validation import check_int, check_real
 from .parameters import check_ids
 from .rules import Rule, rule_keys
 
@@ -34,7 +34,7 @@ RANKING_SHRINKAGE = 5.0
 class KNNQueries:
     """Mixin: the kNN API of `PrivateKNN` (neighbours, estimates for arrays, top-N and
     the selections' summary; the privacy report is
-    [`PrivateModel`][dprec.private_model.PrivateModel]'s)."""
+    [`PrivateModel`][dprec.accountant.private_model.PrivateModel]'s)."""
 
     def neighbours(self, users=None, items=None) -> np.ndarray:
         """Deprecated: the neighbours' ids of `kneighbors` (`kneighbors(...)[0]`)."""
@@ -128,7 +128,7 @@ class KNNQueries:
                   min_k: int | None = None,
                   neighbour_shrinkage: float | None = None) -> list[tuple]:
         """The top-`n` items for raw user id `uid`: `[(raw iid, est), ...]`, best
-        first, ranked as `score_rows` says (`dprec.topn.recommend_batch`; charged as
+        first, ranked as `score_rows` says (`dprec.evaluation.topn.recommend_batch`; charged as
         `n_items` queries)."""
         self._check_fitted()
         top = recommend_batch(self, [uid], n, exclude_rated, min_k=min_k,
@@ -138,7 +138,7 @@ class KNNQueries:
     def recommend_batch(self, uids, n: int = 10, exclude_rated: bool = True, *,
                         min_k: int | None = None, neighbour_shrinkage: float | None = None):
         """Top-`n` lists of many users at once, a DataFrame (`uid`, `rank`,
-        `iid`, `est`), ranked as `score_rows` says: `dprec.topn.recommend_batch`."""
+        `iid`, `est`), ranked as `score_rows` says: `dprec.evaluation.topn.recommend_batch`."""
         self._check_fitted()
         return recommend_batch(self, uids, n, exclude_rated, min_k=min_k,
                                neighbour_shrinkage=neighbour_shrinkage)
@@ -146,7 +146,7 @@ class KNNQueries:
     def score_rows(self, users, *, min_k: int | None = None,
                    neighbour_shrinkage: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         r"""Every item's estimate for each of `users` (inner ids), and which of them a
-        top-N list may hold: what `dprec.topn.recommend_batch` ranks.
+        top-N list may hold: what `dprec.evaluation.topn.recommend_batch` ranks.
 
         A rating predictor ranks badly when it ranks what its neighbours hardly
         support: the fallback's $\mu_u$, $\mu_i$ or $b_{ui}$, or the estimate of one

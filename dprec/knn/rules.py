@@ -39,10 +39,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _kernels as kernels
-from .._arrays import safe_divide
-from .._ratings import RatingArrays
-from .._validation import check_choice, check_real
+from ..utils import _kernels as kernels
+from ..utils._arrays import safe_divide
+from ..utils._ratings import RatingArrays
+from ..utils._validation import check_choice, check_real
 from .blocks import at_positions, sequential_sum
 
 #: Surprise's kNN prediction rules: KNNBasic, KNNWithMeans, KNNWithZScore, KNNBaseline
@@ -308,7 +308,7 @@ def counts(weights: np.ndarray, min_sim: float) -> np.ndarray:
 def weighted_mean(positions: np.ndarray, weights: np.ndarray, starts: np.ndarray,
                   values: np.ndarray, min_sim: float) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise $\\sum w x / \\sum |w|$ over the neighbours that count (`counts`; 0 where
-    none), and their count: `dprec._kernels.weighted_means`
+    none), and their count: `dprec.utils._kernels.weighted_means`
     (`x = values[starts + positions]`), compiled or in numpy.  Both add one neighbour at
     a time in row order, as Surprise's kNN does (the same numbers bit for bit: with
     $w > 0$, $|w| = w$)."""

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._arrays import stable_descending_order
-from .._rng import QueryNoise
 from ..selectors import Selector, TopK
+from ..utils._arrays import stable_descending_order
+from ..utils._rng import QueryNoise
 from .answers import Chosen
 from .blocks import sequential_sum
 
@@ -52,7 +52,7 @@ class Selection:
 
         `sims` holds `n_valid` finite candidates per row, padding is `-inf`;
         or `sorted_` gives their sorted prefix already (`(order, sorted_sims)`,
-        `dprec._kernels.stable_top`, for a selector that reads no tail).
+        `dprec.utils._kernels.stable_top`, for a selector that reads no tail).
         """
         k = self.k
         if sorted_ is not None and type(self.selector) is TopK:   # not a subclass's select

@@ -18,9 +18,6 @@ from typing import Protocol
 
 import numpy as np
 
-from .._ratings import RatingArrays
-from .._rng import derive_generator
-from .._threads import map_blocks, map_on_dask, thread_count
 from ..similarity import (
     BLOCKED_SIMILARITIES,
     SimilarityRows,
@@ -30,6 +27,9 @@ from ..similarity import (
     similarity_rows,
 )
 from ..similarity.rows import ROW_BLOCK_CELLS
+from ..utils._ratings import RatingArrays
+from ..utils._rng import derive_generator
+from ..utils._threads import map_blocks, map_on_dask, thread_count
 
 #: how the fitted model holds its similarities: the whole matrix, or rows computed on demand
 STORAGES = ("auto", "dense", "blocked")

@@ -15,8 +15,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import scipy.sparse as sp
 
-from .._arrays import pattern_matrix, safe_divide
-from .._ratings import RatingArrays
+from ..utils._arrays import pattern_matrix, safe_divide
+from ..utils._ratings import RatingArrays
 from .accounting import Book
 from .answers import Batch, Chosen
 from .blocks import blocks

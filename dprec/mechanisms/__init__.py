@@ -20,11 +20,11 @@ Every sampler works on whole arrays at once and comes in two layers
 ("one query, one draw"):
 
 * a public function that takes ``random_state`` (``None``, an int, a
-  ``RandomState`` or a ``Generator``; see `dprec._rng.check_random_state`),
+  ``RandomState`` or a ``Generator``; see `dprec.utils._rng.check_random_state`),
   draws the uniforms it needs and calls
 * a ``*_from_uniform`` core that turns an array of uniforms in the open
   interval (0, 1) into the sample.  Selectors and backends feed these cores
-  with `dprec._rng.keyed_uniform`, so the noise that answers a query is a
+  with `dprec.utils._rng.keyed_uniform`, so the noise that answers a query is a
   function of the query's ids.  `UNIFORMS_PER_DRAW` says how many
   uniforms each core consumes per output value.
 
@@ -56,6 +56,8 @@ References
   (generalised randomised response).
 
 See [Mechanisms](../mechanisms.md) for the formulas and the privacy maps.
+
+Floor 1 of the package map in ``docs/development.md``. May import: `dprec.utils`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ deterministic functions of random words (uint64), one per variate plus a rare fe
 [`log_uniform`][dprec.mechanisms.common.log_uniform] and
 `standard_gumbel` take the words from a
 Generator, `keyed_gumbel` from
-[`keyed_bits`][dprec._rng.keyed_bits] (one query, one draw).
+[`keyed_bits`][dprec.utils._rng.keyed_bits] (one query, one draw).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .._rng import keyed_bits
+from ..utils._rng import keyed_bits
 
 __all__ = [
     "MAX_ZERO_BITS",
@@ -62,7 +62,7 @@ UNIFORMS_PER_DRAW = MappingProxyType({
 })
 
 #: Smallest uniform handed to a core, ``2**-54`` (the same floor as
-#: `dprec._rng.keyed_uniform`): ``log u`` stays finite.
+#: `dprec.utils._rng.keyed_uniform`): ``log u`` stays finite.
 TINY = 2.0**-54
 
 #: Most leading zero bits [`log_uniform_from_words`][dprec.mechanisms.common.log_uniform_from_words]
@@ -300,7 +300,7 @@ def keyed_gumbel(seed: int, keys: tuple[np.ndarray, ...] | np.ndarray, n_draws: 
     r"""Standard Gumbel variates exact in both tails that depend only on their key.
 
     The exact-tailed counterpart of $-\ln(-\ln u)$ for
-    [`keyed_uniform`][dprec._rng.keyed_uniform] ("one query, one draw"): row $q$ is a
+    [`keyed_uniform`][dprec.utils._rng.keyed_uniform] ("one query, one draw"): row $q$ is a
     function of ``(seed, stream, keys[·][q])`` only.  The first word of draw $j$ is
     ``keyed_bits(seed, keys, n_draws, stream)[q, j]``; its rare further words are keyed
     by the query's ids, $j$ and the level, on streams of their own.

@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
-from .._rng import RandomStateLike, check_random_state
-from .._validation import check_delta, check_epsilon, check_positive
+from ..utils._rng import RandomStateLike, check_random_state
+from ..utils._validation import check_delta, check_epsilon, check_positive
 from .common import log_uniform
 from .exact_laplace import MAX_T, discrete_laplace_noise
 

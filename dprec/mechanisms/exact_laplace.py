@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_positive, check_uniforms
+from ..utils._validation import check_positive, check_uniforms
 from .common import log_uniform
 
 __all__ = ["MAX_T", "MIN_T", "discrete_laplace_from_log_uniform", "discrete_laplace_noise",

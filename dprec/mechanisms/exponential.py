@@ -8,7 +8,7 @@ draws without replacement compose to ``2kcΔ`` ([`exponential_epsilon`][];
 
 The ``k`` draws are made at once by the Gumbel-max trick: with $G_j$ standard
 Gumbel, the indices of the ``k`` largest keys $c\,q(j) + G_j$, largest first
-([`top_k_indices`][dprec._arrays.top_k_indices]), are distributed exactly as ``k``
+([`top_k_indices`][dprec.utils._arrays.top_k_indices]), are distributed exactly as ``k``
 sequential draws without replacement (Durfee & Rogers 2019, Lemma 4.2).
 
 **Exact at every ε.**  The trick is exact only if the $G_j$ are: a candidate whose
@@ -42,9 +42,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._arrays import top_k_indices
-from .._rng import RandomStateLike, check_random_state
-from .._validation import check_epsilon, check_int, check_positive, check_real_array, check_uniforms
+from ..utils._arrays import top_k_indices
+from ..utils._rng import RandomStateLike, check_random_state
+from ..utils._validation import (
+    check_epsilon,
+    check_int,
+    check_positive,
+    check_real_array,
+    check_uniforms,
+)
 from .common import TINY, standard_gumbel
 
 __all__ = [
@@ -58,7 +64,7 @@ __all__ = [
 ]
 
 #: Width of the range of $-\ln(-\ln u)$ over the uniforms $u \in [2^{-54}, 1 - 2^{-53}]$
-#: (`dprec._rng.keyed_uniform`, [`open_uniform`][dprec.mechanisms.common.open_uniform]):
+#: (`dprec.utils._rng.keyed_uniform`, [`open_uniform`][dprec.mechanisms.common.open_uniform]):
 #: the keys of the ``*_from_uniform`` cores realise every top-k only while
 #: $c\,(\max q - \min q)$ is below it (about 40.36).
 GUMBEL_UNIFORM_SPREAD = float(-np.log(-np.log1p(-2.0**-53)) + np.log(-np.log(TINY)))

@@ -35,8 +35,8 @@ import math
 import numpy as np
 from scipy import special
 
-from .._rng import RandomStateLike, check_random_state
-from .._validation import (
+from ..utils._rng import RandomStateLike, check_random_state
+from ..utils._validation import (
     check_epsilon,
     check_open_interval,
     check_open_unit,

@@ -44,13 +44,8 @@ from types import ModuleType
 
 import numpy as np
 
-from .._rng import RandomStateLike, check_random_state
-from .._validation import (
-    check_choice,
-    check_positive,
-    check_real_array,
-    check_uniforms,
-)
+from ..utils._rng import RandomStateLike, check_random_state
+from ..utils._validation import check_choice, check_positive, check_real_array, check_uniforms
 from .common import finite_sum
 from .exact_laplace import discrete_laplace_from_log_uniform, discrete_laplace_noise
 from .laplace_maps import (
@@ -224,7 +219,7 @@ def discrete_laplace_from_uniform(uniforms: np.ndarray, t: float) -> np.ndarray:
     ----------
     uniforms : array of shape ``(..., 3)``
         Uniforms in the open interval (0, 1), e.g. from
-        `dprec._rng.keyed_uniform` reshaped.
+        `dprec.utils._rng.keyed_uniform` reshaped.
     t : float
         The scale in lattice steps (``scale / grid``), ``> 0``.
 
@@ -458,7 +453,7 @@ def laplace(values: np.ndarray, scale: float, random_state: RandomStateLike,
     scale : float
         The noise scale ``b > 0`` (standard deviation ``√2·b``).
     random_state : None, int, RandomState or Generator
-        The randomness; see `dprec._rng.check_random_state`.
+        The randomness; see `dprec.utils._rng.check_random_state`.
     sampler : {"lattice", "numpy", "opendp"}
         * ``"lattice"`` (default, safe): [`laplace_from_log_uniform`][]: the input
           rounded to the grid ``laplace_grid(scale)`` plus discrete Laplace noise

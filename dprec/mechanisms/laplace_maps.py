@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .._validation import check_choice, check_epsilon, check_int, check_positive
+from ..utils._validation import check_choice, check_epsilon, check_int, check_positive
 
 __all__ = ["LAPLACE_SAMPLERS", "LATTICE_BITS", "laplace_epsilon", "laplace_grid",
            "laplace_scale"]

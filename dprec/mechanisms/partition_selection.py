@@ -48,7 +48,7 @@ import math
 
 import numpy as np
 
-from .._validation import check_choice, check_delta, check_int, check_positive
+from ..utils._validation import check_choice, check_delta, check_int, check_positive
 
 __all__ = ["NOISES", "cap_contributions", "log_noise_tail", "noise_tail", "selection_delta",
            "threshold_steps"]

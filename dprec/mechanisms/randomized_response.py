@@ -22,8 +22,14 @@ import math
 
 import numpy as np
 
-from .._rng import RandomStateLike, check_random_state
-from .._validation import check_code_array, check_epsilon, check_int, check_real, check_uniforms
+from ..utils._rng import RandomStateLike, check_random_state
+from ..utils._validation import (
+    check_code_array,
+    check_epsilon,
+    check_int,
+    check_real,
+    check_uniforms,
+)
 from .common import log_uniform, open_uniform
 
 __all__ = [

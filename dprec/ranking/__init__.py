@@ -4,6 +4,10 @@
   privatizers for one order or many (`dprec.ranking.mallows`).
 * [`MallowsRanker`][] -- a Surprise algorithm trained on privatised
   per-user orders (`dprec.ranking.learner`).
+
+Floor 4 of the package map in ``docs/development.md``. May import: `dprec.utils`,
+`dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`,
+`dprec.similarity`, `dprec.selectors`, `dprec.knn`.
 """
 
 from .learner import MallowsRanker

@@ -44,10 +44,14 @@ from scipy.special import expit
 from surprise import AlgoBase, PredictionImpossible
 from surprise.prediction_algorithms.predictions import Prediction
 
-from .._ratings import check_ratings, check_unique_pairs
-from .._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
-from .._surprise import UNKNOWN, inner_ids, predictions, raw_ids
-from .._validation import (
+from ..accountant.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
+from ..accountant.private_model import PrivateModel
+from ..evaluation.topn import Recommender
+from ..knn.parameters import check_ids
+from ..utils._ratings import check_ratings, check_unique_pairs
+from ..utils._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
+from ..utils._surprise import UNKNOWN, inner_ids, predictions, raw_ids
+from ..utils._validation import (
     check_bool,
     check_choice,
     check_epsilon,
@@ -55,10 +59,6 @@ from .._validation import (
     check_real,
     check_within,
 )
-from ..knn.parameters import check_ids
-from ..ledger import LedgerEntry, PrivacyAccountant, Status, Unit
-from ..private_model import PrivateModel
-from ..topn import Recommender
 from .mallows import (
     CALIBRATIONS,
     LAPLACE_MAX_EPSILON,
@@ -190,7 +190,7 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
         Print the loss per epoch.
     budget : (float, float), optional
         A per-user `(ε, δ)` budget for a swap in their ranking
-        ([`PrivateModel`][dprec.private_model.PrivateModel]): a fit that would privatise
+        ([`PrivateModel`][dprec.accountant.private_model.PrivateModel]): a fit that would privatise
         some user's order with an ε past it (a per-user ε, or `None`/`inf`, included) is
         refused before any noise is drawn (`BudgetExceededError`, a `ValueError`), the
         model left as it was.

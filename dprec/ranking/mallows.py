@@ -83,10 +83,10 @@ from typing import Literal
 import numpy as np
 from numpy.polynomial import chebyshev as _cheb
 
-from .._rng import RandomStateLike, check_random_state
-from .._validation import check_choice, check_epsilon, check_int
 from ..mechanisms import laplace_noise
 from ..mechanisms.common import log_uniform
+from ..utils._rng import RandomStateLike, check_random_state
+from ..utils._validation import check_choice, check_epsilon, check_int
 
 __all__ = [
     "CALIBRATIONS",

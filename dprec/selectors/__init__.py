@@ -4,9 +4,12 @@ Each selector is a small class with one job: choose neighbours from a
 similarity-sorted candidate list, for many queries at once.
 
 See [Neighbour selectors](../selectors.md) for the interface, α, β and which guarantee holds.
+
+Floor 2 of the package map in ``docs/development.md``. May import: `dprec.utils`,
+`dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`.
 """
 
-from .._rng import QueryNoise
+from ..utils._rng import QueryNoise
 from .base import Selection, Selector
 from .exponential import CorrectedPNCF
 from .pncf import PNCF

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._arrays import top_k_indices
-from .._rng import QueryNoise
-from ..ledger import LedgerEntry
+from ..accountant.ledger import LedgerEntry
 from ..mechanisms import exponential_coefficient
 from ..mechanisms.common import keyed_gumbel
 from ..mechanisms.exponential import exponential_keys
+from ..utils._arrays import top_k_indices
+from ..utils._rng import QueryNoise
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def top_by_key(keys: np.ndarray, counts: np.ndarray, k: int) -> np.ndarray:
     [`dprec.mechanisms.gumbel_keys_from_uniform`][], the positions are
     ``counts[q]`` exponential-mechanism draws without replacement (Durfee &
     Rogers 2019).  The ``max(counts)`` best of every row come from
-    `dprec._arrays.top_k_indices`, the kernel of
+    `dprec.utils._arrays.top_k_indices`, the kernel of
     [`dprec.mechanisms.gumbel_top_k_from_uniform`][] (a partition, then a
     sort of those kept; the keys are continuous noise: ties have probability
     0; for one, ``argmax``, the first tied column on every CPU).

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import mechanisms
-from .._rng import QueryNoise
-from .._validation import check_epsilon, check_real
-from ..ledger import LedgerEntry, Status, Unit
+from ..accountant.ledger import LedgerEntry, Status, Unit
+from ..utils._rng import QueryNoise
+from ..utils._validation import check_epsilon, check_real
 from .base import (
     Selection,
     Selector,

@@ -10,11 +10,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._arrays import top_k_indices
-from .._rng import QueryNoise
-from .._validation import check_epsilon, check_int, check_real
-from ..ledger import LedgerEntry, Status, Unit
+from ..accountant.ledger import LedgerEntry, Status, Unit
 from ..mechanisms import exponential_epsilon
+from ..utils._arrays import top_k_indices
+from ..utils._rng import QueryNoise
+from ..utils._validation import check_epsilon, check_int, check_real
 from .base import (
     Selection,
     Selector,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._rng import QueryNoise
-from .._validation import check_real
+from ..utils._rng import QueryNoise
+from ..utils._validation import check_real
 from .base import (
     Selection,
     Selector,

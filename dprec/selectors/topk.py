@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._rng import QueryNoise
+from ..utils._rng import QueryNoise
 from .base import Selection, Selector, first_positions
 
 

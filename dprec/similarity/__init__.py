@@ -18,6 +18,9 @@ Layers: [`exact`][dprec.similarity.exact] (Surprise's similarities and their sen
 change), [`rows`][dprec.similarity.rows] (the exact similarities a block of rows at a
 time); this module builds the registry `SKETCH_BACKENDS` and turns ``sim_options`` into
 matrices.
+
+Floor 2 of the package map in ``docs/development.md``. May import: `dprec.utils`,
+`dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`.
 """
 
 from __future__ import annotations
@@ -28,10 +31,10 @@ from types import MappingProxyType
 
 import numpy as np
 
-from .._ratings import RatingArrays
-from .._rng import RandomStateLike
-from .._threads import map_blocks, map_on_dask, thread_count
-from .._validation import check_bool, check_int, check_real
+from ..utils._ratings import RatingArrays
+from ..utils._rng import RandomStateLike
+from ..utils._threads import map_blocks, map_on_dask, thread_count
+from ..utils._validation import check_bool, check_int, check_real
 from .exact import (
     EXACT_SIMILARITIES,
     ROW_SIMILARITIES,

@@ -42,9 +42,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _kernels as kernels
-from .._arrays import pattern_matrix, safe_divide
-from .._threads import map_blocks, thread_count
+from ..utils import _kernels as kernels
+from ..utils._arrays import pattern_matrix, safe_divide
+from ..utils._threads import map_blocks, thread_count
 
 #: cells of one block of the sensitivity's work arrays (8 MB per float64 array)
 _CELLS = 1 << 20
@@ -120,7 +120,7 @@ def centered_cosine_sensitivity(ratings: sp.csr_matrix, rows: np.ndarray, sim: n
     Removing one of ``u``'s ratings changes ``u``'s whole row (``|I_u| · n`` cells),
     removing one of another row ``v``'s ratings its similarity to ``u`` (``nnz`` cells
     per ``u``).  The numpy code computes every one of these changes, as array operations
-    over blocks of entries.  The compiled kernel (`dprec._kernels.centered_sensitivity`)
+    over blocks of entries.  The compiled kernel (`dprec.utils._kernels.centered_sensitivity`)
     visits first the columns both rows rated (the pairs sharing a column, as Surprise's
     similarities do); a rating of a column the other row did not rate moves the
     similarity by $|(1 - 1/d)\, sim - (g/d)\, C| \le w \max(|sim|, |C|)$ with

@@ -38,10 +38,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _kernels as kernels
-from .._arrays import safe_divide
-from .._linalg import gram
-from .._threads import map_blocks, thread_count
+from ..utils import _kernels as kernels
+from ..utils._arrays import safe_divide
+from ..utils._linalg import gram
+from ..utils._threads import map_blocks, thread_count
 from .centered import centered_cosine_sensitivity, centered_unit_rows
 
 #: the similarities that are functions of the co-rated sums alone (updatable incrementally)
@@ -68,7 +68,7 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     last ``None`` when ``with_sums`` is False), in the dtype of the products.
 
     Dense BLAS products (``X Xᵀ`` runs as a symmetric rank-k update, half
-    the work of a general product, up to `dprec._linalg.SYRK_ROWS`
+    the work of a general product, up to `dprec.utils._linalg.SYRK_ROWS`
     rows).  When every rating is an integer and no sum can exceed 2^24 they
     run (and are returned) in float32, where every partial sum of integers is
     exact whatever the summation order: the same numbers as float64 sums,
@@ -77,7 +77,7 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
     per stored entry, e.g. baseline residuals) on the same pattern.  Above
     `DENSE_BLOCK_BYTES` per dense operand the products run over blocks
     of columns and are summed, so memory grows with the n² sums, not n × m.
-    With the compiled kernels (`dprec._kernels`, Numba installed) the
+    With the compiled kernels (`dprec.utils._kernels`, Numba installed) the
     sums come instead from one loop over the pairs of rows that share a
     column, in threads: the same numbers (exact for integers; to rounding
     otherwise), in ``Σ_i |U_i|²`` steps instead of ``n² m``.
@@ -112,7 +112,7 @@ def co_rated_sums(ratings: sp.csr_matrix, with_sums: bool = True,
 def _co_rated_sums_by_pairs(ratings: sp.csr_matrix, data: np.ndarray, dtype, counts_dtype,
                             with_sums: bool) -> tuple[np.ndarray, ...]:
     """[`co_rated_sums`][] by the compiled pair loop
-    (`dprec._kernels.add_co_rated_sums`): the upper triangle ``v >= u``, with
+    (`dprec.utils._kernels.add_co_rated_sums`): the upper triangle ``v >= u``, with
     the mirrored sums ``Σ r_vi²`` (and ``Σ r_vi``) there, by row blocks in threads,
     then the lower triangle copied from them (``Σ_{I_uv} r_ui² = Σ_{I_vu} r_vi²``).
     Work ``Σ_i |U_i|² / 2`` (the pairs sharing a column) instead of dense products."""
@@ -273,7 +273,7 @@ def exact_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1) ->
 
 def _similarity_by_pairs(name: str, ratings: sp.csr_matrix, min_support: int) -> np.ndarray:
     """[`exact_similarity`][] by the compiled kernel
-    (`dprec._kernels.similarity_rows`): each row's upper triangle from its
+    (`dprec.utils._kernels.similarity_rows`): each row's upper triangle from its
     co-rated sums, by row blocks in threads, then mirrored; no ``n × n`` sums."""
     n = ratings.shape[0]
     by_row, by_column = kernels.rating_triples(ratings)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._arrays import pattern_matrix
+from ..utils._arrays import pattern_matrix
 from .exact import (
     SUM_SIMILARITIES,
     exact_similarity_and_sums,

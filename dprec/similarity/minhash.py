@@ -34,8 +34,8 @@ All three estimators are unbiased before clipping to ``[0, 1]``.
 ``τ`` is a public bound given by the caller.  ``tau=None`` reads it from the
 data (the smallest non-empty set passed to ``sketch``): that releases the
 smallest set size and makes every user's noise level depend on another
-user's data, so it emits a [`dprec.ledger.PrivacyLeakWarning`][] and the privacy
-entry is [`Status.VOID`][dprec.ledger.Status].  Sets smaller than ``τ`` do not get the
+user's data, so it emits a [`dprec.accountant.ledger.PrivacyLeakWarning`][] and the privacy
+entry is [`Status.VOID`][dprec.accountant.ledger.Status].  Sets smaller than ``τ`` do not get the
 stated guarantee: ``sketch`` raises ``ValueError`` naming ``tau``, or with
 ``small_users="exclude"`` releases nothing for them (their row is invalid, their
 similarities 0) and warns how many.  Empty sets likewise.
@@ -60,9 +60,7 @@ from types import MappingProxyType
 import numpy as np
 import scipy.sparse as sp
 
-from .._rng import RandomStateLike, keyed_uniform
-from .._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
-from ..ledger import LedgerEntry, PrivacyLeakWarning, Status, Unit
+from ..accountant.ledger import LedgerEntry, PrivacyLeakWarning, Status, Unit
 from ..mechanisms import (
     laplace_epsilon,
     laplace_from_log_uniform,
@@ -71,6 +69,8 @@ from ..mechanisms import (
     randomized_response_keep_probability,
 )
 from ..mechanisms.common import keyed_log_uniform
+from ..utils._rng import RandomStateLike, keyed_uniform
+from ..utils._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from .minhash_functions import (
     MAX_B,
     MinHashFunctions,

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._rng import keyed_bits
-from .._validation import check_int, check_open_unit
 from ..mechanisms.randomized_response import MAX_EPSILON as RR_MAX_EPSILON
+from ..utils._rng import keyed_bits
+from ..utils._validation import check_int, check_open_unit
 from .sketches import MAX_WIDTH, Sketch, pair_operands
 
 __all__ = [
@@ -133,7 +133,7 @@ class MinHashFunctions:
     53-bit rank of item ``e`` under hash ``j`` (a random permutation of the
     items, up to ties of probability below ``n²/2^54``) and ``g_j(e)`` a
     uniform bucket, both functions of the public ``hash_seed`` and the item's
-    public key only (`dprec._rng.keyed_bits`), so an item's hash values
+    public key only (`dprec.utils._rng.keyed_bits`), so an item's hash values
     do not depend on which other items the data holds.  The minimum code over
     a set is its MinHash element's code, and ``min code mod B`` its bucket.
     """

@@ -17,7 +17,7 @@ order of its terms, so each row is **bit-identical** to the row of
 rounding of a float64 sum.  Memory grows with the block (``|b| × n`` per
 sum), the work with ``nnz × n`` products per row set, which on sparse data
 (MovieLens: 1–6 % of the cells rated) rivals the dense products of the
-whole matrix; with the compiled kernels (`dprec._kernels`) the same
+whole matrix; with the compiled kernels (`dprec.utils._kernels`) the same
 sums come from one loop over the pairs of rows that share a column
 (``Σ_{u ∈ b} Σ_{i ∈ I_u} |U_i|`` steps), the same numbers.  The
 recommendation-aware sensitivity ``RS`` of a block is
@@ -36,7 +36,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .. import _kernels as kernels
+from ..utils import _kernels as kernels
 from .exact import (
     READS_ROW_SUMS,
     ROW_SIMILARITIES,

@@ -64,17 +64,7 @@ from types import MappingProxyType
 import numpy as np
 import scipy.sparse as sp
 
-from .._linalg import gram
-from .._rng import RandomStateLike, keyed_bits, keyed_uniform
-from .._validation import (
-    check_choice,
-    check_epsilon,
-    check_int,
-    check_open_interval,
-    check_positive,
-    check_real,
-)
-from ..ledger import LedgerEntry, Status, Unit
+from ..accountant.ledger import LedgerEntry, Status, Unit
 from ..mechanisms import (
     LATTICE_BITS,
     gaussian_delta,
@@ -86,6 +76,16 @@ from ..mechanisms import (
     laplace_scale,
 )
 from ..mechanisms.common import keyed_log_uniform
+from ..utils._linalg import gram
+from ..utils._rng import RandomStateLike, keyed_bits, keyed_uniform
+from ..utils._validation import (
+    check_choice,
+    check_epsilon,
+    check_int,
+    check_open_interval,
+    check_positive,
+    check_real,
+)
 from .sketches import (
     MAX_WIDTH,
     Sketch,
@@ -127,7 +127,7 @@ def sjlt_matrix(width: int, s: int, columns, hash_seed: int) -> sp.csc_matrix:
     Column ``j`` (the item with public key ``columns[j]``) has one entry
     ``σ_r(j)/√s`` in each block ``r = 0..s-1``, at row ``r·(k/s) + h_r(j)``; the
     bucket ``h_r(j)`` and the sign ``σ_r(j)`` are uniform, functions of
-    ``hash_seed`` and the item's key only (`dprec._rng.keyed_bits`).
+    ``hash_seed`` and the item's key only (`dprec.utils._rng.keyed_bits`).
 
     Returns
     -------

@@ -9,16 +9,16 @@ into a short privatised sketch on their own device, using only
   from the item's public key (``columns``, see [`check_columns`][]), never
   from its position in the data; the seed is published (``hash_seed_``) and is
   independent of the noise: when not given, it is derived one-way (SHA-256)
-  from a draw of ``random_state`` (`dprec._rng.derive_seed`), and
+  from a draw of ``random_state`` (`dprec.utils._rng.derive_seed`), and
 * noise from ``random_state`` only: the uniforms of row ``u`` are
-  `dprec._rng.keyed_uniform` ``(noise_seed, key_u)`` with ``key_u`` the
+  `dprec.utils._rng.keyed_uniform` ``(noise_seed, key_u)`` with ``key_u`` the
   row's key (its index by default), so a row's sketch never depends on
   another row.  ``random_state=None`` (the default) draws fresh entropy for
   each release; an int makes the noise reproducible, for experiments only
   (anyone who knows or guesses the seed can reproduce it: a small int is found
   by brute force from the published ``hash_seed_``), so the backend's entry
-  is then [`Status.VOID`][dprec.ledger.Status] (`dprec.ledger.SEEDED`), wherever it
-  is charged.
+  is then [`Status.VOID`][dprec.accountant.ledger.Status]
+  (`dprec.accountant.ledger.SEEDED`), wherever it is charged.
 
 Why the hash functions must be random: the MinHash family's δ is the
 probability, over the hash functions, that neighbouring sets differ in more
@@ -39,7 +39,7 @@ from them with matrix products.  The backends (registered by ``name`` in
 
 Each backend has two jobs, ``sketch(X)`` (all users at once, as their devices
 would) and ``estimate(S)`` (all pairs), plus ``similarity_matrix(ratings)``
-for [`dprec.PrivateKNN`][], ``privacy()`` (a [`dprec.ledger.LedgerEntry`][])
+for [`dprec.PrivateKNN`][], ``privacy()`` (a [`dprec.accountant.ledger.LedgerEntry`][])
 and ``from_options(sim_options, random_state)``.
 
 References
@@ -63,8 +63,9 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from .._linalg import gram
-from .._rng import (
+from ..accountant.ledger import SEEDED, LedgerEntry, Status
+from ..utils._linalg import gram
+from ..utils._rng import (
     NoiseSource,
     RandomStateLike,
     check_seed,
@@ -73,7 +74,6 @@ from .._rng import (
     is_seeded,
     validate_random_state,
 )
-from ..ledger import SEEDED, LedgerEntry, Status
 
 __all__ = ["MAX_WIDTH", "Sketch", "SketchBackend", "SketchRelease"]
 
@@ -245,7 +245,7 @@ class SketchBackend(abc.ABC):
 
         The noise comes from ``random_state`` only; the public hash functions
         from ``hash_seed``, or, when it is None, from a seed derived one-way
-        (`dprec._rng.derive_seed`) from the same draw: publishing it
+        (`dprec.utils._rng.derive_seed`) from the same draw: publishing it
         reveals nothing of the noise unless ``random_state`` can be guessed.
         The hash seed used is kept in ``hash_seed_`` (public).  With an int
         ``random_state`` both seeds follow from that int, which a brute force over
@@ -258,8 +258,8 @@ class SketchBackend(abc.ABC):
         return hash_seed, derive_seed(entropy, "noise")
 
     def _seeded(self, entry: LedgerEntry) -> LedgerEntry:
-        """``entry``, void with the reason `dprec.ledger.SEEDED` when it holds and
-        ``random_state`` is an int (`dprec._rng.is_seeded`): the noise is then a
+        """``entry``, void with the reason `dprec.accountant.ledger.SEEDED` when it holds and
+        ``random_state`` is an int (`dprec.utils._rng.is_seeded`): the noise is then a
         function of a seed anyone can guess, and nothing is guaranteed.  Every
         backend's [`privacy`][] passes its entry through it, so the entry is void
         wherever it is charged (a model's accountant, ``release_``, ``LocalKNN``).
@@ -470,7 +470,7 @@ def check_columns(columns, n_columns: int) -> np.ndarray:
 
     The public hash functions and projections are drawn per key, so one item
     gets the same hash values whatever else the data holds.  Give the keys of
-    the raw item ids (`dprec._rng.stable_keys`, what [`dprec.PrivateKNN`][]
+    the raw item ids (`dprec.utils._rng.stable_keys`, what [`dprec.PrivateKNN`][]
     does) whenever the columns are not a fixed public catalogue: an index that
     follows the order of the data would let one user's data change everyone's
     hash functions.
