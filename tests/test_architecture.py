@@ -151,3 +151,66 @@ def _imports_of(module: str, node: ast.AST):
             yield node
     elif any(alias.name.split(".")[0] == "dprec" for alias in node.names):
         yield node
+
+
+# The packages' floors (docs/development.md draws the map): a package imports only packages
+# on lower floors; the command line (`dprec/cli.py`, `__main__`) and `dprec/__init__` stand
+# above them all.
+FLOORS = {"utils": 0,
+          "accountant": 1, "mechanisms": 1, "datasets": 1, "evaluation": 1,
+          "similarity": 2, "selectors": 2,
+          "knn": 3,
+          "endtoend": 4, "ranking": 4, "attacks": 4, "audit": 4,
+          "implicit": 5,
+          "experiments": 6}
+TOP_LEVEL_FILES = {"__init__.py", "__main__.py", "cli.py"}
+
+
+def _package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in FLOORS else None
+
+
+def _package_imports() -> set[tuple[str, str]]:
+    """Every (package, package it imports) across packages."""
+    return {(_package(module), _package(target)) for module, targets in _graph().items()
+            for target in targets
+            if _package(module) and _package(target) and _package(module) != _package(target)}
+
+
+def test_every_top_level_entry_is_a_placed_package_or_the_command_line():
+    entries = {path.name for path in PACKAGE.iterdir()
+               if path.name != "__pycache__" and not path.name.startswith(".")}
+    assert len(entries - TOP_LEVEL_FILES) <= 14
+    assert entries - TOP_LEVEL_FILES == set(FLOORS)
+    assert all((PACKAGE / name / "__init__.py").is_file() for name in FLOORS)
+
+
+def test_packages_import_only_packages_on_lower_floors():
+    upward = sorted(f"{package} -> {target}" for package, target in _package_imports()
+                    if FLOORS[target] >= FLOORS[package])
+    assert upward == []
+
+
+def test_the_floor_check_finds_an_upward_import():
+    assert FLOORS["knn"] >= FLOORS["similarity"]   # similarity -> knn would be upward
+    imports = {("similarity", "knn"), ("knn", "similarity")}
+    assert [f"{a} -> {b}" for a, b in sorted(imports) if FLOORS[b] >= FLOORS[a]] == \
+        ["similarity -> knn"]
+
+
+def _may_import(docstring: str) -> set[str]:
+    """The packages a ``May import:`` sentence names (up to its full stop)."""
+    sentence = docstring.split("May import:", 1)[1].split(".\n", 1)[0].replace("\n", " ")
+    sentence = sentence.rstrip(". ")
+    return {word.strip("`, ").removeprefix("dprec.") for word in sentence.split(",")
+            if word.strip().startswith("`dprec.")}
+
+
+@pytest.mark.parametrize("package", sorted(FLOORS))
+def test_each_package_says_what_it_holds_and_what_it_may_import(package):
+    docstring = ast.get_docstring(TREES[f"dprec.{package}"])
+    assert docstring and len(docstring.split("\n\n")[0]) > 20, "a docstring saying what it holds"
+    assert "May import:" in docstring
+    assert _may_import(docstring) == {name for name, floor in FLOORS.items()
+                                      if floor < FLOORS[package]}
