@@ -45,7 +45,7 @@ def time_cv(make_algo, splits) -> tuple[float, list]:
 def time_arrays(make_algo, splits) -> float:
     """Seconds to fit a fresh ``PrivateKNN`` on every split and answer its test set with
     ``estimate_arrays`` (the known queries; the inner ids are read before the clock)."""
-    from dprec._surprise import inner_ids
+    from dprec.utils._surprise import inner_ids
 
     queries = []
     for trainset, testset in splits:

@@ -7,7 +7,7 @@ histogram, the users in order), and with ``--formats csv dat`` also in the ``::`
 format of ``ml-10M100K/ratings.dat``, to a temporary folder that is deleted at the
 end.  Then, each in its own process (so the writer's memory does not count):
 
-- ``stages``: ``dprec.dataset_files.read_dataset_files`` (find the file, parse it,
+- ``stages``: ``dprec.datasets.files.read_dataset_files`` (find the file, parse it,
   the ids made strings: the ``read`` stage) then Surprise's
   ``Dataset.load_from_df`` (``to Dataset``: Surprise's list of rating tuples),
   the peak resident memory after each;
@@ -96,8 +96,8 @@ def child(mode: str, name: str, folder: str) -> dict:
     """One measurement in this process (``stages`` or ``load``)."""
     from surprise import Dataset, Reader
 
-    from dprec.dataset_files import RATING_SCALES, read_dataset_files
     from dprec.datasets import load
+    from dprec.datasets.files import RATING_SCALES, read_dataset_files
 
     start = time.perf_counter()
     if mode == "load":

@@ -4,7 +4,7 @@ Cornac's kNN when they are installed: the table of docs/topn.md.
 The protocol, the same for every row: fit on ``u1.base``; for each user with at least
 one ``u1.test`` rating >= 4, rank every item of ``u1.base`` the user has not rated
 there and keep the first 10; precision@10 is the share of them the user rated >= 4 in
-``u1.test``, averaged over those users (456; ``dprec.metrics.precision_at_k`` with
+``u1.test``, averaged over those users (456; ``dprec.evaluation.metrics.precision_at_k`` with
 ``threshold=4`` over the lists, all 10 long).  LensKit (lkpy 2025) and Cornac are read
 only if importable (``--others``); dprec never needs them.
 
@@ -27,7 +27,7 @@ from _common import u1_split
 
 from dprec import ImplicitKNN, PrivateKNN, PrivateKNNBaseline, PrivateKNNWithMeans
 from dprec.evaluation import choose_ranking_option
-from dprec.metrics import precision_at_k
+from dprec.evaluation.metrics import precision_at_k
 
 #: LensKit's bias model (undamped, items first) as Surprise's ALS baselines
 LENSKIT_BIAS = {"method": "als", "n_epochs": 1, "reg_u": 0.0, "reg_i": 0.0}
