@@ -214,3 +214,9 @@ def test_each_package_says_what_it_holds_and_what_it_may_import(package):
     assert "May import:" in docstring
     assert _may_import(docstring) == {name for name, floor in FLOORS.items()
                                       if floor < FLOORS[package]}
+
+
+def test_no_module_is_over_600_lines():
+    long = sorted(f"{name}: {len(path.read_text().splitlines())}" for name, path in MODULES.items()
+                  if len(path.read_text().splitlines()) > 600)
+    assert long == []

@@ -113,14 +113,8 @@ from ..similarity import (
     sketch_backend,
     with_public_bounds,
 )
+from ..utils import _rng as seeds
 from ..utils._arrays import pattern_matrix, safe_divide, stable_descending_order
-from ..utils._rng import (
-    derive_generator,
-    fit_entropy,
-    is_seeded,
-    stable_keys,
-    validate_random_state,
-)
 from ..utils._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from .effects_release import DELTA
 from .item_selection import item_list_entry, select_items
@@ -322,7 +316,7 @@ class LocalKNN(ListedModel, AlgoBase):
                        ((self.item_shrinkage, "item_shrinkage"),
                         (self.neighbour_shrinkage, "neighbour_shrinkage")))
         lam = check_real(self.user_shrinkage, "user_shrinkage", low=0.0)
-        validate_random_state(self.random_state)
+        seeds.validate_random_state(self.random_state)
         space = RatingSpace.build(trainset, self.users, self.items)
         low, high = trainset.rating_scale
         options = with_public_bounds(options, (low, high))
@@ -348,23 +342,23 @@ class LocalKNN(ListedModel, AlgoBase):
         self._refuse_past_budget([(entry.epsilon, entry.delta) for entry in entries],
                                  Unit.RATING)
         AlgoBase.fit(self, trainset)
-        entropy = fit_entropy(self.random_state)
+        entropy = seeds.fit_entropy(self.random_state)
         everything = space              # every rated item: the users' own b_u read them all
-        stable_keys(space.items.ids)    # ids that collide as text are refused before any list
+        seeds.stable_keys(space.items.ids)    # ids that collide as text are refused before any list
         if selecting:
             space, _ = select_items(space, epsilon_s, delta, Unit.RATING,
-                                    derive_generator(entropy, "item list"))
+                                    seeds.derive_generator(entropy, "item list"))
         matrix, n_users = space.matrix, space.matrix.shape[0]
         centre, half = (low + high) / 2.0, (high - low) / 2.0
 
         # 1. the sketches, and the neighbours they give (ties by the users' sorted rank)
-        backend = sketch_backend(options, derive_generator(entropy, "sketch"))
-        self._sim = backend.similarity_matrix(matrix, columns=stable_keys(space.items.ids))
+        backend = sketch_backend(options, seeds.derive_generator(entropy, "sketch"))
+        self._sim = backend.similarity_matrix(matrix, columns=seeds.stable_keys(space.items.ids))
         self._neighbours, self._weights = _top_k_neighbours(self._sim, min(k, n_users - 1))
         self._publish(space)
 
         # 2. the rating reports, debiased
-        rng = derive_generator(entropy, "ratings")
+        rng = seeds.derive_generator(entropy, "ratings")
         reports = laplace_reports if release == "laplace" else krr_reports
         (x_hat, n_hat), noise, release_entry = reports(matrix, (low, high), epsilon_r, rng)
         # a bound on the noise sd of one residual report ê (|μ + b_i − c| ≤ 3B), over the
@@ -399,7 +393,7 @@ class LocalKNN(ListedModel, AlgoBase):
         base[everything.items.positions(space.items.ids)] += self._item_effects
         self._user_effects = own_effects(everything.matrix, base, lam)
         self._accountant = self._ledger(entries[:-2], backend.release_, release_entry,
-                                        release, is_seeded(self.random_state))
+                                        release, seeds.is_seeded(self.random_state))
         if self.verbose:
             print(f"LocalKNN: {n_users} users released a {options['name']} sketch and their "
                   f"ratings ({release}), ε = {epsilon:g} per rating")
