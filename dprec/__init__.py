@@ -3,6 +3,12 @@
 The models and submodules are imported when first used (``from dprec import DPBaseline``,
 ``dprec.datasets``): ``import dprec`` alone, and the command line's ``dprec --help``,
 load neither Numba nor Surprise nor pandas.
+
+One package per family: the models (`knn`, `endtoend`, `implicit`, `ranking`), their parts
+(`similarity`, `selectors`, `mechanisms`, `accountant`), `attacks`, `audit`, `datasets`,
+`evaluation`, `experiments`, and the private helpers in `utils`; ``docs/development.md``
+maps them and who may import whom.  The module paths before 0.2 (``dprec.dp_baseline``,
+``dprec.topn``, ``dprec.ledger``, ...) still import, with a `DeprecationWarning`.
 """
 
 from __future__ import annotations
