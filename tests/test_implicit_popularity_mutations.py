@@ -150,3 +150,30 @@ def test_the_reports_counts_are_implicit_knns_prior_from_the_same_seed(sets):
     knn = ImplicitKNN(k=3, set_epsilon=0.7, random_state=4, items=ITEMS).fit(trainset)
     np.testing.assert_array_equal(counts.to_numpy(), item_counts(knn.reports_, 0.7))
     assert counts.index.tolist() == ITEMS
+
+
+def test_without_a_cap_the_default_is_the_local_reports(sets):
+    model = PrivatePopularity().fit(trainset_of(sets, scale=(1, 5)))
+    report = model.privacy_report()
+    assert report.model == "PrivatePopularity(mechanism='reports')"
+    assert set(report.guarantee) == {Unit.SET_ITEM}
+    with pytest.raises(ValueError, match="^epsilon"):
+        PrivatePopularity(0.0).fit(trainset_of(sets, scale=(1, 5)))
+
+
+def test_the_central_selection_states_its_threshold_in_the_entry(sets):
+    from dprec.mechanisms.partition_selection import selection_delta, threshold_steps
+
+    cap, epsilon, delta = 4, 1.0, 1e-5
+    model = PrivatePopularity(epsilon, cap=cap).fit(trainset_of(sets, scale=(1, 5)))
+    (entry,) = model.privacy_report().entries
+    steps = threshold_steps("laplace", cap / epsilon, delta, max_partitions=cap, signal=1)
+    added = selection_delta("laplace", cap / epsilon, steps, max_partitions=cap, signal=1)
+    assert entry.component == "popularity (items by partition selection)"
+    assert entry.delta == added > 0
+    rule = (f"an item is released when its noisy capped count is at least {steps} "
+            f"({steps / (cap / epsilon):.3g} noise scales), a threshold that adds "
+            f"δ = {added:.2g} (a bound on the chance that one of the k = cap = {cap} items "
+            "one user can bring alone passes it, each counted once)")
+    assert entry.note.endswith("; " + rule)
+    assert entry.note.startswith(f"each set capped at cap = {cap} items")
