@@ -12,26 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_cli_errors import RunStarted, run_main
 
 from dprec import cli
 from dprec.experiments import demo_cv, end_to_end, users_scaling
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def run_main(argv: list[str]) -> tuple[object, str]:
-    """`(exit status, stderr)` of `dprec argv` in-process."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(argv)
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, err.getvalue()
-
-
-class RunStarted(Exception):
-    """Raised where a run would begin: its options were all accepted."""
 
 
 # ------------------------------------------------------------------ fast start (point 4)

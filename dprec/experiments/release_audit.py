@@ -193,8 +193,9 @@ def released(model, users: Sequence, items: Sequence, outputs: Sequence[str] | N
     if "recommendations" in parts and hasattr(model, "recommend_batch"):
         known = [raw for raw in users if _inner(model.trainset, raw, True) is not None]
         lists = _call(model.recommend_batch, known, 3)     # one call: the lists as one batch
+        answered = set(known)
         for raw in users:
-            if raw not in known:
+            if raw not in answered:
                 out[f"recommend/{raw}"] = "unknown"
             elif isinstance(lists, str):
                 out[f"recommend/{raw}"] = lists
