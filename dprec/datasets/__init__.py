@@ -17,12 +17,17 @@ ids as strings (as Surprise's own loaders give them), so the result plugs into
 * [`synthetic`][] -- a MovieLens-like dataset of any shape, with
   collaborative signal, generated without a Python loop over ratings.
 * [`user_item_matrix`][] -- a trainset as a ``scipy.sparse.csr_matrix``.
+* [`ArrayDataset`][dprec.datasets.arrays.ArrayDataset],
+  [`ArrayKFold`][dprec.datasets.arrays.ArrayKFold] -- the larger data as
+  arrays: Surprise's trainsets, folds and algorithms at about 30 bytes a
+  rating (``load(..., as_arrays=True)``, ``synthetic(..., as_arrays=True)``).
 
 The public datasets are not redistributed with dprec; the documentation's
 [data section](../getting_started.md#data) says where to get them and how to cite them.
 
-The package `dprec.datasets`: these loaders, `files` (where the data lives),
-`ratings_table` (a ratings file read as a table) and `generator` (the synthetic ratings).
+The package `dprec.datasets`: these loaders, `arrays` (ratings as arrays), `files`
+(where the data lives), `ratings_table` (a ratings file read as a table) and
+`generator` (the synthetic ratings).
 Floor 1 of the package map in ``docs/development.md``. May import: `dprec.utils`.
 """
 
@@ -38,17 +43,25 @@ import pandas as pd
 from surprise import Dataset, Reader
 
 from ..utils._ratings import user_item_matrix
+from .arrays import ArrayDataset, ArrayKFold, ArrayTestset, ArrayTrainset, array_train_test_split
 from .files import (
+    RATING_SCALES,
     TITLES,
     DatasetUnavailable,
     data_folder_setting,
     load_dataset_files,
+    read_dataset_columns,
     surprise_data_folder,
 )
 from .generator import ML100K_HISTOGRAM, synthetic
 
 __all__ = [
     "DATASETS",
+    "ArrayDataset",
+    "ArrayKFold",
+    "ArrayTestset",
+    "ArrayTrainset",
+    "array_train_test_split",
     "ML100K_HISTOGRAM",
     "DatasetUnavailable",
     "lastfm_ratings",
@@ -101,7 +114,8 @@ def load_or_synthetic(name: str = "auto", seed: int = 0, quick: bool = False,
 # load()
 # --------------------------------------------------------------------------
 
-def load(name: str, path: str | os.PathLike | None = None, **kwargs) -> Dataset:
+def load(name: str, path: str | os.PathLike | None = None, *, as_arrays: bool = False,
+         **kwargs) -> Dataset | ArrayDataset:
     """Load a dataset by name, offline.
 
     Parameters
@@ -142,12 +156,19 @@ def load(name: str, path: str | os.PathLike | None = None, **kwargs) -> Dataset:
         default: those folders in ``$SURPRISE_DATA_FOLDER``, see
         [`dprec.datasets.files.find_dataset_files`][].  Not used by
         ``"synthetic"``.
+    as_arrays : bool, default False
+        Return an [`ArrayDataset`][dprec.datasets.arrays.ArrayDataset] (three
+        arrays, the raw ids once each) instead of a Surprise `Dataset` (a tuple
+        per rating): for the larger releases.  MovieLens 1M to 32M, Jester and
+        Netflix are then read without a Python object per rating.  The same
+        ratings in the same order: [`ArrayKFold`][dprec.datasets.arrays.ArrayKFold]
+        gives the folds Surprise's `KFold` gives.
     **kwargs
         Keyword arguments of [`synthetic`][] (``"synthetic"`` only).
 
     Returns
     -------
-    surprise.dataset.Dataset
+    surprise.dataset.Dataset or ArrayDataset
 
     Raises
     ------
@@ -175,14 +196,16 @@ def load(name: str, path: str | os.PathLike | None = None, **kwargs) -> Dataset:
         if path is not None:
             raise TypeError("path is not used by the 'synthetic' dataset")
         kwargs.setdefault("random_state", 0)
-        return synthetic(**kwargs)
+        return synthetic(**kwargs, as_arrays=as_arrays)
     if kwargs:
         raise TypeError(f"load({key!r}) got unexpected keyword arguments {sorted(kwargs)}")
-    if key == "ml-100k":
-        return _load_ml100k(path)
     if key in TITLES:
+        if as_arrays:
+            return ArrayDataset.from_columns(*read_dataset_columns(key, path),
+                                             rating_scale=RATING_SCALES[key])
         return load_dataset_files(key, path)
-    return _load_lastfm(path)
+    data = _load_ml100k(path) if key == "ml-100k" else _load_lastfm(path)
+    return ArrayDataset.from_surprise(data) if as_arrays else data
 
 
 def _surprise_builtin_ml100k() -> Path | None:

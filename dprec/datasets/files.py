@@ -8,7 +8,9 @@ is made once and shared by all its ratings.  dprec never downloads a file.
   (one of `TITLES`); [`dprec.datasets.load`][] calls it.
 * [`find_dataset_files`][] -- the files it reads, or [`DatasetUnavailable`][]
   naming every path it tried.
-* [`read_dataset_files`][] -- the same ratings as a `pandas.DataFrame`.
+* [`read_dataset_files`][] -- the same ratings as a `pandas.DataFrame`;
+  [`read_dataset_columns`][] as three arrays (what
+  `dprec.datasets.load(name, as_arrays=True)` reads).
 
 Where the files are looked for: ``path=`` (the file, the folder holding it,
 or a folder holding the dataset's own folder, e.g. ``ml-25m/``), else the
@@ -38,6 +40,7 @@ __all__ = [
     "find_dataset_files",
     "load_dataset_files",
     "ratings_frame",
+    "read_dataset_columns",
     "read_dataset_files",
     "surprise_data_folder",
 ]
@@ -302,6 +305,24 @@ def _check_ratings(ratings: np.ndarray, scale: tuple[float, float]) -> None:
                          f"to {scale[1]:g}")
 
 
+def read_dataset_columns(name: str, path: PathLike | None = None) -> _Columns:
+    """``(users, items, ratings)``: the ratings of dataset ``name`` as three arrays
+    (ids as the files' integers), in the files' order; see [`read_dataset_files`][]."""
+    key, layout = _layout(name)
+    parts = []
+    for file in find_dataset_files(key, path):
+        try:
+            part = layout.parse(file)
+            _check_ratings(part[2], layout.scale)
+        except ValueError as error:      # pandas' ParserError, UnicodeDecodeError, ours
+            raise ValueError(f"{file} is not {layout.title}'s {layout.what} ({layout.form}): "
+                             f"{error}") from None
+        parts.append(part)
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(np.concatenate(column) for column in zip(*parts))
+
+
 def read_dataset_files(name: str, path: PathLike | None = None) -> pd.DataFrame:
     """The ratings of dataset ``name`` as a table (see [`find_dataset_files`][] for
     ``name`` and ``path``).
@@ -320,19 +341,7 @@ def read_dataset_files(name: str, path: PathLike | None = None) -> pd.DataFrame:
         For a file that is not in the dataset's format (or has ratings outside its
         scale, `RATING_SCALES`), naming the file.
     """
-    key, layout = _layout(name)
-    parts = []
-    for file in find_dataset_files(key, path):
-        try:
-            part = layout.parse(file)
-            _check_ratings(part[2], layout.scale)
-        except ValueError as error:      # pandas' ParserError, UnicodeDecodeError, ours
-            raise ValueError(f"{file} is not {layout.title}'s {layout.what} ({layout.form}): "
-                             f"{error}") from None
-        parts.append(part)
-    if len(parts) == 1:
-        return ratings_frame(*parts[0])
-    return ratings_frame(*(np.concatenate(column) for column in zip(*parts)))
+    return ratings_frame(*read_dataset_columns(name, path))
 
 
 def load_dataset_files(name: str, path: PathLike | None = None) -> Dataset:

@@ -18,6 +18,7 @@ from surprise import Dataset, Reader
 
 from ..utils._rng import RandomStateLike, check_random_state
 from ..utils._validation import check_int, check_real
+from .arrays import ArrayDataset
 from .files import ratings_frame
 
 __all__ = ["ML100K_CALIBRATION", "ML100K_HISTOGRAM", "synthetic"]
@@ -109,7 +110,8 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
               selection_bias: float = _C["selection_bias"],
               activity_sigma: float = _C["activity_sigma"],
               min_user_ratings: int | None = None,
-              rating_histogram: Sequence[float] = ML100K_HISTOGRAM) -> Dataset:
+              rating_histogram: Sequence[float] = ML100K_HISTOGRAM,
+              as_arrays: bool = False) -> Dataset | ArrayDataset:
     r"""A rating dataset drawn from a latent-factor model calibrated to MovieLens 100k.
 
     The generative model, each step vectorised (no Python loop over ratings):
@@ -188,10 +190,14 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
         n_users)` (MovieLens keeps users with at least 20 ratings).
     rating_histogram : sequence of 5 floats
         Relative frequencies of ratings 1..5 (normalised to sum to 1).
+    as_arrays : bool, default False
+        Return the same ratings, in the same order, as an
+        [`ArrayDataset`][dprec.datasets.arrays.ArrayDataset] (no Python object per
+        rating) instead of a Surprise `Dataset`.
 
     Returns
     -------
-    surprise.dataset.Dataset
+    surprise.dataset.Dataset or ArrayDataset
         `rating_scale` (1, 5), ratings as floats in {1, ..., 5}, raw ratings
         ordered by user then item, no timestamps.
 
@@ -303,6 +309,9 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
         np.arange(1.0, 6.0), np.diff(np.concatenate([[0], cuts, [n_ratings]])))
 
     order = np.lexsort((items, users))
+    if as_arrays:
+        return ArrayDataset.from_columns(users[order] + 1, items[order] + 1, ratings[order],
+                                         rating_scale=(1, 5))
     frame = ratings_frame(users[order] + 1, items[order] + 1, ratings[order])
     return Dataset.load_from_df(frame, Reader(rating_scale=(1, 5)))
 

@@ -73,7 +73,9 @@ class RatingArrays:
     @classmethod
     def from_trainset(cls, trainset: Trainset, user_based: bool = True) -> RatingArrays:
         """Read ``trainset.ir`` (``trainset.ur`` when not ``user_based``) once into flat
-        arrays (no per-rating numpy work).
+        arrays (no per-rating numpy work); an array-backed trainset
+        (`dprec.datasets.ArrayTrainset`, any trainset with its ``rating_columns``) is
+        read from its arrays, without a tuple per rating.
 
         Built once per trainset object and orientation, then reused (Surprise's
         trainsets are not modified after they are built).
@@ -96,15 +98,22 @@ class RatingArrays:
             n_users, n_items, by_column = trainset.n_users, trainset.n_items, trainset.ir
         else:
             n_users, n_items, by_column = trainset.n_items, trainset.n_users, trainset.ur
-        counts = np.fromiter((len(by_column[i]) for i in range(n_items)), np.int64, n_items)
-        pairs = np.fromiter(
-            itertools.chain.from_iterable(by_column[i] for i in range(n_items)),
-            dtype=[("u", np.int64), ("r", np.float64)],
-            count=n_ratings,
-        )
-        item_ptr = np.concatenate([[0], np.cumsum(counts)])
+        if hasattr(trainset, "rating_columns"):     # an array-backed trainset
+            item_ptr, users, ratings = trainset.rating_columns("item" if user_based else "user")
+            item_ptr = np.asarray(item_ptr, np.int64)
+            users, ratings = users.astype(np.int64), ratings.astype(np.float64)
+            counts = np.diff(item_ptr)
+        else:
+            counts = np.fromiter((len(by_column[i]) for i in range(n_items)), np.int64,
+                                 n_items)
+            pairs = np.fromiter(
+                itertools.chain.from_iterable(by_column[i] for i in range(n_items)),
+                dtype=[("u", np.int64), ("r", np.float64)],
+                count=n_ratings,
+            )
+            item_ptr = np.concatenate([[0], np.cumsum(counts)])
+            users, ratings = pairs["u"].copy(), pairs["r"].copy()
         items = np.repeat(np.arange(n_items, dtype=np.int64), counts)
-        users, ratings = pairs["u"].copy(), pairs["r"].copy()
         if user_based:
             check_ratings(trainset, users, items, ratings)
         else:

@@ -27,7 +27,8 @@ def inner_ids(trainset, testset) -> tuple[tuple, tuple, tuple, np.ndarray, np.nd
 
 def testset_columns(testset) -> tuple[tuple, tuple, tuple]:
     """`(uids, iids, r_uis)`: the columns of `testset`, any iterable of `(uid, iid, r_ui)`
-    rows (empty tuples for an empty one).
+    rows (empty tuples for an empty one), read from its arrays without a tuple per row
+    when it has them (`rating_columns()`, as `dprec.datasets.ArrayTestset`).
 
     Raises
     ------
@@ -37,6 +38,8 @@ def testset_columns(testset) -> tuple[tuple, tuple, tuple]:
         If a row has not 3 fields (Surprise's `AlgoBase.test` raises too): naming
         `testset`, the row and the rows expected.
     """
+    if callable(getattr(testset, "rating_columns", None)):    # an ArrayTestset
+        return tuple(tuple(column.tolist()) for column in testset.rating_columns())
     try:
         rows = testset if isinstance(testset, (list, tuple)) else list(testset)
     except TypeError as error:
