@@ -17,7 +17,7 @@ Violations of Differential Privacy" (CCS 2018) and Jagielski, Ullman & Oprea,
 "Auditing Differentially Private Machine Learning" (NeurIPS 2020), with the
 binomial bounds of Clopper & Pearson (Biometrika 1934).
 
-Two levels here, and a third in [`dprec.audit.surface`][]:
+Two levels here, and two more in [`dprec.audit.one_run`][] and [`dprec.audit.surface`][]:
 
 * [`estimate_epsilon_lower_bound`][] takes samples already drawn (any
   array whose first axis indexes runs) and events (callables that map the
@@ -27,17 +27,21 @@ Two levels here, and a third in [`dprec.audit.surface`][]:
   neighbouring datasets with independent seeds, many times, and return the
   same bound.  [`with_rating`][] builds the neighbouring datasets (one
   rating changed, added or removed);
+* [`dprec.audit.one_run`][] fits a model **once**: canaries (users or
+  ratings), each included with probability ½, are guessed from its outputs
+  and the guesses bound ε (Steinke, Nasr & Jagielski, NeurIPS 2023), where
+  refitting hundreds of times would cost too much;
 * [`dprec.audit.surface`][] needs no events: the release returns
   *everything* it publishes, and pilot runs choose the events that separate
   the two datasets most.
 
 See [Privacy accounting](../privacy.md) for the audits of every component and their results.
 
-The package `dprec.audit`: these audits, `surface` (the release surface of a model,
-audited) and `data_usage` (how often each user's ratings serve others). Floor 4 of the
-package map in ``docs/development.md``. May import: `dprec.utils`, `dprec.accountant`,
-`dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`, `dprec.similarity`,
-`dprec.selectors`, `dprec.knn`.
+The package `dprec.audit`: these audits, `one_run` (the one-run audit), `surface` (the
+release surface of a model, audited) and `data_usage` (how often each user's ratings
+serve others). Floor 4 of the package map in ``docs/development.md``. May import:
+`dprec.utils`, `dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`,
+`dprec.evaluation`, `dprec.similarity`, `dprec.selectors`, `dprec.knn`.
 """
 
 from __future__ import annotations
