@@ -47,6 +47,9 @@ EXPERIMENTS = {
     "scaling": ("users_scaling", "end-to-end DP models against the number of users: where "
                                  "user-level privacy pays"),
     "audit": ("privacy_audit", "neighbouring-dataset audits: which printed ε hold"),
+    "membership": ("membership_inference", "membership inference on every model: AUC, TPR "
+                                           "at low FPR, the one-run empirical ε against the "
+                                           "claim"),
 }
 
 

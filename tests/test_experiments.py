@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -282,3 +283,23 @@ def test_labels_are_the_reports_never_the_constructors(small_data):
     assert float(re.match(r"ε = ([\d.]+)", text).group(1)) > 1.0     # composed, not 1
     assert fresh_labels(PrivateKNN(k=5, verbose=False), trainset, testset) == (
         "not private", "none")
+
+
+def test_membership_quick_measures_every_view_and_refutes_no_covered_claim(tmp_path):
+    from dprec.experiments import membership_inference
+
+    table = membership_inference.main(["--quick", "--out", str(tmp_path)])
+    assert (tmp_path / "membership.csv").is_file()
+    assert list(table.columns[:-1]) == list(membership_inference.COLUMNS)
+    # KNNBasic, SVD; DPBaseline and LocalKNN at ε = 1 with selected or public items;
+    # each: 2 units x 2 views
+    assert len(table) == (2 + 2 * 2) * 4
+    private = table[table["model"].isin(["DPBaseline", "LocalKNN"])]
+    covered = private[private["covered"]]
+    assert (covered["view"] == "others").all() and not covered["refuted"].any()
+    assert np.allclose(covered["claimed_epsilon"], 1.0)      # the report's, composed
+    # Surprise's KNNBasic says which users it does not know: found by the own view
+    knn = table[(table["model"] == "KNNBasic") & (table["unit"] == "user")
+                & (table["view"] == "own")]
+    assert knn["mia_auc"].iloc[0] == 1.0 and not table[table["model"] == "KNNBasic"][
+        "covered"].any()

@@ -1,4 +1,4 @@
-"""The β-kNN attack on neighbourhood recommenders, as a simulator.
+"""Attacks on recommenders: the β-kNN attack as a simulator, and membership inference.
 
 An attacker who knows a few of a target's ratings creates ``β·k`` fake
 users rating exactly those items (Calandrino et al., S&P 2011; Lu & Shen,
@@ -21,6 +21,9 @@ runners
     Fitting each attacked algorithm on a scenario and reading its answers.
 metrics
     The measures, [`round_to_grid`][].
+membership
+    Membership inference, user and rating level, with the one-run ε bound
+    (`dprec.attacks.membership`; see [Membership inference](../membership.md)).
 
 See [The β-kNN attack](../attack.md) for the scenarios, the measures and the results.
 

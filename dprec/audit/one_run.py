@@ -16,7 +16,7 @@ $$P[V \ge v] \;\le\; \beta + 2m\,\delta\,\alpha, \qquad
 the guesses are no more accurate than $r$ independent answers of
 $\varepsilon$-randomized response.  [`one_run_epsilon`][] inverts this
 p-value: the largest $\varepsilon$ at which $v$ correct guesses of $r$ are
-still less likely than $1 - $ `confidence` is a lower bound on the
+still less likely than 1 − `confidence` is a lower bound on the
 $\varepsilon$ of the model, with that confidence.  A bound above a model's
 printed $\varepsilon$ refutes the printed guarantee (with that confidence);
 a bound below says nothing more than that this attack did not refute it.

@@ -1,0 +1,156 @@
+"""Membership inference against every model: the attacks' AUC, their TPR at low FPR and the
+one-run empirical ε, next to each model's claimed ε.
+
+For Surprise's `KNNBasic` and `SVD` and each end-to-end private model (`DPBaseline`,
+`DPItemKNN`, `DPALS`, `LocalKNN`) at every ε, with the item list chosen by private
+partition selection (the default) or given as a public catalogue (``items=``): the
+user-level and the rating-level attacks of
+[`dprec.attacks.membership`][], each in its two views (``own``: the answers to the
+canary's own user; ``others``: only the answers to other users), one fit each,
+with their one-run lower bound on ε at 95 % confidence.
+
+Every dprec model shows a user's answers to that user alone (its report says so),
+so its claim covers the ``others`` view: `refuted` is true where that view's bound
+exceeds the claimed ε for the unit (a user-level claim covers the rating level too).
+The ``own`` view shows what a user's answers reveal to whoever sees them.
+
+The claim of each row is read from the report of a copy fitted with fresh noise
+(`random_state=None`); the attacked fits are seeded (experiments, reproducible), and
+a seeded fit guarantees nothing.
+
+Writes ``membership.csv`` under ``--out`` (default ``results/membership``):
+
+    dprec membership --quick
+    dprec membership
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+from surprise import SVD, KNNBasic
+from tqdm import tqdm
+
+from ..accountant.entries import Unit
+from ..attacks.membership import rating_membership_attack, user_membership_attack
+from ..datasets.arrays import ArrayDataset
+from ..endtoend.dp_als import DPALS
+from ..endtoend.dp_baseline import DPBaseline
+from ..endtoend.dp_item_knn import DPItemKNN
+from ..endtoend.local_knn import LocalKNN
+from ._options import EPSILON, POSITIVE_INT, experiment_data, experiment_parser
+from .privacy_labels import guarantee_label, privacy_label
+
+__all__ = ["EPSILONS", "claim", "configurations", "main", "run"]
+
+#: the ε of the private models
+EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0)
+#: the private models, by name
+PRIVATE = {"DPBaseline": DPBaseline, "DPItemKNN": DPItemKNN, "DPALS": DPALS,
+           "LocalKNN": LocalKNN}
+#: the columns of the table, in order
+COLUMNS = ("model", "epsilon", "items", "unit", "view", "mia_auc", "mia_tpr_1pct",
+           "mia_tpr_01pct", "empirical_epsilon", "canaries", "claim", "guarantee",
+           "claimed_epsilon", "claimed_unit", "covered", "refuted")
+
+
+def configurations(epsilons: Sequence[float] = EPSILONS,
+                   models: Sequence[str] = tuple(PRIVATE)) -> list[dict]:
+    """The rows' models: ``KNNBasic``, ``SVD``, then each private model at each ε, with
+    its items chosen by partition selection (``"selected"``) or public (``"public"``)."""
+    rows = [{"model": "KNNBasic", "epsilon": math.inf, "items": "all"},
+            {"model": "SVD", "epsilon": math.inf, "items": "all"}]
+    rows += [{"model": model, "epsilon": float(epsilon), "items": items}
+             for model in models for epsilon in epsilons for items in ("selected", "public")]
+    return rows
+
+
+def factory(config: dict, catalogue: list, random_state) -> Callable[[], object]:
+    """A new unfitted model of the row ``config`` on each call."""
+    if config["model"] == "KNNBasic":
+        return lambda: KNNBasic(verbose=False)
+    if config["model"] == "SVD":
+        return lambda: SVD(random_state=random_state)
+    model = PRIVATE[config["model"]]
+    items = catalogue if config["items"] == "public" else None
+    return lambda: model(epsilon=config["epsilon"], items=items, random_state=random_state)
+
+
+def claim(make: Callable[[], object], trainset) -> dict:
+    """The claim of a model fitted with fresh noise on ``trainset``: its report's label,
+    category, and the worst user's ε per unit (``{}`` without a report)."""
+    algo = make()
+    if hasattr(algo, "random_state"):
+        algo.random_state = None
+    algo.fit(trainset)
+    heads = algo.privacy_report().headline() if hasattr(algo, "privacy_report") else []
+    return {"claim": privacy_label(algo), "guarantee": guarantee_label(algo),
+            "epsilons": {head.unit: head.epsilon for head in heads if head.holds}}
+
+
+def _covered(claimed: dict, unit: str, view: str) -> float:
+    """The claimed ε that covers an attack on ``unit`` in ``view`` (``inf``: none)."""
+    if view != "others":
+        return math.inf
+    units = (Unit.USER,) if unit == "user" else (Unit.RATING, Unit.USER)
+    return min((claimed[u] for u in units if u in claimed), default=math.inf)
+
+
+def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tuple(PRIVATE),
+        user_canaries: int = 200, rating_canaries: int = 1000, seed: int = 0,
+        progress: bool = True) -> pd.DataFrame:
+    """The table: one row per (model, ε, items, unit, view), `COLUMNS`."""
+    data = data if isinstance(data, ArrayDataset) else ArrayDataset.from_surprise(data)
+    catalogue = data.item_ids.tolist()
+    full = data.build_full_trainset()
+    configs = configurations(epsilons, models)
+    rows = []
+    for config in tqdm(configs, desc="membership", disable=not progress):
+        make = factory(config, catalogue, seed)
+        claimed = claim(make, full)
+        for unit, attack, n in (("user", user_membership_attack, user_canaries),
+                                ("rating", rating_membership_attack, rating_canaries)):
+            for view in ("own", "others"):
+                result = attack(make, data, n, view=view, random_state=seed)
+                bound = _covered(claimed["epsilons"], unit, view)
+                summary = result.summary()
+                rows.append({**config, **summary, "claim": claimed["claim"],
+                             "guarantee": claimed["guarantee"], "claimed_epsilon": bound,
+                             "claimed_unit": unit if math.isfinite(bound) else "",
+                             "covered": math.isfinite(bound),
+                             "refuted": summary["empirical_epsilon"] > bound})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
+    """The command line of ``dprec membership``: run the experiment on ``argv`` and write
+    its table under ``--out`` (``--help`` for the options)."""
+    parser = experiment_parser(prog, __doc__, "results/membership", data=True)
+    parser.add_argument("--quick", action="store_true",
+                        help="a small run: synthetic data, ε = 1 only, DPBaseline and "
+                             "LocalKNN, fewer canaries (the options given win)")
+    parser.add_argument("--epsilons", type=EPSILON, nargs="+", default=list(EPSILONS),
+                        quick=[1.0], help="ε of the private models (default 0.5 1 2 5)")
+    parser.add_argument("--user-canaries", type=POSITIVE_INT, default=200, quick=60,
+                        help="canary users per fit (default 200)")
+    parser.add_argument("--rating-canaries", type=POSITIVE_INT, default=1000, quick=300,
+                        help="canary ratings per fit (default 1000)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    data, label = experiment_data(args)
+    models = ("DPBaseline", "LocalKNN") if args.quick else tuple(PRIVATE)
+    table = run(data, args.epsilons, models, args.user_canaries, args.rating_canaries,
+                args.seed).assign(dataset=label)
+    table.to_csv(out / "membership.csv", index=False)
+    shown = table[["model", "epsilon", "items", "unit", "view", "mia_auc", "mia_tpr_1pct",
+                   "empirical_epsilon", "claimed_epsilon", "refuted"]]
+    print(shown.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return table
+
+
+if __name__ == "__main__":
+    main()
