@@ -14,6 +14,7 @@ from ..mechanisms import discrete_gaussian, discrete_laplace, discrete_laplace_e
 from ..mechanisms.exact_laplace import MAX_T
 from ..utils._arrays import pattern_matrix
 from ..utils._validation import check_choice
+from .partitions import Partitions, UserRows
 
 __all__ = ["check_laplace_scale", "gaussian_sums", "grid_levels", "grid_residuals",
            "integer_sums", "laplace_sum_epsilons", "noisy_sums", "sum_sensitivities"]
@@ -117,8 +118,9 @@ def grid_residuals(raw: np.ndarray, clip: float, bits: int) -> np.ndarray:
                    -levels, levels) * 2.0**-bits
 
 
-def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
-                 norm: str) -> tuple[np.ndarray, np.ndarray, float, float]:
+def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int, norm: str, *,
+                 backend: str = "threads", n_partitions: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, float, float]:
     r"""The covariance and co-rating sums as exact integers, and their `norm` sensitivities.
 
     $\mathrm{Cov}/g$ and $W 2^A$ (see the module docstring) for the users × items
@@ -129,6 +131,11 @@ def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
     Returns `(cov, w, Δ_cov, Δ_w)`: dense $n_{\text{items}} \times n_{\text{items}}$ arrays of
     integers and the largest change of the upper triangle of each (in `norm`, `"l1"` or
     `"l2"`) when one user is added or removed, $m^2 2^A$ and $2^A$ (`sum_sensitivities`).
+
+    The sums are computed per partition of the users on `backend` (`"threads"` or
+    `"dask"`, the client in scope; `n_partitions` as
+    [`Partitions`][dprec.endtoend.partitions.Partitions]) and added: exact integers,
+    the same whatever the partitions.
 
     Raises
     ------
@@ -151,14 +158,24 @@ def integer_sums(matrix, residuals: np.ndarray, clip: float, bits: int,
                          "them): lower clip or grid_bits")
     counts = np.diff(matrix.indptr)
     weights = 2.0 ** -np.ceil(power * np.log2(np.maximum(counts, 1)))
-    values = matrix.copy()
+    with Partitions(matrix, backend, n_partitions, ratings=(scaled,),
+                    users=(weights,)) as partitions:
+        cov, w = partitions.sum(_grams, None)
+    return cov * scale, w * scale, sensitivity_cov, scale
+
+
+def _grams(_, rows: UserRows) -> tuple[np.ndarray, np.ndarray]:
+    r"""One partition's $\sum_u w_u k_u k_u^\top$ and $\sum_u w_u 1_{I_u} 1_{I_u}^\top$
+    (`Partitions.sum`'s function), exact on the common dyadic grid."""
+    (scaled,), (weights,) = rows.ratings, rows.users
+    values = rows.matrix.copy()
     values.data = scaled
-    pattern = pattern_matrix(matrix)
+    pattern = pattern_matrix(rows.matrix)
 
     def gram(m) -> np.ndarray:        # Σ_u w_u x_u x_uᵀ, exact on the common dyadic grid
         return (m.T @ sp.diags(weights) @ m).toarray()
 
-    return gram(values) * scale, gram(pattern) * scale, sensitivity_cov, scale
+    return gram(values), gram(pattern)
 
 
 def sum_sensitivities(n_items: int, clip: float, bits: int,

@@ -64,7 +64,12 @@ import scipy.sparse as sp
 from surprise import AlgoBase
 
 from ..accountant.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
-from ..mechanisms.discrete_gaussian import discrete_gaussian, integer_l2_block_sums, zcdp_rho
+from ..mechanisms.discrete_gaussian import (
+    discrete_gaussian,
+    grid_sensitivity,
+    integer_l2_block_sums,
+    zcdp_rho,
+)
 from ..utils._rng import FitNoise, NoiseSource, validate_random_state
 from ..utils._validation import (
     check_epsilon,
@@ -84,6 +89,7 @@ from .dp_baseline import (
 )
 from .effects_release import check_effects_rho
 from .noisy_effects import SIGNAL
+from .partitions import Partitions, UserRows, check_partitioning
 from .rating_space import ListedModel
 
 __all__ = ["DPALS", "default_share", "item_factors", "item_statistics", "user_factors"]
@@ -152,6 +158,20 @@ class DPALS(ListedModel, AlgoBase):
         A per-user `(ε, δ)` budget ([`PrivateModel`][dprec.accountant.private_model.PrivateModel]):
         a fit whose releases would spend more is refused before any noise is drawn
         (`BudgetExceededError`, a `ValueError`), the model left as it was.
+    backend : {"threads", "dask"}, default "threads"
+        Where the sums over users are computed (the baseline's and each epoch's, with
+        every user's $x_u$): per partition of the users, on this machine's threads or
+        (`"dask"`) as tasks on the `dask.distributed` client in scope, each partition's
+        rows sent to the workers once and the released $V$ once per epoch
+        ([`dprec.endtoend.partitions`][dprec.endtoend.partitions]).  The integer
+        statistics are added in partition order and the noise drawn once, here, from the
+        model's generator: the same numbers on both backends for the same `random_state`
+        and `n_partitions`.
+    n_partitions : int, optional
+        The partitions of consecutive users, of about equal numbers of ratings (`>= 1`);
+        default one per $2^{22}$ ratings.  Their boundaries depend on the users' numbers
+        of ratings, the release does not: the statistics are exact integers and each
+        user is clipped within their own row.
 
     Attributes
     ----------
@@ -182,7 +202,8 @@ class DPALS(ListedModel, AlgoBase):
                  noise_reg: float = 1.0, clip: float = 1.0, baseline_share: float | None = None,
                  users: Iterable | None = None, items: Iterable | None = None,
                  max_items_per_user: int = MAX_ITEMS_PER_USER, random_state=None,
-                 verbose: bool = False, budget: tuple[float, float] | None = None) -> None:
+                 verbose: bool = False, budget: tuple[float, float] | None = None,
+                 backend: str = "threads", n_partitions: int | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.delta = delta
@@ -199,6 +220,8 @@ class DPALS(ListedModel, AlgoBase):
         self.random_state = random_state
         self.verbose = verbose
         self.budget = budget
+        self.backend = backend
+        self.n_partitions = n_partitions
 
     def fit(self, trainset):
         """Release the effects and `n_epochs` item factors (spending `epsilon`); refused
@@ -223,6 +246,7 @@ class DPALS(ListedModel, AlgoBase):
         share = None if self.baseline_share is None else check_open_unit(
             self.baseline_share, "baseline_share")
         validate_random_state(self.random_state)
+        backend, n_partitions = check_partitioning(self.backend, self.n_partitions)
         selection = None if self.items is not None else SelectionBudget(SELECTION_SHARE * delta)
         own_delta = delta - (0.0 if selection is None else selection.delta)
         rho = zcdp_rho(epsilon, own_delta)
@@ -232,7 +256,8 @@ class DPALS(ListedModel, AlgoBase):
         first = 1.0 - FACTOR_SHARE if share is None else share
         baseline = DPBaseline(epsilon=epsilon, unit="user", mechanism="gaussian", delta=delta,
                               users=self.users, items=self.items,
-                              max_items_per_user=self.max_items_per_user)
+                              max_items_per_user=self.max_items_per_user, backend=backend,
+                              n_partitions=n_partitions)
         check_effects_rho(first * rho, baseline.global_share, rho, "baseline_share")
         # the size rule reads the release's own (noisy) sizes: without factors, the rest
         # of ρ goes to the effects (`fit_part`'s `more`)
@@ -246,25 +271,28 @@ class DPALS(ListedModel, AlgoBase):
         residuals = np.clip(baseline.residuals(), -clip, clip) / clip
         n_items = matrix.shape[1]
         factors, factor_noise, sd = np.zeros((n_items, d)), np.zeros(n_items), 0.0
-        if share < 1.0 - 1e-12:
-            rng = noise.generator("factors")
-            factors = rng.normal(0.0, 1.0 / math.sqrt(d), (n_items, d))
-            weights = np.minimum(1.0, np.sqrt(m / np.maximum(np.diff(matrix.indptr), 1)))
-            rho_epoch = (1.0 - share) * rho / epochs
-            for epoch in range(epochs):
-                own = user_factors(matrix, residuals, factors, reg)
-                sums, sensitivity = item_statistics(matrix, residuals, own, weights,
-                                                    math.sqrt(2.0 * m), GRID_BITS)
-                sigma = sensitivity / math.sqrt(2.0 * rho_epoch)
-                noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
-                sd = sigma * 2.0**-GRID_BITS
-                ridge = reg + noise_reg * 2.0 * sd * math.sqrt(d)
-                factors, factor_noise = item_factors(noisy, d, ridge, sd)
-                if self.verbose:
-                    print(f"DPALS: epoch {epoch + 1}/{epochs} released")
+        weights = np.minimum(1.0, np.sqrt(m / np.maximum(np.diff(matrix.indptr), 1)))
+        with Partitions(matrix, backend, n_partitions, ratings=(residuals,),
+                        users=(weights,)) as partitions:
+            if share < 1.0 - 1e-12:
+                rng = noise.generator("factors")
+                factors = rng.normal(0.0, 1.0 / math.sqrt(d), (n_items, d))
+                rho_epoch = (1.0 - share) * rho / epochs
+                sensitivity = _check_grid(matrix.shape[0], math.sqrt(2.0 * m))
+                for epoch in range(epochs):
+                    # each partition's x_u and integer statistics, added; the noise here
+                    sums = partitions.sum(_epoch_statistics, (factors, reg, math.sqrt(2.0 * m)))
+                    sigma = sensitivity / math.sqrt(2.0 * rho_epoch)
+                    noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
+                    sd = sigma * 2.0**-GRID_BITS
+                    ridge = reg + noise_reg * 2.0 * sd * math.sqrt(d)
+                    factors, factor_noise = item_factors(noisy, d, ridge, sd)
+                    if self.verbose:
+                        print(f"DPALS: epoch {epoch + 1}/{epochs} released")
+            own = np.concatenate(partitions.map(_own_factors, (factors, reg)))
         AlgoBase.fit(self, trainset)            # the model is changed only after the releases
         self.baseline_, self._space, self._factors = baseline, space, factors
-        self._user_factors = user_factors(matrix, residuals, factors, reg)
+        self._user_factors = own
         self._clip, self.noise_sd_ = clip, float(sd)
         self.item_factors_ = pd.DataFrame(factors.copy(), index=space.items.labels(),
                                           columns=[f"f{j}" for j in range(d)])
@@ -344,6 +372,32 @@ def _row_sums(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
                             shape=(len(indptr) - 1, local[-1]))
     return np.asarray(summing @ values.reshape(len(values), -1)).reshape(
         (len(indptr) - 1,) + values.shape[1:])
+
+
+def _check_grid(n_users: int, bound: float) -> float:
+    """`item_statistics`' check for the sum of the partitions' integer statistics: their
+    sums could pass $2^{52}$ with `n_users`; returns the sensitivity $K$."""
+    sensitivity = grid_sensitivity(bound, GRID_BITS)
+    if float(n_users) * sensitivity >= 2.0**52:
+        raise ValueError("the integer sums could pass 2^52: too many users for this grid")
+    return sensitivity
+
+
+def _epoch_statistics(shared: tuple, rows: UserRows) -> np.ndarray:
+    """One partition's integer item statistics of an epoch (`Partitions.sum`'s function):
+    its users' $x_u$ from the released factors, then their clipped sums; `shared` is
+    `(factors, reg, bound)`.  No randomness."""
+    factors, reg, bound = shared
+    (residuals,), (weights,) = rows.ratings, rows.users
+    own = user_factors(rows.matrix, residuals, factors, reg)
+    return item_statistics(rows.matrix, residuals, own, weights, bound, GRID_BITS)[0]
+
+
+def _own_factors(shared: tuple, rows: UserRows) -> np.ndarray:
+    """One partition's users' $x_u$ from the last released factors (`shared` is
+    `(factors, reg)`), each user's own, for their own answers."""
+    factors, reg = shared
+    return user_factors(rows.matrix, rows.ratings[0], factors, reg)
 
 
 def user_factors(matrix, residuals: np.ndarray, factors: np.ndarray, reg: float) -> np.ndarray:

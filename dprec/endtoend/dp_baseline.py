@@ -97,11 +97,13 @@ from .effects_release import (  # noqa: F401  (re-exported: their home was this 
     ReleasePlan,
     SelectionBudget,
     Settings,
+    check_grid_units,
     check_mechanism_delta,
     contributions,
     gaussian_release,
     laplace_release,
     release_plan,
+    release_sums,
     reselect,
     stated_epsilon,
     weight_of,
@@ -115,6 +117,7 @@ from .noisy_effects import (  # noqa: F401  (re-exported: their home was this mo
     stabilised_effects,
     towards_noisy_mean,
 )
+from .partitions import Partitions, UserRows, check_partitioning
 from .rating_space import (  # noqa: F401  (re-exported: their home was this module)
     SCOPE,
     Catalogue,
@@ -216,6 +219,20 @@ class DPBaseline(ListedModel, AlgoBase):
         ([`PrivateModel`][dprec.accountant.private_model.PrivateModel]): a fit whose release would
         spend more is refused before any noise is drawn
         (`BudgetExceededError`, a `ValueError`), the model left as it was.
+    backend : {"threads", "dask"}, default "threads"
+        Where the sums over users are computed
+        ([`dprec.endtoend.partitions`][dprec.endtoend.partitions]): per partition of the
+        users, on this machine's threads, or (`"dask"`) as tasks on the
+        `dask.distributed` client in scope (`ValueError` at `fit` without one).  The
+        partial sums are added in partition order and the noise drawn once, here, from
+        the model's generator: the same numbers on both backends for the same
+        `random_state` and `n_partitions`.
+    n_partitions : int, optional
+        The partitions, of consecutive users holding about equal numbers of ratings
+        (`>= 1`); default one per $2^{22}$ ratings.  Their boundaries depend on the
+        users' numbers of ratings, but the release does not: the Gaussian sums are exact
+        integers and each user is clipped within their own row (the Laplace totals may
+        differ in their last bit, before the lattice sampler rounds them).
 
     Attributes
     ----------
@@ -258,7 +275,8 @@ class DPBaseline(ListedModel, AlgoBase):
                  prior_variance: float | None = None, user_shrinkage: float = 3.0,
                  users: Iterable | None = None, items: Iterable | None = None,
                  max_items_per_user: int = MAX_ITEMS_PER_USER, random_state=None,
-                 verbose: bool = False, budget: tuple[float, float] | None = None) -> None:
+                 verbose: bool = False, budget: tuple[float, float] | None = None,
+                 backend: str = "threads", n_partitions: int | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.unit = unit
@@ -276,6 +294,8 @@ class DPBaseline(ListedModel, AlgoBase):
         self.random_state = random_state
         self.verbose = verbose
         self.budget = budget
+        self.backend = backend
+        self.n_partitions = n_partitions
 
     def _settings(self, rating_scale: tuple[float, float]) -> Settings:
         """The parameters checked, the defaults resolved for `rating_scale`."""
@@ -339,6 +359,7 @@ class DPBaseline(ListedModel, AlgoBase):
         averaged by inverse variance: one release at the summed ρ, in distribution.
         `rho_` is the ρ spent in all."""
         s = self._settings(trainset.rating_scale)
+        backend, n_partitions = check_partitioning(self.backend, self.n_partitions)
         space = RatingSpace.build(trainset, self.users, self.items)
         if space.items.given:
             selection = None
@@ -358,9 +379,13 @@ class DPBaseline(ListedModel, AlgoBase):
             kept = cap_contributions(space.rows, s.cap, noise.generator("cap"))
             released = ratings_matrix(space.rows[kept], released.indices[kept],
                                       released.data[kept], released.shape)
-        parts = contributions(released, s, (low, high))
+        if s.mechanism == "gaussian":       # the partitions' exact integers, added
+            check_grid_units(released.nnz if s.unit == "rating" else
+                             int(np.count_nonzero(np.diff(released.indptr))), plan.noise[1])
+        with Partitions(released, backend, n_partitions) as partitions:
+            sums = partitions.sum(_release_sums, (s, (low, high), plan.noise))
         release = gaussian_release if s.mechanism == "gaussian" else laplace_release
-        noisy, sd = release(parts, rng, plan.noise)
+        noisy, sd = release(sums, rng, plan.noise)
         n_items = space.matrix.shape[1]
         listed = np.ones(n_items, dtype=bool) if plan.threshold is None else \
             noisy[n_items:2 * n_items] >= plan.threshold     # partition selection
@@ -369,7 +394,7 @@ class DPBaseline(ListedModel, AlgoBase):
         if extra > 0.0:                         # the same statistics again, averaged
             sigma, bound, a = plan.noise
             again = grid_sensitivity(bound, GRID_BITS) / math.sqrt(2.0 * extra)
-            second, _ = release(parts, noise.generator("dp-baseline more"), (again, bound, a))
+            second, _ = release(sums, noise.generator("dp-baseline more"), (again, bound, a))
             weight = again**2 / (sigma**2 + again**2)
             noisy = weight * noisy + (1.0 - weight) * second
             combined = sigma * again / math.hypot(sigma, again)   # in grid steps
@@ -460,6 +485,13 @@ class DPBaseline(ListedModel, AlgoBase):
         effects = self._item_effects[np.maximum(items, 0)] if len(self._item_effects) else 0.0
         return (self.mu_ + np.where(known_user, self._user_effects[np.maximum(users, 0)], 0.0)
                 + np.where(known_item, effects, np.where(known_user, self.unlisted_effect_, 0.0)))
+
+
+def _release_sums(shared: tuple, rows: UserRows) -> np.ndarray:
+    """One partition's partial sums of the release's vector (`Partitions.sum`'s function):
+    `shared` is `(settings, rating_scale, noise)`; no randomness."""
+    s, rating_scale, noise = shared
+    return release_sums(contributions(rows.matrix, s, rating_scale), s.mechanism, noise)
 
 
 # ------------------------------------------------------------------ the release

@@ -104,6 +104,7 @@ from .dp_baseline import (
 )
 from .effects_release import check_effects_rho
 from .noisy_effects import SIGNAL
+from .partitions import check_partitioning
 from .rating_space import ListedModel, RatingSpace, surprise_details
 
 __all__ = ["DPItemKNN", "default_share", "gaussian_sums", "grid_levels", "grid_residuals",
@@ -189,6 +190,20 @@ class DPItemKNN(ListedModel, AlgoBase):
         A per-user `(ε, δ)` budget ([`PrivateModel`][dprec.accountant.private_model.PrivateModel]):
         a fit whose releases would spend more is refused before any noise is drawn
         (`BudgetExceededError`, a `ValueError`), the model left as it was.
+    backend : {"threads", "dask"}, default "threads"
+        Where the sums over users are computed (the baseline's, the covariance and
+        co-rating weights, or with `similarity="factors"` [`DPALS`][dprec.DPALS]'s
+        statistics): per partition of the users, on this machine's threads or (`"dask"`)
+        as tasks on the `dask.distributed` client in scope
+        ([`dprec.endtoend.partitions`][dprec.endtoend.partitions]).  The partial sums
+        are added in partition order and the noise drawn once, here, from the model's
+        generator: the same numbers on both backends for the same `random_state` and
+        `n_partitions`.
+    n_partitions : int, optional
+        The partitions of consecutive users, of about equal numbers of ratings (`>= 1`);
+        default one per $2^{22}$ ratings.  Their boundaries depend on the users' numbers
+        of ratings, the release does not: the Gaussian and covariance sums are exact
+        integers and each user is clipped within their own row.
 
     Attributes
     ----------
@@ -210,7 +225,8 @@ class DPItemKNN(ListedModel, AlgoBase):
                  similarity: str = "covariance",
                  users: Iterable | None = None, items: Iterable | None = None,
                  max_items_per_user: int = MAX_ITEMS_PER_USER, random_state=None,
-                 verbose: bool = False, budget: tuple[float, float] | None = None) -> None:
+                 verbose: bool = False, budget: tuple[float, float] | None = None,
+                 backend: str = "threads", n_partitions: int | None = None) -> None:
         AlgoBase.__init__(self)
         self.epsilon = epsilon
         self.k = k
@@ -227,6 +243,8 @@ class DPItemKNN(ListedModel, AlgoBase):
         self.random_state = random_state
         self.verbose = verbose
         self.budget = budget
+        self.backend = backend
+        self.n_partitions = n_partitions
 
     def fit(self, trainset):
         """Release the effects and the covariance (spending `epsilon`), then the similarities;
@@ -246,6 +264,7 @@ class DPItemKNN(ListedModel, AlgoBase):
         if similarity == "factors" and mechanism != "gaussian":
             raise ValueError("similarity='factors' needs mechanism='gaussian' (DPALS's "
                              "release is a discrete Gaussian)")
+        backend, n_partitions = check_partitioning(self.backend, self.n_partitions)
         selection = None if self.items is not None else SelectionBudget(
             delta * (SELECTION_SHARE if mechanism == "gaussian" else 1.0))
         own_delta = delta - (0.0 if selection is None else selection.delta)
@@ -254,14 +273,15 @@ class DPItemKNN(ListedModel, AlgoBase):
             self._refuse_past_budget([(stated_epsilon(rho, own_delta, epsilon), delta)],
                                      Unit.USER)
             self._fit_factors(trainset, k, epsilon, share, (clip, bits),
-                              FitNoise.draw(self.random_state))
+                              FitNoise.draw(self.random_state), (backend, n_partitions))
             return self
         lists = None if rho is not None else RatingSpace.build(trainset, self.users,
                                                                self.items)
         first = BASELINE_SHARE if share is None else share
         baseline = DPBaseline(epsilon=first * epsilon, unit="user", mechanism=mechanism,
                               delta=self.delta, users=self.users, items=self.items,
-                              max_items_per_user=self.max_items_per_user)
+                              max_items_per_user=self.max_items_per_user, backend=backend,
+                              n_partitions=n_partitions)
         if rho is not None:
             check_effects_rho(first * rho, baseline.global_share, rho, "baseline_share")
         spent, cost = self._plan(trainset, baseline, lists, (first, epsilon, own_delta, rho),
@@ -297,8 +317,8 @@ class DPItemKNN(ListedModel, AlgoBase):
                                     delta, spent)
             return self
         norm = "l2" if mechanism == "gaussian" else "l1"
-        cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(matrix, residuals,
-                                                                      clip, bits, norm)
+        cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(
+            matrix, residuals, clip, bits, norm, backend=backend, n_partitions=n_partitions)
         rng = noise.generator("covariance")
         if mechanism == "gaussian":
             rho_each = (1.0 - share) * rho / 2.0
@@ -397,11 +417,15 @@ class DPItemKNN(ListedModel, AlgoBase):
                   f"ε = {self.epsilon:g}, δ = {delta:g} per user")
 
     def _fit_factors(self, trainset, k: int, epsilon: float, share: float | None,
-                     grid: tuple[float, int], noise: FitNoise) -> None:
+                     grid: tuple[float, int], noise: FitNoise,
+                     partitioning: tuple[str, int | None]) -> None:
         """The fitted model on the cosine of a [`DPALS`][dprec.DPALS] release's item
-        factors (`similarity="factors"`): that release is the whole model's."""
+        factors (`similarity="factors"`): that release is the whole model's, its sums on
+        `partitioning` = `(backend, n_partitions)`."""
+        backend, n_partitions = partitioning
         als = DPALS(epsilon=epsilon, delta=self.delta, baseline_share=share, users=self.users,
-                    items=self.items, max_items_per_user=self.max_items_per_user)
+                    items=self.items, max_items_per_user=self.max_items_per_user,
+                    backend=backend, n_partitions=n_partitions)
         als.fit_part(trainset, noise.derive("factors"))
         factors = als.item_factors_.to_numpy()
         norms = np.linalg.norm(factors, axis=1)

@@ -25,8 +25,9 @@ from ..utils._validation import check_delta
 
 __all__ = ["DELTA", "GRID_BITS", "MAX_ITEMS_PER_USER", "SELECTION_SHARE", "Contributions",
            "ReleasePlan", "SelectionBudget", "Settings", "check_effects_rho",
-           "check_mechanism_delta", "contributions", "gaussian_release", "laplace_release",
-           "release_plan", "reselect", "selection_rule", "stated_epsilon", "weight_of"]
+           "check_grid_units", "check_mechanism_delta", "contributions", "gaussian_release",
+           "laplace_release", "release_plan", "release_sums", "reselect", "selection_rule",
+           "stated_epsilon", "weight_of"]
 
 #: the default δ of the Gaussian mechanism
 DELTA = 1e-5
@@ -293,34 +294,66 @@ def reselect(weights: np.ndarray, sigma: float, selection: SelectionBudget,
     return weights >= threshold, added, rule
 
 
-def gaussian_release(parts: Contributions, rng: np.random.Generator,
+def release_sums(parts: Contributions, mechanism: str, noise: tuple) -> np.ndarray:
+    r"""The true vector a release adds its noise to, from units' `parts` (a partition's
+    users, or all of them): with the Gaussian, the global entries scaled by $a$ and
+    everything on the grid $2^{-12}$, each unit's integer vector clipped to ℓ2 norm
+    $K = \lfloor \text{bound} \cdot 2^{12} \rfloor$ (`noise` $= (\sigma, \text{bound}, a)$
+    from [`release_plan`][dprec.endtoend.dp_baseline.release_plan]): exact integers, whose
+    sum over partitions of the units is the same in any order; with Laplace, the totals
+    (`Contributions.totals`).  A unit is clipped within its own entries alone."""
+    if mechanism == "gaussian":
+        _, bound, a = noise
+        values = np.where(parts.global_rows, a * parts.values, parts.values)
+        sums, _ = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates,
+                                  bound, GRID_BITS)
+        return sums
+    return parts.totals()
+
+
+def check_grid_units(n_units: int, bound: float) -> None:
+    """Refuse integer sums of `n_units` units, each clipped to `bound` on the grid, that
+    could pass $2^{52}$ (what `integer_l2_sums` checks within one call, for the sum of
+    the partitions' partial sums).
+
+    Raises
+    ------
+    ValueError
+        As `integer_l2_sums`.
+    """
+    if float(n_units) * grid_sensitivity(bound, GRID_BITS) >= 2.0**52:
+        raise ValueError("the integer sums could pass 2^52: lower bits")
+
+
+def gaussian_release(sums: Contributions | np.ndarray, rng: np.random.Generator,
                      noise: tuple[float, float, float]) -> tuple[np.ndarray, tuple]:
-    r"""The discrete Gaussian release of the whole vector: the global entries scaled by
-    $a$, everything on the grid $2^{-12}$ with each unit's integer vector clipped to ℓ2
-    norm $K = \lfloor \text{bound} \cdot 2^{12} \rfloor$, noise of scale $\sigma$; `noise`
+    r"""The discrete Gaussian release of the whole vector: its integer `sums` (from
+    [`release_sums`][dprec.endtoend.effects_release.release_sums], which computes them
+    here from `Contributions`) plus noise of scale $\sigma$; `noise`
     $= (\sigma, \text{bound}, a)$ from [`release_plan`][dprec.endtoend.dp_baseline.release_plan].
 
     Returns the noisy vector (the global pair divided back by $a$) and the standard
     deviations of the noise on an item sum and weight (in units of $C$ and of the
     weights) and on each of the global pair.
     """
-    sigma, bound, a = noise
-    values = np.where(parts.global_rows, a * parts.values, parts.values)
-    sums, _ = integer_l2_sums(parts.rows, parts.columns, values, parts.n_coordinates, bound,
-                              GRID_BITS)
+    sigma, _, a = noise
+    if isinstance(sums, Contributions):
+        sums = release_sums(sums, "gaussian", noise)
     noisy = discrete_gaussian(sums, sigma, rng) * 2.0**-GRID_BITS
     noisy[-2:] /= a
     sd = sigma * 2.0**-GRID_BITS
     return noisy, (sd, sd, sd / a)
 
 
-def laplace_release(parts: Contributions, rng: np.random.Generator,
+def laplace_release(totals: Contributions | np.ndarray, rng: np.random.Generator,
                     noise: tuple[float, float]) -> tuple[np.ndarray, tuple]:
-    """The two Laplace releases (global, then items) at the scales `noise` (from
+    """The two Laplace releases (global, then items) of the `totals` (or those of
+    `Contributions`) at the scales `noise` (from
     [`release_plan`][dprec.endtoend.dp_baseline.release_plan]); the standard deviations of the item
     noise (sum, weight) and of the global pair's."""
     scale_global, scale_items = noise
-    totals = parts.totals()
+    if isinstance(totals, Contributions):
+        totals = totals.totals()
     noisy = np.concatenate([laplace(totals[:-2], scale_items, rng),
                             laplace(totals[-2:], scale_global, rng)])
     sd = math.sqrt(2.0) * scale_items

@@ -100,18 +100,32 @@ def map_on_dask(function: Callable[[S, T], R], state: S, blocks: Iterable[T]) ->
         If no client is in scope (create one, e.g. ``Client(LocalCluster())``,
         or an address of a running scheduler, before calling).
     """
+    client = dask_client_in_scope()
+    blocks = list(blocks)
+    shared = client.scatter(state, broadcast=True, hash=False)
+    futures = client.map(function, [shared] * len(blocks), blocks, pure=False)
+    return client.gather(futures)
+
+
+def dask_client_in_scope():
+    """The ``dask.distributed`` client in scope (``get_client()``), for ``backend="dask"``.
+
+    Raises
+    ------
+    ImportError
+        Without ``dask[distributed]`` (the ``dask`` extra).
+    ValueError
+        If no client is in scope (create one, e.g. ``Client(LocalCluster())``,
+        or an address of a running scheduler, before calling).
+    """
     try:
         from distributed import get_client
     except ImportError as error:  # pragma: no cover - depends on the extra
         raise ImportError("backend='dask' needs dask[distributed]: "
                           "pip install 'dprec[dask]'") from error
     try:
-        client = get_client()
+        return get_client()
     except ValueError as error:
         raise ValueError("backend='dask' runs the blocks on the dask.distributed client in "
                          "scope, and there is none: create one first (e.g. "
                          "Client(LocalCluster()) or Client('tcp://scheduler:8786'))") from error
-    blocks = list(blocks)
-    shared = client.scatter(state, broadcast=True, hash=False)
-    futures = client.map(function, [shared] * len(blocks), blocks, pure=False)
-    return client.gather(futures)
