@@ -160,8 +160,8 @@ FLOORS = {"utils": 0,
           "accountant": 1, "mechanisms": 1, "datasets": 1, "evaluation": 1,
           "similarity": 2, "selectors": 2,
           "knn": 3,
-          "endtoend": 4, "ranking": 4, "attacks": 4, "audit": 4,
-          "implicit": 5,
+          "endtoend": 4, "ranking": 4, "audit": 4,
+          "attacks": 5, "implicit": 5,
           "experiments": 6}
 TOP_LEVEL_FILES = {"__init__.py", "__main__.py", "cli.py"}
 

@@ -27,9 +27,10 @@ membership
 
 See [The β-kNN attack](../attack.md) for the scenarios, the measures and the results.
 
-Floor 4 of the package map in ``docs/development.md``. May import: `dprec.utils`,
-`dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`,
-`dprec.similarity`, `dprec.selectors`, `dprec.knn`.
+Floor 5 of the package map in ``docs/development.md`` (the membership attacks bound ε
+with `dprec.audit`'s one-run audit). May import: `dprec.utils`, `dprec.accountant`,
+`dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`, `dprec.similarity`,
+`dprec.selectors`, `dprec.knn`, `dprec.endtoend`, `dprec.ranking`, `dprec.audit`.
 """
 
 from __future__ import annotations

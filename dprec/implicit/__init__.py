@@ -9,5 +9,5 @@ response).
 Floor 5 of the package map in ``docs/development.md``. May import: `dprec.utils`,
 `dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`,
 `dprec.similarity`, `dprec.selectors`, `dprec.knn`, `dprec.endtoend`, `dprec.ranking`,
-`dprec.attacks`, `dprec.audit`.
+`dprec.audit`.
 """
