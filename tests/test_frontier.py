@@ -1,13 +1,16 @@
 """The accuracy-against-security frontier (dprec.experiments.frontier)."""
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
+from surprise import AlgoBase, PredictionImpossible
 from surprise.model_selection import KFold
 
 from dprec import PrivateKNN
+from dprec.accountant.entries import Unit
 from dprec.datasets import synthetic
 from dprec.experiments import frontier
 from dprec.selectors import CorrectedPNCF
@@ -283,3 +286,57 @@ def test_a_knn_configuration_that_holds_takes_the_public_rule():
     assert hp.public_parameters(configs["BaselineOnly"]) == (None, 0.0)
     with pytest.raises(ValueError, match="methods has no hyper-parameter choice"):
         hp.fresh_noise_labels(synthetic(30, 40, 300, random_state=0), [knn], {}, holding, {})
+
+
+def test_the_privacy_axis_is_written_and_no_claim_that_holds_is_refuted(quick):
+    out, table = quick
+    for name in ("privacy.csv", "privacy.png", "disagreements.csv"):
+        assert (out / name).is_file(), name
+    rows = table.set_index("config")
+    assert rows.mia_auc_user.between(0, 1).all() and rows.mia_auc_rating.between(0, 1).all()
+    assert rows.claimed_epsilon["DPItemKNN/eps=1"] == pytest.approx(1.0)
+    assert rows.claimed_unit["DPItemKNN/eps=1"] == "user"
+    assert not rows.refuted.any() and pd.read_csv(out / "disagreements.csv").empty
+    # PPNS's claim is the paper's, composed over the answers the attack asked for
+    assert rows.published_epsilon["cosine/ppns/means/user/eps=1"] > 1.0
+    # Surprise-like kNN says which users it does not know: the own view finds them all
+    assert rows.mia_auc_user["cosine/topk/basic/item"] == 1.0
+
+
+class _Head:
+    holds, unit, status = True, Unit.RATING, "holds"
+
+    def __init__(self, epsilon):
+        self.epsilon = epsilon
+
+
+class ItemMeanClaimingTooMuch(AlgoBase):
+    """The item means (a rating moves its item's mean by 1/n) claiming ε = 0.01 per
+    rating: a planted false claim."""
+
+    def fit(self, trainset):
+        AlgoBase.fit(self, trainset)
+        self.means = {i: np.mean([r for _, r in trainset.ir[i]]) for i in trainset.all_items()}
+        return self
+
+    def estimate(self, u, i):
+        if i not in self.means:
+            raise PredictionImpossible("unknown item")
+        return self.means[i]
+
+    def privacy_report(self):
+        return SimpleNamespace(headline=lambda: [_Head(0.01)])
+
+
+def test_a_planted_false_claim_is_refuted_and_listed():
+    from dprec.experiments.frontier_privacy import disagreements, privacy_table
+
+    data = synthetic(300, 1000, 5000, random_state=0)      # five ratings an item
+    configs = [{"config": "liar", "family": "knn"}]
+    privacy = privacy_table(data, configs, lambda c, seed: ItemMeanClaimingTooMuch(), 40,
+                            2000, progress=False)
+    row = privacy.loc["liar"]
+    assert row.claimed_epsilon == 0.01 and row.claimed_unit == "rating"
+    assert row.refuted and row.empirical_epsilon_rating > 0.01
+    listed = disagreements(privacy.reset_index().assign(rmse=1.0, privacy="ε = 0.01"))
+    assert listed.disagreement.tolist() == ["claim refuted"]

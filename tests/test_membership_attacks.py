@@ -10,6 +10,7 @@ from surprise import AlgoBase, KNNBasic, PredictionImpossible
 
 from dprec import DPBaseline
 from dprec.attacks.membership import (
+    membership_audit,
     membership_roc,
     rating_membership_attack,
     user_membership_attack,
@@ -68,6 +69,17 @@ def test_canaries_are_left_out_as_drawn():
     assert frame.equals(again.scores)
 
 
+def test_one_fit_gives_both_units_and_views_as_the_single_attacks():
+    both = membership_audit(lambda: KNNBasic(verbose=False), DATA, 50, 200, random_state=4)
+    assert set(both) == {(u, v) for u in ("user", "rating") for v in ("own", "others")}
+    assert both["user", "own"].roc.auc == 1.0
+    assert not set(both["rating", "own"].scores.uid) & set(both["user", "own"].scores.uid)
+    alone = user_membership_attack(lambda: KNNBasic(verbose=False), DATA, 50, random_state=4)
+    # the same canary users first (the scores differ: the rating canaries left out differ)
+    assert alone.scores[["uid", "included"]].equals(both["user", "own"].scores[["uid",
+                                                                               "included"]])
+
+
 def test_a_dp_claim_is_not_refuted_in_the_view_it_covers():
     """DPBaseline at ε = 1 per user (joint DP: the others' answers): the bound stays below."""
     result = user_membership_attack(lambda: DPBaseline(epsilon=1.0, random_state=0), DATA,
@@ -87,7 +99,7 @@ def test_a_dp_claim_is_not_refuted_in_the_view_it_covers():
     (lambda: user_membership_attack(Memoriser, DATA, 300), ValueError,
      "below the number of users"),
     (lambda: rating_membership_attack(Memoriser, DATA, 10**6), ValueError,
-     "n_canaries=1000000 must be at most"),
+     "n_canaries=1000000 must be 2 or more and at most"),
     (lambda: rating_membership_attack(Memoriser, DATA, 10, n_observers=0), ValueError,
      "n_observers"),
     (lambda: rating_membership_attack(Memoriser, DATA, 10, confidence=1.5), ValueError,

@@ -75,8 +75,8 @@ from ..datasets.arrays import ArrayDataset, ArrayTestset
 from ..utils._rng import RandomStateLike, check_random_state
 from ..utils._validation import check_int, check_real
 
-__all__ = ["MembershipResult", "MembershipROC", "membership_roc", "rating_membership_attack",
-           "user_membership_attack"]
+__all__ = ["MembershipResult", "MembershipROC", "membership_audit", "membership_roc",
+           "rating_membership_attack", "user_membership_attack"]
 
 
 @dataclass(frozen=True)
@@ -170,15 +170,6 @@ class MembershipResult:
                 "empirical_epsilon": self.audit.epsilon, "canaries": self.audit.m}
 
 
-def _check_inputs(data, n_canaries, confidence, random_state):
-    if not isinstance(data, ArrayDataset):
-        data = ArrayDataset.from_surprise(data)
-    n_canaries = check_int(n_canaries, "n_canaries", minimum=2)
-    confidence = check_real(confidence, "confidence", low=0.0, high=1.0,
-                            low_inclusive=False, high_inclusive=False)
-    return data, n_canaries, confidence, check_random_state(random_state)
-
-
 def _answers(algo, data: ArrayDataset, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(estimates, impossible)`` of the fitted ``algo`` for the ratings at ``rows``."""
     predictions = algo.test(data.testset(rows))
@@ -201,26 +192,156 @@ def _observer_means(algo, data: ArrayDataset, observers: np.ndarray,
     return estimates.reshape(n_obs, len(items)).mean(axis=0)
 
 
-def _check_view(view: str, n_observers) -> int:
-    if view not in ("own", "others"):
-        raise ValueError(f"view must be 'own' or 'others', got {view!r}")
-    return check_int(n_observers, "n_observers", minimum=1)
-
-
 def _result(unit: str, view: str, frame: pd.DataFrame, confidence: float
             ) -> MembershipResult:
     included = frame["included"].to_numpy()
     scores = frame["score"].to_numpy()
     roc = membership_roc(scores[included], scores[~included])
-    return MembershipResult(unit, view, roc, one_run_audit(scores, included, confidence=confidence),
-                            frame)
+    return MembershipResult(unit, view, roc, one_run_audit(scores, included,
+                                                           confidence=confidence), frame)
+
+
+class _Canaries:
+    """The canaries of one fit: users, then observers among the other users, then ratings
+    of the remaining users; each canary included with probability ½."""
+
+    def __init__(self, data: ArrayDataset, n_users: int, n_ratings: int, n_observers: int,
+                 rng: np.random.Generator) -> None:
+        total = len(data.user_ids)
+        if n_users and not 2 <= n_users < total:
+            raise ValueError(f"n_canaries={n_users} must be 2 or more and below the number "
+                             f"of users, {total}")
+        self.users = rng.choice(total, n_users, replace=False)
+        self.users_in = rng.random(n_users) < 0.5
+        others = np.setdiff1d(np.arange(total), self.users)
+        if n_observers > len(others):
+            raise ValueError(f"n_observers={n_observers} must be at most the {len(others)} "
+                             "users who are not canaries")
+        self.observers = rng.choice(others, n_observers, replace=False)
+        user_counts = np.bincount(data.user_codes, minlength=total)
+        item_counts = np.bincount(data.item_codes, minlength=len(data.item_ids))
+        owner_free = np.ones(total, dtype=bool)
+        owner_free[self.users] = owner_free[self.observers] = False
+        eligible = np.flatnonzero(owner_free[data.user_codes]
+                                  & (user_counts[data.user_codes] >= 3)
+                                  & (item_counts[data.item_codes] >= 3))
+        if n_ratings == 1 or len(eligible) < n_ratings:
+            raise ValueError(f"n_canaries={n_ratings} must be 2 or more and at most the "
+                             f"{len(eligible)} ratings of users and items with 3 ratings or "
+                             "more (of users neither canaries nor observers)")
+        self.ratings = rng.choice(eligible, n_ratings, replace=False)
+        self.ratings_in = rng.random(n_ratings) < 0.5
+        keep = np.ones(len(data), dtype=bool)
+        keep[self.ratings[~self.ratings_in]] = False
+        left_out = np.zeros(total, dtype=bool)
+        left_out[self.users[~self.users_in]] = True
+        self.kept = np.flatnonzero(keep & ~left_out[data.user_codes])
+
+
+def _rating_scores(algo, data: ArrayDataset, canaries: _Canaries, view: str) -> pd.DataFrame:
+    rows = canaries.ratings
+    if view == "own":
+        estimates, _ = _answers(algo, data, rows)
+    else:
+        items, position = np.unique(data.item_codes[rows], return_inverse=True)
+        estimates = _observer_means(algo, data, canaries.observers, items)[position]
+    ratings = data.ratings[rows]
+    return pd.DataFrame({"uid": data.user_ids[data.user_codes[rows]],
+                         "iid": data.item_ids[data.item_codes[rows]], "rating": ratings,
+                         "included": canaries.ratings_in, "estimate": estimates,
+                         "score": -(ratings - estimates) ** 2})
+
+
+def _user_scores(algo, data: ArrayDataset, canaries: _Canaries, view: str) -> pd.DataFrame:
+    n = len(canaries.users)
+    canary_of = np.full(len(data.user_ids), -1)
+    canary_of[canaries.users] = np.arange(n)
+    asked = np.flatnonzero(canary_of[data.user_codes] >= 0)
+    owner = canary_of[data.user_codes[asked]]
+    counts = np.bincount(owner, minlength=n)
+    ratings = data.ratings[asked]
+    impossible_share = np.zeros(n)
+    if view == "own":
+        estimates, impossible = _answers(algo, data, asked)
+        errors = np.bincount(owner, (ratings - estimates) ** 2, n) / counts
+        impossible_share = np.bincount(owner, impossible, n) / counts
+        low, high = data.rating_scale
+        score = -errors - ((high - low) ** 2 + 1.0) * impossible_share
+    else:
+        items, position = np.unique(data.item_codes[asked], return_inverse=True)
+        answers = _observer_means(algo, data, canaries.observers, items)[position]
+        centred = ratings - (np.bincount(owner, ratings, n) / counts)[owner]
+        answers = answers - (np.bincount(owner, answers, n) / counts)[owner]
+        score = np.bincount(owner, centred * answers, n) / counts
+    return pd.DataFrame({"uid": data.user_ids[canaries.users], "included": canaries.users_in,
+                         "n_ratings": counts, "impossible_share": impossible_share,
+                         "score": score})
+
+
+def membership_audit(factory: Callable[[], object], data, user_canaries: int = 200,
+                     rating_canaries: int = 1000, n_observers: int = 20,
+                     confidence: float = 0.95, random_state: RandomStateLike = None
+                     ) -> dict[tuple[str, str], MembershipResult]:
+    """Both attacks in both views from **one** fit, by unit and view.
+
+    Parameters
+    ----------
+    factory : callable
+        Returns a new, unfitted Surprise algorithm (a dprec model or Surprise's own).
+    data : surprise Dataset or ArrayDataset
+    user_canaries : int, default 200
+        Canary users, drawn uniformly, each included (all their ratings) with probability
+        ½ (0: no user-level attack).
+    rating_canaries : int, default 1000
+        Canary ratings, drawn among the ratings of the other users (not observers) whose
+        users and items have 3 ratings or more, each included with probability ½
+        (0: no rating-level attack).
+    n_observers : int, default 20
+        Users, always in the data, whose answers the ``"others"`` view reads.
+    confidence : float, default 0.95
+        Of the ε bounds.
+    random_state : None, int, RandomState or Generator
+        Draws the canaries, their inclusion and the observers (not the model's noise:
+        give the factory its own).
+
+    Returns
+    -------
+    dict
+        ``{(unit, view): MembershipResult}`` for ``unit`` in ``"user"``, ``"rating"``
+        (those with canaries) and ``view`` in ``"own"``, ``"others"``.
+    """
+    if not isinstance(data, ArrayDataset):
+        data = ArrayDataset.from_surprise(data)
+    user_canaries = check_int(user_canaries, "user_canaries", minimum=0)
+    rating_canaries = check_int(rating_canaries, "rating_canaries", minimum=0)
+    if user_canaries + rating_canaries == 0:
+        raise ValueError("user_canaries and rating_canaries cannot both be 0")
+    n_observers = check_int(n_observers, "n_observers", minimum=1)
+    confidence = check_real(confidence, "confidence", low=0.0, high=1.0,
+                            low_inclusive=False, high_inclusive=False)
+    canaries = _Canaries(data, user_canaries, rating_canaries, n_observers,
+                         check_random_state(random_state))
+    algo = factory().fit(data.trainset(canaries.kept))
+    results = {}
+    for unit, count, scores in (("user", user_canaries, _user_scores),
+                                ("rating", rating_canaries, _rating_scores)):
+        for view in ("own", "others") if count else ():
+            results[unit, view] = _result(unit, view, scores(algo, data, canaries, view),
+                                          confidence)
+    return results
+
+
+def _check_view(view: str) -> None:
+    if view not in ("own", "others"):
+        raise ValueError(f"view must be 'own' or 'others', got {view!r}")
 
 
 def rating_membership_attack(factory: Callable[[], object], data, n_canaries: int = 1000,
                              view: str = "own", n_observers: int = 20,
                              confidence: float = 0.95,
                              random_state: RandomStateLike = None) -> MembershipResult:
-    """Rating-level membership inference by loss threshold, with its one-run ε bound.
+    """Rating-level membership inference by loss threshold, with its one-run ε bound
+    ([`membership_audit`][] without canary users).
 
     Parameters
     ----------
@@ -234,7 +355,7 @@ def rating_membership_attack(factory: Callable[[], object], data, n_canaries: in
     view : {"own", "others"}, default "own"
         The answers the attacker sees (see the module's introduction).
     n_observers : int, default 20
-        Users whose answers the ``"others"`` view reads, drawn among the users who
+        Users whose answers the ``"others"`` view reads, drawn among the users, who then
         own no canary.
     confidence : float, default 0.95
         Of the ε bound.
@@ -248,35 +369,9 @@ def rating_membership_attack(factory: Callable[[], object], data, n_canaries: in
         ``scores`` has the columns ``uid``, ``iid``, ``rating``, ``included``,
         ``estimate``, ``score``.
     """
-    n_observers = _check_view(view, n_observers)
-    data, n_canaries, confidence, rng = _check_inputs(data, n_canaries, confidence,
-                                                      random_state)
-    user_counts = np.bincount(data.user_codes, minlength=len(data.user_ids))
-    item_counts = np.bincount(data.item_codes, minlength=len(data.item_ids))
-    eligible = np.flatnonzero((user_counts[data.user_codes] >= 3)
-                              & (item_counts[data.item_codes] >= 3))
-    if len(eligible) < n_canaries:
-        raise ValueError(f"n_canaries={n_canaries} must be at most the {len(eligible)} "
-                         "ratings of users and items with 3 ratings or more")
-    canaries = rng.choice(eligible, n_canaries, replace=False)
-    included = rng.random(n_canaries) < 0.5
-    keep = np.ones(len(data), dtype=bool)
-    keep[canaries[~included]] = False
-    algo = factory().fit(data.trainset(np.flatnonzero(keep)))
-    if view == "own":
-        estimates, _ = _answers(algo, data, canaries)
-    else:
-        owners = np.zeros(len(data.user_ids), dtype=bool)
-        owners[data.user_codes[canaries]] = True
-        observers = rng.choice(np.flatnonzero(~owners), n_observers, replace=False)
-        items, position = np.unique(data.item_codes[canaries], return_inverse=True)
-        estimates = _observer_means(algo, data, observers, items)[position]
-    ratings = data.ratings[canaries]
-    frame = pd.DataFrame({"uid": data.user_ids[data.user_codes[canaries]],
-                          "iid": data.item_ids[data.item_codes[canaries]],
-                          "rating": ratings, "included": included, "estimate": estimates,
-                          "score": -(ratings - estimates) ** 2})
-    return _result("rating", view, frame, confidence)
+    _check_view(view)
+    return membership_audit(factory, data, 0, n_canaries, n_observers, confidence,
+                            random_state)["rating", view]
 
 
 def user_membership_attack(factory: Callable[[], object], data, n_canaries: int = 200,
@@ -284,7 +379,7 @@ def user_membership_attack(factory: Callable[[], object], data, n_canaries: int 
                            confidence: float = 0.95,
                            random_state: RandomStateLike = None) -> MembershipResult:
     """User-level membership inference from the answers on a user's own ratings, with its
-    one-run ε bound at the user level.
+    one-run ε bound at the user level ([`membership_audit`][] without canary ratings).
 
     Parameters
     ----------
@@ -309,42 +404,6 @@ def user_membership_attack(factory: Callable[[], object], data, n_canaries: int 
         ``impossible_share`` (the share of answers with ``was_impossible``) and
         ``score``.
     """
-    n_observers = _check_view(view, n_observers)
-    data, n_canaries, confidence, rng = _check_inputs(data, n_canaries, confidence,
-                                                      random_state)
-    n_users = len(data.user_ids)
-    if not 2 <= n_canaries < n_users:
-        raise ValueError(f"n_canaries={n_canaries} must be below the number of users, "
-                         f"{n_users}")
-    canaries = rng.choice(n_users, n_canaries, replace=False)
-    included = rng.random(n_canaries) < 0.5
-    canary_of = np.full(n_users, -1)
-    canary_of[canaries] = np.arange(n_canaries)
-    which = canary_of[data.user_codes]                  # the canary of each rating, or -1
-    left_out = np.zeros(n_canaries + 1, dtype=bool)
-    left_out[:-1] = ~included
-    keep = ~left_out[which]
-    algo = factory().fit(data.trainset(np.flatnonzero(keep)))
-    asked = np.flatnonzero(which >= 0)
-    owner = which[asked]
-    counts = np.bincount(owner, minlength=n_canaries)
-    ratings = data.ratings[asked]
-    impossible_share = np.zeros(n_canaries)
-    if view == "own":
-        estimates, impossible = _answers(algo, data, asked)
-        errors = np.bincount(owner, (ratings - estimates) ** 2, n_canaries) / counts
-        impossible_share = np.bincount(owner, impossible, n_canaries) / counts
-        low, high = data.rating_scale
-        score = -errors - ((high - low) ** 2 + 1.0) * impossible_share
-    else:
-        observers = rng.choice(np.setdiff1d(np.arange(n_users), canaries), n_observers,
-                               replace=False)
-        items, position = np.unique(data.item_codes[asked], return_inverse=True)
-        answers = _observer_means(algo, data, observers, items)[position]
-        centred = ratings - (np.bincount(owner, ratings, n_canaries) / counts)[owner]
-        answers = answers - (np.bincount(owner, answers, n_canaries) / counts)[owner]
-        score = np.bincount(owner, centred * answers, n_canaries) / counts
-    frame = pd.DataFrame({"uid": data.user_ids[canaries], "included": included,
-                          "n_ratings": counts, "impossible_share": impossible_share,
-                          "score": score})
-    return _result("user", view, frame, confidence)
+    _check_view(view)
+    return membership_audit(factory, data, n_canaries, 0, n_observers, confidence,
+                            random_state)["user", view]

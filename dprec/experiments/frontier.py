@@ -50,6 +50,9 @@ references, on the same folds and against the same attack:
   items).  ``--anchor`` repeats it on synthetic data of MovieLens 1M's shape
   at ``k = 10``, next to the paper's 80.4% (UserKNN) and 24.1% (its best
   variant).
+* **privacy: membership and an empirical ε** — one fit with canaries per configuration
+  ([`dprec.experiments.frontier_privacy`][]): the membership attacks' AUC, the one-run
+  lower bound on ε in the view the claims cover, the claimed ε, ``refuted``.
 * **guarantee label** — what the report of the configuration fitted with fresh
   noise on the whole data computes for its worst user (the seeded runs have
   none; [`dprec.experiments.privacy_labels`][]): ``privacy``, its ε, δ, unit and
@@ -65,8 +68,9 @@ Writes under ``--out`` (default ``results/frontier``): ``accuracy.csv`` (one
 row per configuration and outer fold: ``k``, λ, how they were chosen, the
 inner RMSE of every candidate), ``attack.csv`` (one row per configuration ×
 target × β), ``frontier.csv`` (one row per configuration), ``by_accuracy.csv``,
-``anchor.csv`` (with ``--anchor``), ``frontier.png`` and ``headline.json`` (the figures
-the README quotes, [`dprec.experiments.front_page`][]):
+``anchor.csv`` (with ``--anchor``), ``frontier.png``, ``privacy.csv``, ``privacy.png``,
+``disagreements.csv`` and ``headline.json`` (the README's figures,
+[`dprec.experiments.front_page`][]):
 
     python experiments/frontier.py --quick
     SURPRISE_DATA_FOLDER=/path/to/surprise_data python experiments/frontier.py --anchor
@@ -106,6 +110,7 @@ from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
 from .front_page import headline
 from .frontier_figure import plot_frontier
+from .frontier_privacy import disagreements, plot_privacy, privacy_table
 from .privacy_labels import LABELS as LABELS  # the guarantee labels, re-exported
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -477,6 +482,21 @@ def _print_report(frontier: pd.DataFrame) -> None:
     print("\nreferences:\n" + refs.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
 
 
+def _privacy_axis(data, configs: Sequence[dict], parameters: dict, args, out: Path
+                  ) -> pd.DataFrame:
+    """`privacy_table` of the configurations (read from ``privacy.csv`` with
+    ``--from-saved`` when it is there), written to ``privacy.csv``."""
+    saved = out / "privacy.csv"
+    if args.from_saved and saved.is_file():
+        return pd.read_csv(saved, index_col="config")
+    scale = data.build_full_trainset().rating_scale
+    table = privacy_table(data, configs, lambda c, seed: make_algo(
+        c, *parameters[c["config"]], seed=seed, rating_scale=scale), *args.canaries,
+        args.seed)
+    table.to_csv(saved)
+    return table
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of ``dprec frontier``: run the comparison on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
@@ -501,6 +521,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help="read accuracy.csv and attack.csv from --out (a finished run "
                              "with the same options) and redo only the labels, the frontier, "
                              "its tables and figure")
+    parser.add_argument("--canaries", type=POSITIVE_INT, nargs=2, default=[200, 1000],
+                        quick=[40, 200], metavar=("USERS", "RATINGS"),
+                        help="canary users and ratings of the privacy axis's one fit per "
+                             "configuration (default 200 1000; quick 40 200)")
     parser.add_argument("--anchor", action="store_true",
                         help="also measure ReuseKNN's vulnerable users on the MovieLens-1M "
                              "shape (about a minute)")
@@ -546,12 +570,16 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
         print(f"attack: {time.perf_counter() - scored:.0f} s", flush=True)
     frontier = summary(configs, accuracy, attack,
                        labels(data, configs, parameters, hp.chosen_by(accuracy)))
+    frontier = frontier.merge(_privacy_axis(data, configs, parameters, args, out),
+                              left_on="config", right_index=True, how="left")
     frontier.insert(0, "dataset", label)
     frontier.to_csv(out / "frontier.csv", index=False)
     by_accuracy_level(frontier).to_csv(out / "by_accuracy.csv", index=False)
     (out / "headline.json").write_text(json.dumps(headline(frontier, folds), indent=1,
                                                   ensure_ascii=False) + "\n")
     plot_frontier(frontier, out / "frontier.png")
+    disagreements(frontier).to_csv(out / "disagreements.csv", index=False)
+    plot_privacy(frontier, out / "privacy.png")
     _print_report(frontier)
     if args.anchor:
         anchor = reuseknn_anchor(args.seed)

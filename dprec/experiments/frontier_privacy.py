@@ -1,0 +1,157 @@
+"""The frontier's privacy axis: membership inference and the one-run ε of every configuration.
+
+For each configuration of the frontier, with the ``(k, λ)`` it was attacked with, one
+fit with canaries ([`membership_audit`][dprec.attacks.membership.membership_audit]:
+200 canary users and 1,000 canary ratings, each included with probability ½, seeded)
+gives
+
+* ``mia_auc_user``, ``mia_tpr_user`` (TPR at 1 % FPR) and ``mia_auc_rating``: the
+  attacks on the answers a user receives (the ``own`` view: what membership a
+  configuration leaks to whoever sees a user's answers);
+* ``empirical_epsilon_user`` and ``empirical_epsilon_rating``: the one-run lower bounds
+  on ε, at 95 %, in the ``others`` view, the one every dprec claim covers (a user's own
+  answers are shown to that user alone);
+* ``own_epsilon_user``: the same bound in the ``own`` view;
+* ``claimed_epsilon`` and ``claimed_unit``: the report's worst-user ε that *holds*, for
+  the finest unit it covers (``inf``, ``""``: none); ``published_epsilon``: the ε of an
+  *as published* claim, where there is one;
+* ``refuted``: an empirical ε above the claimed ε of a unit the claim covers (a user-level
+  claim covers the ratings too).
+
+[`disagreements`][dprec.experiments.frontier_privacy.disagreements] lists where a
+claim (that holds, or as published) is below what the audit measures;
+[`plot_privacy`][dprec.experiments.frontier_privacy.plot_privacy] draws accuracy
+against the empirical ε with each claim marked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from tqdm import tqdm
+
+from ..accountant.entries import Status, Unit
+from ..attacks.membership import membership_audit
+from ..datasets.arrays import ArrayDataset
+from ..utils._plotting import save, subplots
+
+__all__ = ["COLUMNS", "claims", "disagreements", "plot_privacy", "privacy_table"]
+
+#: the columns `privacy_table` adds to the frontier
+COLUMNS = ("mia_auc_user", "mia_tpr_user", "mia_auc_rating", "empirical_epsilon_user",
+           "empirical_epsilon_rating", "own_epsilon_user", "claimed_epsilon", "claimed_unit",
+           "published_epsilon", "refuted")
+
+
+def claims(algo) -> dict:
+    """A fitted model's claims: ``{"holds": {unit: ε}, "published": {unit: ε}}``, the
+    worst user's ε per unit of its report's headline, by status (empty without a report).
+    """
+    heads = algo.privacy_report().headline() if hasattr(algo, "privacy_report") else []
+    return {"holds": {head.unit: head.epsilon for head in heads if head.holds},
+            "published": {head.unit: head.epsilon for head in heads
+                          if head.status == str(Status.AS_PUBLISHED)}}
+
+
+def _claimed(holds: dict) -> tuple[float, str, float]:
+    """``(user-level bound, finest unit, rating-level bound)`` of a model's holding claims
+    (a user-level ε bounds the rating level too)."""
+    user = holds.get(Unit.USER, math.inf)
+    rating = min(holds.get(Unit.RATING, math.inf), user)
+    unit = "rating" if Unit.RATING in holds else ("user" if Unit.USER in holds else "")
+    return user, unit, rating
+
+
+def privacy_table(data, configs: Sequence[dict], make: Callable[[dict], object],
+                  user_canaries: int = 200, rating_canaries: int = 1000, seed: int = 0,
+                  progress: bool = True) -> pd.DataFrame:
+    """The privacy axis of every configuration, indexed by ``config`` (`COLUMNS`).
+
+    Parameters
+    ----------
+    data : surprise Dataset or ArrayDataset
+    configs : sequence of dict
+        The frontier's configurations.
+    make : callable
+        ``make(config, seed)``: the configuration's unfitted model, with its ``(k, λ)``;
+        called with ``seed=None`` (fresh noise), so that the attacked fit's report is a
+        guarantee, read after every answer the attack asked for.
+    user_canaries, rating_canaries : int
+        Canaries per fit.
+    seed : int
+        Draws the canaries, their inclusion and the observers (the model's noise is
+        fresh: the numbers vary a little between runs).
+    """
+    data = data if isinstance(data, ArrayDataset) else ArrayDataset.from_surprise(data)
+    rows = {}
+    for config in tqdm(configs, desc="membership", disable=not progress):
+        fitted = []
+
+        def factory(config=config, fitted=fitted):
+            fitted.append(make(config, None))       # fresh noise: its report is its claim
+            return fitted[-1]
+
+        results = membership_audit(factory, data, user_canaries, rating_canaries,
+                                   random_state=seed)
+        held = claims(fitted[0])                    # after every answer of the attack
+        user_claim, unit, rating_claim = _claimed(held["holds"])
+        user_others = results["user", "others"].audit.epsilon
+        rating_others = results["rating", "others"].audit.epsilon
+        rows[config["config"]] = {
+            "mia_auc_user": results["user", "own"].roc.auc,
+            "mia_tpr_user": results["user", "own"].roc.tpr_at_1pct,
+            "mia_auc_rating": results["rating", "own"].roc.auc,
+            "empirical_epsilon_user": user_others,
+            "empirical_epsilon_rating": rating_others,
+            "own_epsilon_user": results["user", "own"].audit.epsilon,
+            "claimed_epsilon": user_claim if unit == "user" else rating_claim,
+            "claimed_unit": unit,
+            "published_epsilon": min(held["published"].values(), default=math.nan),
+            "refuted": bool(user_others > user_claim or rating_others > rating_claim)}
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
+    table.index.name = "config"
+    return table
+
+
+def disagreements(frontier: pd.DataFrame) -> pd.DataFrame:
+    """Where the claim and the measurement disagree: a claim that holds refuted
+    (`refuted`: the one-run bound above it, in the view it covers), and an *as published*
+    ε below that bound.  Columns: ``config``, ``rmse``, ``privacy``, the ε columns and
+    ``disagreement``; empty when every claim stands."""
+    published = frontier.published_epsilon.fillna(math.inf)
+    measured = frontier[["empirical_epsilon_user", "empirical_epsilon_rating"]].max(axis=1)
+    kinds = np.select([frontier.refuted.astype(bool), measured > published],
+                      ["claim refuted", "as published: measured above the published ε"],
+                      default="")
+    out = frontier.assign(disagreement=kinds)
+    columns = ["config", "rmse", "privacy", "claimed_epsilon", "claimed_unit",
+               "published_epsilon", "empirical_epsilon_user", "empirical_epsilon_rating",
+               "own_epsilon_user", "mia_auc_user", "disagreement"]
+    return out.loc[out.disagreement != "", [c for c in columns if c in out]]
+
+
+def plot_privacy(frontier: pd.DataFrame, path: str | Path) -> None:
+    """RMSE against the empirical ε (the larger of the user and rating bounds in the
+    covered view; the ``own`` view's user bound in grey), each claimed ε marked by a
+    cross on the same row; one colour per family."""
+    fig, ax = subplots(figsize=(9, 5.5))
+    colours = {"reference": "tab:grey", "knn": "tab:blue", "end-to-end": "tab:green"}
+    measured = frontier[["empirical_epsilon_user", "empirical_epsilon_rating"]].max(axis=1)
+    for family, part in frontier.groupby("family", sort=False):
+        colour = colours.get(family, "tab:purple")
+        ax.scatter(measured[part.index], part.rmse, s=18, color=colour, alpha=0.8,
+                   label=f"{family}: measured (others' answers)")
+        claimed = part[np.isfinite(part.claimed_epsilon)]
+        ax.scatter(claimed.claimed_epsilon, claimed.rmse, marker="x", s=28, color=colour,
+                   label=f"{family}: claimed ε")
+    ax.scatter(frontier.own_epsilon_user, frontier.rmse, s=10, color="0.6", alpha=0.5,
+               label="measured on a user's own answers (no claim covers it)")
+    ax.set_xlabel("ε (one-run lower bound at 95 %, or the report's claim)")
+    ax.set_ylabel("RMSE")
+    ax.set_title("Accuracy against measured and claimed privacy")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    save(fig, path)
