@@ -35,7 +35,7 @@ from surprise import SVD, KNNBasic
 from tqdm import tqdm
 
 from ..accountant.entries import Unit
-from ..attacks.membership import rating_membership_attack, user_membership_attack
+from ..attacks.membership import membership_audit
 from ..datasets.arrays import ArrayDataset
 from ..endtoend.dp_als import DPALS
 from ..endtoend.dp_baseline import DPBaseline
@@ -111,17 +111,16 @@ def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tupl
     for config in tqdm(configs, desc="membership", disable=not progress):
         make = factory(config, catalogue, seed)
         claimed = claim(make, full)
-        for unit, attack, n in (("user", user_membership_attack, user_canaries),
-                                ("rating", rating_membership_attack, rating_canaries)):
-            for view in ("own", "others"):
-                result = attack(make, data, n, view=view, random_state=seed)
-                bound = _covered(claimed["epsilons"], unit, view)
-                summary = result.summary()
-                rows.append({**config, **summary, "claim": claimed["claim"],
-                             "guarantee": claimed["guarantee"], "claimed_epsilon": bound,
-                             "claimed_unit": unit if math.isfinite(bound) else "",
-                             "covered": math.isfinite(bound),
-                             "refuted": summary["empirical_epsilon"] > bound})
+        results = membership_audit(make, data, user_canaries, rating_canaries,
+                                   random_state=seed)
+        for (unit, view), result in results.items():
+            bound = _covered(claimed["epsilons"], unit, view)
+            summary = result.summary()
+            rows.append({**config, **summary, "claim": claimed["claim"],
+                         "guarantee": claimed["guarantee"], "claimed_epsilon": bound,
+                         "claimed_unit": unit if math.isfinite(bound) else "",
+                         "covered": math.isfinite(bound),
+                         "refuted": summary["empirical_epsilon"] > bound})
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
