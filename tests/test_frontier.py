@@ -340,3 +340,16 @@ def test_a_planted_false_claim_is_refuted_and_listed():
     assert row.refuted and row.empirical_epsilon_rating > 0.01
     listed = disagreements(privacy.reset_index().assign(rmse=1.0, privacy="ε = 0.01"))
     assert listed.disagreement.tolist() == ["claim refuted"]
+
+
+@pytest.mark.slow
+def test_the_frontier_runs_as_a_dask_sweep_with_the_same_accuracy(quick, tmp_path):
+    """`--backend dask`: every job on a Dask cluster (here a LocalCluster of one worker);
+    the same folds and seeds give the loky run's accuracy, bit for bit."""
+    out, _ = quick
+    frontier.main(["--quick", "--similarities", "cosine", "--targets", "2", "--canaries",
+                   "20", "60", "--backend", "dask", "--n-jobs", "1", "--out", str(tmp_path)])
+    dask_run = pd.read_csv(tmp_path / "accuracy.csv").drop(columns="seconds")
+    loky_run = pd.read_csv(out / "accuracy.csv").drop(columns="seconds")
+    loky_run = loky_run[loky_run.config.isin(dask_run.config)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(dask_run, loky_run)

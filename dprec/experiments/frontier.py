@@ -98,6 +98,7 @@ from ..endtoend.dp_als import DPALS
 from ..endtoend.dp_baseline import DPBaseline
 from ..endtoend.dp_item_knn import DPItemKNN
 from ..endtoend.local_knn import LocalKNN
+from ..evaluation import parallel_backend
 from ..evaluation.metrics import precision_at_k
 from ..knn import PrivateKNN
 from ..selectors import CorrectedPNCF
@@ -110,7 +111,7 @@ from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
 from .front_page import headline
 from .frontier_figure import plot_frontier
-from .frontier_privacy import disagreements, plot_privacy, privacy_table
+from .frontier_privacy import disagreements, plot_privacy, privacy_axis
 from .privacy_labels import LABELS as LABELS  # the guarantee labels, re-exported
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -482,19 +483,43 @@ def _print_report(frontier: pd.DataFrame) -> None:
     print("\nreferences:\n" + refs.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
 
 
-def _privacy_axis(data, configs: Sequence[dict], parameters: dict, args, out: Path
-                  ) -> pd.DataFrame:
-    """`privacy_table` of the configurations (read from ``privacy.csv`` with
-    ``--from-saved`` when it is there), written to ``privacy.csv``."""
-    saved = out / "privacy.csv"
-    if args.from_saved and saved.is_file():
-        return pd.read_csv(saved, index_col="config")
+def _frontier_table(args, data, label: str, configs: list[dict], out: Path, start: float
+                    ) -> pd.DataFrame:
+    """The frontier's table: accuracy and the β-kNN attack (run, or read with
+    ``--from-saved``), the labels, the privacy axis."""
+    k_grid, folds, targets = tuple(args.k_grid), args.folds, args.targets
+    betas, min_ratings = ((1, 8), 40) if args.quick else (BETAS, 50)
+    if args.from_saved:
+        saved = [out / name for name in ("accuracy.csv", "attack.csv")]
+        if not all(path.is_file() for path in saved):
+            raise ValueError(f"--from-saved: {out} holds no finished run (accuracy.csv and "
+                             "attack.csv); run without --from-saved first")
+        accuracy, attack = (pd.read_csv(path) for path in saved)
+        missing = {c["config"] for c in configs} - set(accuracy.config)
+        if missing:
+            raise ValueError(f"--from-saved: {out / 'accuracy.csv'} lacks {len(missing)} of the "
+                             f"configurations these options ask for, e.g. {sorted(missing)[0]!r}")
+        parameters = hp.attack_parameters(accuracy)
+    else:
+        accuracy = accuracy_table(data, configs, folds, k_grid, args.inner_folds, args.seed,
+                                  args.n_jobs)
+        accuracy.insert(0, "dataset", label)
+        accuracy.to_csv(out / "accuracy.csv", index=False)
+        scored = time.perf_counter()
+        print(f"accuracy: {scored - start:.0f} s", flush=True)
+        parameters = hp.attack_parameters(accuracy)
+        attack = attack_table(data, configs, parameters, targets, betas, min_ratings, args.asked,
+                              args.seed, args.n_jobs)
+        attack.to_csv(out / "attack.csv", index=False)
+        print(f"attack: {time.perf_counter() - scored:.0f} s", flush=True)
+    frontier = summary(configs, accuracy, attack,
+                       labels(data, configs, parameters, hp.chosen_by(accuracy)))
     scale = data.build_full_trainset().rating_scale
-    table = privacy_table(data, configs, lambda c, seed: make_algo(
-        c, *parameters[c["config"]], seed=seed, rating_scale=scale), *args.canaries,
-        args.seed)
-    table.to_csv(saved)
-    return table
+    privacy = privacy_axis(data, configs, lambda c, seed: make_algo(
+        c, *parameters[c["config"]], seed=seed, rating_scale=scale), args.canaries, args.seed,
+        args.n_jobs, out, args.from_saved)
+    print(f"privacy axis: {time.perf_counter() - start:.0f} s since the start", flush=True)
+    return frontier.merge(privacy, left_on="config", right_index=True, how="left")
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
@@ -525,6 +550,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         quick=[40, 200], metavar=("USERS", "RATINGS"),
                         help="canary users and ratings of the privacy axis's one fit per "
                              "configuration (default 200 1000; quick 40 200)")
+    parser.add_argument("--backend", choices=["loky", "dask"], default="loky",
+                        help="loky: local processes (--n-jobs); dask: every job on a Dask "
+                             "cluster (--scheduler, or a LocalCluster of --n-jobs workers)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="address of a running Dask scheduler (with --backend dask)")
     parser.add_argument("--anchor", action="store_true",
                         help="also measure ReuseKNN's vulnerable users on the MovieLens-1M "
                              "shape (about a minute)")
@@ -545,33 +575,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     print(f"{label}: {len(configs)} configurations, k ∈ {list(k_grid)} by {args.inner_folds}-"
           f"fold inner CV in each of {folds} folds (models that hold: public rule, k = "
           f"{hp.PUBLIC_K}); attack: {targets} targets × β ∈ {list(betas)}", flush=True)
-    if args.from_saved:
-        saved = [out / name for name in ("accuracy.csv", "attack.csv")]
-        if not all(path.is_file() for path in saved):
-            raise ValueError(f"--from-saved: {out} holds no finished run (accuracy.csv and "
-                             "attack.csv); run without --from-saved first")
-        accuracy, attack = (pd.read_csv(path) for path in saved)
-        missing = {c["config"] for c in configs} - set(accuracy.config)
-        if missing:
-            raise ValueError(f"--from-saved: {out / 'accuracy.csv'} lacks {len(missing)} of the "
-                             f"configurations these options ask for, e.g. {sorted(missing)[0]!r}")
-        parameters = hp.attack_parameters(accuracy)
-    else:
-        accuracy = accuracy_table(data, configs, folds, k_grid, args.inner_folds, args.seed,
-                                  args.n_jobs)
-        accuracy.insert(0, "dataset", label)
-        accuracy.to_csv(out / "accuracy.csv", index=False)
-        scored = time.perf_counter()
-        print(f"accuracy: {scored - start:.0f} s", flush=True)
-        parameters = hp.attack_parameters(accuracy)
-        attack = attack_table(data, configs, parameters, targets, betas, min_ratings, args.asked,
-                              args.seed, args.n_jobs)
-        attack.to_csv(out / "attack.csv", index=False)
-        print(f"attack: {time.perf_counter() - scored:.0f} s", flush=True)
-    frontier = summary(configs, accuracy, attack,
-                       labels(data, configs, parameters, hp.chosen_by(accuracy)))
-    frontier = frontier.merge(_privacy_axis(data, configs, parameters, args, out),
-                              left_on="config", right_index=True, how="left")
+    with parallel_backend(args.backend, args.scheduler, max(args.n_jobs, 1)):
+        frontier = _frontier_table(args, data, label, configs, out, start)
     frontier.insert(0, "dataset", label)
     frontier.to_csv(out / "frontier.csv", index=False)
     by_accuracy_level(frontier).to_csv(out / "by_accuracy.csv", index=False)

@@ -13,8 +13,8 @@ gives
   answers are shown to that user alone);
 * ``own_epsilon_user``: the same bound in the ``own`` view;
 * ``claimed_epsilon`` and ``claimed_unit``: the report's worst-user ε that *holds*, for
-  the finest unit it covers (``inf``, ``""``: none); ``published_epsilon``: the ε of an
-  *as published* claim, where there is one;
+  the finest unit it covers (``inf``, ``"none"``: no claim holds);
+  ``published_epsilon``: the ε of an *as published* claim, where there is one;
 * ``refuted``: an empirical ε above the claimed ε of a unit the claim covers (a user-level
   claim covers the ratings too).
 
@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from ..accountant.entries import Status, Unit
@@ -39,7 +40,8 @@ from ..attacks.membership import membership_audit
 from ..datasets.arrays import ArrayDataset
 from ..utils._plotting import save, subplots
 
-__all__ = ["COLUMNS", "claims", "disagreements", "plot_privacy", "privacy_table"]
+__all__ = ["COLUMNS", "claims", "disagreements", "plot_privacy", "privacy_axis",
+           "privacy_table"]
 
 #: the columns `privacy_table` adds to the frontier
 COLUMNS = ("mia_auc_user", "mia_tpr_user", "mia_auc_rating", "empirical_epsilon_user",
@@ -62,13 +64,40 @@ def _claimed(holds: dict) -> tuple[float, str, float]:
     (a user-level ε bounds the rating level too)."""
     user = holds.get(Unit.USER, math.inf)
     rating = min(holds.get(Unit.RATING, math.inf), user)
-    unit = "rating" if Unit.RATING in holds else ("user" if Unit.USER in holds else "")
+    unit = "rating" if Unit.RATING in holds else ("user" if Unit.USER in holds else "none")
     return user, unit, rating
 
 
-def privacy_table(data, configs: Sequence[dict], make: Callable[[dict], object],
+def _row(config: dict, make: Callable[[dict, int | None], object], data: ArrayDataset,
+         user_canaries: int, rating_canaries: int, seed: int) -> dict:
+    """The privacy columns of one configuration (`privacy_table`)."""
+    fitted = []
+
+    def factory():
+        fitted.append(make(config, None))       # fresh noise: its report is its claim
+        return fitted[-1]
+
+    results = membership_audit(factory, data, user_canaries, rating_canaries,
+                               random_state=seed)
+    held = claims(fitted[0])                    # after every answer of the attack
+    user_claim, unit, rating_claim = _claimed(held["holds"])
+    user_others = results["user", "others"].audit.epsilon
+    rating_others = results["rating", "others"].audit.epsilon
+    return {"mia_auc_user": results["user", "own"].roc.auc,
+            "mia_tpr_user": results["user", "own"].roc.tpr_at_1pct,
+            "mia_auc_rating": results["rating", "own"].roc.auc,
+            "empirical_epsilon_user": user_others,
+            "empirical_epsilon_rating": rating_others,
+            "own_epsilon_user": results["user", "own"].audit.epsilon,
+            "claimed_epsilon": user_claim if unit == "user" else rating_claim,
+            "claimed_unit": unit,
+            "published_epsilon": min(held["published"].values(), default=math.nan),
+            "refuted": bool(user_others > user_claim or rating_others > rating_claim)}
+
+
+def privacy_table(data, configs: Sequence[dict], make: Callable[[dict, int | None], object],
                   user_canaries: int = 200, rating_canaries: int = 1000, seed: int = 0,
-                  progress: bool = True) -> pd.DataFrame:
+                  n_jobs: int = 1, progress: bool = True) -> pd.DataFrame:
     """The privacy axis of every configuration, indexed by ``config`` (`COLUMNS`).
 
     Parameters
@@ -85,35 +114,31 @@ def privacy_table(data, configs: Sequence[dict], make: Callable[[dict], object],
     seed : int
         Draws the canaries, their inclusion and the observers (the model's noise is
         fresh: the numbers vary a little between runs).
+    n_jobs : int
+        Configurations in parallel (joblib: on a Dask cluster inside
+        `dprec.evaluation.parallel_backend("dask")`).
     """
     data = data if isinstance(data, ArrayDataset) else ArrayDataset.from_surprise(data)
-    rows = {}
-    for config in tqdm(configs, desc="membership", disable=not progress):
-        fitted = []
-
-        def factory(config=config, fitted=fitted):
-            fitted.append(make(config, None))       # fresh noise: its report is its claim
-            return fitted[-1]
-
-        results = membership_audit(factory, data, user_canaries, rating_canaries,
-                                   random_state=seed)
-        held = claims(fitted[0])                    # after every answer of the attack
-        user_claim, unit, rating_claim = _claimed(held["holds"])
-        user_others = results["user", "others"].audit.epsilon
-        rating_others = results["rating", "others"].audit.epsilon
-        rows[config["config"]] = {
-            "mia_auc_user": results["user", "own"].roc.auc,
-            "mia_tpr_user": results["user", "own"].roc.tpr_at_1pct,
-            "mia_auc_rating": results["rating", "own"].roc.auc,
-            "empirical_epsilon_user": user_others,
-            "empirical_epsilon_rating": rating_others,
-            "own_epsilon_user": results["user", "own"].audit.epsilon,
-            "claimed_epsilon": user_claim if unit == "user" else rating_claim,
-            "claimed_unit": unit,
-            "published_epsilon": min(held["published"].values(), default=math.nan),
-            "refuted": bool(user_others > user_claim or rating_others > rating_claim)}
-    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
+    jobs = (delayed(_row)(config, make, data, user_canaries, rating_canaries, seed)
+            for config in configs)
+    rows = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
+    rows = list(tqdm(rows, total=len(configs), desc="membership", disable=not progress))
+    table = pd.DataFrame(rows, index=[config["config"] for config in configs],
+                         columns=list(COLUMNS))
     table.index.name = "config"
+    return table
+
+
+def privacy_axis(data, configs: Sequence[dict], make: Callable[[dict, int | None], object],
+                 canaries: tuple[int, int], seed: int, n_jobs: int, out: Path,
+                 from_saved: bool = False) -> pd.DataFrame:
+    """`privacy_table`, written to ``out/privacy.csv`` (read from it when ``from_saved``
+    and it is there)."""
+    saved = Path(out) / "privacy.csv"
+    if from_saved and saved.is_file():
+        return pd.read_csv(saved, index_col="config")
+    table = privacy_table(data, configs, make, *canaries, seed, n_jobs)
+    table.to_csv(saved)
     return table
 
 
