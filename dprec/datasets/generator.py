@@ -220,8 +220,8 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
     the ML-100k shape takes a fraction of a second, ML-1M's (6040 x 3706,
     1000209 ratings) a few seconds, ML-10M's minutes.  Beyond, they grow with
     `n_ratings`: on 2 shared cores with `as_arrays=True`, ML-25M's shape
-    (162,541 x 59,047, 25,000,095 ratings) takes 76 s and 2.1 GB, Netflix's
-    (480,189 x 17,770, 100,480,507) 221 s and 7.7 GB.  The datasets up to
+    (162,541 x 59,047, 25,000,095 ratings) takes about a minute and 2.0 GB,
+    Netflix's (480,189 x 17,770, 100,480,507) 4–5 minutes and 7.7 GB.  The datasets up to
     $10^9$ cells are the ones this function always gave for the same seed.
 
     Examples
