@@ -130,3 +130,24 @@ def test_sparse_generator_matches_dense_one(monkeypatch):
     rungs = ("user mean", "item mean", "BaselineOnly")
     gap = ladder(sparse, 0, rungs) - ladder(dense, 0, rungs)
     assert gap.abs().max() < 0.01, gap.to_dict()
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(n_users=5, n_items=3, n_ratings=15),                  # every user rates everything
+    dict(n_users=30, n_items=500, n_ratings=60),
+    dict(n_users=200, n_items=300, n_ratings=9000, n_clusters=0, selection_bias=2.0),
+    dict(n_users=100, n_items=400, n_ratings=5000, selection_bias=0.0, popularity_sigma=0.0),
+    dict(n_users=100, n_items=400, n_ratings=5000, interaction=0.0, popularity_sigma=4.0),
+])
+def test_sparse_generator_on_edge_parameters(monkeypatch, kwargs):
+    """Forced through the sparse sampler, edge shapes and parameters still give every
+    user its count of distinct items, the exact number of ratings and every item
+    rated, with the same ratings per user as the dense sampler."""
+    dense = pd.DataFrame(synthetic(random_state=0, **kwargs).raw_ratings)
+    monkeypatch.setattr(generator, "DENSE_CELLS", 0)
+    sparse = pd.DataFrame(synthetic(random_state=0, **kwargs).raw_ratings)
+    assert len(sparse) == kwargs["n_ratings"]
+    assert not sparse.duplicated([0, 1]).any()
+    if kwargs["n_ratings"] >= kwargs["n_items"]:
+        assert sparse[1].nunique() == kwargs["n_items"]
+    pd.testing.assert_series_equal(sparse.groupby(0).size(), dense.groupby(0).size())
