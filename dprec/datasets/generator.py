@@ -20,6 +20,7 @@ from ..utils._rng import RandomStateLike, check_random_state
 from ..utils._validation import check_int, check_real
 from .arrays import ArrayDataset
 from .files import ratings_frame
+from .sampling import DENSE_CELLS, dense_sample, sparse_sample
 
 __all__ = ["ML100K_CALIBRATION", "ML100K_HISTOGRAM", "synthetic"]
 
@@ -36,8 +37,6 @@ ML100K_CALIBRATION: Mapping[str, float] = MappingProxyType({
     "selection_bias": 0.5, "activity_sigma": 1.2,
 })
 
-# Cells (users x items) of the dense block sampled at once.
-_BLOCK_CELLS = 1 << 22
 # The users' log-activity is truncated at this many stds (MovieLens 100k's most active
 # user rated 737 films, not all of them).
 _ACTIVITY_CLIP = 1.8
@@ -80,14 +79,15 @@ def _user_counts(rng: np.random.Generator, n_users: int, n_items: int, n_ratings
 
 
 def _item_factors(rng: np.random.Generator, n_items: int, n_factors: int, n_clusters: int,
-                  cluster_spread: float) -> np.ndarray:
-    """Unit-variance item factors, around ``n_clusters`` random centres (0: no centres)."""
+                  cluster_spread: float) -> tuple[np.ndarray, np.ndarray]:
+    """Unit-variance item factors, around ``n_clusters`` random centres (0: no centres),
+    and each item's centre (all 0 without centres)."""
     if n_clusters == 0:
-        return rng.standard_normal((n_items, n_factors))
+        return rng.standard_normal((n_items, n_factors)), np.zeros(n_items, dtype=np.int64)
     centres = rng.standard_normal((n_clusters, n_factors))
     members = rng.integers(n_clusters, size=n_items)
     spread = cluster_spread * rng.standard_normal((n_items, n_factors))
-    return (centres[members] + spread) / math.sqrt(1.0 + cluster_spread ** 2)
+    return (centres[members] + spread) / math.sqrt(1.0 + cluster_spread ** 2), members
 
 
 def _standardised(values: np.ndarray) -> np.ndarray:
@@ -137,8 +137,11 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
        ($\eta$ = `popular_noise`).
     4. **Which items.**  User $u$ draws $n_u$ items without replacement with
        weights $e^{\ell_i + \lambda\, p_u \cdot q_i}$ ($\lambda$ =
-       `selection_bias`: people rate more of what they like;
-       Efraimidis–Spirakis keys over dense blocks of users); when `n_ratings`
+       `selection_bias`: people rate more of what they like): successive
+       sampling, by Efraimidis–Spirakis keys over dense blocks of users up to
+       $10^9$ users $\times$ items, beyond by rejection from the popularity
+       with repeats dropped, the same law
+       ([`sparse_sample`][dprec.datasets.sampling.sparse_sample]); when `n_ratings`
        $\ge$ `n_items`, unrated items are swapped in for surplus ratings of
        items rated several times, so every item has a rating.
     5. **Ratings.**  The preference
@@ -212,9 +215,14 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
 
     Notes
     -----
-    Time and memory grow with `n_users * n_items` (dense blocks of about 4M
-    cells are sampled at a time): the ML-100k shape takes a fraction of a
-    second, ML-1M's (6040 x 3706, 1000209 ratings) a few seconds.
+    Up to $10^9$ users $\times$ items, time and memory grow with
+    `n_users * n_items` (dense blocks of about 4M cells are sampled at a time):
+    the ML-100k shape takes a fraction of a second, ML-1M's (6040 x 3706,
+    1000209 ratings) a few seconds, ML-10M's minutes.  Beyond, they grow with
+    `n_ratings`: on 2 shared cores with `as_arrays=True`, ML-25M's shape
+    (162,541 x 59,047, 25,000,095 ratings) takes about a minute and 2.0 GB,
+    Netflix's (480,189 x 17,770, 100,480,507) 4–5 minutes and 7.7 GB.  The datasets up to
+    $10^9$ cells are the ones this function always gave for the same seed.
 
     Examples
     --------
@@ -263,7 +271,7 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
     popularity_z = _standardised(log_popularity)
     item_bias_ = item_bias * (popularity_bias * popularity_z + math.sqrt(
         1.0 - popularity_bias ** 2) * _standardised(rng.standard_normal(n_items)))
-    item_factors = _item_factors(rng, n_items, n_factors, n_clusters, cluster_spread)
+    item_factors, members = _item_factors(rng, n_items, n_factors, n_clusters, cluster_spread)
     # Users: bias, factors, scale, activity.
     user_bias_ = user_bias * _standardised(rng.standard_normal(n_users))
     user_factors = rng.standard_normal((n_users, n_factors)) * (interaction
@@ -272,23 +280,12 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
     counts = _user_counts(rng, n_users, n_items, n_ratings, minimum, activity_sigma)
 
     # Who rates which items: weighted sampling without replacement per user.
-    block = max(1, _BLOCK_CELLS // n_items)
-    column = np.arange(n_items)
-    chosen = []
-    for start in range(0, n_users, block):
-        stop = min(start + block, n_users)
-        log_weight = log_popularity[None, :] + selection_bias * (
-            user_factors[start:stop] @ item_factors.T)
-        # Efraimidis-Spirakis: smallest E / w, i.e. smallest log(E) - log(w); only the
-        # block's largest count of smallest keys is sorted, not the whole row
-        with np.errstate(divide="ignore"):  # an exponential draw of exactly 0 -> -inf
-            keys = np.log(rng.standard_exponential((stop - start, n_items))) - log_weight
-        most = int(counts[start:stop].max())
-        smallest = np.argpartition(keys, most - 1, axis=1)[:, :most]
-        order = np.take_along_axis(smallest, np.argsort(
-            np.take_along_axis(keys, smallest, axis=1), axis=1), axis=1)
-        chosen.append(order[column[None, :most] < counts[start:stop, None]])
-    items = np.concatenate(chosen).astype(np.int64)
+    if n_users * n_items <= DENSE_CELLS:
+        items = dense_sample(rng, log_popularity, user_factors, item_factors, counts,
+                             selection_bias)
+    else:
+        items = sparse_sample(rng, log_popularity, user_factors, item_factors, counts,
+                              selection_bias, groups=members)
     users = np.repeat(np.arange(n_users, dtype=np.int64), counts)
     if n_ratings >= n_items:
         items = _cover_items(rng, items, n_items)
@@ -308,7 +305,7 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
     ratings[np.argsort(preference, kind="stable")] = np.repeat(
         np.arange(1.0, 6.0), np.diff(np.concatenate([[0], cuts, [n_ratings]])))
 
-    order = np.lexsort((items, users))
+    order = np.argsort(users * n_items + items)    # by user, then item (no pair twice)
     if as_arrays:
         return ArrayDataset.from_columns(users[order] + 1, items[order] + 1, ratings[order],
                                          rating_scale=(1, 5))
