@@ -421,7 +421,7 @@ def test_endtoend_runs_ml_1m_where_every_option_is_read(argv, tmp_path):
      "above --max-users 100, so no shape is between them; give --min-users <= --max-users"),
     (["--min-users", "7000", "--max-users", "10000"], "argument --min-users: no shape has "
      "7000 to 10000 users (they have 236, 472, 943 (MovieLens 100k's subsamples), 6040, "
-     "20000, 69878); widen the range"),
+     "20000, 69878, 138493, 162541, 480189); widen the range"),
 ])
 def test_scaling_checks_its_range_of_users(argv, message, tmp_path):
     """--min-users above --max-users ran (and an empty range crashed with a KeyError)."""

@@ -7,13 +7,17 @@ to the private baseline at some size.  This experiment measures where, on
 
 * MovieLens 100k subsampled by users (about a quarter, half and all of its 943
   users; synthetic data of its shape when the copy is absent, saying so), and
-* synthetic data of the MovieLens-1M shape (6,040 users), 20,000 users, and the
-  MovieLens-10M shape (69,878 users, 10,677 items, 10,000,054 ratings),
+* synthetic data of the MovieLens-1M shape (6,040 users), 20,000 users, the
+  MovieLens-10M shape (69,878 users, 10,677 items, 10,000,054 ratings), the 20M
+  (138,493 × 26,744) and 25M (162,541 × 59,047) shapes and the Netflix Prize's
+  (480,189 × 17,770, 100,480,507 ratings), generated and split as arrays
+  (`dprec.datasets.arrays`: the same ratings and split as Surprise's),
 
 at ε ∈ {0.5, 1, 2, 5, 10}, per user and per rating, every end-to-end model
 (`DPBaseline`, `DPItemKNN`, `LocalKNN` up to 20,000 users: its reports are dense,
-users × items) next to the user's own mean (free under joint DP), Surprise's
-`BaselineOnly` and item-based `KNNBaseline` (dprec's, equal to Surprise's).  Each
+users × items; `DPItemKNN (covariance)` up to 20,000 items) next to the user's own mean
+(free under joint DP), Surprise's `BaselineOnly`, `SVD` and item-based `KNNBaseline`
+(dprec's, equal to Surprise's; these two up to 30 million ratings).  Each
 shape is one seeded 80/20 split; every private fit is seeded (reproducible, so its
 guarantee is void: the guarantee is that of the same configuration fitted with
 `random_state=None`).  Hyper-parameters are the models' defaults and `k = 40`,
@@ -39,7 +43,7 @@ import pandas as pd
 from surprise import SVD, BaselineOnly, accuracy
 from surprise.model_selection import train_test_split
 
-from ..datasets import load_or_synthetic, synthetic
+from ..datasets import ArrayDataset, array_train_test_split, load_or_synthetic, synthetic
 from ..endtoend.dp_als import DPALS
 from ..endtoend.dp_baseline import DPBaseline
 from ..endtoend.dp_item_knn import BASELINE_SHARE, DPItemKNN
@@ -56,7 +60,14 @@ ML100K_SHARES = (0.25, 0.5, 1.0)
 #: MovieLens 100k's users (and those of the synthetic data of its shape)
 ML100K_USERS = 943
 #: (users, items, ratings) of the synthetic shapes
-SHAPES = ((6040, 3706, 1_000_209), (20_000, 3706, 3_000_000), (69_878, 10_677, 10_000_054))
+SHAPES = ((6040, 3706, 1_000_209), (20_000, 3706, 3_000_000), (69_878, 10_677, 10_000_054),
+          (138_493, 26_744, 20_000_263), (162_541, 59_047, 25_000_095),
+          (480_189, 17_770, 100_480_507))
+#: DPItemKNN (covariance) keeps items × items matrices: it runs up to this many items
+COVARIANCE_MAX_ITEMS = 20_000
+#: Surprise's SVD and the item-based KNNBaseline: up to this many ratings (an SVD epoch
+#: is a Python-level pass over Surprise's lists)
+REFERENCE_MAX_RATINGS = 30_000_000
 #: LocalKNN's reports are dense (users × items): it runs up to this many users
 LOCAL_MAX_USERS = 20_000
 #: the private models: name -> (unit, factory(ε, seed))
@@ -132,9 +143,9 @@ def datasets(quick: bool, seed: int, max_users: int | None = None,
         base, label = load_or_synthetic("auto", seed)
         for share in shares:
             yield f"{label}, {share:.0%} of users", subsample_users(base, share, seed)
-    for n_users, n_items, n_ratings in shapes:
+    for n_users, n_items, n_ratings in shapes:     # arrays: the same ratings, and splits
         yield (f"synthetic {n_users:,} × {n_items:,}, {n_ratings:,} ratings",
-               synthetic(n_users, n_items, n_ratings, random_state=seed))
+               synthetic(n_users, n_items, n_ratings, random_state=seed, as_arrays=True))
 
 
 def chosen_shapes(max_users: int | None = None, min_users: int | None = None
@@ -163,13 +174,18 @@ def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0
     `min_users` to `max_users` users and the `models` named, when given."""
     rows = []
     for label, data in datasets(quick, seed, max_users, min_users):
-        trainset, testset = train_test_split(data, test_size=0.2, random_state=seed)
+        split = array_train_test_split if isinstance(data, ArrayDataset) else train_test_split
+        trainset, testset = split(data, test_size=0.2, random_state=seed)
         shape = {"dataset": label, "users": trainset.n_users, "items": trainset.n_items,
                  "ratings": trainset.n_ratings}
-        jobs = [(name, "none", None, make) for name, make in REFERENCES.items()]
+        jobs = [(name, "none", None, make) for name, make in REFERENCES.items()
+                if name in ("user mean", "BaselineOnly")
+                or trainset.n_ratings <= REFERENCE_MAX_RATINGS]
         jobs += [(name, unit, eps, (lambda make=make, eps=eps: make(eps, seed)))
                  for name, (unit, make) in PRIVATE.items() for eps in epsilons
-                 if name != "LocalKNN" or trainset.n_users <= LOCAL_MAX_USERS]
+                 if (name != "LocalKNN" or trainset.n_users <= LOCAL_MAX_USERS)
+                 and (name != "DPItemKNN (covariance)"
+                      or trainset.n_items <= COVARIANCE_MAX_ITEMS)]
         for name, unit, eps, make in jobs:
             if models is not None and name not in models:
                 continue
