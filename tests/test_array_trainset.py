@@ -150,8 +150,10 @@ def test_surprises_trainset_methods(split):
 
 def test_surprises_own_iterators_still_work_with_a_warning():
     arrays = synthetic(60, 40, 900, random_state=1, as_arrays=True)
-    with pytest.warns(UserWarning, match="tuple per rating"):
+    with pytest.warns(UserWarning, match="tuple per rating") as warned:
         folds = list(KFold(3, random_state=0).split(arrays))
+    assert len(warned) == 1          # made once (Surprise's KFold reads it per rating)
+    assert arrays.raw_ratings is arrays.raw_ratings
     expected = list(ArrayKFold(3, random_state=0).split(arrays))
     for (trainset, testset), (array_trainset, array_testset) in zip(folds, expected):
         assert isinstance(trainset, ArrayTrainset)

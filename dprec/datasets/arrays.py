@@ -166,14 +166,15 @@ class ArrayDataset:
                               "rating": self.ratings})
         return Dataset.load_from_df(frame, Reader(rating_scale=self.rating_scale))
 
-    @property
+    @cached_property
     def raw_ratings(self) -> list[tuple]:
-        """Surprise's ``raw_ratings`` (a tuple per rating, made on every access), so that
-        Surprise's own cross-validation iterators accept this dataset; they then build
-        Surprise's `Trainset`.  Use [`ArrayKFold`][] to keep the arrays."""
-        warnings.warn("ArrayDataset.raw_ratings makes a tuple per rating; Surprise's "
-                      "iterators then build dict trainsets: use dprec.datasets.ArrayKFold "
-                      "or array_train_test_split to keep the arrays", stacklevel=2)
+        """Surprise's ``raw_ratings`` (a tuple per rating, made on first access and kept),
+        so that Surprise's own cross-validation iterators accept this dataset; they then
+        build Surprise's `Trainset`.  Use [`ArrayKFold`][] to keep the arrays."""
+        warnings.warn("ArrayDataset.raw_ratings makes and keeps a tuple per rating; "
+                      "Surprise's iterators then build dict trainsets: use "
+                      "dprec.datasets.ArrayKFold or array_train_test_split to keep the "
+                      "arrays", stacklevel=2)
         return list(zip(self.user_ids[self.user_codes].tolist(),
                         self.item_ids[self.item_codes].tolist(),
                         self.ratings.tolist(), [None] * len(self.ratings)))
