@@ -44,7 +44,7 @@ from ..endtoend.local_knn import LocalKNN
 from ._options import EPSILON, POSITIVE_INT, experiment_data, experiment_parser
 from .privacy_labels import guarantee_label, privacy_label
 
-__all__ = ["EPSILONS", "claim", "configurations", "main", "run"]
+__all__ = ["EPSILONS", "claim", "configurations", "main", "markdown_table", "run"]
 
 #: the ε of the private models
 EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0)
@@ -122,6 +122,23 @@ def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tupl
                          "covered": math.isfinite(bound),
                          "refuted": summary["empirical_epsilon"] > bound})
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """The table of docs/membership.md: a row per model, ε and item list; per unit and
+    view, AUC / TPR at 1 % FPR / empirical ε; the claim."""
+    lines = ["| model | ε | items | user, own | user, others | rating, own | rating, others "
+             "| claim |", "| --- | ---: | --- | --- | --- | --- | --- | --- |"]
+    for (model, epsilon, items), rows in table.groupby(["model", "epsilon", "items"],
+                                                       sort=False):
+        cell = {(row.unit, row.view): f"{row.mia_auc:.2f} / {row.mia_tpr_1pct:.2f} / "
+                f"{row.empirical_epsilon:.2f}" for row in rows.itertuples()}
+        cells = [cell.get((unit, view), "–") for unit in ("user", "rating")
+                 for view in ("own", "others")]
+        eps = "–" if math.isinf(epsilon) else f"{epsilon:g}"
+        lines.append(f"| {model} | {eps} | {items} | " + " | ".join(cells)
+                     + f" | {rows['claim'].iloc[0]} |")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
