@@ -9,8 +9,9 @@ gives
   attacks on the answers a user receives (the ``own`` view: what membership a
   configuration leaks to whoever sees a user's answers);
 * ``empirical_epsilon_user`` and ``empirical_epsilon_rating``: the one-run lower bounds
-  on ε, at 95 %, in the ``others`` view, the one every dprec claim covers (a user's own
-  answers are shown to that user alone);
+  on ε, at 95 % for the whole table (Bonferroni over its bounds), in the ``others``
+  view, the one every dprec claim covers (a user's own answers are shown to that user
+  alone);
 * ``own_epsilon_user``: the same bound in the ``own`` view;
 * ``claimed_epsilon`` and ``claimed_unit``: the report's worst-user ε that *holds*, for
   the finest unit it covers (``inf``, ``"none"``: no claim holds);
@@ -69,7 +70,7 @@ def _claimed(holds: dict) -> tuple[float, str, float]:
 
 
 def _row(config: dict, make: Callable[[dict, int | None], object], data: ArrayDataset,
-         user_canaries: int, rating_canaries: int, seed: int) -> dict:
+         user_canaries: int, rating_canaries: int, seed: int, confidence: float) -> dict:
     """The privacy columns of one configuration (`privacy_table`)."""
     fitted = []
 
@@ -78,7 +79,7 @@ def _row(config: dict, make: Callable[[dict, int | None], object], data: ArrayDa
         return fitted[-1]
 
     results = membership_audit(factory, data, user_canaries, rating_canaries,
-                               random_state=seed)
+                               confidence=confidence, random_state=seed)
     held = claims(fitted[0])                    # after every answer of the attack
     user_claim, unit, rating_claim = _claimed(held["holds"])
     user_others = results["user", "others"].audit.epsilon
@@ -97,7 +98,8 @@ def _row(config: dict, make: Callable[[dict, int | None], object], data: ArrayDa
 
 def privacy_table(data, configs: Sequence[dict], make: Callable[[dict, int | None], object],
                   user_canaries: int = 200, rating_canaries: int = 1000, seed: int = 0,
-                  n_jobs: int = 1, progress: bool = True) -> pd.DataFrame:
+                  n_jobs: int = 1, progress: bool = True,
+                  confidence: float = 0.95) -> pd.DataFrame:
     """The privacy axis of every configuration, indexed by ``config`` (`COLUMNS`).
 
     Parameters
@@ -117,9 +119,15 @@ def privacy_table(data, configs: Sequence[dict], make: Callable[[dict, int | Non
     n_jobs : int
         Configurations in parallel (joblib: on a Dask cluster inside
         `dprec.evaluation.parallel_backend("dask")`).
+    confidence : float
+        Of all the table's bounds together: each of its ``4 n`` bounds (two units, two
+        views, ``n`` configurations) is computed at ``1 - (1 - confidence) / (4 n)``
+        (Bonferroni), so that a correct claim is refuted anywhere in the table with
+        probability at most ``1 - confidence``.
     """
     data = data if isinstance(data, ArrayDataset) else ArrayDataset.from_surprise(data)
-    jobs = (delayed(_row)(config, make, data, user_canaries, rating_canaries, seed)
+    each = 1.0 - (1.0 - confidence) / (4 * max(len(configs), 1))
+    jobs = (delayed(_row)(config, make, data, user_canaries, rating_canaries, seed, each)
             for config in configs)
     rows = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
     rows = list(tqdm(rows, total=len(configs), desc="membership", disable=not progress))
