@@ -14,7 +14,9 @@ and its RMSE.  Reported per run:
 - ``total_s``: fit + test (data generation and split excluded: ``data_s``);
 - ``peak_mb``: the process's peak resident memory (data included), ``data_mb`` the
   peak before the fit (the arrays, the split);
-- ``rmse`` on the test fold.
+- ``rmse`` on the test fold; ``items``, the items the model lists (the private
+  models' partition selection may drop the rarely rated ones) or, for ``PrivateKNN``,
+  the trainset's; ``factors``, whether a model on factors released them.
 
 Shapes: ``ml-1m`` (6040 × 3706, 1,000,209 ratings, whole stars 1-5), ``ml-10m``
 (69,878 × 10,677, 10,000,054), ``ml-25m`` (162,541 × 59,047, 25,000,000), the last
@@ -26,7 +28,11 @@ defaults otherwise): ``DPBaseline``, ``DPALS``, ``DPItemKNN(similarity="factors"
 defaults release the factors only where (users / items) · √ρ ≥ 1
 (at ε = 1 the 10M shape, not the 1M or 25M ones), so the defaults' times mix two
 computations; the forced ones run the factors at every shape.  The ``factors``
-column says whether a run released factors.
+column says whether a run released factors.  On request, ``-catalogue``: ``DPALS`` and
+``DPItemKNN(similarity="factors")`` with every item of the data as a public catalogue
+(``items=``), so that no partition selection drops the rarely rated ones (at ε = 1 the
+selection lists about 3,200 of the 25M shape's 59,047 items), and ``baseline_share=0.3``
+(with every item listed the size rule would release no factors).
 
 Aims (issue 55): each model fits and answers the 25M shape's test fold in under
 15 minutes with a peak under 12 GB on 2 cores, the growth linear in ratings.  The
@@ -56,16 +62,27 @@ SHAPES = {"quick": (1_000, 800, 50_000, (1.0, 5.0)),
           "ml-10m": (69_878, 10_677, 10_000_054, (0.5, 5.0)),
           "ml-25m": (162_541, 59_047, 25_000_000, (0.5, 5.0))}
 MODELS = ("DPBaseline", "DPALS", "DPItemKNN-factors", "PrivateKNN-item-blocked",
-          "DPALS-forced", "DPItemKNN-factors-forced")
+          "DPALS-forced", "DPItemKNN-factors-forced", "DPALS-catalogue",
+          "DPItemKNN-factors-catalogue")
+#: what runs by default (the "-catalogue" forms on request)
+DEFAULT_MODELS = MODELS[:6]
 AIM_SECONDS, AIM_MB = 15 * 60, 12 * 1024
 FIELDS = ("model", "shape", "ratings", "train", "test", "data_s", "fit_s", "test_s",
-          "tuples_s", "total_s", "data_mb", "peak_mb", "rmse", "factors")
+          "tuples_s", "total_s", "data_mb", "peak_mb", "rmse", "factors", "items")
 #: the columns that are not numbers
 TEXT = ("model", "shape", "factors")
 
 
-def make_model(name: str):
+def make_model(name: str, catalogue: list | None = None):
+    """The model ``name``; the "-catalogue" forms list every item of ``catalogue`` (a
+    public catalogue: no partition selection) and release factors (as "-forced")."""
     from dprec import DPALS, DPBaseline, DPItemKNN, PrivateKNN
+
+    if name.endswith("catalogue"):
+        model = DPALS if name.startswith("DPALS") else DPItemKNN
+        options = {} if model is DPALS else {"similarity": "factors"}
+        return model(epsilon=1.0, random_state=0, items=catalogue, baseline_share=0.3,
+                     **options)
 
     if name == "DPBaseline":
         return DPBaseline(epsilon=1.0, random_state=0)
@@ -115,6 +132,7 @@ def run_one(name: str, shape: str) -> dict:
     start = time.perf_counter()
     data = array_data(shape)
     trainset, testset = array_train_test_split(data, test_size=0.2, random_state=0)
+    catalogue = data.item_ids.tolist()
     del data
     data_s, data_mb = time.perf_counter() - start, peak_mb()
     tuples = [0.0]
@@ -129,7 +147,7 @@ def run_one(name: str, shape: str) -> dict:
 
     for module in (rating_space, knn_predictions):
         module.predictions = timed(module.predictions)
-    model = make_model(name)
+    model = make_model(name, catalogue)
     start = time.perf_counter()
     model.fit(trainset)
     fit_s = time.perf_counter() - start
@@ -140,7 +158,8 @@ def run_one(name: str, shape: str) -> dict:
             "train": trainset.n_ratings, "test": len(testset), "data_s": data_s,
             "fit_s": fit_s, "test_s": test_s, "tuples_s": tuples[0], "total_s": fit_s + test_s,
             "data_mb": data_mb, "peak_mb": peak_mb(), "rmse": rmse,
-            "factors": factors_released(model)}
+            "factors": factors_released(model),
+            "items": len(getattr(model, "item_list_", ())) or trainset.n_items}
 
 
 def factors_released(model) -> str:
@@ -178,7 +197,7 @@ def merge(file: Path, results: list[dict]) -> list[dict]:
         with file.open() as stream:
             for row in csv.DictReader(stream):
                 rows[row["model"], row["shape"]] = {
-                    key: value if key in TEXT else float(value)
+                    key: value if key in TEXT or not _number(value) else float(value)
                     for key, value in row.items()}
     rows.update({(r["model"], r["shape"]): r for r in results})
     file.parent.mkdir(parents=True, exist_ok=True)
@@ -188,6 +207,14 @@ def merge(file: Path, results: list[dict]) -> list[dict]:
         for row in rows.values():
             writer.writerow({key: row.get(key, "?") for key in FIELDS})
     return list(rows.values())
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def growth_exponents(results: list[dict]) -> list[tuple[str, str, float, float, float]]:
@@ -248,9 +275,10 @@ def main(argv=None) -> None:
     parser.add_argument("--shapes", nargs="+", choices=[s for s in SHAPES if s != "quick"],
                         default=["ml-1m", "ml-10m"],
                         help="shapes to run, smallest first (default: ml-1m ml-10m)")
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS),
-                        help="models to run (default: all; '-forced': factors at every "
-                             "shape, baseline_share=0.3)")
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(DEFAULT_MODELS),
+                        help="models to run (default: all but the '-catalogue' forms; "
+                             "'-forced': factors at every shape, baseline_share=0.3; "
+                             "'-catalogue': every item listed, items= the data's ids)")
     parser.add_argument("--quick", action="store_true",
                         help="a small shape (1,000 x 800, 50,000 ratings) only")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "private_scale",

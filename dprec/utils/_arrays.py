@@ -100,22 +100,14 @@ def safe_divide(numerator, denominator, fill: float = 0.0) -> np.ndarray:
     return out
 
 
-def sorted_distinct(values: np.ndarray) -> np.ndarray:
-    """``np.unique(values)`` (the distinct values, sorted) by one sort.
-
-    numpy 2.4's ``np.unique`` without ``return_*`` finds the distinct values with a
-    hash table first: on millions of distinct integers that is 50-100 times slower
-    than a sort (18 s against 0.25 s for 4 million int64 keys), the main cost of a
-    private model's fit at the MovieLens-10M shape.  For arrays without NaN.
-    """
-    ordered = np.sort(np.asarray(values).ravel())
-    if len(ordered) < 2:
-        return ordered
-    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
-
-
 def has_repeats(values: np.ndarray) -> bool:
     """Whether a value occurs more than once (``len(np.unique(values)) < len(values)``),
-    by one sort (see [`sorted_distinct`][])."""
+    by one sort.
+
+    numpy 2.4's ``np.unique`` without ``return_*`` finds the distinct values with a
+    hash table: on millions of distinct integers that is 50-100 times slower than a
+    sort (18 s against 0.25 s for 4 million int64 keys), which made it the main cost
+    of a private model's fit at the MovieLens-10M shape.  For arrays without NaN.
+    """
     ordered = np.sort(np.asarray(values).ravel())
     return bool(np.any(ordered[1:] == ordered[:-1]))
