@@ -254,7 +254,7 @@ def plot(results: list[dict], file: Path) -> None:
                  ylabel="fit + test of one 80/20 fold (s)" if key == "total_s"
                  else "peak resident memory (MB)")
         axis.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=7, loc="lower right")
     figure.suptitle("Private models, one 20 % test fold, time and memory against ratings")
     figure.tight_layout()
     figure.savefig(file, dpi=120)
