@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
+
 SHARED_SURPRISE = Path(__file__).resolve().parents[2] / "shared" / "data" / "surprise"
 if "SURPRISE_DATA_FOLDER" not in os.environ and SHARED_SURPRISE.is_dir():
     os.environ["SURPRISE_DATA_FOLDER"] = str(SHARED_SURPRISE)
@@ -56,3 +58,46 @@ def time_arrays(make_algo, splits) -> float:
     for (trainset, _), (users, items) in zip(splits, queries):
         make_algo().fit(trainset).estimate_arrays(users, items)
     return time.perf_counter() - start
+
+
+#: MovieLens 25M's shape: users, items, and the highest movie id (the ids are not contiguous)
+ML25M_USERS, ML25M_ITEMS, ML25M_MAX_MOVIE_ID = 162_541, 59_047, 209_171
+#: half stars 0.5 .. 5 and their approximate shares in MovieLens 25M
+STARS = np.arange(1, 11) / 2
+SHARES = np.array([1.6, 3.1, 1.7, 6.6, 5.2, 19.9, 13.1, 26.6, 8.8, 14.4])
+
+
+def movielens_like(n_ratings: int, n_users: int = ML25M_USERS, n_items: int = ML25M_ITEMS,
+                   max_item_id: int = ML25M_MAX_MOVIE_ID, seed: int = 0
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(users, items, stars)``: ``n_ratings`` distinct (user, item) pairs of a
+    MovieLens-like shape, fast (no Python loop per rating), the users in order.
+
+    Users are ``1..n_users``; each rates at least 20 items (when there are enough
+    ratings), the rest spread by a log-normal activity, at most ``n_items`` each.  A
+    user's items are consecutive positions (so no pair repeats) from a start skewed
+    towards the popular end for half of the users, uniform for the others (so every
+    item is rated), mapped to ``n_items`` distinct ids in ``1..max_item_id``.
+    ``stars`` indexes [`STARS`][] (half stars 0.5..5) with MovieLens 25M's shares.
+    """
+    if not 0 < n_ratings <= n_users * n_items:
+        raise ValueError(f"n_ratings must be in [1, n_users * n_items], got {n_ratings} "
+                         f"for {n_users} x {n_items}")
+    rng = np.random.default_rng(seed)
+    activity = rng.lognormal(0.0, 1.0, n_users)
+    least = min(20, n_ratings // n_users)
+    counts = least + rng.multinomial(n_ratings - least * n_users, activity / activity.sum())
+    while counts.max() > n_items:     # the busiest users' excess to the others, by activity
+        excess = int(np.maximum(counts - n_items, 0).sum())
+        counts = np.minimum(counts, n_items)
+        room = np.where(counts < n_items, activity, 0.0)
+        counts = counts + rng.multinomial(excess, room / room.sum())
+    users = np.repeat(np.arange(1, n_users + 1, dtype=np.int64), counts)
+    skewed = rng.random(n_users) < 0.5
+    start = np.floor(n_items * np.where(skewed, rng.beta(0.6, 3.0, n_users),
+                                        rng.random(n_users))).astype(np.int64)
+    within = np.arange(n_ratings) - np.repeat(np.cumsum(counts) - counts, counts)
+    item_ids = np.sort(rng.choice(max_item_id, n_items, replace=False) + 1)
+    items = item_ids[(np.repeat(start, counts) + within) % n_items]
+    stars = rng.choice(len(STARS), n_ratings, p=SHARES / SHARES.sum())
+    return users, items, stars

@@ -35,37 +35,21 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _common import ML25M_ITEMS as ITEMS
+from _common import ML25M_USERS as USERS
+from _common import STARS, movielens_like
 
-#: ML-25M's shape: users, items, and the highest movie id (the ids are not contiguous)
-USERS, ITEMS, MAX_MOVIE_ID = 162_541, 59_047, 209_171
-#: half stars 0.5 .. 5 and their approximate shares in MovieLens 25M
-STARS = np.arange(1, 11) / 2
-SHARES = np.array([1.6, 3.1, 1.7, 6.6, 5.2, 19.9, 13.1, 26.6, 8.8, 14.4])
 #: the dataset each format is read as, and where its file goes
 FORMATS = {"csv": ("ml-25m", "ml-25m/ratings.csv"), "dat": ("ml-10m", "ml-10M100K/ratings.dat")}
 CHUNK = 2_000_000
 
 
 def generate(n_ratings: int, seed: int = 0) -> pd.DataFrame:
-    """``n_ratings`` distinct (user, movie) pairs, at least 20 per user (when there are
-    enough), with half-star ratings and timestamps; the users in order."""
-    rng = np.random.default_rng(seed)
-    activity = rng.lognormal(0.0, 1.0, USERS)
-    least = min(20, n_ratings // USERS)
-    counts = least + rng.multinomial(n_ratings - least * USERS, activity / activity.sum())
-    if counts.max() > ITEMS:
-        raise ValueError("a user would rate more items than there are")
-    users = np.repeat(np.arange(1, USERS + 1, dtype=np.int64), counts)
-    # a user's items: consecutive positions (so no pair repeats) from a start skewed
-    # towards the popular end for half of the users, uniform for the others (so every
-    # item is rated); positions are then mapped to MovieLens-like movie ids
-    skewed = rng.random(USERS) < 0.5
-    start = np.floor(ITEMS * np.where(skewed, rng.beta(0.6, 3.0, USERS),
-                                      rng.random(USERS))).astype(np.int64)
-    within = np.arange(n_ratings) - np.repeat(np.cumsum(counts) - counts, counts)
-    movie_ids = np.sort(rng.choice(MAX_MOVIE_ID, ITEMS, replace=False) + 1)
-    items = movie_ids[(np.repeat(start, counts) + within) % ITEMS]
-    stars = rng.choice(len(STARS), n_ratings, p=SHARES / SHARES.sum())
+    """``n_ratings`` distinct (user, movie) pairs of the 25M shape
+    (``_common.movielens_like``), with half-star ratings and timestamps; the users in
+    order."""
+    users, items, stars = movielens_like(n_ratings, seed=seed)
+    rng = np.random.default_rng([seed, 1])
     timestamps = rng.integers(789_652_009, 1_574_327_703, n_ratings)
     return pd.DataFrame({"userId": users, "movieId": items, "star": stars.astype(np.int8),
                          "timestamp": timestamps})

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dprec.utils._arrays import (
+    has_repeats,
     pattern_matrix,
     safe_divide,
     stable_descending_order,
@@ -86,3 +87,17 @@ def test_safe_divide_fills_where_the_denominator_is_zero(dtype):
     assert out.dtype == dtype
     np.testing.assert_array_equal(safe_divide(numerator, 0.0, fill=1.0), [1.0, 1.0, 1.0])
     assert safe_divide(np.arange(3), np.array([1, 0, 2])).tolist() == [0.0, 0.0, 1.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.int64, st.integers(0, 12), elements=st.integers(-5, 5)))
+def test_has_repeats_is_whether_np_unique_drops_a_value(values):
+    assert has_repeats(values) == (len(np.unique(values)) < len(values))
+    assert has_repeats(values.reshape(-1, 1)) == has_repeats(values)      # any shape
+
+
+def test_has_repeats_finds_one_repeat_among_a_million_keys():
+    keys = np.arange(0, 3_000_000, 3, dtype=np.int64)
+    assert not has_repeats(keys)
+    keys[-1] = keys[123_456]
+    assert has_repeats(keys)

@@ -38,6 +38,7 @@ import math
 
 import numpy as np
 
+from ..utils._arrays import has_repeats
 from ..utils._rng import RandomStateLike, check_random_state
 from ..utils._validation import check_delta, check_epsilon, check_positive
 from .common import log_uniform
@@ -217,7 +218,7 @@ def integer_l2_block_sums(rows: np.ndarray, groups: np.ndarray, blocks: np.ndarr
         raise ValueError("values must be finite")
     rows = np.asarray(rows, dtype=np.int64)
     groups = np.asarray(groups, dtype=np.int64)
-    if len(np.unique(rows * n_groups + groups)) != len(rows):
+    if has_repeats(rows * n_groups + groups):     # a sort: np.unique hashes, slowly
         raise ValueError("each (row, column) pair must appear at most once")
     with np.errstate(over="ignore"):   # a huge value: an infinite square, refused below
         steps = np.round(blocks * 2.0**bits)      # float64 integers: no int64 wrap-around
@@ -237,7 +238,7 @@ def integer_l2_block_sums(rows: np.ndarray, groups: np.ndarray, blocks: np.ndarr
             factor[np.flatnonzero(over)] = shrink
             steps = np.trunc(steps * factor[rows][:, None])     # |c| only shrinks
             squares = np.bincount(rows, (steps * steps).sum(axis=1), n_rows)
-    if len(rows) and float(len(np.unique(rows))) * limit >= 2.0**52:
+    if len(rows) and float(np.count_nonzero(np.bincount(rows))) * limit >= 2.0**52:
         raise ValueError("the integer sums could pass 2^52: lower bits")
     width = blocks.shape[1]
     sums = np.zeros((n_groups, width))

@@ -98,3 +98,16 @@ def safe_divide(numerator, denominator, fill: float = 0.0) -> np.ndarray:
                   dtype=np.result_type(numerator, denominator, np.float16))
     np.divide(numerator, denominator, out=out, where=denominator != 0)
     return out
+
+
+def has_repeats(values: np.ndarray) -> bool:
+    """Whether a value occurs more than once (``len(np.unique(values)) < len(values)``),
+    by one sort.
+
+    numpy 2.4's ``np.unique`` without ``return_*`` finds the distinct values with a
+    hash table: on millions of distinct integers that is 50-100 times slower than a
+    sort (18 s against 0.25 s for 4 million int64 keys), which made it the main cost
+    of a private model's fit at the MovieLens-10M shape.  For arrays without NaN.
+    """
+    ordered = np.sort(np.asarray(values).ravel())
+    return bool(np.any(ordered[1:] == ordered[:-1]))
