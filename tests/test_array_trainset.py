@@ -261,3 +261,27 @@ def test_same_seed_same_folds_generator_accepted():
     again = [list(t) for _, t in ArrayKFold(3, random_state=np.random.default_rng(5))
              .split(arrays)]
     assert first == again
+
+
+def test_raw_ids_as_surprise_keeps_them():
+    """Surprise's `load_from_df` keeps int ids: the arrays keep them too (they became
+    strings, and every prediction for 1 said "unknown"); `from_columns` makes them `str`
+    as Surprise's loaders do, `1` and `"1"` one id."""
+    import pandas as pd
+    from surprise import KNNBasic, Reader
+
+    frame = pd.DataFrame({"u": [1, 1, 2, 3, 3, 2], "i": [10, 11, 10, 11, 12, 12],
+                          "r": [4.0, 3.0, 5.0, 2.0, 1.0, 4.0]})
+    data = Dataset.load_from_df(frame, Reader(rating_scale=(1, 5)))
+    expected = data.build_full_trainset()
+    got = ArrayDataset.from_surprise(data).build_full_trainset()
+    _same_trainsets(expected, got)
+    algo = KNNBasic(verbose=False)
+    assert algo.fit(got).predict(1, 12).est == algo.fit(expected).predict(1, 12).est
+    mixed = ArrayDataset.from_columns([1, "1", 2], ["a", "b", "a"], [1.0, 2.0, 3.0], (1, 5))
+    assert mixed.user_ids.tolist() == ["1", "2"] and mixed.user_codes.tolist() == [0, 0, 1]
+    with pytest.raises(ValueError, match="user_ids must hold each raw id once"):
+        ArrayDataset(np.array([0]), np.array([0]), np.ones(1), np.array(["1", "1"], object),
+                     np.array(["a"], object), (1, 5))
+    with pytest.raises(ValueError, match="one length"):
+        ArrayTestset(np.array(["1"], object), np.array([], object), np.ones(1))

@@ -306,13 +306,15 @@ def test_the_privacy_axis_is_written_and_no_claim_that_holds_is_refuted(quick):
 class _Head:
     holds, unit, status = True, Unit.RATING, "holds"
 
-    def __init__(self, epsilon):
-        self.epsilon = epsilon
+    def __init__(self, epsilon, delta):
+        self.epsilon, self.delta = epsilon, delta
 
 
 class ItemMeanClaimingTooMuch(AlgoBase):
     """The item means (a rating moves its item's mean by 1/n) claiming ε = 0.01 per
-    rating: a planted false claim."""
+    rating (with δ = `DELTA`): a planted false claim."""
+
+    DELTA = 0.0
 
     def fit(self, trainset):
         AlgoBase.fit(self, trainset)
@@ -325,7 +327,7 @@ class ItemMeanClaimingTooMuch(AlgoBase):
         return self.means[i]
 
     def privacy_report(self):
-        return SimpleNamespace(headline=lambda: [_Head(0.01)])
+        return SimpleNamespace(headline=lambda: [_Head(0.01, self.DELTA)])
 
 
 def test_a_planted_false_claim_is_refuted_and_listed():
@@ -340,6 +342,13 @@ def test_a_planted_false_claim_is_refuted_and_listed():
     assert row.refuted and row.empirical_epsilon_rating > 0.01
     listed = disagreements(privacy.reset_index().assign(rmse=1.0, privacy="ε = 0.01"))
     assert listed.disagreement.tolist() == ["claim refuted"]
+
+    class WithDelta(ItemMeanClaimingTooMuch):
+        DELTA = 0.1          # the δ term 2mδα then explains every guess: not refutable
+
+    privacy = privacy_table(data, configs, lambda c, seed: WithDelta(), 40, 2000,
+                            progress=False)
+    assert privacy.loc["liar"].claimed_delta == 0.1 and not privacy.loc["liar"].refuted
 
 
 @pytest.mark.slow

@@ -15,7 +15,9 @@ scores come
 * a **lower bound on the model's ε** for that unit, at 95 % confidence, by the
   one-run audit of Steinke, Nasr & Jagielski (NeurIPS 2023),
   [`dprec.audit.one_run.one_run_audit`][]: the canaries are exactly its
-  random inclusions.
+  random inclusions.  The bound here is for a *pure* ε (δ = 0); a claim with
+  δ > 0 must be tested at its own δ (`one_run_audit(..., delta=δ)` on
+  ``scores``), which makes it much harder to refute.
 
 What the attacker sees and knows (both attacks):
 
@@ -195,6 +197,10 @@ def _observer_means(algo, data: ArrayDataset, observers: np.ndarray,
 def _result(unit: str, view: str, frame: pd.DataFrame, confidence: float
             ) -> MembershipResult:
     included = frame["included"].to_numpy()
+    if included.all() or not included.any():
+        raise ValueError(f"every one of the {len(included)} {unit} canaries was drawn "
+                         f"{'in' if included.all() else 'out'}: give more canaries "
+                         f"(each is in with probability 1/2)")
     scores = frame["score"].to_numpy()
     roc = membership_roc(scores[included], scores[~included])
     return MembershipResult(unit, view, roc, one_run_audit(scores, included,
@@ -206,10 +212,10 @@ class _Canaries:
     of the remaining users; each canary included with probability ½."""
 
     def __init__(self, data: ArrayDataset, n_users: int, n_ratings: int, n_observers: int,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, names: tuple[str, str]) -> None:
         total = len(data.user_ids)
         if n_users and not 2 <= n_users < total:
-            raise ValueError(f"n_canaries={n_users} must be 2 or more and below the number "
+            raise ValueError(f"{names[0]}={n_users} must be 2 or more and below the number "
                              f"of users, {total}")
         self.users = rng.choice(total, n_users, replace=False)
         self.users_in = rng.random(n_users) < 0.5
@@ -226,7 +232,7 @@ class _Canaries:
                                   & (user_counts[data.user_codes] >= 3)
                                   & (item_counts[data.item_codes] >= 3))
         if n_ratings == 1 or len(eligible) < n_ratings:
-            raise ValueError(f"n_canaries={n_ratings} must be 2 or more and at most the "
+            raise ValueError(f"{names[1]}={n_ratings} must be 2 or more and at most the "
                              f"{len(eligible)} ratings of users and items with 3 ratings or "
                              "more (of users neither canaries nor observers)")
         self.ratings = rng.choice(eligible, n_ratings, replace=False)
@@ -280,7 +286,8 @@ def _user_scores(algo, data: ArrayDataset, canaries: _Canaries, view: str) -> pd
 
 def membership_audit(factory: Callable[[], object], data, user_canaries: int = 200,
                      rating_canaries: int = 1000, n_observers: int = 20,
-                     confidence: float = 0.95, random_state: RandomStateLike = None
+                     confidence: float = 0.95, random_state: RandomStateLike = None,
+                     names: tuple[str, str] = ("user_canaries", "rating_canaries")
                      ) -> dict[tuple[str, str], MembershipResult]:
     """Both attacks in both views from **one** fit, by unit and view.
 
@@ -303,6 +310,8 @@ def membership_audit(factory: Callable[[], object], data, user_canaries: int = 2
     random_state : None, int, RandomState or Generator
         Draws the canaries, their inclusion and the observers (not the model's noise:
         give the factory its own).
+    names : (str, str)
+        The parameters that give the two counts, as errors name them.
 
     Returns
     -------
@@ -320,7 +329,7 @@ def membership_audit(factory: Callable[[], object], data, user_canaries: int = 2
     confidence = check_real(confidence, "confidence", low=0.0, high=1.0,
                             low_inclusive=False, high_inclusive=False)
     canaries = _Canaries(data, user_canaries, rating_canaries, n_observers,
-                         check_random_state(random_state))
+                         check_random_state(random_state), names)
     algo = factory().fit(data.trainset(canaries.kept))
     results = {}
     for unit, count, scores in (("user", user_canaries, _user_scores),
@@ -371,7 +380,7 @@ def rating_membership_attack(factory: Callable[[], object], data, n_canaries: in
     """
     _check_view(view)
     return membership_audit(factory, data, 0, n_canaries, n_observers, confidence,
-                            random_state)["rating", view]
+                            random_state, ("n_canaries", "n_canaries"))["rating", view]
 
 
 def user_membership_attack(factory: Callable[[], object], data, n_canaries: int = 200,
@@ -406,4 +415,4 @@ def user_membership_attack(factory: Callable[[], object], data, n_canaries: int 
     """
     _check_view(view)
     return membership_audit(factory, data, n_canaries, 0, n_observers, confidence,
-                            random_state)["user", view]
+                            random_state, ("n_canaries", "n_canaries"))["user", view]

@@ -50,11 +50,16 @@ __all__ = ["ArrayDataset", "ArrayKFold", "ArrayTestset", "ArrayTrainset",
            "array_train_test_split"]
 
 
-def _string_codes(ids) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, raw)``: the code of each id (int32 where it fits) and the distinct
-    ids as an object array of ``str`` (Surprise's raw ids), in order of appearance."""
+def _codes(ids, as_str: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, raw)``: the code of each id (int32 where it fits) and the distinct ids as
+    an object array, in order of appearance; with ``as_str`` the ids are made ``str``
+    first, as Surprise's loaders give them (``1`` and ``"1"`` are then one id), converting
+    only the distinct ones."""
     codes, distinct = pd.factorize(np.asarray(ids), sort=False)
-    raw = np.asarray(distinct).astype(str).astype(object)
+    raw = np.asarray(distinct, dtype=object)
+    if as_str:
+        remap, raw = pd.factorize(raw.astype(str), sort=False)
+        codes, raw = remap[codes], np.asarray(raw, dtype=object)
     return codes.astype(np.int32 if len(raw) < 2**31 else np.int64, copy=False), raw
 
 
@@ -91,6 +96,9 @@ class ArrayDataset:
             raise ValueError("user_codes, item_codes and ratings must be 1-d arrays of one "
                              f"length, got {len(self.user_codes)}, {len(self.item_codes)}, "
                              f"{len(self.ratings)}")
+        for name, ids in (("user_ids", self.user_ids), ("item_ids", self.item_ids)):
+            if len(pd.unique(ids)) != len(ids):
+                raise ValueError(f"{name} must hold each raw id once")
         for name, codes, ids in (("user_codes", self.user_codes, self.user_ids),
                                  ("item_codes", self.item_codes, self.item_ids)):
             if codes.dtype.kind not in "iu":
@@ -114,22 +122,22 @@ class ArrayDataset:
         if len(users) != len(ratings) or len(items) != len(ratings):
             raise ValueError(f"users, items and ratings must have one length, got "
                              f"{len(users)}, {len(items)}, {len(ratings)}")
-        user_codes, user_ids = _string_codes(users)
-        item_codes, item_ids = _string_codes(items)
+        user_codes, user_ids = _codes(users)
+        item_codes, item_ids = _codes(items)
         return cls(user_codes, item_codes, ratings, user_ids, item_ids, rating_scale)
 
     @classmethod
     def from_surprise(cls, dataset: Dataset) -> ArrayDataset:
         """The ratings of a Surprise `Dataset` (one pass over its ``raw_ratings``;
-        timestamps are dropped)."""
+        timestamps are dropped), raw ids kept as they are (ints stay ints)."""
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset must be a surprise Dataset, got "
                             f"{type(dataset).__name__}")
-        rows = dataset.raw_ratings
-        users = np.fromiter((row[0] for row in rows), object, len(rows))
-        items = np.fromiter((row[1] for row in rows), object, len(rows))
-        ratings = np.fromiter((row[2] for row in rows), np.float64, len(rows))
-        return cls.from_columns(users, items, ratings, dataset.reader.rating_scale)
+        users, items, ratings = _columns(dataset.raw_ratings)
+        user_codes, user_ids = _codes(users, as_str=False)      # Surprise's ids, as they are
+        item_codes, item_ids = _codes(items, as_str=False)
+        return cls(user_codes, item_codes, ratings, user_ids, item_ids,
+                   dataset.reader.rating_scale)
 
     @property
     def n_ratings(self) -> int:
@@ -351,6 +359,9 @@ class ArrayTestset(Sequence):
     """
 
     def __init__(self, uids: np.ndarray, iids: np.ndarray, ratings: np.ndarray) -> None:
+        if not len(uids) == len(iids) == len(ratings):
+            raise ValueError(f"uids, iids and ratings must have one length, got {len(uids)}, "
+                             f"{len(iids)}, {len(ratings)}")
         self.uids, self.iids, self.ratings = uids, iids, ratings
 
     def __len__(self) -> int:

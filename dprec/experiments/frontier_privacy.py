@@ -9,15 +9,17 @@ gives
   attacks on the answers a user receives (the ``own`` view: what membership a
   configuration leaks to whoever sees a user's answers);
 * ``empirical_epsilon_user`` and ``empirical_epsilon_rating``: the one-run lower bounds
-  on ε, at 95 % for the whole table (Bonferroni over its bounds), in the ``others``
-  view, the one every dprec claim covers (a user's own answers are shown to that user
-  alone);
+  on a *pure* ε (δ = 0), at 95 % for the whole table (Bonferroni over its bounds), in the
+  ``others`` view, the one every dprec claim covers (a user's own answers are shown to
+  that user alone);
 * ``own_epsilon_user``: the same bound in the ``own`` view;
-* ``claimed_epsilon`` and ``claimed_unit``: the report's worst-user ε that *holds*, for
-  the finest unit it covers (``inf``, ``"none"``: no claim holds);
-  ``published_epsilon``: the ε of an *as published* claim, where there is one;
-* ``refuted``: an empirical ε above the claimed ε of a unit the claim covers (a user-level
-  claim covers the ratings too).
+* ``claimed_epsilon``, ``claimed_delta`` and ``claimed_unit``: the report's worst-user
+  (ε, δ) that *holds*, for the finest unit it covers (``inf``, ``"none"``: no claim
+  holds); ``published_epsilon``: the ε of an *as published* claim, where there is one;
+* ``refuted`` (``published_refuted``): a claim that holds (as published) refuted: the
+  audit's bound, computed at the claim's own δ (Steinke et al.'s δ term, which makes
+  an (ε, δ) claim much harder to refute than a pure one), above its ε, for a unit it
+  covers (a user-level claim covers the ratings too).
 
 [`disagreements`][dprec.experiments.frontier_privacy.disagreements] lists where a
 claim (that holds, or as published) is below what the audit measures;
@@ -37,36 +39,61 @@ from joblib import Parallel, delayed
 from tqdm import tqdm
 
 from ..accountant.entries import Status, Unit
-from ..attacks.membership import membership_audit
+from ..attacks.membership import MembershipResult, membership_audit
+from ..audit.one_run import one_run_audit
 from ..datasets.arrays import ArrayDataset
 from ..utils._plotting import save, subplots
 
-__all__ = ["COLUMNS", "claims", "disagreements", "plot_privacy", "privacy_axis",
-           "privacy_table"]
+__all__ = ["COLUMNS", "claims", "covering", "disagreements", "plot_privacy", "privacy_axis",
+           "privacy_table", "refutes"]
 
 #: the columns `privacy_table` adds to the frontier
 COLUMNS = ("mia_auc_user", "mia_tpr_user", "mia_auc_rating", "empirical_epsilon_user",
-           "empirical_epsilon_rating", "own_epsilon_user", "claimed_epsilon", "claimed_unit",
-           "published_epsilon", "refuted")
+           "empirical_epsilon_rating", "own_epsilon_user", "claimed_epsilon", "claimed_delta",
+           "claimed_unit", "published_epsilon", "refuted", "published_refuted")
 
 
 def claims(algo) -> dict:
-    """A fitted model's claims: ``{"holds": {unit: ε}, "published": {unit: ε}}``, the
-    worst user's ε per unit of its report's headline, by status (empty without a report).
-    """
+    """A fitted model's claims: ``{"holds": {unit: (ε, δ)}, "published": {unit: (ε, δ)}}``,
+    the worst user's ε and δ per unit of its report's headline, by status (empty without a
+    report)."""
     heads = algo.privacy_report().headline() if hasattr(algo, "privacy_report") else []
-    return {"holds": {head.unit: head.epsilon for head in heads if head.holds},
-            "published": {head.unit: head.epsilon for head in heads
+    return {"holds": {head.unit: (head.epsilon, head.delta) for head in heads if head.holds},
+            "published": {head.unit: (head.epsilon, head.delta) for head in heads
                           if head.status == str(Status.AS_PUBLISHED)}}
 
 
-def _claimed(holds: dict) -> tuple[float, str, float]:
-    """``(user-level bound, finest unit, rating-level bound)`` of a model's holding claims
-    (a user-level ε bounds the rating level too)."""
-    user = holds.get(Unit.USER, math.inf)
-    rating = min(holds.get(Unit.RATING, math.inf), user)
-    unit = "rating" if Unit.RATING in holds else ("user" if Unit.USER in holds else "none")
-    return user, unit, rating
+def covering(by_unit: dict, unit: str) -> list[tuple[Unit, float, float]]:
+    """The claims among ``by_unit`` (``{Unit: (ε, δ)}``) that cover an attack on ``unit``
+    (``"user"`` or ``"rating"``): a user-level claim covers a rating too."""
+    units = (Unit.USER,) if unit == "user" else (Unit.RATING, Unit.USER)
+    return [(u, *by_unit[u]) for u in units if u in by_unit and math.isfinite(by_unit[u][0])]
+
+
+def refutes(result: MembershipResult, epsilon: float, delta: float,
+            confidence: float) -> bool:
+    """Whether the one-run audit of ``result``'s canaries, tested at the claim's δ
+    (Steinke et al.'s δ term), bounds ε above the claim's ``epsilon`` with
+    ``confidence``."""
+    scores = result.scores
+    audit = one_run_audit(scores["score"].to_numpy(), scores["included"].to_numpy(),
+                          delta=delta, confidence=confidence)
+    return audit.epsilon > epsilon
+
+
+def _refuted(by_unit: dict, results: dict, confidence: float) -> bool:
+    """Whether a claim among ``by_unit`` is refuted in the ``others`` view."""
+    return any(refutes(results[unit, "others"], epsilon, delta, confidence)
+               for unit in ("user", "rating")
+               for _, epsilon, delta in covering(by_unit, unit))
+
+
+def _finest(by_unit: dict) -> tuple[float, float, str]:
+    """``(ε, δ, unit)`` of the finest unit's claim (``(inf, 0, "none")``: none)."""
+    for unit, name in ((Unit.RATING, "rating"), (Unit.USER, "user")):
+        if unit in by_unit:
+            return (*by_unit[unit], name)
+    return math.inf, 0.0, "none"
 
 
 def _row(config: dict, make: Callable[[dict, int | None], object], data: ArrayDataset,
@@ -81,19 +108,18 @@ def _row(config: dict, make: Callable[[dict, int | None], object], data: ArrayDa
     results = membership_audit(factory, data, user_canaries, rating_canaries,
                                confidence=confidence, random_state=seed)
     held = claims(fitted[0])                    # after every answer of the attack
-    user_claim, unit, rating_claim = _claimed(held["holds"])
-    user_others = results["user", "others"].audit.epsilon
-    rating_others = results["rating", "others"].audit.epsilon
+    claimed, delta, unit = _finest(held["holds"])
+    published = _finest(held["published"])[0]
     return {"mia_auc_user": results["user", "own"].roc.auc,
             "mia_tpr_user": results["user", "own"].roc.tpr_at_1pct,
             "mia_auc_rating": results["rating", "own"].roc.auc,
-            "empirical_epsilon_user": user_others,
-            "empirical_epsilon_rating": rating_others,
+            "empirical_epsilon_user": results["user", "others"].audit.epsilon,
+            "empirical_epsilon_rating": results["rating", "others"].audit.epsilon,
             "own_epsilon_user": results["user", "own"].audit.epsilon,
-            "claimed_epsilon": user_claim if unit == "user" else rating_claim,
-            "claimed_unit": unit,
-            "published_epsilon": min(held["published"].values(), default=math.nan),
-            "refuted": bool(user_others > user_claim or rating_others > rating_claim)}
+            "claimed_epsilon": claimed, "claimed_delta": delta, "claimed_unit": unit,
+            "published_epsilon": published if math.isfinite(published) else math.nan,
+            "refuted": _refuted(held["holds"], results, confidence),
+            "published_refuted": _refuted(held["published"], results, confidence)}
 
 
 def privacy_table(data, configs: Sequence[dict], make: Callable[[dict, int | None], object],
@@ -125,6 +151,9 @@ def privacy_table(data, configs: Sequence[dict], make: Callable[[dict, int | Non
         (Bonferroni), so that a correct claim is refuted anywhere in the table with
         probability at most ``1 - confidence``.
     """
+    if min(user_canaries, rating_canaries) < 20:
+        raise ValueError(f"user_canaries and rating_canaries must be 20 or more (both units "
+                         f"are measured), got {user_canaries} and {rating_canaries}")
     data = data if isinstance(data, ArrayDataset) else ArrayDataset.from_surprise(data)
     each = 1.0 - (1.0 - confidence) / (4 * max(len(configs), 1))
     jobs = (delayed(_row)(config, make, data, user_canaries, rating_canaries, seed, each)
@@ -144,7 +173,12 @@ def privacy_axis(data, configs: Sequence[dict], make: Callable[[dict, int | None
     and it is there)."""
     saved = Path(out) / "privacy.csv"
     if from_saved and saved.is_file():
-        return pd.read_csv(saved, index_col="config")
+        table = pd.read_csv(saved, index_col="config")
+        missing = {config["config"] for config in configs} - set(table.index)
+        if not missing and set(COLUMNS) <= set(table.columns):
+            return table
+        print(f"{saved} lacks {len(missing) or 'columns'} of these configurations: the "
+              "privacy axis is measured again", flush=True)
     table = privacy_table(data, configs, make, *canaries, seed, n_jobs)
     table.to_csv(saved)
     return table
@@ -152,18 +186,19 @@ def privacy_axis(data, configs: Sequence[dict], make: Callable[[dict, int | None
 
 def disagreements(frontier: pd.DataFrame) -> pd.DataFrame:
     """Where the claim and the measurement disagree: a claim that holds refuted
-    (`refuted`: the one-run bound above it, in the view it covers), and an *as published*
-    ε below that bound.  Columns: ``config``, ``rmse``, ``privacy``, the ε columns and
-    ``disagreement``; empty when every claim stands."""
-    published = frontier.published_epsilon.fillna(math.inf)
-    measured = frontier[["empirical_epsilon_user", "empirical_epsilon_rating"]].max(axis=1)
-    kinds = np.select([frontier.refuted.astype(bool), measured > published],
-                      ["claim refuted", "as published: measured above the published ε"],
+    (`refuted`), or an *as published* claim refuted (`published_refuted`), each by the
+    one-run audit at the claim's own δ, in the view it covers, for a unit it covers.
+    Columns: ``config``, ``rmse``, ``privacy``, the ε columns and ``disagreement``; empty
+    when every claim stands."""
+    refuted = frontier.refuted.eq(True)                 # a row without a measurement: no
+    published = frontier.published_refuted.eq(True)
+    kinds = np.select([refuted, published],
+                      ["claim refuted", "as published: refuted by the measurement"],
                       default="")
     out = frontier.assign(disagreement=kinds)
-    columns = ["config", "rmse", "privacy", "claimed_epsilon", "claimed_unit",
-               "published_epsilon", "empirical_epsilon_user", "empirical_epsilon_rating",
-               "own_epsilon_user", "mia_auc_user", "disagreement"]
+    columns = ["config", "rmse", "privacy", "claimed_epsilon", "claimed_delta",
+               "claimed_unit", "published_epsilon", "empirical_epsilon_user",
+               "empirical_epsilon_rating", "own_epsilon_user", "mia_auc_user", "disagreement"]
     return out.loc[out.disagreement != "", [c for c in columns if c in out]]
 
 

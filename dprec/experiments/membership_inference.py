@@ -10,8 +10,10 @@ canary's own user; ``others``: only the answers to other users), one fit each,
 with their one-run lower bound on ε at 95 % confidence.
 
 Every dprec model shows a user's answers to that user alone (its report says so),
-so its claim covers the ``others`` view: `refuted` is true where that view's bound
-exceeds the claimed ε for the unit (a user-level claim covers the rating level too).
+so its claim covers the ``others`` view: `refuted` is true where that view's audit,
+tested at the claim's own δ, bounds ε above the claimed ε for the unit (a user-level
+claim covers the rating level too). ``empirical_epsilon`` is the bound for a pure ε
+(δ = 0), which no claim with δ > 0 is held to.
 The ``own`` view shows what a user's answers reveal to whoever sees them.
 
 The claim of each row is read from the report of a copy fitted with fresh noise
@@ -42,6 +44,7 @@ from ..endtoend.dp_baseline import DPBaseline
 from ..endtoend.dp_item_knn import DPItemKNN
 from ..endtoend.local_knn import LocalKNN
 from ._options import EPSILON, POSITIVE_INT, experiment_data, experiment_parser
+from .frontier_privacy import claims, covering, refutes
 from .privacy_labels import guarantee_label, privacy_label
 
 __all__ = ["EPSILONS", "claim", "configurations", "main", "markdown_table", "run"]
@@ -54,7 +57,7 @@ PRIVATE = {"DPBaseline": DPBaseline, "DPItemKNN": DPItemKNN, "DPALS": DPALS,
 #: the columns of the table, in order
 COLUMNS = ("model", "epsilon", "items", "unit", "view", "mia_auc", "mia_tpr_1pct",
            "mia_tpr_01pct", "empirical_epsilon", "canaries", "claim", "guarantee",
-           "claimed_epsilon", "claimed_unit", "covered", "refuted")
+           "claimed_epsilon", "claimed_delta", "claimed_unit", "covered", "refuted")
 
 
 def configurations(epsilons: Sequence[float] = EPSILONS,
@@ -81,22 +84,14 @@ def factory(config: dict, catalogue: list, random_state) -> Callable[[], object]
 
 def claim(make: Callable[[], object], trainset) -> dict:
     """The claim of a model fitted with fresh noise on ``trainset``: its report's label,
-    category, and the worst user's ε per unit (``{}`` without a report)."""
+    category, and its claims that hold, ``{Unit: (ε, δ)}``
+    ([`claims`][dprec.experiments.frontier_privacy.claims])."""
     algo = make()
     if hasattr(algo, "random_state"):
         algo.random_state = None
     algo.fit(trainset)
-    heads = algo.privacy_report().headline() if hasattr(algo, "privacy_report") else []
     return {"claim": privacy_label(algo), "guarantee": guarantee_label(algo),
-            "epsilons": {head.unit: head.epsilon for head in heads if head.holds}}
-
-
-def _covered(claimed: dict, unit: str, view: str) -> float:
-    """The claimed ε that covers an attack on ``unit`` in ``view`` (``inf``: none)."""
-    if view != "others":
-        return math.inf
-    units = (Unit.USER,) if unit == "user" else (Unit.RATING, Unit.USER)
-    return min((claimed[u] for u in units if u in claimed), default=math.inf)
+            "holds": claims(algo)["holds"]}
 
 
 def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tuple(PRIVATE),
@@ -115,13 +110,16 @@ def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tupl
         results = membership_audit(make, data, user_canaries, rating_canaries,
                                    confidence=each, random_state=seed)
         for (unit, view), result in results.items():
-            bound = _covered(claimed["epsilons"], unit, view)
-            summary = result.summary()
-            rows.append({**config, **summary, "claim": claimed["claim"],
-                         "guarantee": claimed["guarantee"], "claimed_epsilon": bound,
-                         "claimed_unit": unit if math.isfinite(bound) else "",
-                         "covered": math.isfinite(bound),
-                         "refuted": summary["empirical_epsilon"] > bound})
+            covers = covering(claimed["holds"], unit) if view == "others" else []
+            unit_of, epsilon, delta = min(covers, key=lambda c: c[1],
+                                          default=(None, math.inf, 0.0))
+            rows.append({**config, **result.summary(), "claim": claimed["claim"],
+                         "guarantee": claimed["guarantee"], "claimed_epsilon": epsilon,
+                         "claimed_delta": delta,
+                         "claimed_unit": "user" if unit_of == Unit.USER else
+                         "rating" if unit_of == Unit.RATING else "none",
+                         "covered": bool(covers),
+                         "refuted": any(refutes(result, e, d, each) for _, e, d in covers)})
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
