@@ -26,6 +26,12 @@ of the changed rows, and ``RS(u)`` is the row maximum.  So ``RS`` of an
 unchanged user can only move through its pairs with the changed users
 (grow by the new pairs with fakes, or change where the old maximum was a
 pair with a replaced user).
+
+The centred cosine is not a function of these sums, but with users as rows
+each row is centred at its own mean: changing a user's ratings moves only
+that user's unit centred row, so [`IncrementalCenteredSimilarity`][] updates
+it the same way, from the co-rated sums of the unit centred rows and the pairwise
+``RS`` ([`centered_pair_sensitivity`][dprec.similarity.centered.centered_pair_sensitivity]).
 """
 
 from __future__ import annotations
