@@ -34,8 +34,11 @@ from surprise.prediction_algorithms.knns import SymmetricAlgo
 
 from ..knn import RULE_PARAMETERS, PrivateKNN
 from ..similarity import SKETCH_BACKENDS, sketch_backend, with_public_bounds
-from ..similarity.exact import SUM_SIMILARITIES
-from ..similarity.incremental import IncrementalSimilarity, IncrementalSketchSimilarity
+from ..similarity.incremental import (
+    INCREMENTAL_SIMILARITIES,
+    IncrementalSimilarity,
+    IncrementalSketchSimilarity,
+)
 from ..utils._ratings import RatingArrays
 from .poisoning import AttackTarget, ScenarioData
 
@@ -150,7 +153,8 @@ class PrivateKNNRunner(SurpriseRunner):
     """[`PrivateKNN`][] with similarities updated row by row.
 
     Exact similarities: [`IncrementalSimilarity`][]
-    (equal to a full ``fit``).  Sketch backends:
+    (the centred cosine: its subclass, the rows centred at the users' means; equal
+    to a full ``fit``).  Sketch backends:
     [`IncrementalSketchSimilarity`][] (local
     DP: the real users' sketches are released once, from a seed derived from
     the attack's ``random_state`` and the options; the fake users sketch
@@ -178,7 +182,7 @@ class PrivateKNNRunner(SurpriseRunner):
         self.needs_sensitivity = bool(checked.selector_.needs_sensitivity)
         #: the validated similarity options (``sim_options_`` of the checked copy)
         self.sim_options = options = checked.sim_options_
-        if options["name"] in SUM_SIMILARITIES:
+        if options["name"] in INCREMENTAL_SIMILARITIES:
             self.sim_key = ("exact", options["name"], int(options.get("min_support", 1)))
         elif options["name"] in SKETCH_BACKENDS:
             backend = sketch_backend(with_public_bounds(options, (1.0, 1.0)))

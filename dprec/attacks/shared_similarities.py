@@ -4,8 +4,9 @@ The similarities among real users do not change with the poisoning.  For
 each distinct ``sim_key`` of the runners, `similarity_states` computes
 the real users' similarities once: an exact one (with the
 recommendation-aware sensitivity ``RS`` when a runner's selector needs it)
-as an [`IncrementalSimilarity`][], a sketch
-backend as an [`IncrementalSketchSimilarity`][]
+as an [`IncrementalSimilarity`][] (the centred cosine's:
+[`IncrementalCenteredSimilarity`][dprec.similarity.incremental.IncrementalCenteredSimilarity]),
+a sketch backend as an [`IncrementalSketchSimilarity`][]
 (every real user's sketch released once, seeded from the attack's entropy and
 the options).  `scenario_states` then updates a state to each scenario
 of a target: only the changed users' rows are computed.
@@ -21,7 +22,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..similarity import sketch_backend, with_public_bounds
-from ..similarity.incremental import IncrementalSimilarity, IncrementalSketchSimilarity
+from ..similarity.incremental import (
+    IncrementalSimilarity,
+    IncrementalSketchSimilarity,
+    incremental_similarity,
+)
 from .poisoning import BaseData, Scenario
 from .runners import SurpriseRunner
 
@@ -57,7 +62,7 @@ def similarity_states(runners: Sequence[SurpriseRunner], base: BaseData,
             continue
         if key[0] == "exact":
             sensitive = any(r.needs_sensitivity for r in runners if r.sim_key == key)
-            states[key] = IncrementalSimilarity.fit(key[1], ratings.matrix, key[2], sensitive)
+            states[key] = incremental_similarity(key[1], ratings.matrix, key[2], sensitive)
         else:
             options = with_public_bounds(runner.sim_options, base.trainset.rating_scale)
             seed = np.random.SeedSequence(entropy, spawn_key=(

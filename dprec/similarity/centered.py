@@ -225,3 +225,80 @@ def _sensitivity_by_arrays(unit: sp.csr_matrix, terms: list, rows: np.ndarray,
         moved[rows[:, None] == v[None, :]] = 0.0
         np.maximum(sensitivity, moved.max(axis=1, initial=0.0), out=sensitivity)
     return sensitivity
+
+
+def centered_pair_sensitivity(ratings: sp.csr_matrix, rows: np.ndarray, sim: np.ndarray,
+                              s_i: np.ndarray, s_j: np.ndarray, freq: np.ndarray,
+                              min_support: int = 1) -> np.ndarray:
+    r"""The per-pair sensitivities $RS(u, v)$ of the centred cosine, for the rows ``rows``.
+
+    $RS(u, v)$ is the largest change of $sim(u, v)$ by removing one rating of $u$ or
+    one of $v$ (module docstring; 0 for $v = u$), so that
+    $RS(u) = \max_{v \ne u} RS(u, v)$ ([`centered_cosine_sensitivity`][], before its
+    floor).  Each cell is the same floating-point expression as there, so the row
+    maxima are the same numbers.  ``RS(u, v)`` is symmetric: a simulation that
+    changes a few rows (`dprec.similarity.incremental`) keeps the matrix and
+    recomputes the changed rows' pairs.  Work ``len(rows) · (nnz of rows + nnz)``
+    cells, in numpy blocks.
+
+    Parameters
+    ----------
+    ratings : scipy.sparse.csr_matrix
+        The ratings themselves (not centred).
+    rows : ndarray of int
+        The rows asked.
+    sim, s_i, s_j, freq : ndarray of shape (len(rows), n_rows)
+        Their similarity rows (diagonal 1, 0 below ``min_support``) and co-rated sums
+        of the unit centred rows: ``s_i[u, v] = Σ_{I_uv} ĉ_ui``, ``s_j[u, v] = Σ_{I_uv}
+        ĉ_vi``, ``freq[u, v] = |I_uv|``.
+    min_support : int
+
+    Returns
+    -------
+    ndarray of shape (len(rows), n_rows)
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    unit, g, coefficient, inverse = _removal_terms(ratings)
+    support = max(min_support, 1)
+    out = np.zeros((len(rows), unit.shape[0]))
+
+    def change(s, c_sum, c, f, rated, e):
+        """How far the similarities ``s`` move without the entries ``e``."""
+        new = (s + g[e] * c_sum - coefficient[e] * c) * inverse[e]
+        np.clip(new, -1.0, 1.0, out=new)
+        new[f - rated < support] = 0.0
+        return np.abs(s - new, out=new)
+
+    def first_of_runs(labels: np.ndarray) -> np.ndarray:
+        """Where each run of equal consecutive labels starts."""
+        return np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
+
+    # 1. removing one of u's own ratings: every cell of u's row
+    by_column = sp.csr_matrix(unit.T)
+    pattern = pattern_matrix(by_column)
+    lengths = np.diff(unit.indptr)[rows]
+    owner = np.repeat(np.arange(len(rows)), lengths)
+    entries = (np.arange(lengths.sum()) + np.repeat(unit.indptr[rows] - np.cumsum(lengths)
+                                                    + lengths, lengths))
+    step = max(1, _CELLS // max(unit.shape[0], 1))
+    for start in range(0, len(entries), step):
+        e, o = entries[start:start + step, None], owner[start:start + step]
+        columns = unit.indices[e[:, 0]]
+        moved = change(sim[o], s_j[o], by_column[columns].toarray(), freq[o],
+                       pattern[columns].toarray(), e)
+        runs = first_of_runs(o)
+        out[o[runs]] = np.maximum(out[o[runs]], np.maximum.reduceat(moved, runs, axis=0))
+    # 2. removing one rating of any row v: the cells (u, v) of every u asked
+    asked = unit[rows]
+    mine, rated = asked.toarray(), pattern_matrix(asked).toarray()
+    v_all = _owners(unit)
+    step = max(1, _CELLS // max(len(rows), 1))
+    for start in range(0, unit.nnz, step):
+        e = np.arange(start, min(start + step, unit.nnz))
+        v, columns = v_all[e], unit.indices[e]
+        moved = change(sim[:, v], s_i[:, v], mine[:, columns], freq[:, v],
+                       rated[:, columns], e)
+        runs = first_of_runs(v)
+        out[:, v[runs]] = np.maximum(out[:, v[runs]], np.maximum.reduceat(moved, runs, axis=1))
+    out[np.arange(len(rows)), rows] = 0.0
+    return out

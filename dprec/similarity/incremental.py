@@ -26,6 +26,12 @@ of the changed rows, and ``RS(u)`` is the row maximum.  So ``RS`` of an
 unchanged user can only move through its pairs with the changed users
 (grow by the new pairs with fakes, or change where the old maximum was a
 pair with a replaced user).
+
+The centred cosine is not a function of these sums, but with users as rows
+each row is centred at its own mean: changing a user's ratings moves only
+that user's unit centred row, so [`IncrementalCenteredSimilarity`][] updates
+it the same way, from the co-rated sums of the unit centred rows and the pairwise
+``RS`` ([`centered_pair_sensitivity`][dprec.similarity.centered.centered_pair_sensitivity]).
 """
 
 from __future__ import annotations
@@ -35,17 +41,26 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..utils import _kernels as kernels
 from ..utils._arrays import pattern_matrix
+from .centered import centered_pair_sensitivity, centered_unit_rows
 from .exact import (
     SUM_SIMILARITIES,
+    exact_similarity,
     exact_similarity_and_sums,
     similarity_from_sums,
     similarity_without_item,
 )
 from .sketches import Sketch, SketchRelease
 
-__all__ = ["IncrementalSimilarity", "IncrementalSketchSimilarity", "pairwise_sensitivity",
+__all__ = ["INCREMENTAL_SIMILARITIES", "IncrementalCenteredSimilarity", "IncrementalSimilarity",
+           "IncrementalSketchSimilarity", "incremental_similarity", "pairwise_sensitivity",
            "row_sums"]
+
+#: the exact similarities with an incremental update: the functions of the co-rated sums
+#: ([`IncrementalSimilarity`][]) and the user-centred cosine
+#: ([`IncrementalCenteredSimilarity`][])
+INCREMENTAL_SIMILARITIES = (*SUM_SIMILARITIES, "centered_cosine")
 
 #: default lower bound on ``RS(u)``, as in `recommendation_aware_sensitivity`
 SENSITIVITY_FLOOR = 1e-6
@@ -296,6 +311,97 @@ def _set_symmetric_rows(matrix: np.ndarray, ids: np.ndarray, rows: np.ndarray,
     out[:, ids] = rows.T
     return out
 
+
+def incremental_similarity(name: str, ratings: sp.csr_matrix, min_support: int = 1,
+                           with_sensitivity: bool = False) -> IncrementalSimilarity:
+    """The incremental state of the exact similarity ``name`` (`INCREMENTAL_SIMILARITIES`)
+    of the rows of ``ratings``: [`IncrementalCenteredSimilarity`][] for the centred cosine,
+    [`IncrementalSimilarity`][] otherwise."""
+    if name == "centered_cosine":
+        return IncrementalCenteredSimilarity.fit(name, ratings, min_support, with_sensitivity)
+    return IncrementalSimilarity.fit(name, ratings, min_support, with_sensitivity)
+
+
+@dataclass(frozen=True)
+class IncrementalCenteredSimilarity(IncrementalSimilarity):
+    r"""The centred cosine (rows centred at their own means,
+    [`dprec.similarity.centered`][]) and its pairwise ``RS``, updated by rows.
+
+    Each row is centred at its **own** mean and scaled by its own norm, so
+    replacing or appending rows changes only those rows' unit centred vectors
+    $\hat c_u$: the similarity $\sum_{I_{uv}} \hat c_{ui} \hat c_{vi}$ of two
+    unchanged rows does not move, nor does $RS(u, v)$ (its removal terms are the
+    two rows' own,
+    [`centered_pair_sensitivity`][dprec.similarity.centered.centered_pair_sensitivity]).
+    An update computes the changed rows' co-rated sums against every row (the
+    compiled pair loop when enabled, in the order of a full fit: the same numbers;
+    else sparse products, to rounding) and their pairs' ``RS``.  With users as
+    rows (user-based) these are the β-kNN attack's changes: fake users appended,
+    one user's ratings cut down.  (Item-based, a user's ratings move the means of
+    the items they rate, which this class does not follow.)
+
+    ``fit`` costs one full computation and, ``with_sensitivity``, the ``n × n``
+    pairwise ``RS`` (its row maxima are
+    [`centered_cosine_sensitivity`][dprec.similarity.centered.centered_cosine_sensitivity]).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> R = sp.csr_matrix([[5., 3., 1.], [4., 0., 1.]])
+    >>> base = IncrementalCenteredSimilarity.fit("centered_cosine", R)
+    >>> bigger = base.update(np.array([2]), sp.csr_matrix([[5., 3., 1.]]))
+    >>> bigger.sim.shape, round(float(bigger.sim[0, 2]), 12)
+    ((3, 3), 1.0)
+    """
+
+    @classmethod
+    def fit(cls, name: str, ratings: sp.csr_matrix, min_support: int = 1,
+            with_sensitivity: bool = False) -> IncrementalCenteredSimilarity:
+        """The full computation, done once: [`exact_similarity`][dprec.similarity.exact_similarity]
+        (with its sums, and the pairwise ``RS``, ``with_sensitivity``)."""
+        if name != "centered_cosine":
+            raise ValueError(f"name must be 'centered_cosine', got {name!r}")
+        ratings = sp.csr_matrix(ratings, dtype=np.float64)
+        ratings.sort_indices()
+        if not with_sensitivity:
+            return cls(name, min_support, ratings, exact_similarity(name, ratings, min_support),
+                       None)
+        sim, (freq, s_i, _, _) = exact_similarity_and_sums(name, ratings, min_support)
+        pairs = centered_pair_sensitivity(ratings, np.arange(ratings.shape[0]), sim, s_i,
+                                          s_i.T, freq, min_support)
+        return cls(name, min_support, ratings, sim, pairs)
+
+    def update(self, ids: np.ndarray, rows: sp.csr_matrix,
+               out: np.ndarray | None = None) -> IncrementalCenteredSimilarity:
+        """The matrices with the rows ``ids`` set to ``rows`` (as
+        [`IncrementalSimilarity.update`][]); ``self`` is unchanged."""
+        ids, rows, n_users = _check_update(ids, rows, self.ratings.shape)
+        ratings = _set_rows(self.ratings, ids, rows, n_users)
+        freq, s_i, s_j, prods = _centered_row_sums(centered_unit_rows(ratings), ids)
+        sim_rows = np.clip(prods, -1.0, 1.0)
+        sim_rows[freq < self.min_support] = 0.0
+        sim_rows[np.arange(len(ids)), ids] = 1.0
+        sim = _set_symmetric_rows(self.sim, ids, sim_rows, out)
+        pairs = None
+        if self.pair_sensitivity is not None:
+            pair_rows = centered_pair_sensitivity(ratings, ids, sim_rows, s_i, s_j, freq,
+                                                  self.min_support)
+            pairs = _set_symmetric_rows(self.pair_sensitivity, ids, pair_rows)
+        return IncrementalCenteredSimilarity(self.name, self.min_support, ratings, sim, pairs)
+
+
+def _centered_row_sums(unit: sp.csr_matrix, ids: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(|I_uv|, Σ ĉ_ui, Σ ĉ_vi, Σ ĉ_ui ĉ_vi)`` over the co-rated columns, ``u`` in ``ids``,
+    ``v`` every row of the unit centred rows ``unit``: float64 ``(len(ids), n)``
+    arrays, by the compiled pair loop (``u``'s columns in order, as a full fit sums
+    them) or by sparse products ([`row_sums`][])."""
+    if not kernels.enabled():
+        freq, s_i, s_j, _, _, prods = row_sums(unit[ids], unit)
+        return freq, s_i, s_j, prods
+    freq, sq_i, prods, s_i, s_j = (np.zeros((len(ids), unit.shape[0])) for _ in range(5))
+    by_row, by_column = kernels.rating_triples(unit)
+    kernels.add_co_rated_sums(ids, by_row, by_column, (freq, sq_i, None, prods, s_i, s_j))
+    return freq, s_i, s_j, prods
 
 
 @dataclass(frozen=True)
