@@ -42,7 +42,8 @@ import numpy as np
 
 from ..utils._validation import check_int, check_real
 
-__all__ = ["OneRunAudit", "one_run_audit", "one_run_epsilon", "one_run_p_value"]
+__all__ = ["OneRunAudit", "default_guess_counts", "one_run_audit", "one_run_epsilon",
+           "one_run_p_value"]
 
 #: no bound is given above this ε (randomized response's accuracy is then 1 - 2e-22)
 _MAX_EPSILON = 50.0
