@@ -50,6 +50,16 @@ from ..utils._threads import map_blocks, thread_count
 _CELLS = 1 << 20
 
 
+def _row_entries(unit: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(owner, entries)``: the positions in ``unit.data`` of the stored cells of each of
+    ``rows``, and for each the index in ``rows`` of the row it belongs to."""
+    lengths = np.diff(unit.indptr)[rows]
+    owner = np.repeat(np.arange(len(rows)), lengths)
+    entries = (np.arange(lengths.sum()) + np.repeat(unit.indptr[rows] - np.cumsum(lengths)
+                                                    + lengths, lengths))
+    return owner, entries
+
+
 def _owners(ratings: sp.csr_matrix) -> np.ndarray:
     """The row of every stored entry."""
     return np.repeat(np.arange(ratings.shape[0]), np.diff(ratings.indptr))
@@ -200,10 +210,7 @@ def _sensitivity_by_arrays(unit: sp.csr_matrix, terms: list, rows: np.ndarray,
     # 1. removing one of u's own ratings: every cell of u's row
     by_column = sp.csr_matrix(unit.T)
     pattern = pattern_matrix(by_column)
-    lengths = np.diff(unit.indptr)[rows]
-    owner = np.repeat(np.arange(len(rows)), lengths)
-    entries = (np.arange(lengths.sum()) + np.repeat(unit.indptr[rows] - np.cumsum(lengths)
-                                                    + lengths, lengths))
+    owner, entries = _row_entries(unit, rows)
     step = max(1, _CELLS // max(sim.shape[1], 1))
     for start in range(0, len(entries), step):
         e, o = entries[start:start + step, None], owner[start:start + step]
@@ -276,10 +283,7 @@ def centered_pair_sensitivity(ratings: sp.csr_matrix, rows: np.ndarray, sim: np.
     # 1. removing one of u's own ratings: every cell of u's row
     by_column = sp.csr_matrix(unit.T)
     pattern = pattern_matrix(by_column)
-    lengths = np.diff(unit.indptr)[rows]
-    owner = np.repeat(np.arange(len(rows)), lengths)
-    entries = (np.arange(lengths.sum()) + np.repeat(unit.indptr[rows] - np.cumsum(lengths)
-                                                    + lengths, lengths))
+    owner, entries = _row_entries(unit, rows)
     step = max(1, _CELLS // max(unit.shape[0], 1))
     for start in range(0, len(entries), step):
         e, o = entries[start:start + step, None], owner[start:start + step]

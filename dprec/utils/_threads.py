@@ -90,16 +90,8 @@ if hasattr(os, "register_at_fork"):
 
 def map_on_dask(function: Callable[[S, T], R], state: S, blocks: Iterable[T]) -> list[R]:
     """``[function(state, block) for block in blocks]`` as tasks on the
-    ``dask.distributed`` client in scope, ``state`` sent to every worker once.
-
-    Raises
-    ------
-    ImportError
-        Without ``dask[distributed]`` (the ``dask`` extra).
-    ValueError
-        If no client is in scope (create one, e.g. ``Client(LocalCluster())``,
-        or an address of a running scheduler, before calling).
-    """
+    ``dask.distributed`` client in scope, ``state`` sent to every worker once; raises
+    as `dask_client_in_scope` without a client."""
     client = dask_client_in_scope()
     blocks = list(blocks)
     shared = client.scatter(state, broadcast=True, hash=False)
