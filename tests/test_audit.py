@@ -337,7 +337,7 @@ def test_the_vectorised_search_proposes_and_counts_what_a_naive_one_does(seed):
     """Every event the pilots propose (a key present, a frequent number or text, a
     threshold), with its counts on both sides, as a pandas search event by event finds:
     keys absent from one side, text and numbers under one key, NaN, ties."""
-    from dprec.audit.surface import _proposals, _Table
+    from dprec.audit.surface import SurfaceEvent, _proposals, _Table
 
     rng = np.random.default_rng(seed)
 
@@ -357,7 +357,8 @@ def test_the_vectorised_search_proposes_and_counts_what_a_naive_one_does(seed):
     runs_a = [run(0) for _ in range(int(rng.integers(5, 40)))]
     runs_b = [run(1) for _ in range(int(rng.integers(5, 40)))]
     expected = _naive_events(runs_a, runs_b)
-    found, counts_a, counts_b = _proposals(_Table(runs_a + runs_b), len(runs_a))
+    proposed, counts_a, counts_b = _proposals(_Table(runs_a + runs_b), len(runs_a))
+    found = [SurfaceEvent(*event) for event in proposed]
     assert len(found) == len(set(found))
     counted = {(e.key, e.kind, e.value): (a, b) for e, a, b in zip(found, counts_a, counts_b)}
     assert all(counted[e.key, e.kind, e.value] == (e.hits(runs_a).sum(), e.hits(runs_b).sum())

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from background import ROOT
+from runs import ROOT
 
 
 def test_bench_lenskit_quick_runs_and_says_lenskit_and_cornac_are_missing(tmp_path):

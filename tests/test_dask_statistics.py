@@ -25,7 +25,6 @@ from dprec.endtoend.partitions import PARTITION_RATINGS, partition_bounds
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("distributed") is None,
                        reason="dask[distributed] is not installed"),
-    pytest.mark.xdist_group("dask-statistics"),      # the clusters on one test worker
 ]
 
 #: name -> factory(**backend options); every one releases what it is named after (the

@@ -67,40 +67,6 @@ def test_backends_cv_quick(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_privacy_audit_quick_refutes_the_claims_and_not_the_guarantees(tmp_path, monkeypatch,
-                                                                      quick_release_audit,
-                                                                      capsys):
-    from dprec.experiments import privacy_audit, release_audit
-
-    # its last part, release_audit.run(quick=True, seed=0), is the session's table (conftest;
-    # tests/test_release_audits.py asserts on each row): the same call, not audited twice
-    calls, run = [], release_audit.run
-
-    def shared_run(quick=False, seed=0, progress=False):
-        calls.append((quick, seed))
-        if (quick, seed) == (True, 0):
-            return quick_release_audit.copy()
-        return run(quick=quick, seed=seed, progress=progress)
-
-    monkeypatch.setattr(release_audit, "run", shared_run)
-    table = privacy_audit.main(["--quick", "--out", str(tmp_path)])
-    assert not FITTING_MESSAGES.findall(capsys.readouterr().out)    # 826 lines of 864
-    assert calls == [(True, 0)]
-    surfaces = pd.read_csv(tmp_path / "release_audit.csv")
-    assert list(surfaces.scenario) == list(quick_release_audit.scenario)
-    assert not surfaces.refuted.any()
-    written = pd.read_csv(tmp_path / "privacy_audit.csv")
-    assert len(written) == len(table) == 14
-    assert (written.refuted == (written.status == "as published")).all()
-    assert set(written.status) == {"as published", "holds"}
-    composed = pd.read_csv(tmp_path / "cross_validated_privacy.csv")
-    assert list(composed.models) == ["fold 1", "fold 2", "2 folds composed"]
-    # the composed claim is the sum over the folds for the users in both
-    assert composed.worst_epsilon.iloc[-1] <= composed.worst_epsilon.iloc[:-1].sum()
-    assert composed.worst_epsilon.iloc[-1] >= composed.worst_epsilon.iloc[:-1].max()
-
-
-@pytest.mark.slow
 def test_end_to_end_quick_compares_every_model(tmp_path):
     from dprec.experiments import end_to_end
 

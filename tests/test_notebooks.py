@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from background import NOTEBOOKS
+from runs import NOTEBOOKS, execute_notebook
 
 #: a code cell that draws: it must show an image
 PLOTTING = re.compile(r"plt\.subplots|\.plot\(|\bImage\(")
@@ -35,9 +35,10 @@ def test_committed_notebook_is_executed_and_shows_its_figures(path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes_in_quick_mode(path, notebook_runs):
-    # executed in the background since collection (conftest.py, tests/background.py)
-    notebook, error, quick, added = notebook_runs[path]
+def test_notebook_executes_in_quick_mode(path):
+    pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    notebook, error, quick, added = execute_notebook(path)
     assert not added, f"the quick run wrote {added} into notebooks/, not its own folder"
     if error is not None:
         raise error

@@ -9,7 +9,7 @@ import sys
 
 import pandas as pd
 import pytest
-from background import ROOT, readme_commands
+from runs import ROOT, readme_commands, run_as_newcomer
 
 
 def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
@@ -181,19 +181,18 @@ def test_cv_on_a_dask_cluster_equals_the_local_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_readme_commands_work_for_an_offline_newcomer(newcomer_run):
+def test_readme_commands_work_for_an_offline_newcomer(tmp_path):
     """The README's first command in a fresh virtual environment, in a temporary copy of
     the repository without ``.venv``, with no data variable set and an empty home: the
-    demo falls back to synthetic data, says so, exits 0 and prints its report.  The run
-    started in the background when this test was collected (``conftest.py``).  The
+    demo falls back to synthetic data, says so, exits 0 and prints its report.  The
     second command is what CI runs verbatim on a clean checkout (checked above), so
     installing it here again would only repeat CI."""
-    code, out, err = newcomer_run.result(timeout=1200)
+    code, out, err, repo = run_as_newcomer(tmp_path)
     assert code == 0, err[-3000:]
     assert "synthetic" in err and "SURPRISE_DATA_FOLDER is not set" in err
     assert "lower is better" in out
     assert "KNNBasic's algorithm: RMSE equal on every fold" in out
-    assert (newcomer_run.repo / "results" / "demo.csv").is_file()
+    assert (repo / "results" / "demo.csv").is_file()
     # numba is installed with dprec; its first run compiles the kernels and says so
     assert "compiling dprec's kernels with Numba: once" in out
     assert re.search(r"compiled kernels ready in [\d.]+ s .*not in the timings", out)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from background import ROOT
+from runs import ROOT
 
 #: prepended to the Quickstart: no connection and no name lookup can be made (dprec
 #: promises never to download data)

@@ -213,11 +213,12 @@ def _equal_values(a: np.ndarray, b: np.ndarray, held_a: np.ndarray, held_b: np.n
     return column, value, _count(a, column, value), _count(b, column, value)
 
 
-def _proposals(pilots: _Table, n_a: int) -> tuple[list[SurfaceEvent], np.ndarray, np.ndarray]:
+def _proposals(pilots: _Table, n_a: int) -> tuple[list[tuple], np.ndarray, np.ndarray]:
     """Every event the pilots propose (runs ``:n_a`` on one dataset, the rest on the
-    other): a key present, a value that fills at least `FREQUENT` of one side's runs
-    holding the key, a threshold at the `QUANTILES` of the pooled numbers; and how many
-    runs of each side it holds in."""
+    other), as `SurfaceEvent`'s ``(key, kind, value)`` (thousands on a large release: the
+    events are made for the chosen few only): a key present, a value that fills at least
+    `FREQUENT` of one side's runs holding the key, a threshold at the `QUANTILES` of the
+    pooled numbers; and how many runs of each side it holds in."""
     a, b = slice(None, n_a), slice(n_a, None)
     numbers, texts, text_keys = pilots.numbers, pilots.texts, pilots.text_keys
     held_a, held_b = pilots.present[a].sum(axis=0), pilots.present[b].sum(axis=0)
@@ -232,7 +233,8 @@ def _proposals(pilots: _Table, n_a: int) -> tuple[list[SurfaceEvent], np.ndarray
     column, value = _thresholds(numbers)
     found.append((column, value.tolist(), "above", _count(numbers[a], column, value, True),
                   _count(numbers[b], column, value, True)))
-    events = [SurfaceEvent(pilots.keys[c], kind, v) for column, value, kind, *_ in found
+    keys = pilots.keys
+    events = [(keys[c], kind, v) for column, value, kind, *_ in found
               for c, v in zip(column.tolist(), value)]
     return (events, np.concatenate([f[3] for f in found]),
             np.concatenate([f[4] for f in found]))
@@ -244,7 +246,7 @@ def _best_events(pilots: _Table, n_a: int, n_events: int) -> list[SurfaceEvent]:
     events, counts_a, counts_b = _proposals(pilots, n_a)
     n_b = len(pilots.numbers) - n_a
     ratio = np.abs(np.log((counts_a + 0.5) / (n_a + 1)) - np.log((counts_b + 0.5) / (n_b + 1)))
-    return [events[n] for n in np.argsort(-ratio, kind="stable")[:n_events].tolist()]
+    return [SurfaceEvent(*events[n]) for n in np.argsort(-ratio, kind="stable")[:n_events].tolist()]
 
 
 def audit_surface(release: Callable, a, b, n_runs: int = 400, pilot_runs: int = 200,

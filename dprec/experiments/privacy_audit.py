@@ -443,7 +443,8 @@ def run(data: Dataset, quick: bool = False, seed: int = 0,
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataFrame:
     """The command line of ``dprec audit``: run the experiment on ``argv`` and write its
     results under ``--out`` (``--help`` for the options)."""
-    parser = experiment_parser(prog, __doc__, "results/privacy_audit", data=True)
+    parser = experiment_parser(prog, __doc__, "results/privacy_audit", data=True, n_jobs=1,
+                               jobs="release-audit scenarios audited")
     parser.add_argument("--quick", action="store_true",
                         help="synthetic data and a tenth of the runs (about a minute)")
     args = parser.parse_args(argv)
@@ -456,7 +457,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     table.to_csv(out / "privacy_audit.csv", index=False)
     composed = cross_validated_privacy(data, n_folds=2 if args.quick else 5, seed=args.seed)
     composed.to_csv(out / "cross_validated_privacy.csv", index=False)
-    surfaces = release_audit.run(quick=args.quick, seed=args.seed, progress=True)
+    surfaces = release_audit.run(quick=args.quick, seed=args.seed, progress=True,
+                                 n_jobs=args.n_jobs)
     surfaces.to_csv(out / "release_audit.csv", index=False)
     with pd.option_context("display.width", 200, "display.max_colwidth", 60):
         print(f"Privacy audits on {label} ({time.perf_counter() - start:.0f} s); lower bounds "

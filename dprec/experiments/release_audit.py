@@ -193,16 +193,15 @@ def released(model, users: Sequence, items: Sequence, outputs: Sequence[str] | N
     if "recommendations" in parts and hasattr(model, "recommend_batch"):
         known = [raw for raw in users if _inner(model.trainset, raw, True) is not None]
         lists = _call(model.recommend_batch, known, 3)     # one call: the lists as one batch
-        answered = set(known)
+        if isinstance(lists, str):
+            answered = dict.fromkeys(known, lists)
+        else:       # one pass over the batch: each user's items with their 0-based rank
+            answered = {raw: {} for raw in known}
+            for uid, iid, rank in zip(lists["uid"].tolist(), lists["iid"].tolist(),
+                                      lists["rank"].tolist()):
+                answered[uid][iid] = rank - 1
         for raw in users:
-            if raw not in answered:
-                out[f"recommend/{raw}"] = "unknown"
-            elif isinstance(lists, str):
-                out[f"recommend/{raw}"] = lists
-            else:
-                mine = lists[lists["uid"] == raw]
-                out[f"recommend/{raw}"] = dict(zip(mine["iid"].tolist(),
-                                                   (mine["rank"] - 1).tolist()))
+            out[f"recommend/{raw}"] = answered.get(raw, "unknown")
     if "arrays" in parts:
         out["arrays"] = _public_arrays(model)
     if "report" in parts:
