@@ -24,6 +24,9 @@ metrics
 membership
     Membership inference, user and rating level, with the one-run ε bound
     (`dprec.attacks.membership`; see [Membership inference](../membership.md)).
+shadow_membership
+    Zhang et al.'s user-level attack with a shadow model and a trained classifier,
+    [`shadow_membership_attack`][].
 
 See [The β-kNN attack](../attack.md) for the scenarios, the measures and the results.
 
@@ -45,9 +48,11 @@ from ..similarity import SketchRelease
 from ..utils._ratings import RatingArrays
 from .metrics import round_to_grid
 from .poisoning import AttackTarget, scenario_seed
+from .shadow_membership import shadow_membership_attack
 from .simulator import COLUMNS, BetaKNNAttack
 
-__all__ = ["COLUMNS", "AttackTarget", "BetaKNNAttack", "round_to_grid", "scenario_seed"]
+__all__ = ["COLUMNS", "AttackTarget", "BetaKNNAttack", "round_to_grid", "scenario_seed",
+           "shadow_membership_attack"]
 
 
 def fit_prepared(algo: PrivateKNN, trainset: Trainset, ratings: RatingArrays, sim: np.ndarray,

@@ -1,0 +1,92 @@
+"""Tests of dprec.attacks.shadow_membership (Zhang et al.'s attack with a shadow model): it
+finds a model whose recommendations follow its members' histories, finds nothing in a model
+that ignores its data (and then refutes nothing), is reproducible, and checks its arguments."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from surprise import AlgoBase, PredictionImpossible
+
+from dprec.attacks import shadow_membership_attack
+from dprec.datasets import synthetic
+
+DATA = synthetic(300, 200, 8000, random_state=0, as_arrays=True)
+
+
+class CoRated(AlgoBase):
+    """Memorises its training data: a known user's own training rating where it has one,
+    elsewhere 1 + 4 × (how often the item was co-rated with the user's training items,
+    over the user's largest such count); an unknown user gets Surprise's default."""
+
+    def fit(self, trainset):
+        AlgoBase.fit(self, trainset)
+        users, items, ratings = zip(*trainset.all_ratings())
+        rated = np.zeros((trainset.n_users, trainset.n_items))
+        rated[users, items] = 1.0
+        counts = rated @ (rated.T @ rated)
+        self.scores = 1.0 + 4.0 * counts / np.maximum(counts.max(axis=1, keepdims=True), 1.0)
+        self.known = {(u, i): r for u, i, r in zip(users, items, ratings)}
+        return self
+
+    def estimate(self, u, i):
+        if not (self.trainset.knows_user(u) and self.trainset.knows_item(i)):
+            raise PredictionImpossible("unknown user or item")
+        return self.known.get((u, i), self.scores[u, i])
+
+
+class Constant(AlgoBase):
+    """Ignores its data: 3 for every pair."""
+
+    def estimate(self, u, i):
+        return 3.0
+
+
+class FixedRanking(AlgoBase):
+    """Ignores its data: a score per raw item id, fixed by a hash (the same ranking for
+    every user, member or not)."""
+
+    def estimate(self, u, i):
+        raw = self.trainset.to_raw_iid(i) if isinstance(i, int) else str(i)[len("UKN__"):]
+        return 1.0 + 4.0 * (zlib.crc32(str(raw).encode()) % 1000) / 1000
+
+
+def test_a_model_that_memorises_its_members_is_found():
+    result = shadow_membership_attack(CoRated, DATA, 100, n_recommended=10, random_state=1)
+    assert result.roc.auc > 0.8
+    assert result.audit.epsilon > 1.0                 # a real lower bound, not just a ROC
+    assert (result.unit, result.view) == ("user", "own")
+    frame = result.scores
+    assert list(frame.columns) == ["uid", "included", "n_ratings", "probability", "score"]
+    assert np.allclose(frame["probability"], 1 / (1 + np.exp(-frame["score"])))
+
+
+@pytest.mark.parametrize("algo", [Constant, FixedRanking])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_model_that_ignores_its_data_is_not_found(algo, seed):
+    result = shadow_membership_attack(algo, DATA, 150, random_state=seed)
+    assert abs(result.roc.auc - 0.5) < 0.15           # 3 standard errors at 150 canaries
+    assert result.audit.epsilon < 0.5                 # no false refutation (1 of 6: 0.21)
+
+
+def test_the_same_seed_gives_the_same_scores():
+    first = shadow_membership_attack(CoRated, DATA, 60, random_state=7)
+    again = shadow_membership_attack(CoRated, DATA, 60, random_state=7)
+    assert first.scores.equals(again.scores)
+    other = shadow_membership_attack(CoRated, DATA, 60, random_state=8)
+    assert not first.scores["uid"].equals(other.scores["uid"])
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"n_canaries": 1}, "n_canaries"), ({"n_canaries": 299}, "n_canaries"),
+    ({"shadow_share": 0.0}, "shadow_share"), ({"shadow_share": 1.0}, "shadow_share"),
+    ({"shadow_share": 1.5}, "shadow_share"), ({"shadow_share": 0.01}, "shadow_share"),
+    ({"n_recommended": 0}, "n_recommended"), ({"n_factors": 0}, "n_factors"),
+    ({"n_factors": 200}, "n_factors"), ({"n_candidates": 0}, "n_candidates"),
+    ({"l2": -1.0}, "l2"), ({"confidence": 1.0}, "confidence"),
+])
+def test_bad_arguments_name_the_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        shadow_membership_attack(Constant, DATA, **{"random_state": 0, **kwargs})
