@@ -50,8 +50,7 @@ def test_dprec_audit_quick_refutes_the_claims_and_not_the_guarantees(tmp_path, c
     # the composed claim is the sum over the folds for the users in both
     assert composed.worst_epsilon.iloc[-1] <= composed.worst_epsilon.iloc[:-1].sum()
     assert composed.worst_epsilon.iloc[-1] >= composed.worst_epsilon.iloc[:-1].max()
-    surfaces = pd.read_csv(tmp_path / "release_audit.csv", keep_default_na=False,
-                           na_values=[""])
+    surfaces = pd.read_csv(tmp_path / "release_audit.csv")
     assert list(surfaces.scenario) == [s.name for s in QUICK]
     assert not surfaces.refuted.any(), surfaces[surfaces.refuted]
     measured = surfaces[np.isfinite(surfaces.claimed_epsilon)]

@@ -191,14 +191,16 @@ def _scale(rows: np.ndarray, sim: np.ndarray, s_j: np.ndarray, freq: np.ndarray,
     return scale.max(axis=1, initial=0.0)
 
 
-def _sensitivity_by_arrays(unit: sp.csr_matrix, terms: list, rows: np.ndarray,
-                           sim: np.ndarray, s_i: np.ndarray, s_j: np.ndarray,
-                           freq: np.ndarray, min_support: int) -> np.ndarray:
-    """[`centered_cosine_sensitivity`][] of a block of rows (unfloored), in numpy: every
-    removal as one array operation over a block of entries."""
+def _removal_changes(unit: sp.csr_matrix, terms, rows: np.ndarray, sim: np.ndarray,
+                     s_i: np.ndarray, s_j: np.ndarray, freq: np.ndarray, min_support: int):
+    """How far the similarities of the ``rows`` asked move when one stored rating is
+    removed, block by block of removals (at most `_CELLS` cells at once): yields
+    ``(True, owner, moved)`` for the removal of one of the asked rows' own ratings
+    (``moved[n]``: row ``owner[n]``'s whole row of similarities) and ``(False, v, moved)``
+    for the removal of one rating of row ``v[n]`` (``moved[:, n]``: the cells ``(u, v[n])``
+    of every row asked).  ``terms`` are `_removal_terms`' ``(g, a + g, 1 / d)``."""
     g, coefficient, inverse = terms
     support = max(min_support, 1)
-    sensitivity = np.zeros(len(rows))
 
     def change(s, c_sum, c, f, rated, e):
         """How far the similarities ``s`` move without the entries ``e``."""
@@ -211,15 +213,13 @@ def _sensitivity_by_arrays(unit: sp.csr_matrix, terms: list, rows: np.ndarray,
     by_column = sp.csr_matrix(unit.T)
     pattern = pattern_matrix(by_column)
     owner, entries = _row_entries(unit, rows)
-    step = max(1, _CELLS // max(sim.shape[1], 1))
+    step = max(1, _CELLS // max(unit.shape[0], 1))
     for start in range(0, len(entries), step):
         e, o = entries[start:start + step, None], owner[start:start + step]
         columns = unit.indices[e[:, 0]]
-        moved = change(sim[o], s_j[o], by_column[columns].toarray(), freq[o],
-                       pattern[columns].toarray(), e)
-        moved[np.arange(len(o)), rows[o]] = 0.0
-        np.maximum.at(sensitivity, o, moved.max(axis=1, initial=0.0))
-    # 2. removing one rating of any other row v: the cells (u, v) of every u asked
+        yield True, o, change(sim[o], s_j[o], by_column[columns].toarray(), freq[o],
+                              pattern[columns].toarray(), e)
+    # 2. removing one rating of any row v: the cells (u, v) of every u asked
     asked = unit[rows]
     mine, rated = asked.toarray(), pattern_matrix(asked).toarray()
     v_all = _owners(unit)
@@ -227,10 +227,25 @@ def _sensitivity_by_arrays(unit: sp.csr_matrix, terms: list, rows: np.ndarray,
     for start in range(0, unit.nnz, step):
         e = np.arange(start, min(start + step, unit.nnz))
         v, columns = v_all[e], unit.indices[e]
-        moved = change(sim[:, v], s_i[:, v], mine[:, columns], freq[:, v],
-                       rated[:, columns], e)
-        moved[rows[:, None] == v[None, :]] = 0.0
-        np.maximum(sensitivity, moved.max(axis=1, initial=0.0), out=sensitivity)
+        yield False, v, change(sim[:, v], s_i[:, v], mine[:, columns], freq[:, v],
+                               rated[:, columns], e)
+
+
+def _sensitivity_by_arrays(unit: sp.csr_matrix, terms: list, rows: np.ndarray,
+                           sim: np.ndarray, s_i: np.ndarray, s_j: np.ndarray,
+                           freq: np.ndarray, min_support: int) -> np.ndarray:
+    """[`centered_cosine_sensitivity`][] of a block of rows (unfloored), in numpy: every
+    removal as one array operation over a block of entries (`_removal_changes`), the
+    cells (u, u) left out."""
+    sensitivity = np.zeros(len(rows))
+    for own, owner, moved in _removal_changes(unit, terms, rows, sim, s_i, s_j, freq,
+                                              min_support):
+        if own:
+            moved[np.arange(len(owner)), rows[owner]] = 0.0
+            np.maximum.at(sensitivity, owner, moved.max(axis=1, initial=0.0))
+        else:
+            moved[rows[:, None] == owner[None, :]] = 0.0
+            np.maximum(sensitivity, moved.max(axis=1, initial=0.0), out=sensitivity)
     return sensitivity
 
 
@@ -265,44 +280,16 @@ def centered_pair_sensitivity(ratings: sp.csr_matrix, rows: np.ndarray, sim: np.
     ndarray of shape (len(rows), n_rows)
     """
     rows = np.asarray(rows, dtype=np.int64)
-    unit, g, coefficient, inverse = _removal_terms(ratings)
-    support = max(min_support, 1)
+    unit, *terms = _removal_terms(ratings)
     out = np.zeros((len(rows), unit.shape[0]))
-
-    def change(s, c_sum, c, f, rated, e):
-        """How far the similarities ``s`` move without the entries ``e``."""
-        new = (s + g[e] * c_sum - coefficient[e] * c) * inverse[e]
-        np.clip(new, -1.0, 1.0, out=new)
-        new[f - rated < support] = 0.0
-        return np.abs(s - new, out=new)
-
-    def first_of_runs(labels: np.ndarray) -> np.ndarray:
-        """Where each run of equal consecutive labels starts."""
-        return np.flatnonzero(np.r_[True, labels[1:] != labels[:-1]])
-
-    # 1. removing one of u's own ratings: every cell of u's row
-    by_column = sp.csr_matrix(unit.T)
-    pattern = pattern_matrix(by_column)
-    owner, entries = _row_entries(unit, rows)
-    step = max(1, _CELLS // max(unit.shape[0], 1))
-    for start in range(0, len(entries), step):
-        e, o = entries[start:start + step, None], owner[start:start + step]
-        columns = unit.indices[e[:, 0]]
-        moved = change(sim[o], s_j[o], by_column[columns].toarray(), freq[o],
-                       pattern[columns].toarray(), e)
-        runs = first_of_runs(o)
-        out[o[runs]] = np.maximum(out[o[runs]], np.maximum.reduceat(moved, runs, axis=0))
-    # 2. removing one rating of any row v: the cells (u, v) of every u asked
-    asked = unit[rows]
-    mine, rated = asked.toarray(), pattern_matrix(asked).toarray()
-    v_all = _owners(unit)
-    step = max(1, _CELLS // max(len(rows), 1))
-    for start in range(0, unit.nnz, step):
-        e = np.arange(start, min(start + step, unit.nnz))
-        v, columns = v_all[e], unit.indices[e]
-        moved = change(sim[:, v], s_i[:, v], mine[:, columns], freq[:, v],
-                       rated[:, columns], e)
-        runs = first_of_runs(v)
-        out[:, v[runs]] = np.maximum(out[:, v[runs]], np.maximum.reduceat(moved, runs, axis=1))
+    for own, owner, moved in _removal_changes(unit, terms, rows, sim, s_i, s_j, freq,
+                                              min_support):
+        runs = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # runs of one owner
+        if own:
+            out[owner[runs]] = np.maximum(out[owner[runs]],
+                                          np.maximum.reduceat(moved, runs, axis=0))
+        else:
+            out[:, owner[runs]] = np.maximum(out[:, owner[runs]],
+                                             np.maximum.reduceat(moved, runs, axis=1))
     out[np.arange(len(rows)), rows] = 0.0
     return out
