@@ -258,8 +258,11 @@ def test_membership_quick_measures_every_view_and_refutes_no_covered_claim(tmp_p
     assert (tmp_path / "membership.csv").is_file()
     assert list(table.columns[:-1]) == list(membership_inference.COLUMNS)
     # KNNBasic, SVD; DPBaseline and LocalKNN at ε = 1 with selected or public items;
-    # each: 2 units x 2 views
-    assert len(table) == (2 + 2 * 2) * 4
+    # each: 2 units x 2 views of the threshold attacks, and the shadow model's user-level
+    assert len(table) == (2 + 2 * 2) * 5
+    shadow = table[table["attack"] == "shadow"]
+    assert len(shadow) == 6 and (shadow["unit"] == "user").all() and (
+        shadow["view"] == "own").all() and not shadow["covered"].any()
     private = table[table["model"].isin(["DPBaseline", "LocalKNN"])]
     covered = private[private["covered"]]
     assert (covered["view"] == "others").all() and not covered["refuted"].any()

@@ -20,12 +20,16 @@ def test_readme_has_exactly_two_commands_and_ci_runs_the_test_one():
     assert commands[1] in ROOT.joinpath(".ci", "run").read_text()
 
 
-def test_demo_on_synthetic_data_writes_the_table(tmp_path):
+def test_demo_falls_back_to_synthetic_data_says_so_and_writes_the_table(tmp_path):
+    env = {"SURPRISE_DATA_FOLDER": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin"}
+    # --quick with --dataset auto and no data: the fallback to the quick synthetic shape;
+    # the folds run at once (--n-jobs 2); the serial full-size demo is the newcomer test's
     result = subprocess.run(
-        [sys.executable, "-m", "dprec", "demo", "--dataset", "synthetic", "--quick",
-         "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, check=True)
-    table = pd.read_csv(tmp_path / "demo.csv")
+        [sys.executable, "-m", "dprec", "demo", "--quick", "--dataset", "auto", "--n-jobs",
+         "2", "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=True)
+    assert "SURPRISE_DATA_FOLDER" in result.stderr and "synthetic" in result.stderr
+    table = pd.read_csv(tmp_path / "out" / "demo.csv")
     assert set(table.columns) >= {"algo", "fold", "rmse", "mae", "fit_time", "test_time"}
     assert table["algo"].nunique() >= 3 and len(table) == 2 * table["algo"].nunique()
     assert table[["rmse", "mae"]].notna().all().all()
@@ -117,19 +121,6 @@ def test_an_unusable_data_folder_is_explained_not_a_crash(value):
     assert result.returncode == 0 and "usage: dprec" in result.stdout
     assert f"SURPRISE_DATA_FOLDER={value!r}" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_demo_falls_back_to_synthetic_data_and_says_so(tmp_path):
-    env = {"SURPRISE_DATA_FOLDER": str(tmp_path / "empty"), "PATH": "/usr/bin:/bin"}
-    # --quick with --dataset auto: the fallback to the quick synthetic shape; the folds
-    # run at once (--n-jobs 2); the serial full-size demo is the newcomer test's
-    result = subprocess.run(
-        [sys.executable, "-m", "dprec", "demo", "--quick", "--dataset", "auto", "--n-jobs",
-         "2", "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=300, cwd=ROOT, env=env, check=True)
-    assert "SURPRISE_DATA_FOLDER" in result.stderr
-    assert "synthetic" in result.stderr
-    assert (tmp_path / "out" / "demo.csv").is_file()
 
 
 @pytest.mark.parametrize("command", ["demo", "cv", "selectors", "backends", "sketches", "sjlt",

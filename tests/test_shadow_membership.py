@@ -11,6 +11,7 @@ import pytest
 from surprise import AlgoBase, PredictionImpossible
 
 from dprec.attacks import shadow_membership_attack
+from dprec.attacks.shadow_membership import _Logistic, _Perceptron
 from dprec.datasets import synthetic
 
 DATA = synthetic(300, 200, 8000, random_state=0, as_arrays=True)
@@ -53,8 +54,10 @@ class FixedRanking(AlgoBase):
         return 1.0 + 4.0 * (zlib.crc32(str(raw).encode()) % 1000) / 1000
 
 
-def test_a_model_that_memorises_its_members_is_found():
-    result = shadow_membership_attack(CoRated, DATA, 100, n_recommended=10, random_state=1)
+@pytest.mark.parametrize("classifier", ["logistic", "mlp"])
+def test_a_model_that_memorises_its_members_is_found(classifier):
+    result = shadow_membership_attack(CoRated, DATA, 100, n_recommended=10,
+                                      classifier=classifier, random_state=1)
     assert result.roc.auc > 0.8
     assert result.audit.epsilon > 1.0                 # a real lower bound, not just a ROC
     assert (result.unit, result.view) == ("user", "own")
@@ -63,10 +66,12 @@ def test_a_model_that_memorises_its_members_is_found():
     assert np.allclose(frame["probability"], 1 / (1 + np.exp(-frame["score"])))
 
 
+@pytest.mark.parametrize("classifier", ["logistic", "mlp"])
 @pytest.mark.parametrize("algo", [Constant, FixedRanking])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_model_that_ignores_its_data_is_not_found(algo, seed):
-    result = shadow_membership_attack(algo, DATA, 150, random_state=seed)
+def test_a_model_that_ignores_its_data_is_not_found(algo, seed, classifier):
+    result = shadow_membership_attack(algo, DATA, 150, classifier=classifier,
+                                      random_state=seed)
     assert abs(result.roc.auc - 0.5) < 0.15           # 3 standard errors at 150 canaries
     assert result.audit.epsilon < 0.5                 # no false refutation (1 of 6: 0.21)
 
@@ -86,7 +91,20 @@ def test_the_same_seed_gives_the_same_scores():
     ({"n_recommended": 0}, "n_recommended"), ({"n_factors": 0}, "n_factors"),
     ({"n_factors": 200}, "n_factors"), ({"n_candidates": 0}, "n_candidates"),
     ({"l2": -1.0}, "l2"), ({"confidence": 1.0}, "confidence"),
+    ({"classifier": "svm"}, "classifier"), ({"hidden_units": 0}, "hidden_units"),
 ])
 def test_bad_arguments_name_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=name):
         shadow_membership_attack(Constant, DATA, **{"random_state": 0, **kwargs})
+
+
+def test_the_perceptron_learns_what_no_line_separates():
+    """XOR of two features' signs: a logistic regression stays at chance, the perceptron
+    (its gradient right, or L-BFGS stalls) separates it."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 2))
+    y = (x[:, 0] * x[:, 1] > 0)
+    line = _Logistic(x, y, l2=1.0).log_odds(x) > 0
+    curve = _Perceptron(x, y, l2=0.1, hidden=8, rng=np.random.default_rng(1)).log_odds(x) > 0
+    assert abs(np.mean(line == y) - 0.5) < 0.1
+    assert np.mean(curve == y) > 0.95

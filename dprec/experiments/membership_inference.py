@@ -5,9 +5,12 @@ For Surprise's `KNNBasic` and `SVD` and each end-to-end private model (`DPBaseli
 `DPItemKNN`, `DPALS`, `LocalKNN`) at every ε, with the item list chosen by private
 partition selection (the default) or given as a public catalogue (``items=``): the
 user-level and the rating-level attacks of
-[`dprec.attacks.membership`][], each in its two views (``own``: the answers to the
-canary's own user; ``others``: only the answers to other users), one fit each,
-with their one-run lower bound on ε at 95 % confidence.
+[`dprec.attacks.membership`][] (``attack="threshold"``), each in its two views
+(``own``: the answers to the canary's own user; ``others``: only the answers to
+other users), one fit each, and Zhang et al.'s shadow-model attack
+([`dprec.attacks.shadow_membership`][]; ``attack="shadow"``, user level, ``own``
+view: the canaries' recommendation lists), with their one-run lower bounds on ε at
+95 % confidence for the whole table (Bonferroni over its rows).
 
 Every dprec model shows a user's answers to that user alone (its report says so),
 so its claim covers the ``others`` view: `refuted` is true where that view's audit,
@@ -38,6 +41,7 @@ from tqdm import tqdm
 
 from ..accountant.entries import Unit
 from ..attacks.membership import membership_audit
+from ..attacks.shadow_membership import CLASSIFIERS, shadow_membership_attack
 from ..datasets.arrays import ArrayDataset
 from ..endtoend.dp_als import DPALS
 from ..endtoend.dp_baseline import DPBaseline
@@ -55,7 +59,7 @@ EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0)
 PRIVATE = {"DPBaseline": DPBaseline, "DPItemKNN": DPItemKNN, "DPALS": DPALS,
            "LocalKNN": LocalKNN}
 #: the columns of the table, in order
-COLUMNS = ("model", "epsilon", "items", "unit", "view", "mia_auc", "mia_tpr_1pct",
+COLUMNS = ("model", "epsilon", "items", "attack", "unit", "view", "mia_auc", "mia_tpr_1pct",
            "mia_tpr_01pct", "empirical_epsilon", "canaries", "claim", "guarantee",
            "claimed_epsilon", "claimed_delta", "claimed_unit", "covered", "refuted")
 
@@ -96,24 +100,31 @@ def claim(make: Callable[[], object], trainset) -> dict:
 
 def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tuple(PRIVATE),
         user_canaries: int = 200, rating_canaries: int = 1000, seed: int = 0,
-        progress: bool = True) -> pd.DataFrame:
-    """The table: one row per (model, ε, items, unit, view), `COLUMNS`."""
+        progress: bool = True, shadow_classifier: str = "logistic") -> pd.DataFrame:
+    """The table: one row per (model, ε, items, attack, unit, view), `COLUMNS`; the
+    shadow-model attack with ``user_canaries`` canaries and ``shadow_classifier``."""
     data = data if isinstance(data, ArrayDataset) else ArrayDataset.from_surprise(data)
     catalogue = data.item_ids.tolist()
     full = data.build_full_trainset()
     configs = configurations(epsilons, models)
-    each = 1.0 - 0.05 / (4 * len(configs))      # 95 % for the whole table (Bonferroni)
+    each = 1.0 - 0.05 / (5 * len(configs))      # 95 % for the whole table (Bonferroni)
     rows = []
     for config in tqdm(configs, desc="membership", disable=not progress):
         make = factory(config, catalogue, seed)
         claimed = claim(make, full)
         results = membership_audit(make, data, user_canaries, rating_canaries,
                                    confidence=each, random_state=seed)
-        for (unit, view), result in results.items():
+        attacked = [("threshold", result) for result in results.values()]
+        attacked.append(("shadow", shadow_membership_attack(
+            make, data, user_canaries, classifier=shadow_classifier, confidence=each,
+            random_state=seed)))
+        for attack, result in attacked:
+            unit, view = result.unit, result.view
             covers = covering(claimed["holds"], unit) if view == "others" else []
             unit_of, epsilon, delta = min(covers, key=lambda c: c[1],
                                           default=(None, math.inf, 0.0))
-            rows.append({**config, **result.summary(), "claim": claimed["claim"],
+            rows.append({**config, "attack": attack, **result.summary(),
+                         "claim": claimed["claim"],
                          "guarantee": claimed["guarantee"], "claimed_epsilon": epsilon,
                          "claimed_delta": delta,
                          "claimed_unit": "user" if unit_of == Unit.USER else
@@ -124,16 +135,20 @@ def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tupl
 
 
 def markdown_table(table: pd.DataFrame) -> str:
-    """The table of docs/membership.md: a row per model, ε and item list; per unit and
-    view, AUC / TPR at 1 % FPR / empirical ε; the claim."""
-    lines = ["| model | ε | items | user, own | user, others | rating, own | rating, others "
-             "| claim |", "| --- | ---: | --- | --- | --- | --- | --- | --- |"]
+    """The table of docs/membership.md: a row per model, ε and item list; per attack, unit
+    and view, AUC / TPR at 1 % FPR / empirical ε; the claim."""
+    columns = [("threshold", "user", "own"), ("threshold", "user", "others"),
+               ("shadow", "user", "own"), ("threshold", "rating", "own"),
+               ("threshold", "rating", "others")]
+    lines = ["| model | ε | items | user, own | user, others | user, own (shadow) "
+             "| rating, own | rating, others | claim |",
+             "| --- | ---: | --- | --- | --- | --- | --- | --- | --- |"]
     for (model, epsilon, items), rows in table.groupby(["model", "epsilon", "items"],
                                                        sort=False):
-        cell = {(row.unit, row.view): f"{row.mia_auc:.2f} / {row.mia_tpr_1pct:.2f} / "
-                f"{row.empirical_epsilon:.2f}" for row in rows.itertuples()}
-        cells = [cell.get((unit, view), "–") for unit in ("user", "rating")
-                 for view in ("own", "others")]
+        cell = {(row.attack, row.unit, row.view): f"{row.mia_auc:.2f} / "
+                f"{row.mia_tpr_1pct:.2f} / {row.empirical_epsilon:.2f}"
+                for row in rows.itertuples()}
+        cells = [cell.get(column, "–") for column in columns]
         eps = "–" if math.isinf(epsilon) else f"{epsilon:g}"
         lines.append(f"| {model} | {eps} | {items} | " + " | ".join(cells)
                      + f" | {rows['claim'].iloc[0]} |")
@@ -153,16 +168,18 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
                         help="canary users per fit (default 200)")
     parser.add_argument("--rating-canaries", type=POSITIVE_INT, default=1000, quick=300,
                         help="canary ratings per fit (default 1000)")
+    parser.add_argument("--shadow-classifier", choices=CLASSIFIERS, default="logistic",
+                        help="the shadow-model attack's classifier (default logistic)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data, label = experiment_data(args)
     models = ("DPBaseline", "LocalKNN") if args.quick else tuple(PRIVATE)
     table = run(data, args.epsilons, models, args.user_canaries, args.rating_canaries,
-                args.seed).assign(dataset=label)
+                args.seed, shadow_classifier=args.shadow_classifier).assign(dataset=label)
     table.to_csv(out / "membership.csv", index=False)
-    shown = table[["model", "epsilon", "items", "unit", "view", "mia_auc", "mia_tpr_1pct",
-                   "empirical_epsilon", "claimed_epsilon", "refuted"]]
+    shown = table[["model", "epsilon", "items", "attack", "unit", "view", "mia_auc",
+                   "mia_tpr_1pct", "empirical_epsilon", "claimed_epsilon", "refuted"]]
     print(shown.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return table
 
