@@ -98,9 +98,28 @@ def test_bad_arguments_name_the_parameter(kwargs, name):
         shadow_membership_attack(Constant, DATA, **{"random_state": 0, **kwargs})
 
 
+@pytest.mark.parametrize("l2", [0.0, 0.7, 5.0])
+def test_the_perceptrons_gradient_matches_its_loss(l2):
+    """The hand-written gradient against finite differences, at the start and at random
+    weights; the penalty is on the two weight matrices only (not the intercepts)."""
+    from scipy.optimize import check_grad
+
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(50, 4)), rng.random(50) < 0.4
+    net = _Perceptron(x, y, l2=l2, hidden=5, rng=np.random.default_rng(0))
+    for w in (net.start, rng.normal(size=net.start.size)):
+        error = check_grad(lambda v: net.loss(v)[0], lambda v: net.loss(v)[1], w)
+        assert error < 1e-5 * max(1.0, np.linalg.norm(net.loss(w)[1]))
+    w = rng.normal(size=net.start.size)
+    bare = _Perceptron(x, y, l2=0.0, hidden=5, rng=np.random.default_rng(0))
+    w1, b1, w2, b2 = net._unpack(w)
+    penalty = 0.5 * l2 * (np.sum(w1 ** 2) + np.sum(w2 ** 2))
+    assert np.isclose(net.loss(w)[0] - bare.loss(w)[0], penalty)
+
+
 def test_the_perceptron_learns_what_no_line_separates():
     """XOR of two features' signs: a logistic regression stays at chance, the perceptron
-    (its gradient right, or L-BFGS stalls) separates it."""
+    separates it."""
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, 2))
     y = (x[:, 0] * x[:, 1] > 0)

@@ -169,27 +169,28 @@ class _Perceptron:
         self.mean = features.mean(axis=0)
         scale = features.std(axis=0)
         self.scale = np.where(scale > 0, scale, 1.0)
-        x = (features - self.mean) / self.scale
-        y = labels.astype(np.float64)
-        d = x.shape[1]
+        self.x, self.y, self.l2 = (features - self.mean) / self.scale, labels.astype(
+            np.float64), l2
+        d = self.x.shape[1]
         self.shapes = ((d, hidden), (hidden,), (hidden,), ())
-
-        def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
-            w1, b1, w2, b2 = self._unpack(w)
-            h = np.tanh(x @ w1 + b1)
-            z = h @ w2 + b2
-            value = (np.sum(np.logaddexp(0.0, z) - y * z)
-                     + 0.5 * l2 * (np.sum(w1 * w1) + np.sum(w2 * w2)))
-            dz = expit(z) - y
-            dh = np.outer(dz, w2) * (1.0 - h * h)
-            grad = (x.T @ dh + l2 * w1, dh.sum(axis=0), h.T @ dz + l2 * w2, dz.sum())
-            return float(value), np.concatenate([np.ravel(g) for g in grad])
-
-        start = np.concatenate([rng.normal(0.0, 1.0 / np.sqrt(d), d * hidden),
-                                np.zeros(hidden), rng.normal(0.0, 1.0 / np.sqrt(hidden),
-                                                             hidden), [0.0]])
-        self.weights = minimize(loss, start, jac=True, method="L-BFGS-B",
+        self.start = np.concatenate([rng.normal(0.0, 1.0 / np.sqrt(d), d * hidden),
+                                     np.zeros(hidden),
+                                     rng.normal(0.0, 1.0 / np.sqrt(hidden), hidden), [0.0]])
+        self.weights = minimize(self.loss, self.start, jac=True, method="L-BFGS-B",
                                 options={"maxiter": 1000}).x
+
+    def loss(self, w: np.ndarray) -> tuple[float, np.ndarray]:
+        """The penalised log-loss of the weights ``w`` (flat) and its gradient."""
+        w1, b1, w2, b2 = self._unpack(w)
+        x, y, l2 = self.x, self.y, self.l2
+        h = np.tanh(x @ w1 + b1)
+        z = h @ w2 + b2
+        value = np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * l2 * (np.sum(w1 * w1)
+                                                                   + np.sum(w2 * w2))
+        dz = expit(z) - y
+        dh = np.outer(dz, w2) * (1.0 - h * h)
+        grad = (x.T @ dh + l2 * w1, dh.sum(axis=0), h.T @ dz + l2 * w2, dz.sum())
+        return float(value), np.concatenate([np.ravel(g) for g in grad])
 
     def _unpack(self, w: np.ndarray) -> list[np.ndarray]:
         parts, at = [], 0

@@ -9,7 +9,8 @@ user-level and the rating-level attacks of
 (``own``: the answers to the canary's own user; ``others``: only the answers to
 other users), one fit each, and Zhang et al.'s shadow-model attack
 ([`dprec.attacks.shadow_membership`][]; ``attack="shadow"``, user level, ``own``
-view: the canaries' recommendation lists), with their one-run lower bounds on ε at
+view: the canaries' recommendation lists; two fits, whose noise is drawn apart), with
+their one-run lower bounds on ε at
 95 % confidence for the whole table (Bonferroni over its rows).
 
 Every dprec model shows a user's answers to that user alone (its report says so),
@@ -31,10 +32,12 @@ Writes ``membership.csv`` under ``--out`` (default ``results/membership``):
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from surprise import SVD, KNNBasic
 from tqdm import tqdm
@@ -86,6 +89,15 @@ def factory(config: dict, catalogue: list, random_state) -> Callable[[], object]
     return lambda: model(epsilon=config["epsilon"], items=items, random_state=random_state)
 
 
+def fresh_seeds(config: dict, catalogue: list, seed: int | None) -> Callable[[], object]:
+    """A new unfitted model of the row ``config`` on each call, each with a seed of its own
+    derived from ``seed`` (the shadow-model attack's shadow and target models must not
+    share their noise: the attacker does not know the target's)."""
+    calls = itertools.count(1)
+    return lambda: factory(config, catalogue, None if seed is None else int(
+        np.random.SeedSequence([seed, next(calls)]).generate_state(1)[0]))()
+
+
 def claim(make: Callable[[], object], trainset) -> dict:
     """The claim of a model fitted with fresh noise on ``trainset``: its report's label,
     category, and its claims that hold, ``{Unit: (ε, δ)}``
@@ -102,7 +114,8 @@ def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tupl
         user_canaries: int = 200, rating_canaries: int = 1000, seed: int = 0,
         progress: bool = True, shadow_classifier: str = "logistic") -> pd.DataFrame:
     """The table: one row per (model, ε, items, attack, unit, view), `COLUMNS`; the
-    shadow-model attack with ``user_canaries`` canaries and ``shadow_classifier``."""
+    shadow-model attack with ``user_canaries`` canaries (none below 2) and
+    ``shadow_classifier``, its shadow and target models seeded apart (`fresh_seeds`)."""
     data = data if isinstance(data, ArrayDataset) else ArrayDataset.from_surprise(data)
     catalogue = data.item_ids.tolist()
     full = data.build_full_trainset()
@@ -115,9 +128,10 @@ def run(data, epsilons: Sequence[float] = EPSILONS, models: Sequence[str] = tupl
         results = membership_audit(make, data, user_canaries, rating_canaries,
                                    confidence=each, random_state=seed)
         attacked = [("threshold", result) for result in results.values()]
-        attacked.append(("shadow", shadow_membership_attack(
-            make, data, user_canaries, classifier=shadow_classifier, confidence=each,
-            random_state=seed)))
+        if user_canaries >= 2:   # the shadow and the target models: noise of their own
+            attacked.append(("shadow", shadow_membership_attack(
+                fresh_seeds(config, catalogue, seed), data, user_canaries,
+                classifier=shadow_classifier, confidence=each, random_state=seed)))
         for attack, result in attacked:
             unit, view = result.unit, result.view
             covers = covering(claimed["holds"], unit) if view == "others" else []
