@@ -195,7 +195,10 @@ semantics, the papers' user semantics), each private one at ε ∈ {0.5, 1, 2,
 cross-validation on the training folds only. Accuracy is RMSE and
 precision@10; security is the gain of the pooled β-kNN attack over what the
 crowd reveals (50 targets, β ∈ {1, 2, 4, 8}, the attacker picks the best β)
-and ReuseKNN's share of vulnerable users. Each configuration is labelled by
+and ReuseKNN's share of vulnerable users. Privacy is measured too: one fit
+per configuration with canary users and ratings gives the membership
+attacks' AUC and a one-run lower bound on ε, set against the ε its report
+claims. Each configuration is labelled by
 what the privacy report of the configuration fitted with fresh noise
 computes for its worst user, never by the `epsilon` given: `privacy` (its ε,
 δ, unit and status, with the users outside the guarantee if any) and
@@ -204,11 +207,10 @@ or users only), *as published* (a paper's claim dprec does not guarantee) or
 *none*.
 
 The full run is `python experiments/frontier.py --anchor` (MovieLens 100k,
-671 configurations, about four hours on 2 cores); with `DPREC_QUICK=1` this
+671 configurations; its time on 2 cores is on the documentation's *Frontier*
+page, `docs/frontier.md`, which quotes the same run); with `DPREC_QUICK=1` this
 notebook runs a small synthetic version in seconds. The outputs saved below
-are from the run before the centred cosine joined the grid (587
-configurations); the documentation's *Frontier* page (`docs/frontier.md`)
-gives the 671-configuration run and where the centred cosine changes it.""",
+are from that full run.""",
 SETUP,
 '''from dprec.experiments import frontier
 
@@ -217,7 +219,7 @@ if QUICK:
     frontier.main(["--quick", "--out", "frontier_out"])
     saved = Path("frontier_out") / "frontier.csv"
 elif not saved.exists():
-    print("no saved full run: running it now (MovieLens 100k, about four hours on 2 cores)")
+    print("no saved full run: running it now (MovieLens 100k, hours on 2 cores)")
     frontier.main(["--anchor", "--out", str(RESULTS / "frontier")])
 table = pd.read_csv(saved)
 print(f"{len(table)} configurations; Pareto-optimal for RMSE: {table.pareto_rmse.sum()}, "
@@ -234,13 +236,31 @@ pareto[columns].round(3)''',
 '''# per accuracy level: the most resistant configuration at least that accurate
 pd.read_csv(Path(saved).with_name("by_accuracy.csv")).round(3)''',
 '''# the references, and the most accurate configuration of each guarantee label
-best = table.dropna(subset=["rmse"]).sort_values("rmse").groupby("guarantee").head(1)
+best = table.dropna(subset=["rmse"]).sort_values("rmse", kind="stable").groupby("guarantee").head(1)
 pd.concat([table[table.family == "reference"], best])[columns].round(3)''',
 '''# ReuseKNN's vulnerable users: mean share per neighbourhood and selector
 print(table.groupby(["neighbourhood", "selector"]).vulnerable.mean().unstack().round(3))
 anchor = Path(saved).with_name("anchor.csv")
 if anchor.exists():
     print(pd.read_csv(anchor).round(3).to_string(index=False))''',
+"""md:## The privacy axis: membership and an empirical ε
+
+Each configuration was fitted once more with 200 canary users and 1,000
+canary ratings, each in the training data with probability ½. The membership
+attacks' AUC reads the answers a user receives (what a configuration leaks to
+whoever sees them); the one-run audit (Steinke, Nasr & Jagielski, 2023) turns
+the guesses on the answers to *other* users, the view every dprec claim
+covers, into a lower bound on ε at 95 % for the whole table. A bound above a
+claim that holds would refute it; the figure marks each claim.""",
+'''figure = Path(saved).with_name("privacy.png")
+frontier.plot_privacy(table, figure)
+Image(filename=str(figure), width=900)''',
+'''# the largest leakage and the largest bound under each guarantee label
+measured = ["mia_auc_user", "mia_auc_rating", "empirical_epsilon_user",
+            "empirical_epsilon_rating", "own_epsilon_user"]
+table.groupby("guarantee")[measured].max().round(3)''',
+'''# where a claim (that holds, or as published) is below what the audit measures
+frontier.disagreements(table).round(3)''',
 """md:## The earlier sweep: every selector and backend against β and ε
 
 The attack in the papers' user neighbourhood (`k = 20`, plain co-rated

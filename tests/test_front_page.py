@@ -8,6 +8,8 @@ import re
 import unicodedata
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -109,9 +111,9 @@ def test_the_frontier_page_quotes_the_same_run():
             f"cosine's {numbers['centred_cosine']} it reaches "
             f"{numbers['centred_largest_gain']:.3f}") in flat
     for best in numbers["best"]:
+        gain = "—" if best["largest_gain"] is None else f"{best['largest_gain']:.3f}"
         row = re.compile(rf"^\| {best['guarantee']} \| [^|]+ \| {best['rmse']:.3f} \| "
-                         rf"{best['precision@10']:.3f} \| {best['largest_gain']:.3f} \|$",
-                         re.MULTILINE)
+                         rf"{best['precision@10']:.3f} \| {gain} \|$", re.MULTILINE)
         assert row.search(page), best
 
 
@@ -160,6 +162,49 @@ def test_the_headline_is_computed_from_the_frontier_table():
         ("as published", "RR-MinHash / PPNS / basic / user, ε = 2, λ = ∞"),
         ("in part", "centred cosine / PNCF corrected / means / user, ε = 5, λ = 16"),
         ("holds", "`DPItemKNN`, ε = 5")]
+    assert front_page.describe(pd.Series({"config": "DPBaseline (user)/eps=5", "epsilon": 5.0,
+                                          "family": "end-to-end"})) == "`DPBaseline` (user), ε = 5"
     region = front_page.readme_region(numbers)
     assert "8 configurations" in region and "| holds | `DPItemKNN`, ε = 5 | 0.983 |" in region
     assert all(len(line) <= 200 for line in region.splitlines())
+
+
+def test_the_notebook_shows_the_run_the_docs_quote():
+    """The frontier notebook's saved outputs come from the run that docs/frontier.json
+    records (its outputs were once from an older, 587-configuration run): the counts of
+    configurations and of Pareto-optimal ones that its first table cell prints."""
+    nbformat = pytest.importorskip("nbformat")
+    numbers = _numbers()
+    notebook = nbformat.read(ROOT / "notebooks" / "accuracy_vs_security.ipynb", as_version=4)
+    printed = "".join(output.get("text", "") for cell in notebook.cells
+                      if cell.cell_type == "code" for output in cell.outputs)
+    counts = re.search(r"(\d+) configurations; Pareto-optimal for RMSE: (\d+), for "
+                       r"precision@10: (\d+)", printed)
+    assert counts, "the notebook prints no frontier counts: build_notebooks.py --execute"
+    assert tuple(map(int, counts.groups())) == (
+        numbers["configurations"], numbers["pareto_rmse"], numbers["pareto_precision"])
+
+
+def test_the_privacy_figures_count_what_the_axis_measured():
+    """`privacy_figures` reads the privacy axis's columns: the configurations measured, the
+    largest bound over both units, the claims (finite) and those refuted, the *as
+    published* ones, and the own-view leaks (user AUC ≥ 0.9); None without the axis."""
+    import numpy as np
+    import pandas as pd
+
+    from dprec.experiments import front_page
+
+    nan, inf = np.nan, np.inf
+    frame = pd.DataFrame({
+        "guarantee": ["none", "as published", "holds", "holds", "none"],
+        "empirical_epsilon_user": [0.0, 0.4, 0.0, 0.1, nan],
+        "empirical_epsilon_rating": [0.2, 0.0, 0.3, 0.0, nan],
+        "claimed_epsilon": [inf, inf, 1.0, 2.0, nan],
+        "published_epsilon": [nan, 83.5, nan, nan, nan],
+        "refuted": [False, False, False, True, False],
+        "published_refuted": [False, True, False, False, False],
+        "mia_auc_user": [1.0, 0.95, 0.5, 0.91, nan]})
+    assert front_page.privacy_figures(frame) == {
+        "measured": 4, "largest_bound": 0.4, "claims": 2, "refuted": 1, "published": 1,
+        "published_refuted": 1, "own_leak": 3, "own_leak_holds": 1, "holds_measured": 2}
+    assert front_page.privacy_figures(frame.drop(columns="empirical_epsilon_user")) is None

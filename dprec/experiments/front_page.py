@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 #: the README's generated region lies between these two lines
@@ -53,7 +54,8 @@ def _number(value, digits: int = 3) -> float | None:
 
 def describe(row: pd.Series) -> str:
     """A configuration as the tables name it: ``"centred cosine / PPNS / baseline / user,
-    ε = 2, λ = 16"``, ``"`DPItemKNN`, ε = 5"``, ``"`KNNBaseline` (pearson-baseline)"``."""
+    ε = 2, λ = 16"``, ``"`DPBaseline` (user), ε = 5"``, ``"`KNNBaseline`
+    (pearson-baseline)"``."""
     epsilon = "" if pd.isna(row.epsilon) else f", ε = {float(row.epsilon):g}"
     if row.family == "knn":
         text = " / ".join([SIMILARITY.get(row.similarity, row.similarity),
@@ -64,7 +66,8 @@ def describe(row: pd.Series) -> str:
         return text
     if row.config == "KNNBaseline":
         return "`KNNBaseline` (pearson-baseline)"
-    return f"`{row.config.split('/eps=')[0]}`{epsilon}"
+    name, _, variant = row.config.split("/eps=")[0].partition(" (")   # "DPBaseline (user)"
+    return f"`{name}`" + (f" ({variant}" if variant else "") + epsilon
 
 
 def headline(frontier: pd.DataFrame, folds: int) -> dict:
@@ -91,6 +94,8 @@ def headline(frontier: pd.DataFrame, folds: int) -> dict:
     return {
         "source": "a run's frontier.csv, by dprec.experiments.front_page.headline",
         "configurations": len(frontier), "attacked": len(attacked), "folds": int(folds),
+        "pareto_rmse": int(frontier.get("pareto_rmse", pd.Series(dtype=bool)).sum()),
+        "pareto_precision": int(frontier.get("pareto_precision", pd.Series(dtype=bool)).sum()),
         "targets": int(attacked.targets.max()) if len(attacked) else 0,
         "betas": sorted(int(c[len("gain_b"):]) for c in frontier if c.startswith("gain_b")),
         "epsilons": sorted(float(e) for e in frontier.epsilon.dropna().unique()),
@@ -103,7 +108,29 @@ def headline(frontier: pd.DataFrame, folds: int) -> dict:
         "centred_cosine": len(centred), "centred_largest_gain": _number(centred.max_gain.max()),
         "end_to_end_largest_gain": _number(end_to_end.max_gain.max()),
         "end_to_end_cost": [_number(cost.min()), _number(cost.max())],
-        "best": best}
+        "best": best, "privacy": privacy_figures(frontier)}
+
+
+def privacy_figures(frontier: pd.DataFrame) -> dict | None:
+    """The privacy axis's figures (`dprec.experiments.frontier_privacy`), None for a run
+    without it: the configurations measured; the largest one-run bound in the view the
+    claims cover (users' and ratings'); the claims that hold and those *as published*,
+    and how many of each the audit refuted; the configurations whose own-view user AUC
+    is at least 0.9, in all and among those whose guarantee holds."""
+    if "empirical_epsilon_user" not in frontier:
+        return None
+    measured = frontier.dropna(subset=["empirical_epsilon_user"])
+    holds = measured[measured.guarantee == "holds"]
+    bounds = measured[["empirical_epsilon_user", "empirical_epsilon_rating"]].max(axis=1)
+    claimed = np.isfinite(measured.claimed_epsilon.astype(float))
+    published = measured.published_epsilon.notna()
+    return {"measured": len(measured), "largest_bound": _number(bounds.max()),
+            "claims": int(claimed.sum()), "refuted": int(measured.refuted.astype(bool).sum()),
+            "published": int(published.sum()),
+            "published_refuted": int(measured.published_refuted.astype(bool).sum()),
+            "own_leak": int((measured.mia_auc_user >= 0.9).sum()),
+            "own_leak_holds": int((holds.mia_auc_user >= 0.9).sum()),
+            "holds_measured": len(holds)}
 
 
 #: the README's region; the fields are `headline`'s, with ``rows`` its table's rows
@@ -149,6 +176,21 @@ every ε; they are
 against
   `BaselineOnly` at 943 users, less with more users
   ([docs/end_to_end.md](docs/end_to_end.md#accuracy-against-the-number-of-users)).
+{privacy_bullet}"""
+
+#: the bullet of the privacy axis (`privacy_figures`), when the run has it
+PRIVACY = """\
+- **Privacy measured, not only claimed.** Each of the {measured:,} configurations is fitted
+  once more with canary users and ratings: in the view the claims cover (the answers to
+  other users) the one-run audit's largest lower bound is ε ≥ {largest_bound:.2f}; it
+  refutes {refuted} of the {claims} claims that hold and {published_refuted} of the \
+{published} *as published*
+  (dprec's neighbouring-dataset audits refute those; a bound below a claim says that these
+  membership attacks did not refute it, not that it is tight).
+  A user's own answers give membership away (user AUC ≥ 0.9) in {own_leak:,} \
+configurations, {own_leak_holds} of
+  the {holds_measured} that hold among them: shown to that user alone, outside every claim
+  ([docs/frontier.md](docs/frontier.md#the-privacy-axis)).
 """
 
 
@@ -162,7 +204,9 @@ def readme_region(numbers: dict) -> str:
     fields = {**numbers, "rows": rows, "cost_low": numbers["end_to_end_cost"][0],
               "cost_high": numbers["end_to_end_cost"][1],
               "epsilons": ", ".join(f"{e:g}" for e in numbers["epsilons"]),
-              "betas": ", ".join(str(b) for b in numbers["betas"])}
+              "betas": ", ".join(str(b) for b in numbers["betas"]),
+              "privacy_bullet": "" if numbers.get("privacy") is None
+              else PRIVACY.format(**numbers["privacy"])}
     return f"{BEGIN}\n{TEMPLATE.format(**fields)}{END}"
 
 

@@ -206,7 +206,7 @@ def plot_privacy(frontier: pd.DataFrame, path: str | Path) -> None:
     """RMSE against the empirical ε (the larger of the user and rating bounds in the
     covered view; the ``own`` view's user bound in grey), each claimed ε marked by a
     cross on the same row; one colour per family."""
-    fig, ax = subplots(figsize=(9, 5.5))
+    fig, ax = subplots(figsize=(9, 6.5))
     colours = {"reference": "tab:grey", "knn": "tab:blue", "end-to-end": "tab:green"}
     measured = frontier[["empirical_epsilon_user", "empirical_epsilon_rating"]].max(axis=1)
     for family, part in frontier.groupby("family", sort=False):
@@ -214,12 +214,13 @@ def plot_privacy(frontier: pd.DataFrame, path: str | Path) -> None:
         ax.scatter(measured[part.index], part.rmse, s=18, color=colour, alpha=0.8,
                    label=f"{family}: measured (others' answers)")
         claimed = part[np.isfinite(part.claimed_epsilon)]
-        ax.scatter(claimed.claimed_epsilon, claimed.rmse, marker="x", s=28, color=colour,
-                   label=f"{family}: claimed ε")
+        if len(claimed):
+            ax.scatter(claimed.claimed_epsilon, claimed.rmse, marker="x", s=28, color=colour,
+                       label=f"{family}: claimed ε")
     ax.scatter(frontier.own_epsilon_user, frontier.rmse, s=10, color="0.6", alpha=0.5,
                label="measured on a user's own answers (no claim covers it)")
     ax.set_xlabel("ε (one-run lower bound at 95 %, or the report's claim)")
     ax.set_ylabel("RMSE")
     ax.set_title("Accuracy against measured and claimed privacy")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)   # off the data
     save(fig, path)
