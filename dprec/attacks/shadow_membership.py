@@ -77,8 +77,6 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.optimize import minimize
-from scipy.sparse.linalg import svds
 from scipy.special import expit
 
 from ..audit.one_run import one_run_audit
@@ -94,6 +92,8 @@ def _item_vectors(data: ArrayDataset, users: np.ndarray, n_factors: int,
                   rng: np.random.Generator) -> np.ndarray:
     """The ``(n_items, n_factors)`` item vectors $\\Sigma v_i$ of the truncated SVD of the
     rating matrix of ``users`` (user codes)."""
+    from scipy.sparse.linalg import svds  # here: scipy's solvers cost every import 0.2 s
+
     rows = np.flatnonzero(np.isin(data.user_codes, users))
     local = np.searchsorted(np.sort(users), data.user_codes[rows])
     matrix = sp.csr_matrix((data.ratings[rows], (local, data.item_codes[rows])),
@@ -151,6 +151,8 @@ class _Logistic:
             value = np.sum(np.logaddexp(0.0, z) - y * z) + 0.5 * l2 * np.sum(penalised * w * w)
             return float(value), x.T @ (expit(z) - y) + l2 * penalised * w
 
+        from scipy.optimize import minimize  # here: see `_item_vectors`
+
         fit = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B")
         self.weights = fit.x
 
@@ -176,6 +178,8 @@ class _Perceptron:
         self.start = np.concatenate([rng.normal(0.0, 1.0 / np.sqrt(d), d * hidden),
                                      np.zeros(hidden),
                                      rng.normal(0.0, 1.0 / np.sqrt(hidden), hidden), [0.0]])
+        from scipy.optimize import minimize  # here: see `_item_vectors`
+
         self.weights = minimize(self.loss, self.start, jac=True, method="L-BFGS-B",
                                 options={"maxiter": 1000}).x
 

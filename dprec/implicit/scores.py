@@ -173,11 +173,6 @@ def _first_k_sums_py(left_ptr, left_idx, left_w, right_ptr, right_idx, right_w, 
                     counts[q, t] += 1
 
 
-if kernels.AVAILABLE:  # pragma: no branch - which runs depends on the environment
-    _top_k_sums_compiled = kernels.njit(nogil=True, cache=True)(_top_k_sums_py)
-    _first_k_sums_compiled = kernels.njit(nogil=True, cache=True)(_first_k_sums_py)
-
-
 def _contributions(left: LeftRows, right: sp.csr_matrix, rows: slice
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`(row, target, weight)` of every contribution of the left rows `rows`."""
@@ -263,14 +258,15 @@ def top_k_sums(left: LeftRows, right: sp.csr_matrix, k: int,
         _top_k_sums_numpy((left_ptr, left_idx, left_w), right, k, scores, counts)
         return scores, counts
     if ordered:
-        _first_k_sums_compiled(left_ptr, left_idx, left_w, right.indptr.astype(np.int64),
-                               right.indices.astype(np.int64), right.data.astype(np.float64),
-                               int(k), scores, counts)
+        kernels.compile_kernel(_first_k_sums_py)(
+            left_ptr, left_idx, left_w, right.indptr.astype(np.int64),
+            right.indices.astype(np.int64), right.data.astype(np.float64), int(k), scores,
+            counts)
         return scores, counts
     largest = int(_row_loads(left_ptr, left_idx, right).max()) if n_rows else 0
-    _top_k_sums_compiled(left_ptr, left_idx, left_w, right.indptr.astype(np.int64),
-                         right.indices.astype(np.int64), right.data.astype(np.float64),
-                         int(k), scores, counts, np.zeros(n_targets, np.int64),
-                         np.zeros(n_targets, np.int64), np.zeros(n_targets, np.int64),
-                         np.zeros(max(largest, 1)))
+    kernels.compile_kernel(_top_k_sums_py)(
+        left_ptr, left_idx, left_w, right.indptr.astype(np.int64),
+        right.indices.astype(np.int64), right.data.astype(np.float64), int(k), scores, counts,
+        np.zeros(n_targets, np.int64), np.zeros(n_targets, np.int64),
+        np.zeros(n_targets, np.int64), np.zeros(max(largest, 1)))
     return scores, counts

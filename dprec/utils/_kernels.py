@@ -28,34 +28,34 @@ same numbers):
 The kernels release the GIL (``nogil``), so `dprec.utils._threads.map_blocks`
 runs blocks of them on every core; their machine code is compiled by the
 first process that calls them (20–40 s on 2 cores) and cached on disk (``cache=True``)
-for the next ones (`warm_up`).  ``DPREC_DISABLE_NUMBA=1`` turns them
-off (the tests run both paths).
+for the next ones (`warm_up`).  Numba itself is imported, and the kernels wrapped in its
+dispatchers, at the first `enabled` of a process (`compile_kernel` for other modules'
+kernels): a third of a second that a command which computes nothing, such as
+``--help``, does not pay.  ``DPREC_DISABLE_NUMBA=1`` turns them off (the tests run both
+paths).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import threading
 import time
 from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
 
-try:  # pragma: no cover - which branch runs depends on the environment
-    if os.environ.get("DPREC_DISABLE_NUMBA", "").strip() not in ("", "0"):
-        raise ImportError("DPREC_DISABLE_NUMBA is set")
-    from numba import njit
-except ImportError:
-    njit = None
-
-#: whether the compiled kernels can run (Numba importable and not disabled)
-AVAILABLE = njit is not None
+#: whether the compiled kernels can run: Numba installed and not disabled (it is imported
+#: at the first `enabled`; should that import fail, `enabled` says False)
+AVAILABLE = (os.environ.get("DPREC_DISABLE_NUMBA", "").strip() in ("", "0")
+             and importlib.util.find_spec("numba") is not None)
 
 
 def enabled() -> bool:
-    """Whether dprec uses the kernels now (`AVAILABLE`, unless the tests turned
-    them off with `set_enabled`)."""
-    return AVAILABLE and _STATE["enabled"]
+    """Whether dprec uses the kernels now (`AVAILABLE` and Numba imported, unless the
+    tests turned them off with `set_enabled`)."""
+    return AVAILABLE and _STATE["enabled"] and _wrapped()
 
 
 def set_enabled(value: bool) -> bool:
@@ -67,6 +67,11 @@ def set_enabled(value: bool) -> bool:
 
 
 _STATE = {"enabled": True}
+#: Numba's ``njit`` once imported (None: not yet; False: it cannot be imported)
+_NUMBA: dict = {"njit": None}
+#: the other modules' kernels compiled so far (`compile_kernel`), by Python function
+_KERNELS: dict = {}
+_WRAPPING = threading.Lock()
 
 
 def _co_raters(column_ptr, column_rows, column, u, upper):  # pragma: no cover - compiled
@@ -382,19 +387,45 @@ def _weighted_means_py(positions, weights, starts, values, min_sim, shift,
     return True
 
 
-if AVAILABLE:
-    _co_raters = njit(inline="always")(_co_raters)
-    _co_rated_rows = njit(nogil=True, cache=True)(_co_rated_rows_py)
-    _similarity_of = njit(inline="always")(_similarity_of)
-    _similarity_rows = njit(nogil=True, cache=True)(_similarity_rows_py)
-    _change = njit(inline="always")(_change)
-    _centered_sensitivity = njit(nogil=True, cache=True)(_centered_sensitivity_py)
-    _before = njit(inline="always")(_before)
-    _sift_down = njit(nogil=True, inline="always")(_sift_down)
-    _heap_top = njit(nogil=True, inline="always")(_heap_top)
-    _bucket_top = njit(nogil=True, inline="always")(_bucket_top)
-    _stable_top = njit(nogil=True, cache=True)(_stable_top_py)
-    _weighted_means = njit(nogil=True, cache=True)(_weighted_means_py)
+def _wrapped() -> bool:
+    """Import Numba and wrap the kernels in its dispatchers, once per process (the
+    helpers a kernel inlines before the kernel: Numba reads them when it compiles it);
+    False when Numba cannot be imported."""
+    global _co_raters, _co_rated_rows, _similarity_of, _similarity_rows, _change
+    global _centered_sensitivity, _before, _sift_down, _heap_top, _bucket_top
+    global _stable_top, _weighted_means
+    if _NUMBA["njit"] is None:
+        with _WRAPPING:
+            if _NUMBA["njit"] is None:
+                try:
+                    from numba import njit
+                except ImportError:  # pragma: no cover - found but broken
+                    _NUMBA["njit"] = False
+                    return False
+                _co_raters = njit(inline="always")(_co_raters)
+                _co_rated_rows = njit(nogil=True, cache=True)(_co_rated_rows_py)
+                _similarity_of = njit(inline="always")(_similarity_of)
+                _similarity_rows = njit(nogil=True, cache=True)(_similarity_rows_py)
+                _change = njit(inline="always")(_change)
+                _centered_sensitivity = njit(nogil=True, cache=True)(_centered_sensitivity_py)
+                _before = njit(inline="always")(_before)
+                _sift_down = njit(nogil=True, inline="always")(_sift_down)
+                _heap_top = njit(nogil=True, inline="always")(_heap_top)
+                _bucket_top = njit(nogil=True, inline="always")(_bucket_top)
+                _stable_top = njit(nogil=True, cache=True)(_stable_top_py)
+                _weighted_means = njit(nogil=True, cache=True)(_weighted_means_py)
+                _NUMBA["njit"] = njit
+    return _NUMBA["njit"] is not False
+
+
+def compile_kernel(function: Callable) -> Callable:
+    """``function`` compiled by Numba (``nogil``, cached on disk), made once per function;
+    for the kernels of other modules, called where `enabled` is True."""
+    if function not in _KERNELS:
+        if not enabled():
+            raise RuntimeError("compile_kernel: the kernels are off (check enabled() first)")
+        _KERNELS[function] = _NUMBA["njit"](nogil=True, cache=True)(function)
+    return _KERNELS[function]
 
 
 def rating_triples(ratings: sp.csr_matrix) -> tuple[tuple, tuple]:
