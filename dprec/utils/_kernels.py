@@ -1,9 +1,9 @@
 """Compiled loops for the hot paths of exact kNN, when Numba is installed.
 
 Each kernel replaces a chain of whole-array numpy passes by one pass over
-the data (Numba is one of dprec's dependencies; where it cannot be imported,
-`AVAILABLE` is False and dprec runs its numpy code, which gives the
-same numbers):
+the data (Numba is one of dprec's dependencies; where it is not installed,
+`AVAILABLE` is False, and where it cannot be imported `enabled` is, and dprec runs its
+numpy code, which gives the same numbers):
 
 - `add_co_rated_sums`: the co-rated sums of a block of rows against every
   row, by the rows' ratings and each rated column's raters: work
@@ -399,7 +399,7 @@ def _wrapped() -> bool:
             if _NUMBA["njit"] is None:
                 try:
                     from numba import njit
-                except ImportError:  # pragma: no cover - found but broken
+                except Exception:  # pragma: no cover - installed but cannot be imported
                     _NUMBA["njit"] = False
                     return False
                 _co_raters = njit(inline="always")(_co_raters)
@@ -424,8 +424,15 @@ def compile_kernel(function: Callable) -> Callable:
     if function not in _KERNELS:
         if not enabled():
             raise RuntimeError("compile_kernel: the kernels are off (check enabled() first)")
-        _KERNELS[function] = _NUMBA["njit"](nogil=True, cache=True)(function)
+        with _WRAPPING:
+            _KERNELS.setdefault(function, _NUMBA["njit"](nogil=True, cache=True)(function))
     return _KERNELS[function]
+
+
+def _require() -> None:
+    """Wrap the kernels if not yet (a caller may skip `enabled`, as the tests do)."""
+    if not _wrapped():
+        raise RuntimeError("dprec's compiled kernels need Numba, which cannot be imported here")
 
 
 def rating_triples(ratings: sp.csr_matrix) -> tuple[tuple, tuple]:
@@ -454,6 +461,7 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
     only when every partial sum is an integer below 2^24 (the caller checks,
     as for BLAS products).
     """
+    _require()
     rows = np.asarray(rows, dtype=np.int64)
     shape = (len(rows), len(by_row[0]) - 1)
     if len(rows) and (rows.min() < 0 or rows.max() >= shape[1]):
@@ -489,6 +497,7 @@ def similarity_rows(name: str, rows: np.ndarray, by_row: tuple, by_column: tuple
     [`dprec.similarity.exact.exact_similarity`][]'s.  ``by_row`` and
     ``by_column`` come from `rating_triples`.
     """
+    _require()
     if name not in SIMILARITY_KINDS:
         raise ValueError(f"name must be one of {tuple(SIMILARITY_KINDS)}, got {name!r}")
     rows = np.asarray(rows, dtype=np.int64)
@@ -509,6 +518,7 @@ def centered_sensitivity(rows: np.ndarray, by_row: tuple, by_column: tuple, term
     ``by_row``, ``by_column`` the unit centred rows' `rating_triples`, ``terms``,
     ``column_terms``, ``order`` and ``scale`` as the loop reads them, the others
     ``(len(rows), n_rows)`` arrays."""
+    _require()
     rows, out = np.asarray(rows, dtype=np.int64), np.empty(len(rows))
     arrays = [np.ascontiguousarray(m, dtype=np.float64) for m in (sim, s_i, s_j, freq)]
     if any(m.shape != (len(rows), len(by_row[0]) - 1) for m in arrays):
@@ -531,6 +541,7 @@ def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
     must be column ids of ``sim`` and its values finite (not checked: an
     ``O(nnz)`` pass per call; dprec's callers pass the trainset's raters).
     """
+    _require()
     n = len(starts)
     if out is None:
         out = np.empty((n, prefix), dtype=np.int64), np.empty((n, prefix), dtype=np.float64)
@@ -561,6 +572,7 @@ def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarra
     ``positions`` (``-1`` pads) and ``weights`` are ``(n, k)``; a neighbour's
     value is ``values[starts[q] + position]`` (checked in the loop).
     """
+    _require()
     positions = np.ascontiguousarray(positions, dtype=np.int64)
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     starts = np.ascontiguousarray(starts, dtype=np.int64)
