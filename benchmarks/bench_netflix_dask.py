@@ -15,7 +15,7 @@ largest after each fit (their peak is capped by the memory limit), and writes
 ``with dask.distributed.Client("tcp://scheduler:8786"):`` around them (see
 docs/end_to_end.md, "Running on a cluster").
 
-Run (about 30-60 minutes on 2 cores, 16 GB)::
+Run (about 15 minutes on 2 quiet cores, an hour on a loaded machine; 12 GB)::
 
     python benchmarks/bench_netflix_dask.py [--scale 0.01] [--workers 2]
 """
