@@ -17,6 +17,13 @@ pytestmark = pytest.mark.skipif(not _kernels.AVAILABLE,
                                 reason="numba cannot be imported here (a dependency of dprec)")
 
 
+@pytest.fixture(autouse=True)
+def _numba_imported():
+    """dprec wraps its kernels at the first `enabled()` of a process (Numba imported
+    then); these tests call the kernels directly."""
+    _kernels.enabled()
+
+
 def _padded(sim, rows, starts, lengths, candidates):
     """The candidates' similarities as the numpy path lays them out: one row per query,
     ``-inf`` padding."""

@@ -32,6 +32,8 @@ order.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -173,6 +175,15 @@ def _first_k_sums_py(left_ptr, left_idx, left_w, right_ptr, right_idx, right_w, 
                     counts[q, t] += 1
 
 
+
+@functools.cache
+def _compiled(function):
+    """``function`` compiled by Numba (``nogil``, cached on disk), once per process; called
+    where `dprec.utils._kernels.enabled` is True (it imports Numba at first use)."""
+    from numba import njit
+
+    return njit(nogil=True, cache=True)(function)
+
 def _contributions(left: LeftRows, right: sp.csr_matrix, rows: slice
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`(row, target, weight)` of every contribution of the left rows `rows`."""
@@ -258,13 +269,13 @@ def top_k_sums(left: LeftRows, right: sp.csr_matrix, k: int,
         _top_k_sums_numpy((left_ptr, left_idx, left_w), right, k, scores, counts)
         return scores, counts
     if ordered:
-        kernels.compile_kernel(_first_k_sums_py)(
+        _compiled(_first_k_sums_py)(
             left_ptr, left_idx, left_w, right.indptr.astype(np.int64),
             right.indices.astype(np.int64), right.data.astype(np.float64), int(k), scores,
             counts)
         return scores, counts
     largest = int(_row_loads(left_ptr, left_idx, right).max()) if n_rows else 0
-    kernels.compile_kernel(_top_k_sums_py)(
+    _compiled(_top_k_sums_py)(
         left_ptr, left_idx, left_w, right.indptr.astype(np.int64),
         right.indices.astype(np.int64), right.data.astype(np.float64), int(k), scores, counts,
         np.zeros(n_targets, np.int64), np.zeros(n_targets, np.int64),

@@ -1,38 +1,29 @@
 """Compiled loops for the hot paths of exact kNN, when Numba is installed.
 
 Each kernel replaces a chain of whole-array numpy passes by one pass over
-the data (Numba is one of dprec's dependencies; where it is not installed,
-`AVAILABLE` is False, and where it cannot be imported `enabled` is, and dprec runs its
-numpy code, which gives the same numbers):
+the data (Numba is one of dprec's dependencies; where it cannot be imported,
+`enabled` is False and dprec runs its numpy code, which gives the same numbers):
 
-- `add_co_rated_sums`: the co-rated sums of a block of rows against every
-  row, by the rows' ratings and each rated column's raters: work
-  ``Σ_{u ∈ block} Σ_{i ∈ I_u} |U_i|`` (the pairs that share a column), not
-  the ``nnz × block`` of a sparse-times-dense product or the ``n² m`` of a
-  dense one.  Sums of integers (every rating in Surprise's built-in
-  datasets) are exact in float64 whatever the order, so the sums equal the
-  numpy products' bit for bit; other ratings agree up to the rounding of
-  a float64 sum.
+- `add_co_rated_sums`: the co-rated sums of a block of rows against every row, by the
+  rows' ratings and each rated column's raters: work ``Σ_{u ∈ block} Σ_{i ∈ I_u} |U_i|``
+  (the pairs that share a column), not a sparse product's ``nnz × block``.  Sums of
+  integers are exact in float64 whatever the order: the numpy products' bit for bit.
 - `similarity_rows`: the same pairs, each row's sums turned into its
   similarities at once (no ``n × n`` sums).
 - `centered_sensitivity`: the centred cosine's ``RS``, removals that cannot matter skipped.
-- `stable_top`: per query, the ``prefix`` most similar of its
-  candidates (the raters of its item), in the order of
-  `dprec.utils._arrays.stable_descending_order` (descending similarity,
-  ties in candidate order: Surprise's ``heapq.nlargest``): a count of the
-  candidates by value bucket leaves one bucket to resolve, by a min-heap;
-  the candidates' similarities are never laid out as a padded matrix.
+- `stable_top`: per query, the ``prefix`` most similar of its candidates (the raters of
+  its item), in the order of `dprec.utils._arrays.stable_descending_order` (Surprise's
+  ``heapq.nlargest``): a count by value bucket leaves one bucket to resolve, by a
+  min-heap; no padded matrix of the candidates' similarities.
 - `weighted_means`: each query's weighted mean of its chosen
   neighbours' ratings, added one neighbour at a time as Surprise adds them.
 
 The kernels release the GIL (``nogil``), so `dprec.utils._threads.map_blocks`
 runs blocks of them on every core; their machine code is compiled by the
 first process that calls them (20–40 s on 2 cores) and cached on disk (``cache=True``)
-for the next ones (`warm_up`).  Numba itself is imported, and the kernels wrapped in its
-dispatchers, at the first `enabled` of a process (`compile_kernel` for other modules'
-kernels): a third of a second that a command which computes nothing, such as
-``--help``, does not pay.  ``DPREC_DISABLE_NUMBA=1`` turns them off (the tests run both
-paths).
+for the next ones (`warm_up`).  Numba is imported at the first `enabled` of a process
+(0.3 s that ``--help`` does not pay).  ``DPREC_DISABLE_NUMBA=1`` turns them off (the
+tests run both paths).
 """
 
 from __future__ import annotations
@@ -46,15 +37,14 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-#: whether the compiled kernels can run: Numba installed and not disabled (it is imported
-#: at the first `enabled`; should that import fail, `enabled` says False)
+#: whether the compiled kernels can run: Numba installed and not disabled
 AVAILABLE = (os.environ.get("DPREC_DISABLE_NUMBA", "").strip() in ("", "0")
              and importlib.util.find_spec("numba") is not None)
 
 
 def enabled() -> bool:
-    """Whether dprec uses the kernels now (`AVAILABLE` and Numba imported, unless the
-    tests turned them off with `set_enabled`)."""
+    """Whether dprec uses the kernels now (`AVAILABLE`, unless the tests turned
+    them off with `set_enabled`)."""
     return AVAILABLE and _STATE["enabled"] and _wrapped()
 
 
@@ -66,11 +56,7 @@ def set_enabled(value: bool) -> bool:
     return previous
 
 
-_STATE = {"enabled": True}
-#: Numba's ``njit`` once imported (None: not yet; False: it cannot be imported)
-_NUMBA: dict = {"njit": None}
-#: the other modules' kernels compiled so far (`compile_kernel`), by Python function
-_KERNELS: dict = {}
+_STATE: dict = {"enabled": True}
 _WRAPPING = threading.Lock()
 
 
@@ -388,51 +374,33 @@ def _weighted_means_py(positions, weights, starts, values, min_sim, shift,
 
 
 def _wrapped() -> bool:
-    """Import Numba and wrap the kernels in its dispatchers, once per process (the
-    helpers a kernel inlines before the kernel: Numba reads them when it compiles it);
-    False when Numba cannot be imported."""
-    global _co_raters, _co_rated_rows, _similarity_of, _similarity_rows, _change
-    global _centered_sensitivity, _before, _sift_down, _heap_top, _bucket_top
-    global _stable_top, _weighted_means
-    if _NUMBA["njit"] is None:
-        with _WRAPPING:
-            if _NUMBA["njit"] is None:
-                try:
-                    from numba import njit
-                except Exception:  # pragma: no cover - installed but cannot be imported
-                    _NUMBA["njit"] = False
-                    return False
-                _co_raters = njit(inline="always")(_co_raters)
-                _co_rated_rows = njit(nogil=True, cache=True)(_co_rated_rows_py)
-                _similarity_of = njit(inline="always")(_similarity_of)
-                _similarity_rows = njit(nogil=True, cache=True)(_similarity_rows_py)
-                _change = njit(inline="always")(_change)
-                _centered_sensitivity = njit(nogil=True, cache=True)(_centered_sensitivity_py)
-                _before = njit(inline="always")(_before)
-                _sift_down = njit(nogil=True, inline="always")(_sift_down)
-                _heap_top = njit(nogil=True, inline="always")(_heap_top)
-                _bucket_top = njit(nogil=True, inline="always")(_bucket_top)
-                _stable_top = njit(nogil=True, cache=True)(_stable_top_py)
-                _weighted_means = njit(nogil=True, cache=True)(_weighted_means_py)
-                _NUMBA["njit"] = njit
-    return _NUMBA["njit"] is not False
-
-
-def compile_kernel(function: Callable) -> Callable:
-    """``function`` compiled by Numba (``nogil``, cached on disk), made once per function;
-    for the kernels of other modules, called where `enabled` is True."""
-    if function not in _KERNELS:
-        if not enabled():
-            raise RuntimeError("compile_kernel: the kernels are off (check enabled() first)")
-        with _WRAPPING:
-            _KERNELS.setdefault(function, _NUMBA["njit"](nogil=True, cache=True)(function))
-    return _KERNELS[function]
-
-
-def _require() -> None:
-    """Wrap the kernels if not yet (a caller may skip `enabled`, as the tests do)."""
-    if not _wrapped():
-        raise RuntimeError("dprec's compiled kernels need Numba, which cannot be imported here")
+    """Import Numba and wrap the kernels (each after the helpers it inlines), once per
+    process: `_STATE["njit"]`; False where Numba cannot be imported."""
+    global _co_raters, _co_rated_rows, _similarity_of, _similarity_rows, _change, _before
+    global _centered_sensitivity, _sift_down, _heap_top, _bucket_top, _stable_top
+    global _weighted_means
+    with _WRAPPING:
+        if "njit" in _STATE:
+            return _STATE["njit"] is not None
+        try:
+            from numba import njit
+        except Exception:  # pragma: no cover - installed but cannot be imported
+            _STATE["njit"] = None
+            return False
+        _co_raters = njit(inline="always")(_co_raters)
+        _co_rated_rows = njit(nogil=True, cache=True)(_co_rated_rows_py)
+        _similarity_of = njit(inline="always")(_similarity_of)
+        _similarity_rows = njit(nogil=True, cache=True)(_similarity_rows_py)
+        _change = njit(inline="always")(_change)
+        _centered_sensitivity = njit(nogil=True, cache=True)(_centered_sensitivity_py)
+        _before = njit(inline="always")(_before)
+        _sift_down = njit(nogil=True, inline="always")(_sift_down)
+        _heap_top = njit(nogil=True, inline="always")(_heap_top)
+        _bucket_top = njit(nogil=True, inline="always")(_bucket_top)
+        _stable_top = njit(nogil=True, cache=True)(_stable_top_py)
+        _weighted_means = njit(nogil=True, cache=True)(_weighted_means_py)
+        _STATE["njit"] = njit
+    return True
 
 
 def rating_triples(ratings: sp.csr_matrix) -> tuple[tuple, tuple]:
@@ -461,7 +429,6 @@ def add_co_rated_sums(rows: np.ndarray, by_row: tuple, by_column: tuple,
     only when every partial sum is an integer below 2^24 (the caller checks,
     as for BLAS products).
     """
-    _require()
     rows = np.asarray(rows, dtype=np.int64)
     shape = (len(rows), len(by_row[0]) - 1)
     if len(rows) and (rows.min() < 0 or rows.max() >= shape[1]):
@@ -497,7 +464,6 @@ def similarity_rows(name: str, rows: np.ndarray, by_row: tuple, by_column: tuple
     [`dprec.similarity.exact.exact_similarity`][]'s.  ``by_row`` and
     ``by_column`` come from `rating_triples`.
     """
-    _require()
     if name not in SIMILARITY_KINDS:
         raise ValueError(f"name must be one of {tuple(SIMILARITY_KINDS)}, got {name!r}")
     rows = np.asarray(rows, dtype=np.int64)
@@ -518,7 +484,6 @@ def centered_sensitivity(rows: np.ndarray, by_row: tuple, by_column: tuple, term
     ``by_row``, ``by_column`` the unit centred rows' `rating_triples`, ``terms``,
     ``column_terms``, ``order`` and ``scale`` as the loop reads them, the others
     ``(len(rows), n_rows)`` arrays."""
-    _require()
     rows, out = np.asarray(rows, dtype=np.int64), np.empty(len(rows))
     arrays = [np.ascontiguousarray(m, dtype=np.float64) for m in (sim, s_i, s_j, freq)]
     if any(m.shape != (len(rows), len(by_row[0]) - 1) for m in arrays):
@@ -541,7 +506,6 @@ def stable_top(sim: np.ndarray, sim_rows: np.ndarray, starts: np.ndarray,
     must be column ids of ``sim`` and its values finite (not checked: an
     ``O(nnz)`` pass per call; dprec's callers pass the trainset's raters).
     """
-    _require()
     n = len(starts)
     if out is None:
         out = np.empty((n, prefix), dtype=np.int64), np.empty((n, prefix), dtype=np.float64)
@@ -572,7 +536,6 @@ def weighted_means(positions: np.ndarray, weights: np.ndarray, starts: np.ndarra
     ``positions`` (``-1`` pads) and ``weights`` are ``(n, k)``; a neighbour's
     value is ``values[starts[q] + position]`` (checked in the loop).
     """
-    _require()
     positions = np.ascontiguousarray(positions, dtype=np.int64)
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     starts = np.ascontiguousarray(starts, dtype=np.int64)
@@ -596,20 +559,12 @@ def _compiled() -> int:
 
 def warm_up(compiling: Callable[[], object] | None = None) -> float:
     """Load the kernels' machine code for the argument types dprec passes, on tiny
-    inputs; returns the seconds taken (0 when the kernels are off).
-
-    About 1 s once per process from Numba's disk cache.  The first run after installing
-    (or updating) dprec has no cache and compiles them, 20–40 s on 2 cores, once: the cache is
-    written then (next to the installed module, or in `NUMBA_CACHE_DIR`).  A timing that
-    should include neither (`dprec demo`) calls this first.
-
-    Parameters
-    ----------
-    compiling : callable, optional
-        Called once, with no argument, as soon as a kernel had to be compiled (the
-        smallest comes first, a few seconds), before the others are: the caller can say
-        why this run waits.
-    """
+    inputs; returns the seconds taken (0 when the kernels are off): about 1 s from Numba's
+    disk cache; the first run after installing dprec compiles them (20–40 s on 2 cores)
+    and writes the cache (next to the module, or in `NUMBA_CACHE_DIR`).  A timing that
+    should include neither (`dprec demo`) calls this first.  ``compiling`` (no argument)
+    is called once, as soon as a kernel had to be compiled, so the caller can say why
+    this run waits."""
     if not enabled():
         return 0.0
     start = time.perf_counter()
