@@ -37,7 +37,7 @@ def test_the_command_line_parses_without_the_heavy_libraries():
 def test_an_experiments_help_and_errors_load_neither_numba_nor_scipys_solvers():
     """An experiment's `--help` or one-line error imports its module: 1.3–1.8 s idle while
     dprec's kernels imported Numba and the shadow attack SciPy's solvers at import (0.3 s
-    and 0.2 s); both now load where they are first used (0.8–1.1 s)."""
+    and 0.2 s); both now load where they are first used (0.8–1.2 s)."""
     code = ("import sys\n"
             "import dprec.experiments.frontier, dprec.experiments.end_to_end\n"
             "import dprec.experiments.membership_inference\n"
