@@ -134,14 +134,25 @@ def _features(algo, data: ArrayDataset, users: np.ndarray, candidates: np.ndarra
     return np.column_stack([difference, np.linalg.norm(difference, axis=1)])
 
 
-class _Logistic:
-    """L2-regularised logistic regression on standardised features (numpy and L-BFGS)."""
+class _Standardised:
+    """Features centred and scaled by the training set's means and deviations (a constant
+    feature is left unscaled)."""
 
-    def __init__(self, features: np.ndarray, labels: np.ndarray, l2: float) -> None:
+    def __init__(self, features: np.ndarray) -> None:
         self.mean = features.mean(axis=0)
         scale = features.std(axis=0)
         self.scale = np.where(scale > 0, scale, 1.0)
-        x = np.column_stack([(features - self.mean) / self.scale, np.ones(len(features))])
+
+    def standard(self, features: np.ndarray) -> np.ndarray:
+        return (features - self.mean) / self.scale
+
+
+class _Logistic(_Standardised):
+    """L2-regularised logistic regression on standardised features (numpy and L-BFGS)."""
+
+    def __init__(self, features: np.ndarray, labels: np.ndarray, l2: float) -> None:
+        super().__init__(features)
+        x = np.column_stack([self.standard(features), np.ones(len(features))])
         y = labels.astype(np.float64)
         penalised = np.ones(x.shape[1])
         penalised[-1] = 0.0                              # no penalty on the intercept
@@ -157,22 +168,18 @@ class _Logistic:
         self.weights = fit.x
 
     def log_odds(self, features: np.ndarray) -> np.ndarray:
-        x = (features - self.mean) / self.scale
-        return x @ self.weights[:-1] + self.weights[-1]
+        return self.standard(features) @ self.weights[:-1] + self.weights[-1]
 
 
-class _Perceptron:
+class _Perceptron(_Standardised):
     """A perceptron with one hidden layer of tanh units on standardised features: the
     summed log-loss plus an L2 penalty on both weight matrices (not the intercepts),
     minimised by L-BFGS from a start drawn from ``rng``."""
 
     def __init__(self, features: np.ndarray, labels: np.ndarray, l2: float, hidden: int,
                  rng: np.random.Generator) -> None:
-        self.mean = features.mean(axis=0)
-        scale = features.std(axis=0)
-        self.scale = np.where(scale > 0, scale, 1.0)
-        self.x, self.y, self.l2 = (features - self.mean) / self.scale, labels.astype(
-            np.float64), l2
+        super().__init__(features)
+        self.x, self.y, self.l2 = self.standard(features), labels.astype(np.float64), l2
         d = self.x.shape[1]
         self.shapes = ((d, hidden), (hidden,), (hidden,), ())
         self.start = np.concatenate([rng.normal(0.0, 1.0 / np.sqrt(d), d * hidden),
@@ -206,7 +213,7 @@ class _Perceptron:
 
     def log_odds(self, features: np.ndarray) -> np.ndarray:
         w1, b1, w2, b2 = self._unpack(self.weights)
-        return np.tanh(((features - self.mean) / self.scale) @ w1 + b1) @ w2 + b2
+        return np.tanh(self.standard(features) @ w1 + b1) @ w2 + b2
 
 
 #: the classifiers of step 4, by name

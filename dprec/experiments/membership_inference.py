@@ -11,7 +11,7 @@ other users), one fit each, and Zhang et al.'s shadow-model attack
 ([`dprec.attacks.shadow_membership`][]; ``attack="shadow"``, user level, ``own``
 view: the canaries' recommendation lists; two fits, whose noise is drawn apart), with
 their one-run lower bounds on ε at
-95 % confidence for the whole table (Bonferroni over its rows).
+95 % confidence for the whole table (Bonferroni over its bounds).
 
 Every dprec model shows a user's answers to that user alone (its report says so),
 so its claim covers the ``others`` view: `refuted` is true where that view's audit,
