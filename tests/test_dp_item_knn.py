@@ -430,8 +430,9 @@ def test_listed_users_and_items_without_ratings_are_known(data, trainset):
     assert ghost.details == {"actual_k": 0, "was_impossible": False}
     rated = algo.predict(listed["users"][0], "new")
     assert not rated.details["was_impossible"] and rated.details["actual_k"] >= 0
+    sim = algo.sim
     with pytest.raises(ValueError, match="read-only"):
-        algo.sim.iloc[0, 0] = 2.0                       # the release is not rewritten
+        sim.iloc[0, 0] = 2.0                            # the release is not rewritten
     with pytest.raises(AttributeError, match="fit"):
         DPItemKNN().privacy_report()
 
@@ -891,7 +892,7 @@ def test_the_public_rule_reads_the_released_count_of_users_and_the_listed_items(
         assert report.entries[0].epsilon == pytest.approx(20.0, rel=1e-6)
         assert report.guarantee is None                                    # seeded
         assert list(algo.sim.index) == list(algo.sim.columns) == listed_items
-        assert not algo.sim.to_numpy().any() and not algo._sim_noise.any()
+        assert not algo.sim.to_numpy().any() and not np.asarray(algo._sim_noise).any()
         assert algo._sim_noise.shape == (len(listed_items),) * 2
         assert algo._sim_noise.dtype == np.float32
         with pytest.raises(ValueError, match="read-only"):

@@ -127,9 +127,10 @@ def test_the_factors_similarities_are_read_only_float_tables(data):
     # first reached it, the fixture's first user only)
     fitted = DPItemKNN(similarity="factors", epsilon=20.0, baseline_share=0.3, k=5,
                        random_state=0).fit(data.build_full_trainset())
-    assert not fitted._sim.flags.writeable
+    sim = fitted.sim
+    assert not sim.to_numpy().flags.writeable
     with pytest.raises(ValueError, match="read-only"):
-        fitted.sim.iloc[0, 1] = 2.0                       # the release is not rewritten
+        sim.iloc[0, 1] = 2.0                              # the release is not rewritten
     # τ_ij = ν_i/|v_i| + ν_j/|v_j|, stored in float32
     factors = fitted.factors_.item_factors_.to_numpy()
     norms = np.linalg.norm(factors, axis=1)

@@ -7,7 +7,8 @@ The models ([`DPBaseline`][dprec.DPBaseline] in `dp_baseline`,
 answers over them; the implicit-feedback models use them too), `item_selection` (a private
 item list fixed before any user reports), `effects_release` and `noisy_effects` (the
 released effects and what is read from them), `covariance_release` (DPItemKNN's integer
-releases).
+releases), `pairwise` (items × items matrices computed from one vector per item),
+`partitions` (the sums over users, on threads or Dask).
 
 Floor 4 of the package map in ``docs/development.md``. May import: `dprec.utils`,
 `dprec.accountant`, `dprec.mechanisms`, `dprec.datasets`, `dprec.evaluation`,

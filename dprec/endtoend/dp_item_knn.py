@@ -104,6 +104,7 @@ from .dp_baseline import (
 )
 from .effects_release import check_effects_rho
 from .noisy_effects import SIGNAL
+from .pairwise import FactorCosines, PairSums
 from .partitions import check_partitioning
 from .rating_space import ListedModel, RatingSpace, surprise_details
 
@@ -214,6 +215,8 @@ class DPItemKNN(ListedModel, AlgoBase):
     sim : pandas.DataFrame
         The released similarities, raw item ids (sorted) on both axes.  It was
         an array in Surprise's inner-id order, which follows the data's order.
+        With `similarity="factors"` the model holds the factors, not the
+        $n_{\text{items}}^2$ cosines, and `sim` computes them when it is read.
     """
 
     _similar = "items"     # get_neighbors: the released sim is between items
@@ -351,8 +354,6 @@ class DPItemKNN(ListedModel, AlgoBase):
         # that pure noise passes with probability 1/(10 n_items) (0.1 false pair per item)
         self._sim = np.where(co > threshold, sim, 0.0)
         self._sim.flags.writeable = False
-        labels = space.items.labels()
-        self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
         self._residuals_by_rating = residuals
         self._accountant = self._ledger(seeded, mechanism, delta, spent)
         if self.verbose:
@@ -405,11 +406,8 @@ class DPItemKNN(ListedModel, AlgoBase):
         AlgoBase.fit(self, trainset)
         self.k_, self.baseline_, self._space = k, baseline, baseline.rating_space
         n_items = len(self._space.items)
-        self._sim = np.zeros((n_items, n_items))
-        self._sim.flags.writeable = False
-        self._sim_noise = np.zeros((n_items, n_items), dtype=np.float32)
-        labels = self._space.items.labels()
-        self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
+        self._sim = FactorCosines(np.zeros((n_items, 0)))          # every similarity 0
+        self._sim_noise = PairSums(np.zeros(n_items))
         self._residuals_by_rating = residuals
         self._accountant = self._ledger(seeded, mechanism, delta, spent)
         if self.verbose:
@@ -428,17 +426,12 @@ class DPItemKNN(ListedModel, AlgoBase):
                     backend=backend, n_partitions=n_partitions)
         als.fit_part(trainset, noise.derive("factors"))
         factors = als.item_factors_.to_numpy()
-        norms = np.linalg.norm(factors, axis=1)
-        unit = safe_divide(factors, norms[:, None])               # 0 where v_i = 0
-        relative = safe_divide(als.factor_noise_.to_numpy(), norms)
+        relative = safe_divide(als.factor_noise_.to_numpy(), np.linalg.norm(factors, axis=1))
         AlgoBase.fit(self, trainset)
         self.k_, self.baseline_, self._space = k, als.baseline_, als.baseline_.rating_space
         self.factors_ = als
-        self._sim = np.clip(unit @ unit.T, -1.0, 1.0)
-        self._sim.flags.writeable = False
-        self._sim_noise = (relative[:, None] + relative[None, :]).astype(np.float32)
-        labels = self._space.items.labels()
-        self.sim = pd.DataFrame(self._sim, index=labels, columns=labels, copy=False)
+        # n d numbers, not n²: each pair's cosine and noise computed when it is read
+        self._sim, self._sim_noise = FactorCosines(factors), PairSums(relative)
         self._residuals_by_rating = grid_residuals(als.baseline_.residuals(), *grid)
         self._accountant = self._ledger(noise.source, "factors", 0.0, {})
         if self.verbose:
@@ -467,6 +460,14 @@ class DPItemKNN(ListedModel, AlgoBase):
                 NOTES["sums"])) for component, eps in epsilons.items()]
         self._release_once(accountant, indices, OUTPUTS, NOTES["answers"], Unit.USER)
         return accountant
+
+    @property
+    def sim(self) -> pd.DataFrame:
+        """The released similarities, raw item ids (sorted) on both axes, read-only."""
+        if self._sim is None:
+            raise AttributeError("DPItemKNN has no sim before fit: call fit first")
+        labels = self._space.items.labels()
+        return pd.DataFrame(np.asarray(self._sim), index=labels, columns=labels, copy=False)
 
     @property
     def mu_(self) -> float:
