@@ -254,6 +254,20 @@ def test_folds_are_checked_against_the_data(command, tmp_path):
                    "(--debug for the traceback)\n")
 
 
+@pytest.mark.parametrize(("command", "option", "most"), [
+    ("endtoend", "--folds", 12000), ("backends", "--folds", 12000),
+    ("selectors", "--folds", 12000), ("ranking", "--folds", 12000),
+    ("attack", "--folds", 15000), ("frontier", "--folds", 15000),
+    ("frontier", "--inner-folds", 7500)])
+def test_every_commands_folds_are_checked_against_its_data(command, option, most, tmp_path):
+    """`dprec endtoend`, `backends`, `selectors`, `ranking`, `attack` and `frontier` passed
+    `--folds` (and `--inner-folds`) to Surprise unchecked: "n_splits=…", not the option."""
+    status, err = run_main([command, "--quick", option, "1000000", "--out", str(tmp_path)])
+    assert status == 2 and err.count("\n") == 1, err
+    assert f"error: argument {option}: expected 2 to {most} folds (the ratings of " in err
+    assert "got 1000000 (--debug for the traceback)" in err
+
+
 def test_endtoend_prints_epsilon_compactly(tmp_path, monkeypatch, capsys):
     """`dprec endtoend --epsilons 1e300` printed a 300-digit ε column."""
     table = end_to_end_table()

@@ -44,11 +44,18 @@ def experiment_data(args: argparse.Namespace):
     return load_or_synthetic(args.dataset, args.seed, path=args.data_path)
 
 
-def check_folds(folds: int, data, label: str = "the data") -> None:
-    """Refuse ``--folds`` above the number of ratings of ``data`` (each fold tests at
-    least one): a ``ValueError`` naming ``--folds`` and the range that works (Surprise's
-    ``KFold`` said "n_splits=12000", the ratings' count, not the option given)."""
+def check_folds(folds: int, data, label: str = "the data", inner_folds: int | None = None
+                ) -> None:
+    """Refuse ``--folds`` above the number of ratings of ``data``, and ``--inner-folds``
+    (given) above those of its smallest training fold (each fold tests at least one): a
+    ``ValueError`` naming the option and the range that works (Surprise's ``KFold`` said
+    "n_splits=12000", the ratings' count, not the option given)."""
     n_ratings = len(data.raw_ratings)
-    if not 2 <= folds <= n_ratings:
-        raise ValueError(f"argument --folds: expected 2 to {n_ratings} folds (the ratings of "
-                         f"{label}), got {folds}")
+    checks = [("--folds", folds, n_ratings, label)]
+    if inner_folds is not None:
+        checks.append(("--inner-folds", inner_folds, n_ratings - -(-n_ratings // folds),
+                       f"a training fold of {label}"))
+    for option, folds, most, of in checks:
+        if not 2 <= folds <= most:
+            raise ValueError(f"argument {option}: expected 2 to {most} folds (the ratings of "
+                             f"{of}), got {folds}")

@@ -54,7 +54,7 @@ from surprise.model_selection import KFold
 from ..attacks import BetaKNNAttack
 from ..knn import PrivateKNN
 from ..utils._plotting import save, subplots
-from ._options import POSITIVE_INT, experiment_data, experiment_parser
+from ._options import POSITIVE_INT, check_folds, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates
 
 EPSILONS = (0.5, 1.0, 2.0, 5.0)
@@ -330,6 +330,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     data, label = experiment_data(args)
+    check_folds(args.folds, data, label)
     k, targets, folds = args.k, args.targets, args.folds
     betas, epsilons, min_ratings = ((1, 3), (1.0,), 40) if args.quick else (BETAS, EPSILONS, 50)
     backends = [] if args.no_backends else available_backends(BACKENDS, args.n_known)

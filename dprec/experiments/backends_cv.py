@@ -18,7 +18,7 @@ import pandas as pd
 from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
-from ._options import experiment_parser
+from ._options import check_folds, experiment_parser
 
 #: backend name -> (sim_options without ε, the ε grid; None = not private)
 BACKENDS = {
@@ -83,6 +83,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out.mkdir(parents=True, exist_ok=True)
     data, label = load_or_synthetic(args.dataset, args.seed, quick=args.quick,
                                     path=args.data_path)
+    check_folds(args.folds, data, label)
     if args.quick:
         print(f"quick run on {label}", flush=True)
     table = run(data, n_folds=args.folds, seed=args.seed, n_jobs=args.n_jobs).assign(dataset=label)

@@ -56,7 +56,7 @@ from ..utils._plotting import (
     save,
     subplots,
 )
-from ._options import EPSILON, POSITIVE_INT, experiment_parser
+from ._options import EPSILON, POSITIVE_INT, check_folds, experiment_parser
 from .hyperparameters import PUBLIC_K, PUBLIC_RULE
 from .privacy_labels import first_fold, fresh_labels
 
@@ -266,6 +266,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     else:
         data, label = load_or_synthetic(args.dataset, args.seed, quick=args.quick,
                                         path=args.data_path)
+    check_folds(args.folds, data, label)
     if args.quick:
         print(f"quick run on {label}", flush=True)
     table = run(data, epsilons=args.epsilons, n_folds=args.folds, seed=args.seed,

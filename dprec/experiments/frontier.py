@@ -106,7 +106,7 @@ from ..similarity import sketch_backend, with_public_bounds
 from ..similarity.exact import change_bound
 from ..utils._surprise import inner_ids
 from . import hyperparameters as hp
-from ._options import EPSILON, FOLDS, POSITIVE_INT, experiment_data, experiment_parser
+from ._options import EPSILON, FOLDS, POSITIVE_INT, check_folds, experiment_data, experiment_parser
 from ._shared_fits import SharedFits, batch_estimates, rule_estimates
 from .attack_resistance import backend_options
 from .front_page import headline
@@ -567,6 +567,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     data, label = experiment_data(args)
+    check_folds(args.folds, data, label, args.inner_folds)
     small = (("topk", "ppns"), ("basic", "means"), NEIGHBOURHOODS, ("DPItemKNN",))
     configs = configurations(tuple(args.epsilons), tuple(args.similarities),
                              *(small if args.quick else ()))

@@ -35,7 +35,13 @@ from tqdm import tqdm
 
 from dprec import datasets
 from dprec.evaluation.metrics import kendall_tau, ndcg_at_k, pairwise_accuracy
-from dprec.experiments._options import FOLDS, add_data_path, experiment_parser, run_folder
+from dprec.experiments._options import (
+    FOLDS,
+    add_data_path,
+    check_folds,
+    experiment_parser,
+    run_folder,
+)
 from dprec.ranking import (
     concordant_pairs,
     laplace_expected_concordant,
@@ -224,6 +230,10 @@ def run(out: str | os.PathLike | None = None, quick: bool = False, folds: int | 
     """
     out = run_folder(out, "results/ranking", quick)
     out.mkdir(parents=True, exist_ok=True)
+    data, label = datasets.load_or_synthetic("auto" if dataset == "ml-100k" else dataset,
+                                             seed, quick=quick, path=data_path)
+    if folds is not None:
+        check_folds(folds, data, label)
     if quick:
         concordance = concordance_table(ms=(5, 10, 20, 50), n_rep=300, seed=seed)
         params = {"n_epochs": 5, **(ranker_params or {})}
@@ -233,8 +243,6 @@ def run(out: str | os.PathLike | None = None, quick: bool = False, folds: int | 
         params = dict(ranker_params or {})
         folds, epsilons = folds or 5, EPSILONS
     concordance.to_csv(out / "concordance.csv", index=False)
-    data, label = datasets.load_or_synthetic("auto" if dataset == "ml-100k" else dataset,
-                                             seed, quick=quick, path=data_path)
     accuracy = accuracy_table(data, label, epsilons=epsilons, folds=folds, seed=seed,
                               ranker_params=params, verbose=verbose)
     accuracy.to_csv(out / "accuracy.csv", index=False)

@@ -23,7 +23,7 @@ from ..datasets import load_or_synthetic
 from ..evaluation import grid_table
 from ..knn import PrivateKNN
 from ..utils._plotting import save, subplots
-from ._options import EPSILON, POSITIVE_INT, experiment_parser
+from ._options import EPSILON, POSITIVE_INT, check_folds, experiment_parser
 
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 PRIVATE = ("pncf", "ppns")
@@ -123,6 +123,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> pd.DataF
     out.mkdir(parents=True, exist_ok=True)
     data, label = load_or_synthetic(args.dataset, args.seed, quick=args.quick,
                                     path=args.data_path)
+    check_folds(args.folds, data, label)
     if args.quick:
         print(f"quick run on {label}", flush=True)
     table = run(data, epsilons=args.epsilons, ks=args.ks, neighbourhoods=args.neighbourhoods,
