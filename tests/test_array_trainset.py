@@ -19,6 +19,7 @@ from dprec.datasets import (
     load,
     synthetic,
 )
+from dprec.endtoend.rating_space import Catalogue
 from dprec.utils._ratings import RatingArrays
 
 
@@ -285,3 +286,19 @@ def test_raw_ids_as_surprise_keeps_them():
                      np.array(["a"], object), (1, 5))
     with pytest.raises(ValueError, match="one length"):
         ArrayTestset(np.array(["1"], object), np.array([], object), np.ones(1))
+
+
+@pytest.mark.parametrize(("catalogue", "queries"), [
+    ([3, 1, 7, 10**12], np.array([7, 2, 1, 10**12, -1, 3])),
+    (["a", "b", "c10"], np.array(["c10", "z", "a", ""])),
+    (["a", "b", "c10"], np.array(["c10", "z", "a", 1], dtype=object)),
+    ([1, "1", ("t", 2)], np.array(["1", 1, 1.0, True, ("t", 2), "t"], dtype=object)),
+], ids=["ints", "strings", "objects", "mixed"])
+def test_an_arrays_positions_are_the_dicts(catalogue, queries):
+    """`Catalogue.positions` reads an array (an ArrayTestset's columns) with pandas'
+    hash table, a list with the dict: the same positions, -1 for ids not listed."""
+    listed = Catalogue.build(catalogue, [], "items")
+    as_list = listed.positions(queries.tolist())
+    np.testing.assert_array_equal(listed.positions(queries), as_list)
+    assert as_list.dtype == listed.positions(queries).dtype == np.int64
+    assert all((n >= 0) == (raw in catalogue) for n, raw in zip(as_list, queries.tolist()))
