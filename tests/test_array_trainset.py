@@ -302,3 +302,22 @@ def test_an_arrays_positions_are_the_dicts(catalogue, queries):
     np.testing.assert_array_equal(listed.positions(queries), as_list)
     assert as_list.dtype == listed.positions(queries).dtype == np.int64
     assert all((n >= 0) == (raw in catalogue) for n, raw in zip(as_list, queries.tolist()))
+
+
+def _objects(*ids) -> np.ndarray:
+    out = np.empty(len(ids), dtype=object)
+    out[:] = list(ids)
+    return out
+
+
+@pytest.mark.parametrize(("catalogue", "queries"), [
+    ([None, "a"], _objects(float("nan"), None, "a")),
+    ([float("nan"), 1.0], _objects(float("nan"), 1.0)),
+    ([None, float("nan"), "a"], _objects("a", None)),
+    ([False, True], np.array([0, 1, 2])),
+], ids=["none", "nan", "none-and-nan", "bools"])
+def test_missing_and_boolean_ids_are_found_as_the_dict_finds_them(catalogue, queries):
+    """pandas takes every NaN and None for one another (and refuses a repeated one), and
+    a boolean Index finds no integer: those catalogues are read with the dict."""
+    listed = Catalogue.build(catalogue, [], "items")
+    np.testing.assert_array_equal(listed.positions(queries), listed.positions(queries.tolist()))

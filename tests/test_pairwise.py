@@ -4,6 +4,8 @@ matrix they replace, and DPItemKNN(similarity="factors") holds n d numbers, not 
 
 from __future__ import annotations
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -94,3 +96,27 @@ def test_dpitemknn_on_factors_holds_no_items_by_items_array():
     assert model.sim.shape == (2000, 2000)                    # computed when read
     row = model.sim.loc[items[0]].to_numpy()
     np.testing.assert_array_equal(row, model._sim[0])
+
+
+def test_the_whole_matrix_takes_its_own_memory_and_a_chunk_more():
+    # np.asarray(m) once ravelled the broadcast rows and columns first: two n² int64
+    # arrays beside the n² result (84 GB more for the 25M shape's sim)
+    matrix = FactorCosines(np.random.default_rng(0).normal(size=(600, 8)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pairwise, "_CHUNK", 4096)
+        tracemalloc.start()
+        try:
+            whole = np.asarray(matrix)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert whole.shape == (600, 600) and peak < 1.5 * whole.nbytes, peak / whole.nbytes
+
+
+def test_one_pair_is_a_scalar_and_asarray_refuses_copy_false(factors):
+    matrix = FactorCosines(factors)
+    one = matrix[3, 5]
+    assert isinstance(one, np.float64) and one == np.asarray(matrix)[3, 5]
+    with pytest.raises(ValueError, match="copy=False"):
+        np.asarray(matrix, copy=False)
+    assert not np.asarray(PairSums(np.ones(3)), dtype=np.float64).flags.writeable

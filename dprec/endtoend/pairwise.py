@@ -47,20 +47,30 @@ class PairMatrix:
             rows, cols = (np.arange(n)[np.asarray(part)] for part in key)   # checks the ids
         else:
             rows, cols = np.arange(n)[key][..., None], np.arange(n)
-        return self._computed(np.broadcast_arrays(rows, cols))
+        return self._computed(rows, cols)
 
-    def _computed(self, pairs: list[np.ndarray]) -> np.ndarray:
-        rows, cols = (part.ravel() for part in pairs)
-        out = np.empty(rows.size, dtype=self.dtype)
-        for start in range(0, rows.size, _CHUNK):
-            part = slice(start, start + _CHUNK)
-            out[part] = self._entries(rows[part], cols[part])
-        return out.reshape(pairs[0].shape)
+    def _computed(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """The entries of the broadcast pairs, at most `_CHUNK` at a time: the pairs are
+        never materialised whole (for `np.asarray(m)` that would be two $n^2$ arrays of
+        int64 beside the result), and a numpy scalar for one pair, as an array gives."""
+        out = np.empty(np.broadcast_shapes(rows.shape, cols.shape), dtype=self.dtype)
+        if out.size:
+            with np.nditer([rows, cols, out], flags=["external_loop", "buffered"],
+                           op_flags=[["readonly"], ["readonly"], ["writeonly"]],
+                           buffersize=_CHUNK) as pairs:
+                for row, col, part in pairs:
+                    part[...] = self._entries(row.ravel(), col.ravel()).reshape(part.shape)
+        return out[()]
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if copy is False:
+            raise ValueError(f"a {type(self).__name__} holds no array: np.asarray computes "
+                             "one (copy=False is refused)")
         whole = self[np.arange(self.shape[0])]
+        if dtype is not None:
+            whole = whole.astype(dtype, copy=False)
         whole.flags.writeable = False
-        return whole if dtype is None else whole.astype(dtype)
+        return whole
 
     def __len__(self) -> int:
         return self.shape[0]

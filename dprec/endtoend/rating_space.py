@@ -141,15 +141,21 @@ class Catalogue:
         """The position of each raw id, `-1` where it is not listed: for an array (an
         `ArrayTestset`'s columns) a hash lookup in C, up to 100 times faster than one
         `dict.get` per id, with the same positions (ids equal by value, as in a dict)."""
-        if isinstance(raws, np.ndarray) and raws.dtype.kind in "iuUO":
+        if isinstance(raws, np.ndarray) and raws.dtype.kind in "iuUO" \
+                and self._lookup is not None:
             return self._lookup.get_indexer(raws).astype(np.int64, copy=False)
         get = self.index.get
         return np.fromiter((get(raw, -1) for raw in raws), np.int64, len(raws))
 
     @cached_property
-    def _lookup(self) -> pd.Index:
-        """The ids as a pandas Index, built on the first array lookup."""
-        return self.labels()
+    def _lookup(self) -> pd.Index | None:
+        """The ids as a pandas Index, built on the first array lookup; None where pandas
+        would not find what the dict finds: missing values among the ids (pandas takes
+        every NaN and None for one another, and refuses a repeated one) or a boolean Index
+        (which finds no integer, where the dict finds ``0 == False``)."""
+        labels = self.labels()
+        usable = labels.is_unique and not labels.hasnans and labels.dtype != bool
+        return labels if usable else None
 
 
 @dataclass(frozen=True)
