@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,9 @@ from ..knn.parameters import check_ids
 from ..utils._ratings import RatingArrays, ratings_matrix
 from ..utils._surprise import predictions, raw_ids, testset_columns
 from ..utils._validation import check_int
+
+if TYPE_CHECKING:
+    from .pairwise import PairMatrix
 
 __all__ = ["SCOPE", "UNKNOWN_BOTH", "Catalogue", "ListedModel", "RatingSpace", "sorted_ids",
            "surprise_details"]
@@ -317,7 +321,7 @@ class ListedModel(Recommender, PrivateModel):
     mu_: float
     #: the released similarities between listed users or items (sorted lists' order), set
     #: at `fit` by a neighbourhood model, and which lists they are between
-    _sim: np.ndarray | None = None
+    _sim: np.ndarray | PairMatrix | None = None
     _similar: str = "users"
     #: whether a shared output names the users (e.g. neighbour lists of users): then the
     #: user list read from the data is a release, with its boundary users outside
