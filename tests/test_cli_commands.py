@@ -242,6 +242,22 @@ def test_scaling_reads_max_users_for_movielens_too():
     assert shares == (0.25,) and shapes == []
 
 
+@pytest.mark.parametrize(("shape", "expected"), [
+    ((943, 1682, 100_000), {"LocalKNN", "DPItemKNN (covariance)", "KNNBaseline (item)", "SVD"}),
+    ((69_878, 10_677, 10_000_054), {"DPItemKNN (covariance)", "KNNBaseline (item)", "SVD"}),
+    ((162_541, 59_047, 25_000_095), {"SVD"}),
+    ((480_189, 17_770, 100_480_507), {"DPItemKNN (covariance)"})])
+def test_each_shape_gets_the_fits_its_memory_allows(shape, expected):
+    """The item-based KNNBaseline (items × items similarities, 26 GiB at the 25M shape's
+    59,047 items) was run up to 30 million ratings whatever the items."""
+    class Shape:
+        n_users, n_items, n_ratings = shape
+    names = {name for name, *_ in users_scaling.shape_jobs(Shape, (1.0, 2.0), 0)}
+    bounded = {"LocalKNN", "DPItemKNN (covariance)", "KNNBaseline (item)", "SVD"}
+    assert names & bounded == expected
+    assert {"user mean", "BaselineOnly", "DPBaseline", "DPALS"} <= names
+
+
 @pytest.mark.parametrize("command", ["demo", "cv"])
 def test_folds_are_checked_against_the_data(command, tmp_path):
     """`dprec demo --folds 1000000` answered "n_splits=12000" (the ratings' count, from

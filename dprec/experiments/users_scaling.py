@@ -17,7 +17,8 @@ at ε ∈ {0.5, 1, 2, 5, 10}, per user and per rating, every end-to-end model
 (`DPBaseline`, `DPItemKNN`, `LocalKNN` up to 20,000 users: its reports are dense,
 users × items; `DPItemKNN (covariance)` up to 20,000 items) next to the user's own mean
 (free under joint DP), Surprise's `BaselineOnly`, `SVD` and item-based `KNNBaseline`
-(dprec's, equal to Surprise's; these two up to 30 million ratings).  Each
+(dprec's, equal to Surprise's; these two up to 30 million ratings, `KNNBaseline` up to
+20,000 items).  Each
 shape is one seeded 80/20 split; every private fit is seeded (reproducible, so its
 guarantee is void: the guarantee is that of the same configuration fitted with
 `random_state=None`).  Hyper-parameters are the models' defaults and `k = 40`,
@@ -63,7 +64,8 @@ ML100K_USERS = 943
 SHAPES = ((6040, 3706, 1_000_209), (20_000, 3706, 3_000_000), (69_878, 10_677, 10_000_054),
           (138_493, 26_744, 20_000_263), (162_541, 59_047, 25_000_095),
           (480_189, 17_770, 100_480_507))
-#: DPItemKNN (covariance) keeps items × items matrices: it runs up to this many items
+#: DPItemKNN (covariance) and the item-based KNNBaseline keep items × items matrices:
+#: they run up to this many items
 COVARIANCE_MAX_ITEMS = 20_000
 #: Surprise's SVD and the item-based KNNBaseline: up to this many ratings (an SVD epoch
 #: is a Python-level pass over Surprise's lists)
@@ -166,6 +168,24 @@ def evaluate(algo, trainset, testset) -> tuple[float, float]:
     return accuracy.rmse(predictions, verbose=False), time.perf_counter() - start
 
 
+def shape_jobs(trainset, epsilons: Sequence[float], seed: int) -> list[tuple]:
+    """`(model, unit, ε, factory)` of every fit a shape gets: the references (no ε), then
+    each private model at each ε, but `SVD` and `KNNBaseline (item)` only up to
+    `REFERENCE_MAX_RATINGS` ratings, the two items × items models (`KNNBaseline (item)`,
+    `DPItemKNN (covariance)`) only up to `COVARIANCE_MAX_ITEMS` items and `LocalKNN` only
+    up to `LOCAL_MAX_USERS` users."""
+    square = trainset.n_items <= COVARIANCE_MAX_ITEMS
+    jobs = [(name, "none", None, make) for name, make in REFERENCES.items()
+            if name in ("user mean", "BaselineOnly")
+            or (trainset.n_ratings <= REFERENCE_MAX_RATINGS
+                and (name != "KNNBaseline (item)" or square))]
+    jobs += [(name, unit, eps, (lambda make=make, eps=eps: make(eps, seed)))
+             for name, (unit, make) in PRIVATE.items() for eps in epsilons
+             if (name != "LocalKNN" or trainset.n_users <= LOCAL_MAX_USERS)
+             and (name != "DPItemKNN (covariance)" or square)]
+    return jobs
+
+
 def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0,
         max_users: int | None = None, progress: bool = True, min_users: int | None = None,
         models: Sequence[str] | None = None) -> pd.DataFrame:
@@ -178,15 +198,7 @@ def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0
         trainset, testset = split(data, test_size=0.2, random_state=seed)
         shape = {"dataset": label, "users": trainset.n_users, "items": trainset.n_items,
                  "ratings": trainset.n_ratings}
-        jobs = [(name, "none", None, make) for name, make in REFERENCES.items()
-                if name in ("user mean", "BaselineOnly")
-                or trainset.n_ratings <= REFERENCE_MAX_RATINGS]
-        jobs += [(name, unit, eps, (lambda make=make, eps=eps: make(eps, seed)))
-                 for name, (unit, make) in PRIVATE.items() for eps in epsilons
-                 if (name != "LocalKNN" or trainset.n_users <= LOCAL_MAX_USERS)
-                 and (name != "DPItemKNN (covariance)"
-                      or trainset.n_items <= COVARIANCE_MAX_ITEMS)]
-        for name, unit, eps, make in jobs:
+        for name, unit, eps, make in shape_jobs(trainset, epsilons, seed):
             if models is not None and name not in models:
                 continue
             rmse, seconds = evaluate(make(), trainset, testset)
