@@ -20,7 +20,7 @@ the data (Numba is one of dprec's dependencies; where it cannot be imported,
 
 The kernels release the GIL (``nogil``), so `dprec.utils._threads.map_blocks`
 runs blocks of them on every core; their machine code is compiled by the
-first process that calls them (20–40 s on 2 cores) and cached on disk (``cache=True``)
+first process that calls them (10–40 s on 2 cores) and cached on disk (``cache=True``)
 for the next ones (`warm_up`).  Numba is imported at the first `enabled` of a process
 (0.3 s that ``--help`` does not pay).  ``DPREC_DISABLE_NUMBA=1`` turns them off (the
 tests run both paths).
@@ -560,7 +560,7 @@ def _compiled() -> int:
 def warm_up(compiling: Callable[[], object] | None = None) -> float:
     """Load the kernels' machine code for the argument types dprec passes, on tiny
     inputs; returns the seconds taken (0 when the kernels are off): about 1 s from Numba's
-    disk cache; the first run after installing dprec compiles them (20–40 s on 2 cores)
+    disk cache; the first run after installing dprec compiles them (10–40 s on 2 cores)
     and writes the cache (next to the module, or in `NUMBA_CACHE_DIR`).  A timing that
     should include neither (`dprec demo`) calls this first.  ``compiling`` (no argument)
     is called once, as soon as a kernel had to be compiled, so the caller can say why
