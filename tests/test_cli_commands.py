@@ -259,6 +259,28 @@ def test_each_shape_gets_the_fits_its_memory_allows(shape, expected):
     assert {"user mean", "BaselineOnly", "DPBaseline", "DPALS"} <= names
 
 
+def test_a_fit_the_machine_cannot_hold_is_a_row_and_the_run_goes_on(monkeypatch, capsys):
+    """At the 20M shape and ε = 10 DPItemKNN's covariance took 23 GB and the kernel killed
+    the whole scaling run; now the model refuses before it starts (`MemoryError`), and
+    the run records that and goes on."""
+    evaluate = users_scaling.evaluate
+
+    def refusing(algo, trainset, testset):
+        if type(algo).__name__ == "DPALS":
+            raise MemoryError("DPALS needs about 9.0 GiB and 1.0 GiB are available: less")
+        return evaluate(algo, trainset, testset)
+
+    monkeypatch.setattr(users_scaling, "evaluate", refusing)
+    results = users_scaling.run(quick=True, max_users=200, models=["DPBaseline", "DPALS"])
+    refused = results[results.model == "DPALS"]
+    assert len(refused) == len(results) / 2 and refused.rmse.isna().all()
+    assert (refused.note == "MemoryError: DPALS needs about 9.0 GiB and 1.0 GiB are "
+                           "available: less").all()
+    done = results[results.model == "DPBaseline"]
+    assert done.rmse.notna().all() and (done.note == "").all()
+    assert "DPALS ε=1.0 not run: DPALS needs about 9.0 GiB" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("command", ["demo", "cv"])
 def test_folds_are_checked_against_the_data(command, tmp_path):
     """`dprec demo --folds 1000000` answered "n_splits=12000" (the ratings' count, from

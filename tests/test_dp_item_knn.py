@@ -895,8 +895,9 @@ def test_the_public_rule_reads_the_released_count_of_users_and_the_listed_items(
         assert not algo.sim.to_numpy().any() and not np.asarray(algo._sim_noise).any()
         assert algo._sim_noise.shape == (len(listed_items),) * 2
         assert algo._sim_noise.dtype == np.float32
+        released = algo.sim
         with pytest.raises(ValueError, match="read-only"):
-            algo.sim.iloc[0, 0] = 2.0
+            released.iloc[0, 0] = 2.0
 
 
 @pytest.mark.parametrize("listed", [True, False])
@@ -966,3 +967,40 @@ def test_the_gate_is_strict(data, trainset, monkeypatch, mechanism):
     upper = np.triu_indices(40, 1)
     assert (co[upper] == threshold).sum() > 300 and (co[upper] > threshold).sum() > 300
     np.testing.assert_array_equal(sim.to_numpy()[upper] != 0, co[upper] > threshold)
+
+
+def test_a_covariance_the_machine_cannot_hold_is_refused_before_it_starts(trainset,
+                                                                          monkeypatch):
+    # at the 20M shape and ε = 10 the covariance over the ~27,000 items released took 23 GB
+    # and the kernel killed the process; now a MemoryError names the way out, the model
+    # left unfitted, and the factors (n_items × d numbers) still fit
+    from dprec.utils import _memory
+
+    algo = DPItemKNN(epsilon=5.0, items=sorted({trainset.to_raw_iid(i)
+                                                 for i in trainset.all_items()}),
+                     random_state=0)
+    n_items = trainset.n_items
+    needed = dp_item_knn.PEAK_BYTES_PER_PAIR * n_items**2
+    monkeypatch.setattr(_memory, "available_bytes", lambda: needed - 1)
+    with pytest.raises(MemoryError, match=rf"over the {n_items} items released needs about "
+                       r".* GiB .*similarity='factors'"):
+        algo.fit(trainset)
+    with pytest.raises(ValueError, match="fit"):
+        algo.predict("0", "0")
+    monkeypatch.setattr(_memory, "available_bytes", lambda: needed)
+    assert algo.fit(trainset).sim.shape == (n_items, n_items)
+    monkeypatch.setattr(_memory, "available_bytes", lambda: 1)
+    DPItemKNN(epsilon=5.0, similarity="factors", random_state=0).fit(trainset)
+
+
+def test_the_memory_check_reads_what_the_machine_has(monkeypatch):
+    from dprec.utils import _memory
+
+    assert _memory.available_bytes() > 2**20          # this machine: MemAvailable
+    _memory.check_memory(1.0, "one byte", "nothing")
+    with pytest.raises(MemoryError, match=r"^the lot needs about 1.0 GiB and 0.0 GiB are "
+                                          r"available: buy more$"):
+        monkeypatch.setattr(_memory, "available_bytes", lambda: 0)
+        _memory.check_memory(2.0**30, "the lot", "buy more")
+    monkeypatch.setattr(_memory, "available_bytes", lambda: None)
+    _memory.check_memory(1e30, "anything", "nothing")     # unknown: no check

@@ -191,7 +191,9 @@ def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0
         models: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per shape, model, unit and ε (`None` for the references): `rmse`,
     `seconds`, the shape's `users`, `items` and `ratings`; only the shapes with
-    `min_users` to `max_users` users and the `models` named, when given."""
+    `min_users` to `max_users` users and the `models` named, when given.  A fit the
+    machine cannot hold (a model's `MemoryError`, raised before it starts) gets a row
+    with no `rmse` and the error in `note`; the run goes on."""
     rows = []
     for label, data in datasets(quick, seed, max_users, min_users):
         split = array_train_test_split if isinstance(data, ArrayDataset) else train_test_split
@@ -201,9 +203,16 @@ def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0
         for name, unit, eps, make in shape_jobs(trainset, epsilons, seed):
             if models is not None and name not in models:
                 continue
-            rmse, seconds = evaluate(make(), trainset, testset)
-            rows.append({**shape, "model": name, "unit": unit, "epsilon": eps, "rmse": rmse,
-                         "seconds": seconds})
+            row = {**shape, "model": name, "unit": unit, "epsilon": eps}
+            try:
+                rmse, seconds = evaluate(make(), trainset, testset)
+            except MemoryError as error:    # refused before it started (`check_memory`)
+                rows.append({**row, "rmse": np.nan, "seconds": np.nan,
+                             "note": f"MemoryError: {error}"})
+                if progress:
+                    print(f"{label}: {name} ε={eps} not run: {error}", flush=True)
+                continue
+            rows.append({**row, "rmse": rmse, "seconds": seconds, "note": ""})
             if progress:
                 print(f"{label}: {name} ε={eps} RMSE {rmse:.4f} ({seconds:.0f} s)", flush=True)
     return pd.DataFrame(rows)
