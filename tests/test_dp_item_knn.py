@@ -971,26 +971,72 @@ def test_the_gate_is_strict(data, trainset, monkeypatch, mechanism):
 
 def test_a_covariance_the_machine_cannot_hold_is_refused_before_it_starts(trainset,
                                                                           monkeypatch):
-    # at the 20M shape and ε = 10 the covariance over the ~27,000 items released took 23 GB
-    # and the kernel killed the process; now a MemoryError names the way out, the model
-    # left unfitted, and the factors (n_items × d numbers) still fit
+    # at the 20M shape and ε = 10 the covariance over the 17,465 items released needed
+    # ~28 GiB and the kernel killed the process at 23 GB; now a MemoryError names the way
+    # out before any n² sum, a fitted model keeps its fit, and the factors still fit
     from dprec.utils import _memory
 
-    algo = DPItemKNN(epsilon=5.0, items=sorted({trainset.to_raw_iid(i)
-                                                 for i in trainset.all_items()}),
-                     random_state=0)
+    items = sorted({trainset.to_raw_iid(i) for i in trainset.all_items()})
     n_items = trainset.n_items
-    needed = dp_item_knn.PEAK_BYTES_PER_PAIR * n_items**2
-    monkeypatch.setattr(_memory, "available_bytes", lambda: needed - 1)
-    with pytest.raises(MemoryError, match=rf"over the {n_items} items released needs about "
-                       r".* GiB .*similarity='factors'"):
-        algo.fit(trainset)
-    with pytest.raises(ValueError, match="fit"):
-        algo.predict("0", "0")
+    needed = dp_item_knn.covariance_bytes(n_items, trainset.n_ratings, "threads", None)
     monkeypatch.setattr(_memory, "available_bytes", lambda: needed)
-    assert algo.fit(trainset).sim.shape == (n_items, n_items)
+    algo = DPItemKNN(epsilon=5.0, items=items, random_state=0).fit(trainset)
+    fitted, before = algo._sim, algo.predict("0", "1").est
+    assert fitted.shape == (n_items, n_items)
+
+    def no_sums(*args, **kwargs):
+        raise AssertionError("the sums started")
+
+    monkeypatch.setattr(dp_item_knn, "integer_sums", no_sums)
+    monkeypatch.setattr(_memory, "available_bytes", lambda: needed - 1)
+    message = rf"over the {n_items:,} items released needs about .* GiB .*similarity='factors'"
+    algo.random_state = 1
+    with pytest.raises(MemoryError, match=message):
+        algo.fit(trainset)
+    assert algo._sim is fitted and algo.predict("0", "1").est == before
+    with pytest.raises(MemoryError, match=message):
+        DPItemKNN(epsilon=5.0, items=items, mechanism="laplace", random_state=0).fit(trainset)
+    fresh = DPItemKNN(epsilon=5.0, items=items, random_state=0)
+    with pytest.raises(MemoryError, match=message):
+        fresh.fit(trainset)
+    with pytest.raises(ValueError, match="fit"):
+        fresh.predict("0", "1")
     monkeypatch.setattr(_memory, "available_bytes", lambda: 1)
     DPItemKNN(epsilon=5.0, similarity="factors", random_state=0).fit(trainset)
+
+
+def test_a_fit_that_runs_out_of_memory_midway_leaves_the_model_as_it_was(trainset,
+                                                                         monkeypatch):
+    # the model took its new baseline, k and lists before the n² similarities were built,
+    # so a MemoryError there left the new baseline beside the old similarities and ledger
+    algo = DPItemKNN(epsilon=5.0, random_state=0).fit(trainset)
+    state = (algo.baseline_, algo._sim, algo._accountant, algo.predict("0", "1").est)
+    real, calls = dp_item_knn.safe_divide, []
+
+    def failing(numerator, denominator):
+        calls.append(1)
+        if len(calls) == 2:          # the similarities' noise scale: the last n² array
+            raise MemoryError("simulated")
+        return real(numerator, denominator)
+
+    monkeypatch.setattr(dp_item_knn, "safe_divide", failing)
+    algo.random_state = 1
+    with pytest.raises(MemoryError, match="simulated"):
+        algo.fit(trainset)
+    assert (algo.baseline_, algo._sim, algo._accountant, algo.predict("0", "1").est) == state
+
+
+def test_the_memory_estimate_counts_the_partial_sums_in_flight(monkeypatch):
+    # measured: 86-102 bytes a pair after the sums; 111, 175, 303 with 4, 8, 16 threads
+    n = 1000
+    monkeypatch.setenv("DPREC_NUM_THREADS", "1")
+    assert dp_item_knn.covariance_bytes(n, 10**9, "threads", None) == 100 * n**2
+    for threads, per_pair in ((4, 112), (8, 176), (16, 304)):
+        monkeypatch.setenv("DPREC_NUM_THREADS", str(threads))
+        assert dp_item_knn.covariance_bytes(n, 10**9, "threads", None) == per_pair * n**2
+        assert dp_item_knn.covariance_bytes(n, 10**9, "dask", None) == 100 * n**2
+        assert dp_item_knn.covariance_bytes(n, 100, "threads", None) == 100 * n**2  # 1 part
+    assert dp_item_knn.covariance_bytes(n, 100, "threads", 16) == 304 * n**2
 
 
 def test_the_memory_check_reads_what_the_machine_has(monkeypatch):

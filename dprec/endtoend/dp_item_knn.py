@@ -83,6 +83,7 @@ from ..mechanisms import zcdp_rho
 from ..utils._arrays import safe_divide
 from ..utils._memory import check_memory
 from ..utils._rng import FitNoise
+from ..utils._threads import thread_count
 from ..utils._validation import check_choice, check_epsilon, check_int, check_open_unit, check_real
 from .covariance_release import (  # noqa: F401  (re-exported: their home was this module)
     check_laplace_scale,
@@ -106,17 +107,32 @@ from .dp_baseline import (
 from .effects_release import check_effects_rho
 from .noisy_effects import SIGNAL
 from .pairwise import FactorCosines, PairSums
-from .partitions import check_partitioning
+from .partitions import PARTITION_RATINGS, check_partitioning
 from .rating_space import ListedModel, RatingSpace, surprise_details
 
-__all__ = ["DPItemKNN", "default_share", "gaussian_sums", "grid_levels", "grid_residuals",
-           "integer_sums", "laplace_sum_epsilons", "noisy_sums", "sum_sensitivities"]
+__all__ = ["DPItemKNN", "covariance_bytes", "default_share", "gaussian_sums", "grid_levels",
+           "grid_residuals", "integer_sums", "laplace_sum_epsilons", "noisy_sums",
+           "sum_sensitivities"]
 
 MECHANISMS = ("gaussian", "laplace")
 SIMILARITIES = ("covariance", "factors")
-#: Peak bytes per item pair of a covariance fit (the sums, their noise, the similarities
-#: and their noise's scale: 86-102 measured at 2,000-4,000 items), checked before it starts
+#: Peak bytes per item pair of a covariance fit after the sums (their noise, the
+#: similarities and their noise's scale: 86-102 measured at 2,000-4,000 items)
 PEAK_BYTES_PER_PAIR = 100
+#: ... and while the sums run: the total and its sampler, plus 16 per partial sum in
+#: flight (one per thread; 111, 175, 303 measured with 4, 8, 16 threads)
+SUM_BYTES_PER_PAIR, PARTIAL_BYTES_PER_PAIR = 48, 16
+
+
+def covariance_bytes(n_items: int, n_ratings: int, backend: str,
+                     n_partitions: int | None) -> float:
+    """The peak memory of a covariance fit over `n_items` items and `n_ratings` ratings:
+    the larger of its two phases, the sums (one partial per thread at once; on Dask, the
+    calling process adds one at a time) and what follows them."""
+    parts = n_partitions or max(1, -(-n_ratings // PARTITION_RATINGS))
+    in_flight = 1 if backend == "dask" else min(thread_count(), parts)
+    per_pair = max(PEAK_BYTES_PER_PAIR, SUM_BYTES_PER_PAIR + PARTIAL_BYTES_PER_PAIR * in_flight)
+    return per_pair * float(n_items) ** 2
 #: the Gaussian covariance is released when n_users / n_items · sqrt(ρ) reaches this
 #: (`default_share`)
 COVARIANCE_SNR = 3.0
@@ -323,10 +339,11 @@ class DPItemKNN(ListedModel, AlgoBase):
             self._fit_baseline_only(trainset, k, baseline, residuals, seeded, mechanism,
                                     delta, spent)
             return self
-        check_memory(PEAK_BYTES_PER_PAIR * float(n_items) ** 2,
+        # the baseline is released (its items listed); the model is still unchanged
+        check_memory(covariance_bytes(n_items, matrix.nnz, backend, n_partitions),
                      f"DPItemKNN's covariance similarity over the {n_items:,} items released",
                      "give similarity='factors' (n_items x d numbers) or a smaller "
-                     "items= catalogue")
+                     "items= catalogue (the item effects' release is spent)")
         norm = "l2" if mechanism == "gaussian" else "l1"
         cov_int, w_int, sensitivity_cov, sensitivity_w = integer_sums(
             matrix, residuals, clip, bits, norm, backend=backend, n_partitions=n_partitions)
@@ -342,6 +359,7 @@ class DPItemKNN(ListedModel, AlgoBase):
                                       epsilon_each, rng)
             sd_w = math.sqrt(2.0) / epsilon_each
             threshold = math.log(5.0 * n_items) / epsilon_each
+        del cov_int, w_int
         cov *= 2.0 ** (-2 * bits) / sensitivity_w         # g = h² 2^-A: back to Cov
         co /= sensitivity_w                                # 2^-A: back to W
 
@@ -349,19 +367,21 @@ class DPItemKNN(ListedModel, AlgoBase):
             beta = 10.0 * sd_w / math.sqrt(2.0)      # ten noise scales of W (in W's units)
         stabilised = safe_divide(cov, np.maximum(co, 0.0) + beta)    # denominator >= 0
         variance = np.maximum(np.diag(stabilised), 1e-12)
-        AlgoBase.fit(self, trainset)
-        self.k_, self.baseline_, self._space = k, baseline, space
         scale = np.sqrt(np.outer(variance, variance))
         sim = np.clip(stabilised / scale, -1.0, 1.0)
         # each similarity's noise sd (Cov's noise is C_h² times W's), for the weights' κ
         levels = grid_levels(clip, bits) * 2.0**-bits
         support = (np.maximum(co, 0.0) + beta) * scale        # > 0 wherever a pair counts
-        self._sim_noise = safe_divide(np.full_like(support, levels**2 * sd_w),
-                                      support).astype(np.float32)
+        sim_noise = safe_divide(np.full_like(support, levels**2 * sd_w),
+                                support).astype(np.float32)
         # a pair counts only where its co-rating weight is above the noise: a threshold
         # that pure noise passes with probability 1/(10 n_items) (0.1 false pair per item)
-        self._sim = np.where(co > threshold, sim, 0.0)
-        self._sim.flags.writeable = False
+        sim = np.where(co > threshold, sim, 0.0)
+        sim.flags.writeable = False
+        # all computed: the model changes now (a MemoryError above leaves it as it was)
+        AlgoBase.fit(self, trainset)
+        self.k_, self.baseline_, self._space = k, baseline, space
+        self._sim, self._sim_noise = sim, sim_noise
         self._residuals_by_rating = residuals
         self._accountant = self._ledger(seeded, mechanism, delta, spent)
         if self.verbose:
