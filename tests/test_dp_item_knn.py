@@ -1044,9 +1044,9 @@ def test_the_memory_check_reads_what_the_machine_has(monkeypatch):
 
     assert _memory.available_bytes() > 2**20          # this machine: MemAvailable
     _memory.check_memory(1.0, "one byte", "nothing")
+    monkeypatch.setattr(_memory, "available_bytes", lambda: 0)
     with pytest.raises(MemoryError, match=r"^the lot needs about 1.0 GiB and 0.0 GiB are "
                                           r"available: buy more$"):
-        monkeypatch.setattr(_memory, "available_bytes", lambda: 0)
         _memory.check_memory(2.0**30, "the lot", "buy more")
     monkeypatch.setattr(_memory, "available_bytes", lambda: None)
     _memory.check_memory(1e30, "anything", "nothing")     # unknown: no check

@@ -122,17 +122,6 @@ PEAK_BYTES_PER_PAIR = 100
 #: ... and while the sums run: the total and its sampler, plus 16 per partial sum in
 #: flight (one per thread; 111, 175, 303 measured with 4, 8, 16 threads)
 SUM_BYTES_PER_PAIR, PARTIAL_BYTES_PER_PAIR = 48, 16
-
-
-def covariance_bytes(n_items: int, n_ratings: int, backend: str,
-                     n_partitions: int | None) -> float:
-    """The peak memory of a covariance fit over `n_items` items and `n_ratings` ratings:
-    the larger of its two phases, the sums (one partial per thread at once; on Dask, the
-    calling process adds one at a time) and what follows them."""
-    parts = n_partitions or max(1, -(-n_ratings // PARTITION_RATINGS))
-    in_flight = 1 if backend == "dask" else min(thread_count(), parts)
-    per_pair = max(PEAK_BYTES_PER_PAIR, SUM_BYTES_PER_PAIR + PARTIAL_BYTES_PER_PAIR * in_flight)
-    return per_pair * float(n_items) ** 2
 #: the Gaussian covariance is released when n_users / n_items · sqrt(ρ) reaches this
 #: (`default_share`)
 COVARIANCE_SNR = 3.0
@@ -155,6 +144,17 @@ NOTES = {
 #: what the model releases, all post-processing of the releases
 OUTPUTS = ("predictions", "details", "recommendations", "neighbour lists", "similarities",
            "item effects")
+
+
+def covariance_bytes(n_items: int, n_ratings: int, backend: str,
+                     n_partitions: int | None) -> float:
+    """The peak memory of a covariance fit over `n_items` items and `n_ratings` ratings:
+    the larger of its two phases, the sums (one partial per thread at once; on Dask, the
+    calling process adds one at a time) and what follows them."""
+    parts = n_partitions or max(1, -(-n_ratings // PARTITION_RATINGS))
+    in_flight = 1 if backend == "dask" else min(thread_count(), parts)
+    per_pair = max(PEAK_BYTES_PER_PAIR, SUM_BYTES_PER_PAIR + PARTIAL_BYTES_PER_PAIR * in_flight)
+    return per_pair * float(n_items) ** 2
 
 
 class DPItemKNN(ListedModel, AlgoBase):

@@ -192,8 +192,8 @@ def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0
     """One row per shape, model, unit and ε (`None` for the references): `rmse`,
     `seconds`, the shape's `users`, `items` and `ratings`; only the shapes with
     `min_users` to `max_users` users and the `models` named, when given.  A fit the
-    machine cannot hold (a model's `MemoryError`, raised before it starts) gets a row
-    with no `rmse` and the error in `note`; the run goes on."""
+    machine cannot hold (a model's `MemoryError`; `DPItemKNN` raises it before it
+    starts) gets a row with no `rmse` and the error in `note`; the run goes on."""
     rows = []
     for label, data in datasets(quick, seed, max_users, min_users):
         split = array_train_test_split if isinstance(data, ArrayDataset) else train_test_split
@@ -206,7 +206,7 @@ def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0
             row = {**shape, "model": name, "unit": unit, "epsilon": eps}
             try:
                 rmse, seconds = evaluate(make(), trainset, testset)
-            except MemoryError as error:    # refused before it started (`check_memory`)
+            except MemoryError as error:    # e.g. DPItemKNN's refusal (`check_memory`)
                 rows.append({**row, "rmse": np.nan, "seconds": np.nan,
                              "note": f"MemoryError: {error}"})
                 if progress:
