@@ -113,6 +113,22 @@ def test_the_whole_matrix_takes_its_own_memory_and_a_chunk_more():
     assert whole.shape == (600, 600) and peak < 1.5 * whole.nbytes, peak / whole.nbytes
 
 
+def test_the_whole_matrix_is_refused_before_it_starts_when_memory_is_short(monkeypatch):
+    # model.sim of the factors model at the 25M shape builds 59,047² float64s (26 GiB):
+    # the kernel killed the process instead of raising
+    from dprec.utils import _memory
+
+    matrix = FactorCosines(np.random.default_rng(0).normal(size=(300, 4)))
+    monkeypatch.setattr(_memory, "available_bytes", lambda: 300 * 300 * 8 - 1)
+    with monkeypatch.context() as patch:
+        patch.setattr(FactorCosines, "_entries", lambda *_: pytest.fail("it started"))
+        with pytest.raises(MemoryError, match=r"^the whole 300 x 300 matrix needs .* read "
+                                              r"the pairs you need instead: m\[rows, cols\]"):
+            np.asarray(matrix)
+    monkeypatch.setattr(_memory, "available_bytes", lambda: 300 * 300 * 8)
+    assert np.asarray(matrix)[2, 3] == matrix[2, 3]
+
+
 def test_one_pair_is_a_scalar_and_asarray_refuses_copy_false(factors):
     matrix = FactorCosines(factors)
     one = matrix[3, 5]

@@ -491,7 +491,9 @@ class DPItemKNN(ListedModel, AlgoBase):
 
     @property
     def sim(self) -> pd.DataFrame:
-        """The released similarities, raw item ids (sorted) on both axes, read-only."""
+        """The released similarities, raw item ids (sorted) on both axes, read-only; with
+        `similarity="factors"` computed when read ($n^2$ numbers: `MemoryError` before it
+        starts when they do not fit; `get_neighbors` reads one item's row)."""
         if self._sim is None:
             raise AttributeError("DPItemKNN has no sim before fit: call fit first")
         labels = self._space.items.labels()

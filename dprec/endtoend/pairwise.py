@@ -6,7 +6,8 @@ from their noise, $\tau_{ij} = \rho_i + \rho_j$.  Both are functions of $n$ vect
 they cost $n d$ numbers, not the $n^2$ of a stored matrix (26 GiB for the 59,047 items of
 MovieLens 25M).  A [`PairMatrix`][dprec.endtoend.pairwise.PairMatrix] is read like a
 read-only array: `m[rows, cols]` gives the broadcast pairs, `m[i]` one row and
-`np.asarray(m)` the whole matrix ($n^2$ numbers, for those who ask).  Every entry is
+`np.asarray(m)` the whole matrix ($n^2$ numbers, for those who ask: a `MemoryError`
+before it starts when the machine cannot hold them).  Every entry is
 computed the same way (a fixed order of additions), so the whole matrix and the pairs
 agree bit for bit.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..utils._arrays import safe_divide
+from ..utils._memory import check_memory
 
 __all__ = ["FactorCosines", "PairMatrix", "PairSums"]
 
@@ -66,7 +68,11 @@ class PairMatrix:
         if copy is False:
             raise ValueError(f"a {type(self).__name__} holds no array: np.asarray computes "
                              "one (copy=False is refused)")
-        whole = self[np.arange(self.shape[0])]
+        n = self.shape[0]
+        check_memory(float(self.dtype.itemsize) * n * n, f"the whole {n:,} x {n:,} matrix",
+                     "read the pairs you need instead: m[rows, cols], a row m[i], or a "
+                     "model's get_neighbors")
+        whole = self[np.arange(n)]
         if dtype is not None:
             whole = whole.astype(dtype, copy=False)
         whole.flags.writeable = False
