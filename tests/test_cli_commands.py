@@ -281,6 +281,25 @@ def test_a_fit_the_machine_cannot_hold_is_a_row_and_the_run_goes_on(monkeypatch,
     assert "DPALS ε=1.0 not run: DPALS needs about 9.0 GiB" in capsys.readouterr().out
 
 
+def test_scaling_answers_a_seeded_sample_of_a_large_test_fold(tmp_path):
+    """The Netflix shape's test fold has 20 million pairs: `--test-pairs` answers a seeded
+    sample, the same pairs whether the fold is a list or arrays."""
+    from dprec.datasets import ArrayTestset
+
+    triples = [(f"u{n % 7}", f"i{n % 11}", float(n % 5 + 1)) for n in range(40)]
+    arrays = ArrayTestset(*(np.array(column) for column in zip(*triples)))
+    for pairs in (None, 40, 100):
+        assert users_scaling.test_sample(triples, pairs, 0) is triples
+    picked = users_scaling.test_sample(triples, 9, 3)
+    uids, iids, truth = users_scaling.test_sample(arrays, 9, 3).rating_columns()
+    assert len(picked) == 9 == len(set(picked)) and set(picked) <= set(triples)
+    assert picked == [(u, i, r) for u, i, r in zip(uids, iids, truth.tolist())]
+    assert picked != users_scaling.test_sample(triples, 9, 4)
+    results = users_scaling.main(["--quick", "--max-users", "200", "--models", "DPBaseline",
+                                  "--test-pairs", "300", "--out", str(tmp_path)])
+    assert (results["test_pairs"] == 300).all() and results["rmse"].notna().all()
+
+
 @pytest.mark.parametrize("command", ["demo", "cv"])
 def test_folds_are_checked_against_the_data(command, tmp_path):
     """`dprec demo --folds 1000000` answered "n_splits=12000" (the ratings' count, from
