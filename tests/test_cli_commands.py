@@ -247,7 +247,7 @@ def test_scaling_reads_max_users_for_movielens_too():
     ((943, 1682, 100_000), {"LocalKNN", "DPItemKNN (covariance)", "KNNBaseline (item)", "SVD"}),
     ((69_878, 10_677, 10_000_054), {"DPItemKNN (covariance)", "KNNBaseline (item)", "SVD"}),
     ((162_541, 59_047, 25_000_095), {"SVD"}),
-    ((480_189, 17_770, 100_480_507), {"DPItemKNN (covariance)"})])
+    ((480_189, 17_770, 100_480_507), {"DPItemKNN (covariance)", "SVD"})])
 def test_each_shape_gets_the_fits_its_memory_allows(shape, expected):
     """The item-based KNNBaseline (items × items similarities, 26 GiB at the 25M shape's
     59,047 items) was run up to 30 million ratings whatever the items."""

@@ -16,9 +16,9 @@ to the private baseline at some size.  This experiment measures where, on
 at ε ∈ {0.5, 1, 2, 5, 10}, per user and per rating, every end-to-end model
 (`DPBaseline`, `DPItemKNN`, `LocalKNN` up to 20,000 users: its reports are dense,
 users × items; `DPItemKNN (covariance)` up to 20,000 items) next to the user's own mean
-(free under joint DP), Surprise's `BaselineOnly`, `SVD` and item-based `KNNBaseline`
-(dprec's, equal to Surprise's; these two up to 30 million ratings, `KNNBaseline` up to
-20,000 items).  Each
+(free under joint DP), Surprise's `BaselineOnly` and `SVD`, and the item-based
+`KNNBaseline` (dprec's, equal to Surprise's; up to 30 million ratings and 20,000
+items).  Each
 shape is one seeded 80/20 split; every private fit is seeded (reproducible, so its
 guarantee is void: the guarantee is that of the same configuration fitted with
 `random_state=None`).  Hyper-parameters are the models' defaults and `k = 40`,
@@ -74,8 +74,8 @@ SHAPES = ((6040, 3706, 1_000_209), (20_000, 3706, 3_000_000), (69_878, 10_677, 1
 #: DPItemKNN (covariance) and the item-based KNNBaseline keep items × items matrices:
 #: they run up to this many items
 COVARIANCE_MAX_ITEMS = 20_000
-#: Surprise's SVD and the item-based KNNBaseline: up to this many ratings (an SVD epoch
-#: is a Python-level pass over Surprise's lists)
+#: the item-based KNNBaseline: up to this many ratings (its similarities are a
+#: Python-level pass over Surprise's lists)
 REFERENCE_MAX_RATINGS = 30_000_000
 #: LocalKNN's reports are dense (users × items): it runs up to this many users
 LOCAL_MAX_USERS = 20_000
@@ -177,15 +177,14 @@ def evaluate(algo, trainset, testset) -> tuple[float, float]:
 
 def shape_jobs(trainset, epsilons: Sequence[float], seed: int) -> list[tuple]:
     """`(model, unit, ε, factory)` of every fit a shape gets: the references (no ε), then
-    each private model at each ε, but `SVD` and `KNNBaseline (item)` only up to
+    each private model at each ε, but `KNNBaseline (item)` only up to
     `REFERENCE_MAX_RATINGS` ratings, the two items × items models (`KNNBaseline (item)`,
     `DPItemKNN (covariance)`) only up to `COVARIANCE_MAX_ITEMS` items and `LocalKNN` only
     up to `LOCAL_MAX_USERS` users."""
     square = trainset.n_items <= COVARIANCE_MAX_ITEMS
     jobs = [(name, "none", None, make) for name, make in REFERENCES.items()
-            if name in ("user mean", "BaselineOnly")
-            or (trainset.n_ratings <= REFERENCE_MAX_RATINGS
-                and (name != "KNNBaseline (item)" or square))]
+            if name != "KNNBaseline (item)"
+            or (trainset.n_ratings <= REFERENCE_MAX_RATINGS and square)]
     jobs += [(name, unit, eps, (lambda make=make, eps=eps: make(eps, seed)))
              for name, (unit, make) in PRIVATE.items() for eps in epsilons
              if (name != "LocalKNN" or trainset.n_users <= LOCAL_MAX_USERS)
@@ -281,14 +280,22 @@ def plot(results: pd.DataFrame, path: Path) -> None:
                          sharey=True)
     axes = np.atleast_1d(axes)
     references = results[results["epsilon"].isna()]
+    private = results[results["epsilon"].notna()]
+    # one colour a model in every panel (a panel lacking a model would shift the cycle)
+    colours = {model: f"C{n % 10}" for n, model in enumerate(
+        [*private["model"].unique(), *references["model"].unique()])}
     for ax, eps in zip(axes, epsilons):
-        for model, rows in results[results["epsilon"] == eps].groupby("model", sort=False):
-            ax.plot(rows["users"], rows["rmse"], marker="o", label=model)
+        for model, rows in private[private["epsilon"] == eps].groupby("model", sort=False):
+            ax.plot(rows["users"], rows["rmse"], marker="o", color=colours[model], label=model)
         for model, rows in references.groupby("model", sort=False):
-            ax.plot(rows["users"], rows["rmse"], ls="--", lw=1, label=model)
+            ax.plot(rows["users"], rows["rmse"], ls="--", lw=1, color=colours[model],
+                    label=model)
         ax.set(xscale="log", xlabel="users", title=f"ε = {eps:g}")
     axes[0].set_ylabel("RMSE")
-    fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside lower center",
+    handles = {}                     # every model once, from whichever panel has it
+    for ax in axes:
+        handles.update(zip(*reversed(ax.get_legend_handles_labels())))
+    fig.legend(handles.values(), handles.keys(), loc="outside lower center",
                ncols=len(epsilons))
     save(fig, path)
 
