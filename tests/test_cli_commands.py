@@ -289,12 +289,12 @@ def test_scaling_answers_a_seeded_sample_of_a_large_test_fold(tmp_path):
     triples = [(f"u{n % 7}", f"i{n % 11}", float(n % 5 + 1)) for n in range(40)]
     arrays = ArrayTestset(*(np.array(column) for column in zip(*triples)))
     for pairs in (None, 40, 100):
-        assert users_scaling.test_sample(triples, pairs, 0) is triples
-    picked = users_scaling.test_sample(triples, 9, 3)
-    uids, iids, truth = users_scaling.test_sample(arrays, 9, 3).rating_columns()
+        assert users_scaling.sample_test_fold(triples, pairs, 0) is triples
+    picked = users_scaling.sample_test_fold(triples, 9, 3)
+    uids, iids, truth = users_scaling.sample_test_fold(arrays, 9, 3).rating_columns()
     assert len(picked) == 9 == len(set(picked)) and set(picked) <= set(triples)
     assert picked == [(u, i, r) for u, i, r in zip(uids, iids, truth.tolist())]
-    assert picked != users_scaling.test_sample(triples, 9, 4)
+    assert picked != users_scaling.sample_test_fold(triples, 9, 4)
     results = users_scaling.main(["--quick", "--max-users", "200", "--models", "DPBaseline",
                                   "--test-pairs", "300", "--out", str(tmp_path)])
     assert (results["test_pairs"] == 300).all() and results["rmse"].notna().all()

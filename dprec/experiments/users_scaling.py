@@ -192,7 +192,7 @@ def shape_jobs(trainset, epsilons: Sequence[float], seed: int) -> list[tuple]:
     return jobs
 
 
-def test_sample(testset, pairs: int | None, seed: int):
+def sample_test_fold(testset, pairs: int | None, seed: int):
     """`testset` (a list of triples or an `ArrayTestset`), or `pairs` of its pairs drawn
     without replacement by `numpy.random.default_rng(seed)` when it has more."""
     if pairs is None or len(testset) <= pairs:
@@ -210,16 +210,16 @@ def run(quick: bool = False, epsilons: Sequence[float] = EPSILONS, seed: int = 0
     """One row per shape, model, unit and ε (`None` for the references): `rmse`,
     `seconds`, the shape's `users`, `items`, `ratings` and `test_pairs` answered; only
     the shapes with `min_users` to `max_users` users and the `models` named, when given,
-    and a seeded sample of `test_pairs` pairs of a larger test fold (`test_sample`;
-    the Netflix shape's fold has 20 million).  A fit the
-    machine cannot hold (a model's `MemoryError`; `DPItemKNN` raises it before it
-    starts) gets a row with no `rmse` and the error in `note`; the run goes on."""
+    and a seeded sample of `test_pairs` pairs of a larger test fold (`sample_test_fold`;
+    the Netflix shape's fold has 20 million).  A fit the machine cannot hold (a model's
+    `MemoryError`; `DPItemKNN` raises it before it starts) gets a row with no `rmse` and
+    the error in `note`; the run goes on."""
     rows = []
     for label, data in datasets(quick, seed, max_users, min_users):
         split = array_train_test_split if isinstance(data, ArrayDataset) else train_test_split
         trainset, testset = split(data, test_size=0.2, random_state=seed)
         del data
-        testset = test_sample(testset, test_pairs, seed)
+        testset = sample_test_fold(testset, test_pairs, seed)
         shape = {"dataset": label, "users": trainset.n_users, "items": trainset.n_items,
                  "ratings": trainset.n_ratings, "test_pairs": len(testset)}
         for name, unit, eps, make in shape_jobs(trainset, epsilons, seed):
