@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from dprec.utils._arrays import (
+    distinct_rows,
     has_repeats,
     pattern_matrix,
     safe_divide,
@@ -46,6 +47,41 @@ def test_stable_descending_order_with_a_prefix_equals_the_full_sort(values, pref
                                                             rest.shape))
         masked = np.take_along_axis(ordered[:, prefix:], full[:, :prefix], axis=1)
         assert np.isneginf(masked).all()
+
+
+# rows drawn from a few patterns, so that repeated rows (what `distinct_rows` finds) are
+# common; the patterns differ in few places, some beyond the probe's 8 columns
+ROWS = st.tuples(arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(1, 12)),
+                        elements=st.sampled_from([-np.inf, -1.0, -0.0, 0.0, 0.5])),
+                 st.lists(st.integers(0, 2), min_size=1, max_size=12))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ROWS, st.sampled_from([None, 1, 3, 20]), st.booleans())
+def test_stable_descending_order_sorts_repeated_rows_once_and_equally(rows, prefix, tail):
+    """Each row sorted alone (no repeats to share) gives the same bits as the block,
+    whose repeated rows are sorted once; -0.0 and 0.0 are different rows."""
+    patterns, picks = rows
+    values = patterns[np.array(picks) % len(patterns)]
+    order, ordered = stable_descending_order(values, prefix, keep_tail=tail)
+    for row in range(len(values)):
+        alone, alone_values = stable_descending_order(values[row:row + 1], prefix,
+                                                      keep_tail=tail)
+        np.testing.assert_array_equal(order[row], alone[0])
+        assert ordered[row].tobytes() == alone_values[0].tobytes()
+
+
+def test_distinct_rows_groups_equal_bits_and_splits_a_difference_past_the_probe():
+    base = np.arange(40, dtype=np.float64).reshape(2, 20)
+    values = base[[0, 1, 0, 0, 1]]
+    values[3, 15] = 99.0          # equal to row 0 in the first 8 columns only
+    first, inverse = distinct_rows(values)
+    np.testing.assert_array_equal(values[first][inverse], values)
+    assert len(first) == 3 and inverse[0] == inverse[2] and inverse[1] == inverse[4]
+    zeros = np.array([[0.0, 1.0], [-0.0, 1.0]])
+    assert distinct_rows(zeros) is None                   # -0.0 is not 0.0, bit for bit
+    assert distinct_rows(np.eye(3)) is None and distinct_rows(np.ones((1, 4))) is None
+    assert distinct_rows(np.ones((3, 0))) is None
 
 
 def test_top_k_indices_are_the_largest_first_and_break_single_ties_to_the_left():

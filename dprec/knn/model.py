@@ -339,9 +339,8 @@ class PrivateKNN(SurprisePredictions, KNNQueries, PrivateModel, AlgoBase):
         storage = self._storage = held(sim, self.backend_)
         self.storage_ = storage.name
         self._ratings, self.sensitivity_ = ratings, sensitivity
-        self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
-        self._rules = Rules(ratings, self.means, self.sigmas, self.centered, self.min_k_,
-                            self.min_sim_)
+        self._rules = Rules(ratings, self.centered, self.min_k_, self.min_sim_)
+        self.means, self.sigmas = self._rules.means, self._rules.sigmas
         self._rule_ = self._rule((self.prediction_, self.fallback_, self.neighbour_shrinkage_))
         # no query has more than n_users candidates: a larger k chooses them all, as k =
         # n_users does (every selector takes all candidates once k reaches their number)

@@ -80,9 +80,9 @@ class Rules:
     Parameters
     ----------
     ratings : RatingArrays
-        The fitted ratings, in Surprise's `(x, y)` roles (users and items, or swapped).
-    means, sigmas : ndarray
-        Each row's mean rating $\\mu_x$ and standard deviation $\\sigma_x$.
+        The fitted ratings, in Surprise's `(x, y)` roles (users and items, or swapped);
+        `means` and `sigmas` are their rows' mean rating $\\mu_x$ and standard
+        deviation $\\sigma_x$ (`RatingArrays.user_means`, `user_sigmas`).
     centered : bool
         The papers' centred rule (every rule is then the basic one, centred).
     min_k : int
@@ -92,9 +92,10 @@ class Rules:
         (`counts`).
     """
 
-    def __init__(self, ratings: RatingArrays, means: np.ndarray, sigmas: np.ndarray,
-                 centered: bool, min_k: int, min_sim: float) -> None:
-        self.ratings, self.means, self.sigmas = ratings, means, sigmas
+    def __init__(self, ratings: RatingArrays, centered: bool, min_k: int,
+                 min_sim: float) -> None:
+        self.ratings = ratings
+        self.means, self.sigmas = ratings.user_means(), ratings.user_sigmas()
         self.centered, self.min_k, self.min_sim = centered, min_k, min_sim
         self.bx = self.by = None
         self._built: dict[tuple, Rule] = {}
@@ -123,22 +124,16 @@ class Rules:
             return self._built[key]
         ratings = self.ratings
         matrix = ratings.matrix
-        by_row = (np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr)), matrix.indices,
-                  matrix.data)
-        by_column = (ratings.item_users, np.repeat(np.arange(ratings.n_items),
-                                                   np.diff(ratings.item_ptr)),
-                     ratings.item_ratings)
         rule = "means" if self.centered else key[0]
-        out = []
-        for x, y, r in (by_row, by_column):
-            if rule == "basic":
-                out.append(r)
-            elif rule == "baseline":
-                out.append(r - (ratings.global_mean + self.bx[x] + self.by[y]))
-            elif rule == "zscore":   # sigma 0 only when all the ratings are equal: no deviation
-                out.append(safe_divide(r - self.means[x], self.sigmas[x]))
-            else:
-                out.append(r - self.means[x])
+        if rule == "baseline":   # b_x, b_y are the model's: computed here, per fit
+            out = [r - (ratings.global_mean + self.bx[x] + self.by[y]) for x, y, r in (
+                (np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr)),
+                 matrix.indices, matrix.data),
+                (ratings.item_users, np.repeat(np.arange(ratings.n_items),
+                                               np.diff(ratings.item_ptr)),
+                 ratings.item_ratings))]
+        else:                    # the ratings' own: computed once, shared by fits
+            out = ratings.deviations(rule)
         deviations = sp.csc_matrix(sp.csr_matrix((out[0], matrix.indices, matrix.indptr),
                                                  shape=matrix.shape))
         self._built[key] = Rule(*key, by_column=out[1], matrix=deviations)

@@ -43,8 +43,16 @@ def stable_descending_order(values: np.ndarray, prefix: int | None,
     ``keep_tail`` every column then follows in column order, those of the
     prefix masked (``-inf``), else the rest is left out.
 
+    Rows equal bit for bit (e.g. the candidates of identical users for one item) are
+    sorted once (`distinct_rows`).
+
     Returns ``(order, sorted_values)``: the columns and their values.
     """
+    groups = distinct_rows(values)
+    if groups is not None:
+        first, inverse = groups
+        order, sorted_values = stable_descending_order(values[first], prefix, keep_tail)
+        return order[inverse], sorted_values[inverse]
     n_rows, n_cols = values.shape
     if prefix is None or prefix >= n_cols:
         order = np.argsort(-values, axis=1, kind="stable")
@@ -60,6 +68,41 @@ def stable_descending_order(values: np.ndarray, prefix: int | None,
     # the tail: every column in column order, those already in the head masked out
     order = np.concatenate([head, np.broadcast_to(np.arange(n_cols), (n_rows, n_cols))], axis=1)
     return order, np.concatenate([head_values, np.where(taken, -np.inf, values)], axis=1)
+
+
+#: odd multipliers of `distinct_rows`'s probe hash (any distinct odd constants do)
+_ODD = (np.arange(1, 65, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+
+
+def distinct_rows(values: np.ndarray, probe: int = 8) -> tuple[np.ndarray, np.ndarray] | None:
+    """The rows of a 2-d array up to bitwise equality: ``(first, inverse)`` with
+    ``values[first][inverse]`` equal to ``values`` bit for bit, or ``None`` when no two
+    rows are equal.
+
+    Rows are grouped by a hash of their first ``probe`` columns (at most 64), then each is
+    compared in full with its group's first row; a row that differs from it is its own
+    group.
+    Linear in the array (the full comparison only when the probe finds a repeat).
+    """
+    n_rows = values.shape[0]
+    if n_rows < 2 or values.shape[1] == 0:
+        return None
+    values = np.ascontiguousarray(values)
+    bits = values.view(np.dtype(f"u{values.itemsize}")) if values.itemsize in (1, 2, 4, 8) \
+        else None
+    if bits is None:
+        return None
+    with np.errstate(over="ignore"):   # a wrapping hash of the probe
+        key = (bits[:, :probe].astype(np.uint64) * _ODD[:min(probe, bits.shape[1])]).sum(
+            axis=1, dtype=np.uint64)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    if len(first) == n_rows:
+        return None
+    alone = np.flatnonzero((bits != bits[first[inverse]]).any(axis=1))
+    if len(alone):   # equal in the probe only: each its own group
+        inverse[alone] = len(first) + np.arange(len(alone))
+        first = np.concatenate([first, alone])
+    return (first, inverse) if len(first) < n_rows else None
 
 
 def top_k_indices(keys: np.ndarray, k: int) -> np.ndarray:

@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from surprise import Trainset
 
+from ._arrays import safe_divide
 from ._rng import stable_keys
 from ._surprise import raw_ids
 from ._validation import check_real
@@ -148,20 +149,57 @@ class RatingArrays:
         return float(np.mean(self.item_ratings))
 
     def user_means(self) -> np.ndarray:
-        """Each row's mean rating (every user and item in a trainset has one)."""
-        counts = np.diff(self.matrix.indptr)
-        sums = np.asarray(self.matrix.sum(axis=1)).ravel()
-        return sums / np.maximum(counts, 1)
+        """Each row's mean rating (every user and item in a trainset has one); a new array
+        at each call, computed once."""
+        return self._row_moments[0].copy()
 
     def user_sigmas(self) -> np.ndarray:
         """Each row's population standard deviation of its ratings, as Surprise's
         ``KNNWithZScore`` computes it: where it is 0, the standard deviation of all
-        the ratings instead."""
-        counts = np.maximum(np.diff(self.matrix.indptr), 1)
-        rows = np.repeat(np.arange(self.n_users), np.diff(self.matrix.indptr))
-        deviations = self.matrix.data - self.user_means()[rows]
-        sigmas = np.sqrt(np.bincount(rows, deviations**2, self.n_users) / counts)
-        return np.where(sigmas == 0.0, float(np.std(self.matrix.data)), sigmas)
+        the ratings instead (a new array at each call, computed once)."""
+        return self._row_moments[1].copy()
+
+    def deviations(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+        """Each rating's deviation from its row: ``"basic"`` $r$, ``"means"``
+        $r - \\mu_x$, ``"zscore"`` $(r - \\mu_x) / \\sigma_x$ (0 where $\\sigma_x$ is 0:
+        every rating equal), as `user_means` and `user_sigmas` give them.
+
+        Returns ``(by_row, by_column)``: in ``matrix.data`` order and in the item-major
+        order of ``item_users``.  Computed once per kind and shared by every caller, who
+        must not write into them (as into the ratings themselves).
+        """
+        if kind not in self._deviations:
+            means, sigmas = self._row_moments
+            out = []
+            for rows, r in ((np.repeat(np.arange(self.n_users), np.diff(self.matrix.indptr)),
+                             self.matrix.data), (self.item_users, self.item_ratings)):
+                if kind == "basic":
+                    values = r.copy()
+                elif kind == "means":
+                    values = r - means[rows]
+                elif kind == "zscore":
+                    values = safe_divide(r - means[rows], sigmas[rows])
+                else:
+                    raise ValueError(f"kind must be 'basic', 'means' or 'zscore', got {kind!r}")
+                out.append(values)
+            self._deviations[kind] = tuple(out)
+        return self._deviations[kind]
+
+    @cached_property
+    def _deviations(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return {}
+
+    @cached_property
+    def _row_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """`user_means` and `user_sigmas`, computed once (the arrays never change: fits
+        that share these ratings, such as the attack's runners, share the work)."""
+        counts = np.diff(self.matrix.indptr)
+        sums = np.asarray(self.matrix.sum(axis=1)).ravel()
+        means = sums / np.maximum(counts, 1)
+        rows = np.repeat(np.arange(self.n_users), counts)
+        deviations = self.matrix.data - means[rows]
+        sigmas = np.sqrt(np.bincount(rows, deviations**2, self.n_users) / np.maximum(counts, 1))
+        return means, np.where(sigmas == 0.0, float(np.std(self.matrix.data)), sigmas)
 
 
 def check_ratings(trainset: Trainset, users: np.ndarray, items: np.ndarray,
