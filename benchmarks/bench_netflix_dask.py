@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     from dask.distributed import Client, LocalCluster
 
     from dprec import DPALS, DPItemKNN
-    from dprec.datasets import ArrayTestset, array_train_test_split, synthetic
+    from dprec.datasets import array_train_test_split, synthetic
+    from dprec.experiments.users_scaling import sample_test_fold
 
     users, ratings = (max(int(round(n * args.scale)), 10) for n in (NETFLIX[0], NETFLIX[2]))
     items = NETFLIX[1]
@@ -75,10 +76,8 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     start = time.perf_counter()
     trainset, testset = array_train_test_split(data, test_size=0.2, random_state=0)
     del data
-    pick = np.random.default_rng(0).choice(len(testset), min(args.test_sample, len(testset)),
-                                           replace=False)
-    uids, iids, truth = testset.rating_columns()
-    sample = ArrayTestset(uids[pick], iids[pick], truth[pick])
+    sample = sample_test_fold(testset, args.test_sample, 0)   # `dprec scaling`'s pairs
+    truth = sample.rating_columns()[2]
     del testset
     split = time.perf_counter() - start
     print(f"split 80/20 in {split:.0f} s: {trainset.n_ratings:,} training ratings; "
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     known = inner.reindex(sample.uids).to_numpy()
     guess = np.where(np.isnan(known), trainset.global_mean,
                      means[np.nan_to_num(known).astype(int)])
-    user_mean_rmse = float(np.sqrt(np.mean((truth[pick] - guess) ** 2)))
+    user_mean_rmse = float(np.sqrt(np.mean((truth - guess) ** 2)))
     print(f"user mean on the sample: RMSE {user_mean_rmse:.4f}", flush=True)
 
     models = {"DPALS": lambda: DPALS(epsilon=args.epsilon, backend="dask"),
@@ -110,7 +109,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
             predictions = model.test(sample)
             answered = time.perf_counter() - start
             est = np.fromiter((p.est for p in predictions), np.float64, len(predictions))
-            rmse = float(np.sqrt(np.mean((truth[pick] - est) ** 2)))
+            rmse = float(np.sqrt(np.mean((truth - est) ** 2)))
             workers = max(client.run(_worker_rss_mb).values())
             label = model.privacy_report().headline()
             rows.append({"model": name, "users": trainset.n_users, "items": trainset.n_items,
