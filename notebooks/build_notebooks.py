@@ -219,7 +219,7 @@ if QUICK:
     frontier.main(["--quick", "--out", "frontier_out"])
     saved = Path("frontier_out") / "frontier.csv"
 elif not saved.exists():
-    print("no saved full run: running it now (MovieLens 100k, about 25 minutes on 2 idle cores)")
+    print("no saved full run: running it now (MovieLens 100k, about 26 minutes on 2 idle cores)")
     frontier.main(["--anchor", "--out", str(RESULTS / "frontier")])
 table = pd.read_csv(saved)
 print(f"{len(table)} configurations; Pareto-optimal for RMSE: {table.pareto_rmse.sum()}, "

@@ -71,13 +71,28 @@ def test_stable_descending_order_sorts_repeated_rows_once_and_equally(rows, pref
         assert ordered[row].tobytes() == alone_values[0].tobytes()
 
 
-def test_distinct_rows_groups_equal_bits_and_splits_a_difference_past_the_probe():
+def test_distinct_rows_groups_equal_bits_whatever_the_probe_finds():
+    """Every row maps to a row equal to it bit for bit; rows equal past the probe are
+    grouped even when the probe's first row differs from them (each row compared with
+    its own group's first: the probe only says whether any two rows may be equal);
+    -0.0 is not 0.0; float32 and strided input too."""
     base = np.arange(40, dtype=np.float64).reshape(2, 20)
     values = base[[0, 1, 0, 0, 1]]
-    values[3, 15] = 99.0          # equal to row 0 in the first 8 columns only
+    values[3, 15] = 99.0          # equal to rows 0 and 2 in the first 8 columns only
     first, inverse = distinct_rows(values)
     np.testing.assert_array_equal(values[first][inverse], values)
     assert len(first) == 3 and inverse[0] == inverse[2] and inverse[1] == inverse[4]
+    tail = np.zeros((4, 12))
+    tail[1:, 10] = 1.0            # rows 1-3 equal, row 0 equal to them in the probe only
+    first, inverse = distinct_rows(tail)
+    assert len(first) == 2 and inverse[1] == inverse[2] == inverse[3] != inverse[0]
+    for probe in (0, 1, 100):
+        first, inverse = distinct_rows(tail, probe=probe)
+        np.testing.assert_array_equal(tail[first][inverse], tail)
+        assert len(first) == 2
+    strided = np.asfortranarray(tail.astype(np.float32))[:, ::2]
+    first, inverse = distinct_rows(strided)
+    assert strided[first][inverse].tobytes() == np.ascontiguousarray(strided).tobytes()
     zeros = np.array([[0.0, 1.0], [-0.0, 1.0]])
     assert distinct_rows(zeros) is None                   # -0.0 is not 0.0, bit for bit
     assert distinct_rows(np.eye(3)) is None and distinct_rows(np.ones((1, 4))) is None

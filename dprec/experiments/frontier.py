@@ -324,20 +324,18 @@ def accuracy_table(data, configs: Sequence[dict], n_folds: int = 3,
     nested cross-validation (`hyperparameter_methods`): one row per configuration
     and outer fold, in the order of ``configs``.
 
-    Runs in parallel over (fold, similarity) pairs, the largest similarity groups first:
-    the configurations of one similarity share its computation (and a sketch backend's
-    release) on a fold.
+    Runs in parallel over (fold, similarity) pairs, the largest groups first: the
+    configurations of one similarity share its computation (and a sketch's release).
     """
     methods = hp.hyperparameter_methods(configs, make_algo)
     groups: dict = {}
     for config in configs:
         groups.setdefault(config["similarity"], []).append(config)
     folds = list(KFold(n_splits=n_folds, random_state=seed).split(data))
-    # the largest groups first, so that the workers finish together
-    by_size = sorted(groups.values(), key=len, reverse=True)
     jobs = [delayed(fold_scores)(group, trainset, testset, fold, k_grid, inner_folds, seed,
                                  shrinkage_grid, methods)
-            for group in by_size for fold, (trainset, testset) in enumerate(folds)]
+            for group in sorted(groups.values(), key=len, reverse=True)
+            for fold, (trainset, testset) in enumerate(folds)]
     parts = Parallel(n_jobs=n_jobs, return_as="generator")(jobs)
     rows = [row for part in tqdm(parts, total=len(jobs), desc="accuracy", unit="task",
                                  disable=not progress) for row in part]

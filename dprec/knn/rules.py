@@ -41,7 +41,7 @@ import scipy.sparse as sp
 
 from ..utils import _kernels as kernels
 from ..utils._arrays import safe_divide
-from ..utils._ratings import RatingArrays
+from ..utils._ratings import RatingArrays, deviation_matrix
 from ..utils._validation import check_choice, check_real
 from .blocks import at_positions, sequential_sum
 
@@ -80,9 +80,7 @@ class Rules:
     Parameters
     ----------
     ratings : RatingArrays
-        The fitted ratings, in Surprise's `(x, y)` roles (users and items, or swapped);
-        `means` and `sigmas` are their rows' mean rating $\\mu_x$ and standard
-        deviation $\\sigma_x$ (`RatingArrays.user_means`, `user_sigmas`).
+        The fitted ratings, in Surprise's `(x, y)` roles (users and items, or swapped).
     centered : bool
         The papers' centred rule (every rule is then the basic one, centred).
     min_k : int
@@ -90,6 +88,12 @@ class Rules:
     min_sim : float
         The chosen neighbours with similarity $s \\ne 0$ and $s >$ `min_sim` contribute
         (`counts`).
+
+    Attributes
+    ----------
+    means, sigmas : ndarray
+        Each row's mean rating $\\mu_x$ and standard deviation $\\sigma_x$
+        (`RatingArrays.user_means`, `RatingArrays.user_sigmas`).
     """
 
     def __init__(self, ratings: RatingArrays, centered: bool, min_k: int,
@@ -123,20 +127,18 @@ class Rules:
             self._built[key] = replace(shared, fallback=key[1], shrinkage=key[2])
             return self._built[key]
         ratings = self.ratings
-        matrix = ratings.matrix
         rule = "means" if self.centered else key[0]
         if rule == "baseline":   # b_x, b_y are the model's: computed here, per fit
-            out = [r - (ratings.global_mean + self.bx[x] + self.by[y]) for x, y, r in (
-                (np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr)),
-                 matrix.indices, matrix.data),
-                (ratings.item_users, np.repeat(np.arange(ratings.n_items),
-                                               np.diff(ratings.item_ptr)),
-                 ratings.item_ratings))]
+            matrix, mu = ratings.matrix, ratings.global_mean
+            rows = np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr))
+            columns = np.repeat(np.arange(ratings.n_items), np.diff(ratings.item_ptr))
+            deviations = deviation_matrix(
+                matrix, matrix.data - (mu + self.bx[rows] + self.by[matrix.indices]))
+            by_column = ratings.item_ratings - (mu + self.bx[ratings.item_users]
+                                                + self.by[columns])
         else:                    # the ratings' own: computed once, shared by fits
-            out = ratings.deviations(rule)
-        deviations = sp.csc_matrix(sp.csr_matrix((out[0], matrix.indices, matrix.indptr),
-                                                 shape=matrix.shape))
-        self._built[key] = Rule(*key, by_column=out[1], matrix=deviations)
+            deviations, by_column = ratings.deviations(rule)
+        self._built[key] = Rule(*key, by_column=by_column, matrix=deviations)
         return self._built[key]
 
     def possible(self, rule: Rule, actual_k: np.ndarray) -> np.ndarray:

@@ -49,10 +49,16 @@ def stable_descending_order(values: np.ndarray, prefix: int | None,
     Returns ``(order, sorted_values)``: the columns and their values.
     """
     groups = distinct_rows(values)
-    if groups is not None:
-        first, inverse = groups
-        order, sorted_values = stable_descending_order(values[first], prefix, keep_tail)
-        return order[inverse], sorted_values[inverse]
+    if groups is None:
+        return _sorted_rows(values, prefix, keep_tail)
+    first, inverse = groups
+    order, sorted_values = _sorted_rows(values[first], prefix, keep_tail)
+    return order[inverse], sorted_values[inverse]
+
+
+def _sorted_rows(values: np.ndarray, prefix: int | None,
+                 keep_tail: bool) -> tuple[np.ndarray, np.ndarray]:
+    """`stable_descending_order`, every row sorted."""
     n_rows, n_cols = values.shape
     if prefix is None or prefix >= n_cols:
         order = np.argsort(-values, axis=1, kind="stable")
@@ -70,39 +76,41 @@ def stable_descending_order(values: np.ndarray, prefix: int | None,
     return order, np.concatenate([head_values, np.where(taken, -np.inf, values)], axis=1)
 
 
-#: odd multipliers of `distinct_rows`'s probe hash (any distinct odd constants do)
-_ODD = (np.arange(1, 65, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
-
-
 def distinct_rows(values: np.ndarray, probe: int = 8) -> tuple[np.ndarray, np.ndarray] | None:
     """The rows of a 2-d array up to bitwise equality: ``(first, inverse)`` with
-    ``values[first][inverse]`` equal to ``values`` bit for bit, or ``None`` when no two
-    rows are equal.
+    ``values[first][inverse]`` equal to ``values`` bit for bit (``first`` the first row of
+    each group), or ``None`` when no two rows are equal (and always for fewer than two
+    rows, no columns, or elements of other than 1, 2, 4 or 8 bytes).
 
-    Rows are grouped by a hash of their first ``probe`` columns (at most 64), then each is
-    compared in full with its group's first row; a row that differs from it is its own
-    group.
-    Linear in the array (the full comparison only when the probe finds a repeat).
+    A hash of the first ``probe`` columns says in one pass whether any two rows may be
+    equal (rows that differ there are distinct): when none may, that is all it costs (a
+    pass over the probe and a sort of ``n_rows`` keys).  Otherwise the rows are grouped by
+    a hash of all their columns and each is compared in full with its group's first row;
+    a row that differs from it (a collision of the hash) is its own group.
     """
     n_rows = values.shape[0]
-    if n_rows < 2 or values.shape[1] == 0:
+    if (n_rows < 2 or values.shape[1] == 0 or values.dtype.hasobject
+            or values.itemsize not in (1, 2, 4, 8)):
         return None
-    values = np.ascontiguousarray(values)
-    bits = values.view(np.dtype(f"u{values.itemsize}")) if values.itemsize in (1, 2, 4, 8) \
-        else None
-    if bits is None:
+    bits = np.ascontiguousarray(values).view(np.dtype(f"u{values.itemsize}"))
+    if len(np.unique(_row_hash(bits[:, :max(probe, 1)]))) == n_rows:
         return None
-    with np.errstate(over="ignore"):   # a wrapping hash of the probe
-        key = (bits[:, :probe].astype(np.uint64) * _ODD[:min(probe, bits.shape[1])]).sum(
-            axis=1, dtype=np.uint64)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    if len(first) == n_rows:
-        return None
+    _, first, inverse = np.unique(_row_hash(bits), return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
     alone = np.flatnonzero((bits != bits[first[inverse]]).any(axis=1))
-    if len(alone):   # equal in the probe only: each its own group
+    if len(alone):   # a collision of the hash: each its own group
         inverse[alone] = len(first) + np.arange(len(alone))
         first = np.concatenate([first, alone])
     return (first, inverse) if len(first) < n_rows else None
+
+
+def _row_hash(bits: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of an unsigned-integer array: $\\sum_j b_j c_j$ modulo
+    $2^{64}$ with odd $c_j$, so that rows differing in one column never collide."""
+    odd = (np.arange(1, bits.shape[1] + 1, dtype=np.uint64)
+           * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return np.multiply(bits, odd, dtype=np.uint64).sum(axis=1, dtype=np.uint64)
 
 
 def top_k_indices(keys: np.ndarray, k: int) -> np.ndarray:

@@ -159,34 +159,35 @@ class RatingArrays:
         the ratings instead (a new array at each call, computed once)."""
         return self._row_moments[1].copy()
 
-    def deviations(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    def deviations(self, kind: str) -> tuple[sp.csc_matrix, np.ndarray]:
         """Each rating's deviation from its row: ``"basic"`` $r$, ``"means"``
         $r - \\mu_x$, ``"zscore"`` $(r - \\mu_x) / \\sigma_x$ (0 where $\\sigma_x$ is 0:
         every rating equal), as `user_means` and `user_sigmas` give them.
 
-        Returns ``(by_row, by_column)``: in ``matrix.data`` order and in the item-major
-        order of ``item_users``.  Computed once per kind and shared by every caller, who
-        must not write into them (as into the ratings themselves).
+        Returns ``(matrix, by_column)``: the deviations as a rows × columns CSC matrix,
+        and in the item-major order of ``item_users``.  Computed once per kind and shared
+        by every caller (what a fitted model keeps of its rule), who must not write into
+        them, as into the ratings themselves.
         """
-        if kind not in self._deviations:
+        if kind not in ("basic", "means", "zscore"):
+            raise ValueError(f"kind must be 'basic', 'means' or 'zscore', got {kind!r}")
+        cache = self._deviations      # read once: a thread that lost a race still answers
+        if kind not in cache:
             means, sigmas = self._row_moments
+            by_row = np.repeat(np.arange(self.n_users), np.diff(self.matrix.indptr))
             out = []
-            for rows, r in ((np.repeat(np.arange(self.n_users), np.diff(self.matrix.indptr)),
-                             self.matrix.data), (self.item_users, self.item_ratings)):
+            for rows, r in ((by_row, self.matrix.data), (self.item_users, self.item_ratings)):
                 if kind == "basic":
-                    values = r.copy()
+                    out.append(r)
                 elif kind == "means":
-                    values = r - means[rows]
-                elif kind == "zscore":
-                    values = safe_divide(r - means[rows], sigmas[rows])
+                    out.append(r - means[rows])
                 else:
-                    raise ValueError(f"kind must be 'basic', 'means' or 'zscore', got {kind!r}")
-                out.append(values)
-            self._deviations[kind] = tuple(out)
-        return self._deviations[kind]
+                    out.append(safe_divide(r - means[rows], sigmas[rows]))
+            cache.setdefault(kind, (deviation_matrix(self.matrix, out[0]), out[1]))
+        return cache[kind]
 
     @cached_property
-    def _deviations(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def _deviations(self) -> dict[str, tuple[sp.csc_matrix, np.ndarray]]:
         return {}
 
     @cached_property
@@ -200,6 +201,13 @@ class RatingArrays:
         deviations = self.matrix.data - means[rows]
         sigmas = np.sqrt(np.bincount(rows, deviations**2, self.n_users) / np.maximum(counts, 1))
         return means, np.where(sigmas == 0.0, float(np.std(self.matrix.data)), sigmas)
+
+
+def deviation_matrix(matrix: sp.csr_matrix, data: np.ndarray) -> sp.csc_matrix:
+    """``matrix``'s pattern with the values ``data`` (one per stored rating, in its
+    order), as a CSC matrix."""
+    return sp.csc_matrix(sp.csr_matrix((data, matrix.indices, matrix.indptr),
+                                       shape=matrix.shape))
 
 
 def check_ratings(trainset: Trainset, users: np.ndarray, items: np.ndarray,
