@@ -75,7 +75,7 @@ def test_distinct_rows_groups_equal_bits_whatever_the_probe_finds():
     """Every row maps to a row equal to it bit for bit; rows equal past the probe are
     grouped even when the probe's first row differs from them (each row compared with
     its own group's first: the probe only says whether any two rows may be equal);
-    -0.0 is not 0.0; float32 and strided input too."""
+    -0.0 is not 0.0; float32 and strided input too; ``None`` past ``most`` groups."""
     base = np.arange(40, dtype=np.float64).reshape(2, 20)
     values = base[[0, 1, 0, 0, 1]]
     values[3, 15] = 99.0          # equal to rows 0 and 2 in the first 8 columns only
@@ -90,6 +90,8 @@ def test_distinct_rows_groups_equal_bits_whatever_the_probe_finds():
         first, inverse = distinct_rows(tail, probe=probe)
         np.testing.assert_array_equal(tail[first][inverse], tail)
         assert len(first) == 2
+    assert distinct_rows(tail, most=1) is None                    # 2 groups: more than 1
+    assert len(distinct_rows(tail, probe=0, most=2)[0]) == 2
     strided = np.asfortranarray(tail.astype(np.float32))[:, ::2]
     first, inverse = distinct_rows(strided)
     assert strided[first][inverse].tobytes() == np.ascontiguousarray(strided).tobytes()

@@ -44,11 +44,12 @@ def stable_descending_order(values: np.ndarray, prefix: int | None,
     prefix masked (``-inf``), else the rest is left out.
 
     Rows equal bit for bit (e.g. the candidates of identical users for one item) are
-    sorted once (`distinct_rows`).
+    sorted once (`distinct_rows`), where they make at most half the rows distinct
+    (sorting a few repeats once saves less than finding them costs).
 
     Returns ``(order, sorted_values)``: the columns and their values.
     """
-    groups = distinct_rows(values)
+    groups = distinct_rows(values, most=len(values) // 2)
     if groups is None:
         return _sorted_rows(values, prefix, keep_tail)
     first, inverse = groups
@@ -76,24 +77,28 @@ def _sorted_rows(values: np.ndarray, prefix: int | None,
     return order, np.concatenate([head_values, np.where(taken, -np.inf, values)], axis=1)
 
 
-def distinct_rows(values: np.ndarray, probe: int = 8) -> tuple[np.ndarray, np.ndarray] | None:
+def distinct_rows(values: np.ndarray, probe: int = 8,
+                  most: int | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """The rows of a 2-d array up to bitwise equality: ``(first, inverse)`` with
     ``values[first][inverse]`` equal to ``values`` bit for bit (``first`` the first row of
-    each group), or ``None`` when no two rows are equal (and always for fewer than two
-    rows, no columns, or elements of other than 1, 2, 4 or 8 bytes).
+    each group), or ``None`` when no two rows are equal, or when there are more than
+    ``most`` groups (and always for fewer than two rows, no columns, or elements of other
+    than 1, 2, 4 or 8 bytes).
 
-    A hash of the first ``probe`` columns says in one pass whether any two rows may be
-    equal (rows that differ there are distinct): when none may, that is all it costs (a
-    pass over the probe and a sort of ``n_rows`` keys).  Otherwise the rows are grouped by
-    a hash of all their columns and each is compared in full with its group's first row;
-    a row that differs from it (a collision of the hash) is its own group.
+    A hash of the first ``probe`` columns says in one pass how many groups there are at
+    least (rows that differ there are distinct): when every row, or more than ``most``,
+    must be apart, that is all it costs (a pass over the probe and a sort of ``n_rows``
+    keys).  Otherwise the rows are grouped by a hash of all their columns and each is
+    compared in full with its group's first row; a row that differs from it (a collision
+    of the hash) is its own group.
     """
     n_rows = values.shape[0]
     if (n_rows < 2 or values.shape[1] == 0 or values.dtype.hasobject
             or values.itemsize not in (1, 2, 4, 8)):
         return None
+    most = n_rows - 1 if most is None else most
     bits = np.ascontiguousarray(values).view(np.dtype(f"u{values.itemsize}"))
-    if len(np.unique(_row_hash(bits[:, :max(probe, 1)]))) == n_rows:
+    if len(np.unique(_row_hash(bits[:, :max(probe, 1)]))) > most:
         return None
     _, first, inverse = np.unique(_row_hash(bits), return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
@@ -101,7 +106,7 @@ def distinct_rows(values: np.ndarray, probe: int = 8) -> tuple[np.ndarray, np.nd
     if len(alone):   # a collision of the hash: each its own group
         inverse[alone] = len(first) + np.arange(len(alone))
         first = np.concatenate([first, alone])
-    return (first, inverse) if len(first) < n_rows else None
+    return (first, inverse) if len(first) <= most else None
 
 
 def _row_hash(bits: np.ndarray) -> np.ndarray:
