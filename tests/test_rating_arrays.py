@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,8 +12,8 @@ from surprise import Dataset, Reader
 from dprec.utils._ratings import RatingArrays
 
 
-@pytest.fixture(scope="module")
-def trainset():
+def ratings():
+    """A trainset of 30 users and 12 items, built anew at each call."""
     rng = np.random.default_rng(3)
     cells = rng.choice(30 * 12, size=150, replace=False)
     frame = pd.DataFrame({"user": cells // 12, "item": cells % 12,
@@ -19,6 +21,11 @@ def trainset():
     frame.loc[frame.user == frame.user.iloc[0], "rating"] = 4.0   # a user of equal ratings
     data = Dataset.load_from_df(frame, Reader(rating_scale=(1, 5)))
     return data.build_full_trainset()
+
+
+@pytest.fixture(scope="module")
+def trainset():
+    return ratings()
 
 
 @pytest.mark.parametrize("user_based", [True, False])
@@ -61,3 +68,21 @@ def test_statistics_are_computed_once_and_handed_out_safely(trainset):
     assert (arrays.user_means() > 0).all() and (arrays.user_sigmas() > 0).all()
     with pytest.raises(ValueError, match="kind must be"):
         arrays.deviations("baseline")
+
+
+def test_a_pickled_model_does_not_carry_other_fits_deviations():
+    """Fits of other rules on the same trainset leave a fitted model's pickle as it was
+    (the shared cache of deviations is not pickled), and the unpickled model answers
+    the same."""
+    from dprec import PrivateKNN
+
+    trainset = ratings()        # its own: no earlier test's deviations cached
+    model = PrivateKNN(k=5, prediction="means", verbose=False).fit(trainset)
+    alone = pickle.dumps(model)
+    for prediction in ("zscore", "basic"):
+        PrivateKNN(k=5, prediction=prediction, verbose=False).fit(trainset)
+    assert len(pickle.dumps(model)) == len(alone)
+    copy = pickle.loads(alone)
+    for u, i in [(0, 0), (3, 7), (29, 11)]:
+        raw = trainset.to_raw_uid(u), trainset.to_raw_iid(i)
+        assert copy.predict(*raw).est == model.predict(*raw).est

@@ -190,6 +190,13 @@ class RatingArrays:
     def _deviations(self) -> dict[str, tuple[sp.csc_matrix, np.ndarray]]:
         return {}
 
+    def __getstate__(self) -> dict:
+        """Pickled without the shared cache of `deviations`: it holds every kind that any
+        fit on these ratings asked for, and a fitted model keeps its own kind."""
+        state = dict(self.__dict__)
+        state.pop("_deviations", None)
+        return state
+
     @cached_property
     def _row_moments(self) -> tuple[np.ndarray, np.ndarray]:
         """`user_means` and `user_sigmas`, computed once (the arrays never change: fits
