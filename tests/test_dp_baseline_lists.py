@@ -101,6 +101,24 @@ def test_a_user_with_many_items_brings_at_most_max_items_per_user(monkeypatch):
         DPBaseline(max_items_per_user=0).fit(trainset)
 
 
+def test_a_users_ratings_of_unlisted_items_count_against_the_unlisted_effect():
+    """b_u reads a rating of an item left off the list against μ + the unlisted item's
+    effect, as the answers do: on data whose listed items are all rated above the scale's
+    middle, that effect is far from 0, so its sign and its use both show."""
+    rows = [(f"u{u:03d}", f"m{i}", float(4 + (u + i) % 2)) for u in range(300) for i in range(4)]
+    rows += [("one", "m0", 4.0), ("one", "solo", 2.0), ("one", "solo2", 1.0)]
+    model = DPBaseline(epsilon=10.0, random_state=0).fit(frame(rows).build_full_trainset())
+    assert list(model.item_effects_.index) == [f"m{i}" for i in range(4)]
+    assert model.unlisted_effect_ < -0.3
+    base = {item: model.mu_ + effect for item, effect in model.item_effects_.items()}
+    own = sum(r - base.get(i, model.mu_ + model.unlisted_effect_)
+              for i, r in [("m0", 4.0), ("solo", 2.0), ("solo2", 1.0)])
+    b_u = own / (3 + model.user_shrinkage_)
+    expected = model.mu_ + b_u + model.item_effects_["m1"]
+    assert 1.0 < expected < 5.0
+    assert model.predict("one", "m1").est == pytest.approx(expected, rel=1e-12)
+
+
 @pytest.mark.parametrize("unit", ["user", "rating"])
 def test_a_catalogue_makes_the_lists_public(unit):
     # with users= and items= the sole rater and the single-rating user are inside the

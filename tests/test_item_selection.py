@@ -144,3 +144,31 @@ def test_a_selection_is_a_boolean_mask_of_every_item(keep):
     with pytest.raises(ValueError) as info:
         space.selected(keep, "rule")
     assert str(info.value).startswith("keep must be a boolean mask of the 3 items")
+
+
+@pytest.mark.parametrize("unit", [Unit.RATING, Unit.USER])
+def test_lists_read_from_the_data_put_their_boundary_users_outside(unit):
+    """A space whose lists are read from the data (no catalogue, no selection: no model's
+    default since #51, the fallback of `declare_scope`): the sole rater of an item is
+    outside either unit's guarantee; the user list puts every user outside the user-level
+    one and a single-rating user outside the rating-level one; each reason is printed."""
+    from dprec.accountant.ledger import PrivacyAccountant
+    from dprec.endtoend.rating_space import SCOPE
+
+    space = space_of({"user": ["a", "a", "b", "b", "solo", "solo", "one"],
+                      "item": ["x", "y", "x", "y", "x", "z", "y"],
+                      "rating": [4.0, 3.0, 5.0, 2.0, 1.0, 4.0, 3.0]})
+    assert not space.items.given and space.items.selection is None
+    accountant = PrivacyAccountant(list(space.users.ids))
+    space.declare_scope(accountant, unit)
+    expected = {"a", "b", "solo", "one"} if unit is Unit.USER else {"solo", "one"}
+    assert set(accountant.out_of_scope_users(unit)) == expected
+    reason = accountant.scope_rule(unit)
+    assert SCOPE["sole rater"] in reason
+    assert SCOPE["any user" if unit is Unit.USER else "single rating"] in reason
+    assert accountant.conditions == [SCOPE["items from data"], SCOPE["users from data"]]
+    # nobody is outside for the user list when it is no release (joint DP)
+    private = PrivacyAccountant(list(space.users.ids))
+    space.declare_scope(private, unit, user_list=False)
+    assert private.out_of_scope_users(unit) == ["solo"]
+    assert private.conditions == [SCOPE["items from data"], SCOPE["users private"]]

@@ -135,6 +135,10 @@ def test_lattice_rounds_half_up_exactly():
     x = np.array([0.5, 1.5, -0.5, 2.4999999999, 0.49999999999999994, -2.5, 2.0**53 - 1])
     y = M.laplace_from_uniform(x, scale, _zero_noise_uniforms(x.shape))
     assert y.tolist() == [1.0, 2.0, 0.0, 2.0, 0.0, -2.0, 2.0**53 - 1]
+    # the default sampler's rounding (`laplace`, `laplace_from_log_uniform`): ln U = 0
+    # draws no noise (|Z| >= 1 needs -ln U >= -ln P(|Z| >= 1) > 0)
+    y = M.laplace_from_log_uniform(x, scale, np.zeros(x.shape), np.full(x.shape + (2,), 0.5))
+    assert y.tolist() == [1.0, 2.0, 0.0, 2.0, 0.0, -2.0, 2.0**53 - 1]
 
 
 @settings(max_examples=300, deadline=None)

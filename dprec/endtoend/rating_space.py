@@ -371,14 +371,13 @@ class ListedModel(Recommender, PrivateModel):
         return top
 
     def _release_once(self, accountant: PrivacyAccountant, indices: list[int],
-                      outputs: Iterable[str], note: str, unit: Unit,
-                      covered_by: list[int] | None = None) -> None:
+                      outputs: Iterable[str], note: str, unit: Unit) -> None:
         """The ledger's tail: the entries `indices` charged once to every listed user (the
-        releases made at `fit`), `outputs` declared post-processing of them (or of
-        `covered_by`), the answers' `note`, and the lists' scope for `unit`
+        releases made at `fit`), `outputs` declared post-processing of them, the answers'
+        `note`, and the lists' scope for `unit`
         ([`RatingSpace.declare_scope`][dprec.endtoend.rating_space.RatingSpace.declare_scope], the
         user list a release only where `_names_users`)."""
-        accountant.release_once(indices, outputs, note, covered_by)
+        accountant.release_once(indices, outputs, note)
         self._space.declare_scope(accountant, unit, user_list=self._names_users)
 
     def get_neighbors(self, iid: int, k: int) -> list[int]:
