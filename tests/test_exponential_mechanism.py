@@ -4,6 +4,7 @@ test_mechanisms.py (fixed seeds, 5 standard errors or a chi-square p-value above
 
 from __future__ import annotations
 
+import itertools
 import math
 from itertools import permutations
 
@@ -305,6 +306,17 @@ def test_keyed_gumbel_is_one_query_one_draw_also_deep_in_the_tail():
     assert stats.kstest(g.ravel(), "gumbel_r").pvalue > 1e-3
     assert not np.array_equal(g, M.common.keyed_gumbel(9, ids, 1000, stream=1))
 
+
+
+def test_keyed_further_words_take_a_stream_per_level():
+    """The rare further words of a keyed draw (levels 1, 2, ...) are keyed by the query,
+    the draw and the level: each level on its own stream, so no two levels repeat."""
+    first, more = M.common._keyed_words(9, np.arange(50), 4, 0)
+    index = np.arange(200)
+    levels = [more(level, index) for level in (1, 2, 3)]
+    assert all(not np.array_equal(a, b) for a, b in itertools.combinations(levels, 2))
+    assert not np.array_equal(levels[0], first.ravel())
+    np.testing.assert_array_equal(more(2, index[[7, 150]]), levels[1][[7, 150]])
 
 def test_exact_samplers_are_seeded_and_have_the_standard_laws():
     a = M.common.standard_gumbel(np.random.default_rng(4), (300, 7))
