@@ -675,10 +675,22 @@ def test_the_shrinkage_reads_the_noise():
     ({"unit": "rating", "epsilon": 1e-6}, r"global_share \* epsilon = 1e-07 is too small"),
     ({"unit": "rating", "epsilon": 1e-4, "global_share": 0.9999},
      r"\(1 - global_share\) \* epsilon = 1e-08 is too small"),
+    # the Gaussian's grid bounds the share (the Laplace takes these shares: next test)
+    ({"mechanism": "gaussian", "global_share": 2.0**-25},
+     r"global_share must be in \[5\.96\d*e-08, .*\[2\^-24, 1 - 2\^-27\] with "
+     r"mechanism='gaussian"),
+    ({"mechanism": "gaussian", "global_share": 1 - 2.0**-28}, r"global_share must be in"),
 ])
 def test_the_new_parameters_are_checked(data, params, match):
     with pytest.raises(ValueError, match=rf"^{match}\b"):
         DPBaseline(**params).fit(data.build_full_trainset())
+
+
+@pytest.mark.parametrize("share", [2.0**-25, 1 - 2.0**-28])
+def test_only_the_gaussian_bounds_the_global_share_by_its_grid(share):
+    settings = DPBaseline(mechanism="laplace", unit="rating", global_share=share)._settings(
+        (1.0, 5.0))
+    assert settings.share == share
 
 
 def test_the_model_refuses_what_its_samplers_would_refuse_later():
