@@ -670,6 +670,7 @@ def test_the_shrinkage_reads_the_noise():
     ({"delta": 1.0}, "delta"),
     ({"mechanism": "gaussian", "delta": -0.1}, "delta"),
     ({"clip": -1.0}, "clip"),
+    ({"clip": 4.5}, r"clip must be <= 4 \(the rating scale.s range r_max - r_min"),
     ({"prior_variance": -0.5}, "prior_variance"),
     ({"centre": "user", "unit": "rating", "mechanism": "gaussian"}, "centre"),
     ({"unit": "rating", "epsilon": 1e-6}, r"global_share \* epsilon = 1e-07 is too small"),
