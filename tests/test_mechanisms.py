@@ -172,8 +172,17 @@ def test_laplace_scale_inverts_laplace_epsilon(epsilon, sensitivity, changed):
 
 
 def test_laplace_scale_refuses_epsilon_below_the_grid():
-    with pytest.raises(ValueError, match="epsilon"):
+    # the lattice's rounding spends one grid step, 2**-21 ε-units, per coordinate
+    with pytest.raises(ValueError, match=r"^epsilon = 1e-07 is too small for the lattice .*"
+                       r"rounding to the lattice grid alone spends about 10 \* 2\*\*-21 .*"
+                       r"at least about 9\.54e-06$"):
         M.laplace_scale(1e-7, 1.0, max_changed=10)
+    # a scale past 2**990: the lattice's grid, or numpy's floats, would overflow
+    for args, minimum in [((1e-300, 1.0, "numpy"), "9.56e-299"), ((1.0, 1e300), "95.6"),
+                          ((1e-3, 1e297, "numpy"), "0.0956")]:
+        with pytest.raises(ValueError, match=rf"would pass 2\*\*990; epsilon must be at "
+                                             rf"least about {minimum}$"):
+            M.laplace_scale(*args)
 
 
 # ---------------------------------------------------------- Laplace: OpenDP
