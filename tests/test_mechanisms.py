@@ -183,6 +183,8 @@ def test_laplace_scale_refuses_epsilon_below_the_grid():
         with pytest.raises(ValueError, match=rf"would pass 2\*\*990; epsilon must be at "
                                              rf"least about {minimum}$"):
             M.laplace_scale(*args)
+    with pytest.raises(ValueError, match=r"^item_epsilon must be > 0"):   # the caller's name
+        M.laplace_scale(-1.0, 1.0, name="item_epsilon")
 
 
 # ---------------------------------------------------------- Laplace: OpenDP
