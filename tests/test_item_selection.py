@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from surprise import Dataset, Reader
 
-from dprec.accountant.ledger import Status, Unit
+from dprec.accountant.ledger import PrivacyAccountant, Status, Unit
 from dprec.endtoend import item_selection
 from dprec.endtoend.item_selection import CENTRAL, item_list_entry, select_items
-from dprec.endtoend.rating_space import Catalogue, RatingSpace
+from dprec.endtoend.rating_space import SCOPE, Catalogue, RatingSpace
 from dprec.mechanisms import laplace, laplace_epsilon, laplace_grid, laplace_scale
 from dprec.mechanisms.partition_selection import selection_delta
 
@@ -152,9 +152,6 @@ def test_lists_read_from_the_data_put_their_boundary_users_outside(unit):
     default since #51, the fallback of `declare_scope`): the sole rater of an item is
     outside either unit's guarantee; the user list puts every user outside the user-level
     one and a single-rating user outside the rating-level one; each reason is printed."""
-    from dprec.accountant.ledger import PrivacyAccountant
-    from dprec.endtoend.rating_space import SCOPE
-
     space = space_of({"user": ["a", "a", "b", "b", "solo", "solo", "one"],
                       "item": ["x", "y", "x", "y", "x", "z", "y"],
                       "rating": [4.0, 3.0, 5.0, 2.0, 1.0, 4.0, 3.0]})

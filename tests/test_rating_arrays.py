@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from surprise import Dataset, Reader
 
+from dprec import PrivateKNN
 from dprec.utils._ratings import RatingArrays
 
 
@@ -74,8 +75,6 @@ def test_a_pickled_model_does_not_carry_other_fits_deviations():
     """Fits of other rules on the same trainset leave a fitted model's pickle as it was
     (the shared cache of deviations is not pickled), and the unpickled model answers
     the same."""
-    from dprec import PrivateKNN
-
     trainset = ratings()        # its own: no earlier test's deviations cached
     model = PrivateKNN(k=5, prediction="means", verbose=False).fit(trainset)
     alone = pickle.dumps(model)
