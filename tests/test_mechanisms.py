@@ -171,6 +171,18 @@ def test_laplace_scale_inverts_laplace_epsilon(epsilon, sensitivity, changed):
     assert scale >= sensitivity / epsilon
 
 
+@pytest.mark.parametrize("epsilon, sensitivity", [(1e300, 1.0), (1e300, 2.0**-300),
+                                                  (1.0, 5e-324)])
+def test_laplace_scale_floors_keep_the_grid_a_float(epsilon, sensitivity):
+    # a huge ε is spent only down to the floors Δ₁ · 2**-900 and 2**-1000; below
+    # them the lattice's grid would leave the floats and the sampler refuse
+    scale = M.laplace_scale(epsilon, sensitivity)
+    assert scale == max(math.ldexp(sensitivity, -900), 2.0**-1000)
+    assert M.laplace_epsilon(scale, sensitivity) <= epsilon
+    noisy = M.laplace(np.zeros(8), scale, np.random.RandomState(0))
+    assert np.isfinite(noisy).all()
+
+
 def test_laplace_scale_refuses_epsilon_below_the_grid():
     # the lattice's rounding spends one grid step, 2**-21 ε-units, per coordinate
     with pytest.raises(ValueError, match=r"^epsilon = 1e-07 is too small for the lattice .*"
