@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from PIL import Image
@@ -82,3 +83,26 @@ def test_the_committed_docs_figures_are_saved_as_the_experiments_save_them():
                 for name in listed.stdout.split() if "dpi" in Image.open(root / name).info}
     assert recorded, "no committed figure records its dpi"
     assert {name: dpi for name, dpi in recorded.items() if abs(dpi - 150) > 0.5} == {}
+
+
+def test_every_model_of_the_scaling_figure_keeps_one_style_of_its_own(tmp_path, monkeypatch):
+    """Past ten models the colours come round again: a model differs from every other in
+    colour, marker or line style, and looks the same in every panel."""
+    figures, savefig = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda figure, *args, **kwargs: (figures.append(figure),
+                                                         savefig(figure, *args, **kwargs)))
+    models = [f"model {n}" for n in range(12)]
+    rows = [{"users": users, "model": model, "epsilon": epsilon, "rmse": 1 + n / users}
+            for users in (200, 400) for epsilon in (1.0, 5.0)
+            for n, model in enumerate(models)]
+    rows += [{"users": users, "model": name, "epsilon": np.nan, "rmse": 0.95}
+             for users in (200, 400) for name in ("BaselineOnly", "SVD")]
+    users_scaling.plot(pd.DataFrame(rows), tmp_path / "figure.png")
+    [figure] = figures
+    panels = [{line.get_label(): (to_hex(line.get_color()), line.get_marker(),
+                                  line.get_linestyle()) for line in ax.get_lines()}
+              for ax in figure.axes]
+    assert panels[0] == panels[1]
+    assert set(panels[0]) == {*models, "BaselineOnly", "SVD"}
+    assert len(set(panels[0].values())) == len(panels[0])

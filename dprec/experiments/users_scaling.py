@@ -58,7 +58,7 @@ from ..endtoend.dp_item_knn import BASELINE_SHARE, DPItemKNN
 from ..endtoend.local_knn import LocalKNN
 from ..evaluation.baselines import MeanRating
 from ..knn import PrivateKNNBaseline
-from ..utils._plotting import save, subplots
+from ..utils._plotting import line_styles, reference_styles, save, subplots
 from ._options import EPSILON, POSITIVE_INT, experiment_parser
 from .hyperparameters import PUBLIC_K
 
@@ -273,7 +273,7 @@ def knn_pays(results: pd.DataFrame, min_gain: float = 0.001,
 
 
 def plot(results: pd.DataFrame, path: Path) -> None:
-    """RMSE against the number of users, one panel per ε; the references dashed."""
+    """RMSE against the number of users, one panel per ε; the references (no ε) grey, unmarked."""
     epsilons = sorted(results["epsilon"].dropna().unique())
     legend_rows = -(-results["model"].nunique() // len(epsilons))   # below, a column a panel
     fig, axes = subplots(1, len(epsilons), figsize=(3.6 * len(epsilons), 3.6 + 0.3 * legend_rows),
@@ -281,15 +281,16 @@ def plot(results: pd.DataFrame, path: Path) -> None:
     axes = np.atleast_1d(axes)
     references = results[results["epsilon"].isna()]
     private = results[results["epsilon"].notna()]
-    # one colour a model in every panel (a panel lacking a model would shift the cycle)
-    colours = {model: f"C{n % 10}" for n, model in enumerate(
-        [*private["model"].unique(), *references["model"].unique()])}
+    # one style a model in every panel (a panel lacking a model would shift the cycle);
+    # the private models in colours and markers, the references in greys without one
+    models, names = private["model"].unique(), references["model"].unique()
+    styles = {**dict(zip(models, line_styles(len(models)))),
+              **dict(zip(names, reference_styles(len(names))))}
     for ax, eps in zip(axes, epsilons):
         for model, rows in private[private["epsilon"] == eps].groupby("model", sort=False):
-            ax.plot(rows["users"], rows["rmse"], marker="o", color=colours[model], label=model)
+            ax.plot(rows["users"], rows["rmse"], label=model, **styles[model])
         for model, rows in references.groupby("model", sort=False):
-            ax.plot(rows["users"], rows["rmse"], ls="--", lw=1, color=colours[model],
-                    label=model)
+            ax.plot(rows["users"], rows["rmse"], label=model, **styles[model])
         ax.set(xscale="log", xlabel="users", title=f"ε = {eps:g}")
     axes[0].set_ylabel("RMSE")
     handles = {}                     # every model once, from whichever panel has it
