@@ -14,6 +14,8 @@ from dprec.utils._arrays import (
     has_repeats,
     pattern_matrix,
     safe_divide,
+    segment_ids,
+    segment_positions,
     stable_descending_order,
     top_k_indices,
     top_mask,
@@ -154,3 +156,16 @@ def test_has_repeats_finds_one_repeat_among_a_million_keys():
     assert not has_repeats(keys)
     keys[-1] = keys[123_456]
     assert has_repeats(keys)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 4), max_size=8), st.integers(0, 5))
+def test_segments_number_and_place_every_element(lengths, start):
+    ids = [start + s for s, n in enumerate(lengths) for _ in range(n)]
+    positions = [p for n in lengths for p in range(n)]
+    got_ids, got_positions = segment_ids(lengths, start=start), segment_positions(lengths)
+    assert got_ids.tolist() == ids and got_positions.tolist() == positions
+    assert got_ids.dtype == got_positions.dtype == np.int64
+    matrix = sp.random(6, 5, density=0.4, format="csr", random_state=start)
+    assert (segment_ids(np.diff(matrix.indptr)) == matrix.tocoo().row).all()
+

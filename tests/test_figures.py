@@ -17,6 +17,19 @@ from dprec.experiments import end_to_end, users_scaling
 SHOWN, READABLE = 700, 10
 
 
+@pytest.fixture
+def saved_figures(monkeypatch) -> list[Figure]:
+    """The figures saved while the test runs (saved as well)."""
+    figures, savefig = [], Figure.savefig
+
+    def record(figure, *args, **kwargs):
+        figures.append(figure)
+        return savefig(figure, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    return figures
+
+
 def scaling_results() -> pd.DataFrame:
     """`users_scaling`'s table at four ε (a figure four panels wide)."""
     rows = [{"users": users, "model": model, "epsilon": epsilon, "rmse": 1 + 1 / users}
@@ -42,20 +55,13 @@ def end_to_end_table() -> pd.DataFrame:
                                          (end_to_end.plot, end_to_end_table)],
                          ids=["users_scaling", "end_to_end"])
 def test_every_text_of_a_saved_figure_is_readable_where_it_is_shown(plot, table, tmp_path,
-                                                                     monkeypatch):
+                                                                     saved_figures):
     """Tick labels, legends and annotations included: at least 10 pixels high when the
     PNG is shown 700 pixels wide (in the figures 12 to 17 inches wide, saved at 110 or
     120 dpi, they were 4 to 7), and the PNG at 150 dpi."""
-    figures, savefig = [], Figure.savefig
-
-    def record(figure, *args, **kwargs):
-        figures.append(figure)
-        return savefig(figure, *args, **kwargs)
-
-    monkeypatch.setattr(Figure, "savefig", record)
     path = tmp_path / "figure.png"
     plot(table(), path)
-    [figure] = figures
+    [figure] = saved_figures
     image = Image.open(path)
     dpi = image.info["dpi"][0]
     shown = min(1.0, SHOWN / image.width)          # a narrower PNG is shown as it is
@@ -85,13 +91,10 @@ def test_the_committed_docs_figures_are_saved_as_the_experiments_save_them():
     assert {name: dpi for name, dpi in recorded.items() if abs(dpi - 150) > 0.5} == {}
 
 
-def test_every_model_of_the_scaling_figure_keeps_one_style_of_its_own(tmp_path, monkeypatch):
+def test_every_model_of_the_scaling_figure_keeps_one_style_of_its_own(tmp_path,
+                                                                       saved_figures):
     """Past ten models the colours come round again: a model differs from every other in
     colour, marker or line style, and looks the same in every panel."""
-    figures, savefig = [], Figure.savefig
-    monkeypatch.setattr(Figure, "savefig",
-                        lambda figure, *args, **kwargs: (figures.append(figure),
-                                                         savefig(figure, *args, **kwargs)))
     models = [f"model {n}" for n in range(12)]
     rows = [{"users": users, "model": model, "epsilon": epsilon, "rmse": 1 + n / users}
             for users in (200, 400) for epsilon in (1.0, 5.0)
@@ -99,7 +102,7 @@ def test_every_model_of_the_scaling_figure_keeps_one_style_of_its_own(tmp_path, 
     rows += [{"users": users, "model": name, "epsilon": np.nan, "rmse": 0.95}
              for users in (200, 400) for name in ("BaselineOnly", "SVD")]
     users_scaling.plot(pd.DataFrame(rows), tmp_path / "figure.png")
-    [figure] = figures
+    [figure] = saved_figures
     panels = [{line.get_label(): (to_hex(line.get_color()), line.get_marker(),
                                   line.get_linestyle()) for line in ax.get_lines()}
               for ax in figure.axes]

@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from surprise import Trainset
 
+from ..utils._arrays import segment_ids
 from ..utils._ratings import RatingArrays, ratings_matrix
 from ..utils._surprise import raw_to_inner
 
@@ -133,7 +134,7 @@ def _rating_arrays(base: RatingArrays, keep: np.ndarray, users: np.ndarray,
     every old rating of their item (what ``RatingArrays.from_trainset`` gives for
     the changed trainset, without reading it rating by rating)."""
     n_items = base.n_items
-    old_items = np.repeat(np.arange(n_items, dtype=np.int64), np.diff(base.item_ptr))
+    old_items = segment_ids(np.diff(base.item_ptr))
     all_users = np.concatenate([base.item_users[keep], users]).astype(np.int64)
     all_items = np.concatenate([old_items[keep], items]).astype(np.int64)
     all_ratings = np.concatenate([base.item_ratings[keep], ratings]).astype(np.float64)
@@ -210,7 +211,7 @@ def baseline_data(base: BaseData, target: AttackTarget) -> ScenarioData:
     trainset = _copy_trainset(ts, ur, ir, ts.n_users, ts.n_ratings - len(hidden),
                               raw_to_inner(ts))
     arrays = base.ratings
-    entry_items = np.repeat(np.arange(arrays.n_items), np.diff(arrays.item_ptr))
+    entry_items = segment_ids(np.diff(arrays.item_ptr))
     keep = ~((arrays.item_users == t) & np.isin(entry_items, target.hidden_items))
     empty = np.zeros(0, dtype=np.int64)
     arrays = _rating_arrays(arrays, keep, empty, empty, np.zeros(0), ts.n_users)

@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 from surprise import Dataset, Reader, Trainset
 
+from ..utils._arrays import segment_ids
 from ..utils._validation import check_real
 
 __all__ = ["ArrayDataset", "ArrayKFold", "ArrayTestset", "ArrayTrainset",
@@ -311,7 +312,7 @@ class ArrayTrainset(Trainset):
 
     def all_ratings(self) -> Iterator[tuple[int, int, float]]:
         """``(u, i, r)`` for every rating, by user in inner-id order (as Surprise's)."""
-        users = np.repeat(np.arange(self.n_users), np.diff(self.user_ptr))
+        users = segment_ids(np.diff(self.user_ptr))
         for start in range(0, self.n_ratings, 1 << 16):
             part = slice(start, start + (1 << 16))
             yield from zip(users[part].tolist(), self.user_items[part].tolist(),

@@ -16,6 +16,7 @@ from types import MappingProxyType
 import numpy as np
 from surprise import Dataset, Reader
 
+from ..utils._arrays import segment_ids
 from ..utils._rng import RandomStateLike, check_random_state
 from ..utils._validation import check_int, check_real
 from .arrays import ArrayDataset
@@ -286,7 +287,7 @@ def synthetic(n_users: int = 943, n_items: int = 1682, n_ratings: int = 100_000,
     else:
         items = sparse_sample(rng, log_popularity, user_factors, item_factors, counts,
                               selection_bias, groups=members)
-    users = np.repeat(np.arange(n_users, dtype=np.int64), counts)
+    users = segment_ids(counts)
     if n_ratings >= n_items:
         items = _cover_items(rng, items, n_items)
 

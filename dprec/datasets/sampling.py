@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..utils._arrays import segment_ids, segment_positions
+
 __all__ = ["DENSE_CELLS", "dense_sample", "sparse_sample"]
 
 #: Shapes of at most this many cells (users x items) are sampled densely.
@@ -230,7 +232,7 @@ def _propose(rng: np.random.Generator, table: tuple[np.ndarray, np.ndarray],
              users: np.ndarray, planned: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`planned` proposals per user of `users`, in draw order: ``(owner, item)`` of
     the accepted ones (``owner`` indexes `users`)."""
-    owner = np.repeat(np.arange(len(users)), planned)
+    owner = segment_ids(planned)
     item = _draw(table, rng.random(len(owner)))
     affinity = np.einsum("ij,ij->i", np.repeat(user_factors[users], planned, axis=0),
                          item_factors[item])
@@ -247,9 +249,8 @@ def _keep_new(drawn: tuple[np.ndarray, np.ndarray], users: np.ndarray, items: np
     order, up to its count; returns how many each user of `users` got."""
     owner, item = drawn
     before = filled[users]
-    old_owner = np.repeat(np.arange(len(users)), before)
-    old_item = items[np.repeat(offsets[users], before) + (
-        np.arange(len(old_owner)) - np.repeat(np.cumsum(before) - before, before))]
+    old_owner = segment_ids(before)
+    old_item = items[np.repeat(offsets[users], before) + segment_positions(before)]
     keys = np.concatenate([old_owner * n_items + old_item, owner * n_items + item])
     order = np.argsort(keys, kind="stable")           # old keys first within a key
     ordered = keys[order]
@@ -283,9 +284,8 @@ def _dense_rest(rng: np.random.Generator, log_popularity: np.ndarray,
         with np.errstate(divide="ignore"):
             keys = np.log(rng.standard_exponential((len(part), n_items))) - log_weight
         before = filled[part]
-        rows = np.repeat(np.arange(len(part)), before)
-        taken = items[np.repeat(offsets[part], before) + (
-            np.arange(len(rows)) - np.repeat(np.cumsum(before) - before, before))]
+        rows = segment_ids(before)
+        taken = items[np.repeat(offsets[part], before) + segment_positions(before)]
         keys[rows, taken] = np.inf
         need = counts[part] - before
         most = int(need.max())

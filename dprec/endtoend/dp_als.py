@@ -70,6 +70,7 @@ from ..mechanisms.discrete_gaussian import (
     integer_l2_block_sums,
     zcdp_rho,
 )
+from ..utils._arrays import segment_ids
 from ..utils._rng import FitNoise, NoiseSource, validate_random_state
 from ..utils._validation import (
     check_epsilon,
@@ -445,7 +446,7 @@ def item_statistics(matrix, residuals: np.ndarray, own: np.ndarray, weights: np.
     for start, stop in _blocks(matrix.indptr):
         cells = slice(matrix.indptr[start], matrix.indptr[stop])
         counts = np.diff(matrix.indptr[start:stop + 1])
-        rows = np.repeat(np.arange(stop - start), counts)
+        rows = segment_ids(counts)
         x = own[start:stop] * weights[start:stop, None]
         outer = (x[:, upper[0]] * own[start:stop, upper[1]])[rows]
         blocks = np.hstack([outer, x[rows] * residuals[cells, None]])

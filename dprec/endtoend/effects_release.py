@@ -20,7 +20,7 @@ from ..mechanisms.discrete_gaussian import (
 )
 from ..mechanisms.exact_laplace import MAX_T
 from ..mechanisms.partition_selection import selection_delta, threshold_steps
-from ..utils._arrays import safe_divide
+from ..utils._arrays import safe_divide, segment_ids
 from ..utils._validation import check_delta
 
 __all__ = ["DELTA", "GRID_BITS", "MAX_ITEMS_PER_USER", "SELECTION_SHARE", "Contributions",
@@ -172,7 +172,7 @@ def contributions(matrix, s: Settings, rating_scale: tuple[float, float]) -> Con
     centre, half_range = (low + high) / 2.0, (high - low) / 2.0
     n_users, n_items = matrix.shape
     counts = np.diff(matrix.indptr)
-    users = np.repeat(np.arange(n_users), counts)
+    users = segment_ids(counts)
     ratings = np.clip(matrix.data, low, high)
     rated = counts > 0
     means = safe_divide(np.bincount(users, ratings, n_users), counts)   # 0 where no rating

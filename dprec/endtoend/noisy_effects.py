@@ -14,7 +14,7 @@ import math
 import numpy as np
 from scipy.special import ndtr
 
-from ..utils._arrays import safe_divide
+from ..utils._arrays import safe_divide, segment_ids
 
 __all__ = ["SIGNAL", "effects_above_noise", "noise_shares", "own_effects", "shrunk_effects",
            "stabilised_effects", "towards_noisy_mean"]
@@ -118,6 +118,6 @@ def own_effects(matrix, base: np.ndarray, shrinkage: float) -> np.ndarray:
     own ratings (the rows of `matrix`; `base` per item, e.g. $\mu + b_i$); 0 for a user
     without ratings (also when $\lambda = 0$)."""
     counts = np.diff(matrix.indptr)
-    users = np.repeat(np.arange(matrix.shape[0]), counts)
+    users = segment_ids(counts)
     residuals = matrix.data - base[matrix.indices]
     return safe_divide(np.bincount(users, residuals, matrix.shape[0]), counts + shrinkage)

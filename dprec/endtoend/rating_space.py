@@ -44,6 +44,7 @@ from ..accountant.ledger import PrivacyAccountant, Unit
 from ..accountant.private_model import PrivateModel
 from ..evaluation.topn import Recommender
 from ..knn.parameters import check_ids
+from ..utils._arrays import segment_ids
 from ..utils._ratings import RatingArrays, ratings_matrix
 from ..utils._surprise import predictions, raw_ids, testset_columns
 from ..utils._validation import check_int
@@ -193,7 +194,7 @@ class RatingSpace:
         item_list = Catalogue.build(items, inner_items, "items")
         ratings = RatingArrays.from_trainset(trainset)
         rows = user_list.positions(inner_users)[
-            np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))]
+            segment_ids(np.diff(ratings.matrix.indptr))]
         columns = item_list.positions(inner_items)[ratings.matrix.indices]
         matrix = ratings_matrix(rows, columns, ratings.matrix.data,
                                 (len(user_list), len(item_list)))
@@ -202,7 +203,7 @@ class RatingSpace:
     @property
     def rows(self) -> np.ndarray:
         """The user (row) of every stored rating, in `matrix.data` order."""
-        return np.repeat(np.arange(self.matrix.shape[0]), np.diff(self.matrix.indptr))
+        return segment_ids(np.diff(self.matrix.indptr))
 
     def positions(self, uids, iids) -> tuple[np.ndarray, np.ndarray]:
         """Positions of raw user and item ids in the lists (`-1`: not listed)."""

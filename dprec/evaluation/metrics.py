@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from ..utils._arrays import safe_divide
+from ..utils._arrays import safe_divide, segment_positions
 from ..utils._validation import check_choice, check_int, check_real
 
 __all__ = ["coverage", "kendall_tau", "map_at_k", "ndcg_at_k", "pairwise_accuracy",
@@ -71,7 +71,7 @@ def _user_pairs(users: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         total = int(partners.sum())
         if total:
             left = np.repeat(index, partners)
-            offset = np.arange(total) - np.repeat(np.cumsum(partners) - partners, partners)
+            offset = segment_positions(partners)
             yield left, left + 1 + offset
         lo = hi
 

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from surprise import PredictionImpossible
 
-from ..utils._arrays import top_mask
+from ..utils._arrays import segment_ids, top_mask
 from ..utils._ratings import RatingArrays
 from ..utils._validation import check_bool, check_int
 
@@ -98,7 +98,7 @@ def recommend_batch(algo, uids: Iterable, n: int = 10, exclude_rated: bool = Tru
             rows = rated[block]
             cells = columns[rows.indices]
             listed = cells >= 0                 # a rated item the model does not list
-            scores[np.repeat(np.arange(len(block)), np.diff(rows.indptr))[listed],
+            scores[segment_ids(np.diff(rows.indptr))[listed],
                    cells[listed]] = -np.inf
         position, rank, item, est = _top(scores, n)
         frames.append((position + start, rank, item, est))

@@ -70,6 +70,7 @@ from ..endtoend.rating_space import RatingSpace
 from ..mechanisms import discrete_laplace, discrete_laplace_epsilon
 from ..mechanisms.exact_laplace import MAX_T, MIN_T
 from ..mechanisms.partition_selection import selection_delta, threshold_steps
+from ..utils._arrays import segment_ids
 from ..utils._rng import RandomStateLike, derive_generator, derive_seed, fit_entropy, is_seeded
 from ..utils._validation import check_choice, check_epsilon, check_int, check_real
 from . import scores, set_reports
@@ -275,7 +276,7 @@ def capped_counts(X, cap: int, rng: np.random.Generator) -> np.ndarray:
     """Every column's number of rows of the 0/1 matrix `X` (users × items, CSR), each
     row counting a uniformly random `cap` of its items when it holds more (`X` is not
     modified)."""
-    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    rows = segment_ids(np.diff(X.indptr))
     order = np.lexsort((rng.random(X.nnz), rows))
     rank = np.arange(X.nnz) - X.indptr[rows]             # rows are sorted in CSR order
     kept = order[rank < cap]

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import _kernels as kernels
-from ..utils._arrays import top_mask
+from ..utils._arrays import segment_ids, segment_positions, top_mask
 
 __all__ = ["SIMILARITIES", "LeftRows", "interactions", "item_similarities",
            "neighbour_rows", "top_k_sums", "user_similarity_rows"]
@@ -191,12 +191,10 @@ def _contributions(left: LeftRows, right: sp.csr_matrix, rows: slice
     first, last = left_ptr[rows.start], left_ptr[rows.stop]
     entries = np.arange(first, last)
     sizes = np.diff(left_ptr[rows.start:rows.stop + 1])
-    owner = np.repeat(np.arange(rows.start, rows.stop), sizes)
+    owner = segment_ids(sizes, start=rows.start)
     js = left_idx[entries]
     lengths = np.diff(right.indptr)[js]
-    total = int(lengths.sum())
-    begin = np.repeat(right.indptr[js] - (np.cumsum(lengths) - lengths), lengths)
-    positions = begin + np.arange(total)
+    positions = np.repeat(right.indptr[js], lengths) + segment_positions(lengths)
     return (np.repeat(owner, lengths), right.indices[positions].astype(np.int64),
             np.repeat(left_w[entries], lengths) * right.data[positions])
 

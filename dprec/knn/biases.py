@@ -14,6 +14,7 @@ import numpy as np
 from surprise.prediction_algorithms.optimize_baselines import baseline_sgd
 
 from ..evaluation.baselines import als_baselines, trainset_baselines
+from ..utils._arrays import segment_ids
 from ..utils._ratings import RatingArrays
 
 
@@ -41,7 +42,7 @@ def fit_baselines(algo, ratings: RatingArrays) -> tuple[np.ndarray, np.ndarray]:
 
             def fit() -> tuple[np.ndarray, np.ndarray]:
                 matrix = ratings.matrix
-                rows = np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr))
+                rows = segment_ids(np.diff(matrix.indptr))
                 users, items = ((rows, matrix.indices) if user_based
                                 else (matrix.indices, rows))
                 return als_baselines(users, items, matrix.data, algo.trainset.n_users,

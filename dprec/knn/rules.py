@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import _kernels as kernels
-from ..utils._arrays import safe_divide
+from ..utils._arrays import safe_divide, segment_ids
 from ..utils._ratings import RatingArrays, deviation_matrix
 from ..utils._validation import check_choice, check_real
 from .blocks import at_positions, sequential_sum
@@ -130,8 +130,8 @@ class Rules:
         rule = "means" if self.centered else key[0]
         if rule == "baseline":   # b_x, b_y are the model's: computed here, per fit
             matrix, mu = ratings.matrix, ratings.global_mean
-            rows = np.repeat(np.arange(ratings.n_users), np.diff(matrix.indptr))
-            columns = np.repeat(np.arange(ratings.n_items), np.diff(ratings.item_ptr))
+            rows = segment_ids(np.diff(matrix.indptr))
+            columns = segment_ids(np.diff(ratings.item_ptr))
             deviations = deviation_matrix(
                 matrix, matrix.data - (mu + self.bx[rows] + self.by[matrix.indices]))
             by_column = ratings.item_ratings - (mu + self.bx[ratings.item_users]

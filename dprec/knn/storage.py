@@ -27,6 +27,7 @@ from ..similarity import (
     similarity_rows,
 )
 from ..similarity.rows import ROW_BLOCK_CELLS
+from ..utils._arrays import segment_ids
 from ..utils._ratings import RatingArrays
 from ..utils._rng import derive_generator
 from ..utils._threads import map_blocks, map_on_dask, thread_count
@@ -200,7 +201,7 @@ def similarities(options: Mapping, ratings: RatingArrays, with_sensitivity: bool
     if name == "pearson_baseline":
         mu = ratings.global_mean
         b_rows, b_columns = baselines()
-        rows = np.repeat(np.arange(ratings.n_users), np.diff(ratings.matrix.indptr))
+        rows = segment_ids(np.diff(ratings.matrix.indptr))
         residuals = ratings.matrix.data - (mu + b_columns[ratings.matrix.indices]
                                            + b_rows[rows])
     if verbose:

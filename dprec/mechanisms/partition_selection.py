@@ -48,6 +48,7 @@ import math
 
 import numpy as np
 
+from ..utils._arrays import segment_positions
 from ..utils._validation import check_choice, check_delta, check_int, check_positive
 
 __all__ = ["NOISES", "cap_contributions", "log_noise_tail", "noise_tail", "selection_delta",
@@ -162,7 +163,7 @@ def cap_contributions(rows: np.ndarray, cap: int, rng: np.random.Generator) -> n
     order = np.lexsort((keys, rows))               # by row, then by the random key
     sorted_rows = rows[order]
     starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
-    rank = np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+    rank = segment_positions(np.diff(np.r_[starts, len(rows)]))
     kept = np.empty(len(rows), dtype=bool)
     kept[order] = rank < cap
     return kept

@@ -48,6 +48,7 @@ from ..accountant.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from ..accountant.private_model import PrivateModel
 from ..evaluation.topn import Recommender
 from ..knn.parameters import check_ids
+from ..utils._arrays import segment_ids, segment_positions
 from ..utils._ratings import check_ratings, check_unique_pairs
 from ..utils._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
 from ..utils._surprise import UNKNOWN, inner_ids, predictions, raw_ids
@@ -319,7 +320,7 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
         b = np.zeros(n_items)
         lr, reg = float(self.lr), float(self.reg)
         anchors = np.flatnonzero(np.repeat(segments.count, segments.count) >= 2)
-        owner = np.repeat(np.arange(n_users), segments.count)
+        owner = segment_ids(segments.count)
         n_pairs = 0
         if len(anchors):
             check_within(float(self.pairs_per_rating), "pairs_per_rating",
@@ -531,8 +532,8 @@ def _kernel_cdf(scores: np.ndarray, users: np.ndarray, train_scores: np.ndarray,
         hi = int(np.searchsorted(cum, (cum[lo] - sizes[lo]) + _BLOCK_CELLS, side="right"))
         hi = min(max(hi, lo + 1), len(scores))
         size = sizes[lo:hi]
-        query = np.repeat(np.arange(lo, hi), size)
-        offset = np.arange(len(query)) - np.repeat(np.cumsum(size) - size, size)
+        query = segment_ids(size, start=lo)
+        offset = segment_positions(size)
         cells = segments.start[users[query]] + offset
         z = (scores[query] - train_scores[cells]) / bandwidth[users[query]]
         below[lo:hi] = np.bincount(query - lo, expit(z), minlength=hi - lo)

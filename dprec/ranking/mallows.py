@@ -85,6 +85,7 @@ from numpy.polynomial import chebyshev as _cheb
 
 from ..mechanisms import laplace_noise
 from ..mechanisms.common import log_uniform
+from ..utils._arrays import segment_ids, segment_positions
 from ..utils._rng import RandomStateLike, check_random_state
 from ..utils._validation import check_choice, check_epsilon, check_int
 
@@ -154,7 +155,7 @@ def laplace_scale(epsilon: EpsilonLike, m: int | np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------ input forms
 @dataclass(frozen=True)
 class _Batch:
-    """Orders concatenated: ``items[starts[k]:starts[k] + lengths[k]]`` is order k."""
+    """Orders concatenated: order k is the k-th run of ``lengths[k]`` items of ``items``."""
 
     items: np.ndarray
     lengths: np.ndarray
@@ -163,18 +164,14 @@ class _Batch:
     width: int = 0  # columns of a "matrix" input (which may have no rows)
 
     @property
-    def starts(self) -> np.ndarray:
-        return (np.cumsum(self.lengths) - self.lengths).astype(np.int64)
-
-    @property
     def owner(self) -> np.ndarray:
         """Order index of every item."""
-        return np.repeat(np.arange(len(self.lengths), dtype=np.int64), self.lengths)
+        return segment_ids(self.lengths)
 
     @property
     def rank(self) -> np.ndarray:
         """0-based rank of every item within its order."""
-        return np.arange(len(self.items), dtype=np.int64) - np.repeat(self.starts, self.lengths)
+        return segment_positions(self.lengths)
 
 
 def _check_order_array(order, name: str) -> np.ndarray:
@@ -390,7 +387,7 @@ def mallows_privatize(orders: OrdersLike, epsilon: EpsilonLike,
     discordant = truncated_geometric(log_uniform(rng, len(batch.items)), rank + 1, theta)
     pos = insertion_positions(rank - discordant, owner, rank)
     out = np.empty_like(batch.items)
-    out[batch.starts[owner] + pos] = batch.items
+    out[np.arange(len(out)) - rank + pos] = batch.items    # its order's start, plus pos
     return _restore(batch, out)
 
 

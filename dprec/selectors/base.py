@@ -24,7 +24,7 @@ from ..accountant.ledger import LedgerEntry
 from ..mechanisms import exponential_coefficient
 from ..mechanisms.common import keyed_gumbel
 from ..mechanisms.exponential import exponential_keys
-from ..utils._arrays import top_k_indices
+from ..utils._arrays import segment_positions, top_k_indices
 from ..utils._rng import QueryNoise
 
 
@@ -193,7 +193,7 @@ def mask_to_positions(mask: np.ndarray, k: int) -> np.ndarray:
     padded with ``-1``."""
     rows, columns = np.nonzero(mask)
     counts = mask.sum(axis=1)
-    rank = np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)
+    rank = segment_positions(counts)
     keep = rank < k
     out = np.full((len(mask), k), -1)
     out[rows[keep], rank[keep]] = columns[keep]

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import _kernels as kernels
-from ..utils._arrays import pattern_matrix, safe_divide
+from ..utils._arrays import pattern_matrix, safe_divide, segment_ids, segment_positions
 from ..utils._threads import map_blocks, thread_count
 
 #: cells of one block of the sensitivity's work arrays (8 MB per float64 array)
@@ -54,15 +54,9 @@ def _row_entries(unit: sp.csr_matrix, rows: np.ndarray) -> tuple[np.ndarray, np.
     """``(owner, entries)``: the positions in ``unit.data`` of the stored cells of each of
     ``rows``, and for each the index in ``rows`` of the row it belongs to."""
     lengths = np.diff(unit.indptr)[rows]
-    owner = np.repeat(np.arange(len(rows)), lengths)
-    entries = (np.arange(lengths.sum()) + np.repeat(unit.indptr[rows] - np.cumsum(lengths)
-                                                    + lengths, lengths))
+    owner = segment_ids(lengths)
+    entries = np.repeat(unit.indptr[rows], lengths) + segment_positions(lengths)
     return owner, entries
-
-
-def _owners(ratings: sp.csr_matrix) -> np.ndarray:
-    """The row of every stored entry."""
-    return np.repeat(np.arange(ratings.shape[0]), np.diff(ratings.indptr))
 
 
 def _constant_rows(ratings: sp.csr_matrix, owner: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -90,7 +84,7 @@ def centered_unit_rows(ratings: sp.csr_matrix) -> sp.csr_matrix:
     pattern (a stored 0 is a rating); rows whose ratings are all equal are exactly 0.
     float64, a new matrix (the input is not modified)."""
     ratings = sp.csr_matrix(ratings, dtype=np.float64)
-    owner = _owners(ratings)
+    owner = segment_ids(np.diff(ratings.indptr))
     n, counts = ratings.shape[0], np.diff(ratings.indptr)
     means = safe_divide(np.bincount(owner, ratings.data, minlength=n), counts)
     centred = ratings.data - means[owner]
@@ -109,7 +103,7 @@ def _removal_terms(ratings: sp.csr_matrix) -> tuple:
     if not ratings.has_sorted_indices:
         ratings = ratings.sorted_indices()            # a sorted copy: the input is kept
     unit = centered_unit_rows(ratings)
-    owner = _owners(ratings)
+    owner = segment_ids(np.diff(ratings.indptr))
     n = np.diff(ratings.indptr)[owner].astype(np.float64)
     constant, at_low, at_high, n_low, n_high = _constant_rows(ratings, owner)
     two_values = (n_low + n_high)[owner] == n
@@ -171,7 +165,7 @@ def centered_cosine_sensitivity(ratings: sp.csr_matrix, rows: np.ndarray, sim: n
                                  unit.indptr), shape=unit.shape).tocsc().data.astype(np.int64)
         g, _, inverse = terms
         weight = np.abs(1.0 - inverse) + np.abs(g * inverse)
-        order = np.lexsort((-weight, _owners(unit)))
+        order = np.lexsort((-weight, segment_ids(np.diff(unit.indptr))))
         parts = map_blocks(lambda b: kernels.centered_sensitivity(
             rows[b], *triples, (*terms, weight), [t[entries] for t in terms], order,
             _scale(rows[b], sim[b], s_j[b], freq[b], min_support), sim[b], s_i[b], s_j[b],
@@ -222,7 +216,7 @@ def _removal_changes(unit: sp.csr_matrix, terms, rows: np.ndarray, sim: np.ndarr
     # 2. removing one rating of any row v: the cells (u, v) of every u asked
     asked = unit[rows]
     mine, rated = asked.toarray(), pattern_matrix(asked).toarray()
-    v_all = _owners(unit)
+    v_all = segment_ids(np.diff(unit.indptr))
     step = max(1, _CELLS // max(len(rows), 1))
     for start in range(0, unit.nnz, step):
         e = np.arange(start, min(start + step, unit.nnz))

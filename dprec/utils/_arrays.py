@@ -1,4 +1,5 @@
-"""Array kernels shared across dprec: orders with ties, top-k, 0/1 patterns, safe division.
+"""Array kernels shared across dprec: orders with ties, top-k, 0/1 patterns, safe division,
+segments.
 
 Ties follow Surprise's ``heapq.nlargest``: among equal values, the lower
 column comes first.
@@ -167,3 +168,19 @@ def has_repeats(values: np.ndarray) -> bool:
     """
     ordered = np.sort(np.asarray(values).ravel())
     return bool(np.any(ordered[1:] == ordered[:-1]))
+
+
+def segment_ids(lengths, start: int = 0) -> np.ndarray:
+    """The segment of every element of consecutive segments of these lengths,
+    numbered from `start`: ``segment_ids([2, 0, 3])`` is ``[0, 0, 2, 2, 2]``.  The row
+    of every stored entry of a CSR matrix is ``segment_ids(np.diff(indptr))``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    return np.repeat(np.arange(start, start + len(lengths), dtype=np.int64), lengths)
+
+
+def segment_positions(lengths) -> np.ndarray:
+    """The position of every element within its segment, for consecutive segments of
+    these lengths: ``segment_positions([2, 0, 3])`` is ``[0, 1, 0, 1, 2]``."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
+        np.cumsum(lengths) - lengths, lengths)

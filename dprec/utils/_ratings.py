@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from surprise import Trainset
 
-from ._arrays import safe_divide
+from ._arrays import safe_divide, segment_ids
 from ._rng import stable_keys
 from ._surprise import raw_ids
 from ._validation import check_real
@@ -114,14 +114,14 @@ class RatingArrays:
             )
             item_ptr = np.concatenate([[0], np.cumsum(counts)])
             users, ratings = pairs["u"].copy(), pairs["r"].copy()
-        items = np.repeat(np.arange(n_items, dtype=np.int64), counts)
+        items = segment_ids(counts)
         if user_based:
             check_ratings(trainset, users, items, ratings)
         else:
             check_ratings(trainset, items, users, ratings)
         matrix = ratings_matrix(users, items, ratings, (n_users, n_items))
         # the CSR layout is already sorted by (user, item)
-        rows = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(matrix.indptr))
+        rows = segment_ids(np.diff(matrix.indptr))
         keys = rows * n_items + matrix.indices
         return cls(n_users, n_items, item_ptr, users, ratings, matrix, keys, matrix.data,
                    tuple(raw_ids(trainset, users=not user_based)))
@@ -174,7 +174,7 @@ class RatingArrays:
         cache = self._deviations      # read once: a thread that lost a race still answers
         if kind not in cache:
             means, sigmas = self._row_moments
-            by_row = np.repeat(np.arange(self.n_users), np.diff(self.matrix.indptr))
+            by_row = segment_ids(np.diff(self.matrix.indptr))
             out = []
             for rows, r in ((by_row, self.matrix.data), (self.item_users, self.item_ratings)):
                 if kind == "basic":
@@ -204,7 +204,7 @@ class RatingArrays:
         counts = np.diff(self.matrix.indptr)
         sums = np.asarray(self.matrix.sum(axis=1)).ravel()
         means = sums / np.maximum(counts, 1)
-        rows = np.repeat(np.arange(self.n_users), counts)
+        rows = segment_ids(counts)
         deviations = self.matrix.data - means[rows]
         sigmas = np.sqrt(np.bincount(rows, deviations**2, self.n_users) / np.maximum(counts, 1))
         return means, np.where(sigmas == 0.0, float(np.std(self.matrix.data)), sigmas)
