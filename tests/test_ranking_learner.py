@@ -89,6 +89,16 @@ def test_bad_parameters_are_named_when_checked(kwargs, error, name, split):
         ranker.fit(split[0])
 
 
+def test_pairs_the_machine_cannot_hold_are_refused_naming_pairs_per_rating(split):
+    # within the 2^53 bound, but an epoch's pairs (72 bytes each) pass the memory: numpy's
+    # own MemoryError named no parameter; the model is left unfitted
+    ranker = MallowsRanker(pairs_per_rating=1e12, n_epochs=1, random_state=0)
+    with pytest.raises(MemoryError, match=r"pairs \(pairs_per_rating=1000000000000.0 × "
+                                          r".*use a smaller pairs_per_rating"):
+        ranker.fit(split[0])
+    assert not hasattr(ranker, "orders_")
+
+
 def test_bad_per_user_epsilon_at_fit(split):
     trainset, _ = split
     with pytest.raises(ValueError, match="epsilon"):

@@ -49,6 +49,7 @@ from ..accountant.private_model import PrivateModel
 from ..evaluation.topn import Recommender
 from ..knn.parameters import check_ids
 from ..utils._arrays import segment_ids, segment_positions
+from ..utils._memory import check_memory
 from ..utils._ratings import check_ratings, check_unique_pairs
 from ..utils._rng import RandomStateLike, check_random_state, is_seeded, validate_random_state
 from ..utils._surprise import UNKNOWN, inner_ids, predictions, raw_ids
@@ -80,6 +81,8 @@ MAX_FACTORS = 1 << 16
 #: the most pairs one epoch draws (`pairs_per_rating` × the ratings in orders of two or
 #: more): they are counted exactly in float64 and drawn at once
 MAX_EPOCH_PAIRS = 2.0**53
+#: bytes a pair takes at the peak of its epoch's draw (measured with tracemalloc: 72)
+PAIR_BYTES = 72
 #: Largest number of (query × training score) cells evaluated at once.
 _BLOCK_CELLS = 1 << 22
 
@@ -329,6 +332,9 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
                              "of two or more items: an epoch's pairs are counted exactly in "
                              "float64 and drawn at once")
             n_pairs = int(math.ceil(self.pairs_per_rating * len(anchors)))
+            check_memory(PAIR_BYTES * n_pairs, f"an epoch's {n_pairs:,} pairs "
+                         f"(pairs_per_rating={self.pairs_per_rating!r} × {len(anchors):,} "
+                         "ratings)", "use a smaller pairs_per_rating (default 2.0)")
         for epoch in range(n_epochs):
             step = lr * (1.0 - epoch / n_epochs)  # linear decay to 0
             u, win, lose = _sample_pairs(rng, anchors, owner, segments, flat, n_pairs)
