@@ -182,7 +182,9 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
         Pairs per SGD step.
     pairs_per_rating : float, default 2.0
         Pairs sampled per epoch, per training rating (`> 0`, at most `MAX_EPOCH_PAIRS`
-        $= 2^{53}$ pairs per epoch in all, checked at `fit`).  The defaults were tuned
+        $= 2^{53}$ pairs per epoch in all, checked at `fit`; an epoch draws its pairs at
+        once, `PAIR_BYTES` each, and pairs past the available memory raise
+        `MemoryError`).  The defaults were tuned
         on one 80/20 split of MovieLens 100k (pooled pairwise accuracy 0.72
         without privacy, SVD 0.71 on the same split).
     random_state : None, int, RandomState or Generator
