@@ -169,3 +169,10 @@ def test_segments_number_and_place_every_element(lengths, start):
     matrix = sp.random(6, 5, density=0.4, format="csr", random_state=start)
     assert (segment_ids(np.diff(matrix.indptr)) == matrix.tocoo().row).all()
 
+
+@pytest.mark.parametrize("lengths", [[1.5, 2.0], 3, [[1, 2]]])
+def test_segments_refuse_lengths_that_are_not_integers_in_a_row(lengths):
+    for helper in (segment_ids, segment_positions):
+        with pytest.raises(TypeError, match="lengths must be a 1-d array of integers"):
+            helper(lengths)
+

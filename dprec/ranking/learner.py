@@ -68,6 +68,7 @@ from .mallows import (
     laplace_privatize,
     mallows_privatize,
 )
+from .pairwise import Segments, epoch_bytes, sample_pairs, sgd_step
 
 __all__ = ["MECHANISMS", "MallowsRanker"]
 
@@ -81,8 +82,6 @@ MAX_FACTORS = 1 << 16
 #: the most pairs one epoch draws (`pairs_per_rating` × the ratings in orders of two or
 #: more): they are counted exactly in float64 and drawn at once
 MAX_EPOCH_PAIRS = 2.0**53
-#: bytes a pair takes at the peak of its epoch's draw (measured with tracemalloc: 72)
-PAIR_BYTES = 72
 #: Largest number of (query × training score) cells evaluated at once.
 _BLOCK_CELLS = 1 << 22
 
@@ -90,38 +89,6 @@ EpsilonSpec = float | None | Mapping | Callable
 
 
 # ------------------------------------------------------------ helpers
-@dataclass(frozen=True)
-class _Segments:
-    """Per-user blocks of a flat array: block ``u`` is ``[start[u], start[u] + count[u])``."""
-
-    start: np.ndarray
-    count: np.ndarray
-
-    @classmethod
-    def from_sorted_owner(cls, owner: np.ndarray, n: int) -> _Segments:
-        count = np.bincount(owner, minlength=n).astype(np.int64)
-        return cls(np.cumsum(count) - count, count)
-
-    def search(self, values: np.ndarray, group: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Per query, the first index in its group's block with ``values >= query``.
-
-        Vectorised bisection over all queries (``values`` increasing within
-        each block); clipped to the block's last index.
-        """
-        lo = self.start[group].copy()
-        hi = lo + self.count[group]
-        last = hi - 1
-        while True:
-            active = lo < hi
-            if not active.any():
-                break
-            mid = (lo + hi) // 2
-            right = values[np.minimum(mid, len(values) - 1)] < query
-            lo = np.where(active & right, mid + 1, lo)
-            hi = np.where(active & ~right, mid, hi)
-        return np.minimum(lo, last)
-
-
 def _check_user_epsilon(value, name: str) -> float:
     """One user's ε: ``> 0``; ``None`` or ``inf`` mean no privacy (returned as inf)."""
     if value is None:
@@ -183,10 +150,9 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
     pairs_per_rating : float, default 2.0
         Pairs sampled per epoch, per training rating (`> 0`, at most `MAX_EPOCH_PAIRS`
         $= 2^{53}$ pairs per epoch in all, checked at `fit`; an epoch draws its pairs at
-        once, `PAIR_BYTES` each, and pairs past the available memory raise
-        `MemoryError`).  The defaults were tuned
-        on one 80/20 split of MovieLens 100k (pooled pairwise accuracy 0.72
-        without privacy, SVD 0.71 on the same split).
+        once, and an epoch past the available memory, `epoch_bytes`, raises
+        `MemoryError`).  The defaults were tuned on one 80/20 split of MovieLens 100k
+        (pooled pairwise accuracy 0.72 without privacy, SVD 0.71 on the same split).
     random_state : None, int, RandomState or Generator
         Stored as given; turned into a Generator in [`fit`][] (tie
         breaking, privatisation, initialisation, pair sampling).  An int seeds
@@ -280,7 +246,7 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
         rng = check_random_state(self.random_state)
         self.user_epsilon_ = user_epsilon
         order = np.lexsort((rng.random(len(items)), -ratings, users))
-        segments = _Segments.from_sorted_owner(users[order], trainset.n_users)
+        segments = Segments.from_sorted_owner(users[order], trainset.n_users)
         true_orders = np.split(items[order], np.cumsum(segments.count)[:-1])
         privatize = (mallows_privatize if self.mechanism.lower() == "mallows"
                      else laplace_privatize)
@@ -316,7 +282,7 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
                          for r, v in zip(raw, values, strict=True)], dtype=np.float64)
 
     def _fit_factors(self, rng: np.random.Generator, flat: np.ndarray,
-                     segments: _Segments) -> None:
+                     segments: Segments) -> None:
         """Mini-batch SGD on pairs ``(winner ≻ loser)`` drawn from the orders."""
         n_users, n_items = self.trainset.n_users, self.trainset.n_items
         k, n_epochs, batch_size = self._sizes()
@@ -334,23 +300,28 @@ class MallowsRanker(Recommender, PrivateModel, AlgoBase):
                              "of two or more items: an epoch's pairs are counted exactly in "
                              "float64 and drawn at once")
             n_pairs = int(math.ceil(self.pairs_per_rating * len(anchors)))
-            check_memory(PAIR_BYTES * n_pairs, f"an epoch's {n_pairs:,} pairs "
-                         f"(pairs_per_rating={self.pairs_per_rating!r} × {len(anchors):,} "
-                         "ratings)", "use a smaller pairs_per_rating (default 2.0)")
+            if n_epochs:
+                check_memory(epoch_bytes(n_pairs, batch_size, k),
+                             f"an epoch's {n_pairs:,} pairs (pairs_per_rating="
+                             f"{self.pairs_per_rating!r} × {len(anchors):,} ratings), in "
+                             f"steps of {min(batch_size, n_pairs):,} pairs × {k} factors,",
+                             "use a smaller pairs_per_rating (default 2.0) or batch_size "
+                             "(default 1024)")
         for epoch in range(n_epochs):
             step = lr * (1.0 - epoch / n_epochs)  # linear decay to 0
-            u, win, lose = _sample_pairs(rng, anchors, owner, segments, flat, n_pairs)
+            u, win, lose = sample_pairs(rng, anchors, owner, segments, flat, n_pairs)
             loss = 0.0
             for lo in range(0, n_pairs, batch_size):
                 sl = slice(lo, lo + batch_size)
-                loss += _sgd_step(P, Q, b, u[sl], win[sl], lose[sl], step, reg)
+                loss += sgd_step(P, Q, b, u[sl], win[sl], lose[sl], step, reg)
             if self.verbose:
                 print(f"epoch {epoch + 1}/{n_epochs}: mean pair loss "
                       f"{loss / max(n_pairs, 1):.4f}")
+            del u, win, lose                 # before the next draw (`epoch_bytes`)
         self.user_factors_, self.item_factors_, self.item_bias_ = P, Q, b
 
     def _fit_rating_map(self, users: np.ndarray, items: np.ndarray, ratings: np.ndarray,
-                        segments: _Segments) -> None:
+                        segments: Segments) -> None:
         """Sorted training scores, kernel bandwidths and rating quantiles per user."""
         scores = self._scores(users, items)
         order = np.lexsort((scores, users))
@@ -483,48 +454,9 @@ def _rating_arrays(trainset) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return users, items, ratings
 
 
-def _sample_pairs(rng: np.random.Generator, anchors: np.ndarray, owner: np.ndarray,
-                  segments: _Segments, flat: np.ndarray, n_pairs: int):
-    """``n_pairs`` pairs ``(user, winner, loser)`` from the privatised orders ``flat``.
-
-    A random position of an order with at least two items (orders weighted by
-    their length), and another position of the same order drawn uniformly;
-    the item ranked higher wins.
-    """
-    a = anchors[rng.integers(0, len(anchors), n_pairs)] if len(anchors) else anchors
-    u = owner[a]
-    start, size = segments.start[u], segments.count[u]
-    other = start + rng.integers(0, size - 1)
-    other += other >= a  # skip the anchor itself
-    first, second = np.minimum(a, other), np.maximum(a, other)
-    return u, flat[first], flat[second]
-
-
-def _sgd_step(P: np.ndarray, Q: np.ndarray, b: np.ndarray, u: np.ndarray, i: np.ndarray,
-              j: np.ndarray, lr: float, reg: float) -> float:
-    r"""One step on the pairs $i \succ j$ of users $u$; returns the summed loss.
-
-    With $x = f(u,i) - f(u,j)$ and $g = -\sigma(-x)$:
-    $\nabla_{p_u} = g(q_i - q_j) + \lambda p_u$,
-    $\nabla_{q_i} = g\,p_u + \lambda q_i$,
-    $\nabla_{q_j} = -g\,p_u + \lambda q_j$,
-    $\nabla_{b_i} = g + \lambda b_i$, $\nabla_{b_j} = -g + \lambda b_j$.
-    """
-    pu, qi, qj = P[u], Q[i], Q[j]
-    x = b[i] - b[j] + np.einsum("ij,ij->i", pu, qi - qj)
-    g = -expit(-x)
-    gcol = g[:, None]
-    np.add.at(P, u, -lr * (gcol * (qi - qj) + reg * pu))
-    np.add.at(Q, i, -lr * (gcol * pu + reg * qi))
-    np.add.at(Q, j, -lr * (-gcol * pu + reg * qj))
-    np.add.at(b, i, -lr * (g + reg * b[i]))
-    np.add.at(b, j, -lr * (-g + reg * b[j]))
-    return float(np.logaddexp(0.0, -x).sum())
-
-
 # ------------------------------------------------------------ the rating map
 def _kernel_cdf(scores: np.ndarray, users: np.ndarray, train_scores: np.ndarray,
-                segments: _Segments, bandwidth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                segments: Segments, bandwidth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     r"""Smoothed CDF of each user's training scores at the query scores.
 
     $F_u(s) = \frac1{m_u}\sum_k \sigma\big((s - s_k)/h_u\big)$ and
@@ -562,7 +494,7 @@ class _RatingQuantiles:
     $F \le 1/2$ and from above (with $1 - F$) otherwise.
     """
 
-    segments: _Segments
+    segments: Segments
     lower: np.ndarray      # interval start of each (user, rating value)
     upper: np.ndarray      # interval end
     weight: np.ndarray     # share of the user's ratings
@@ -575,7 +507,7 @@ class _RatingQuantiles:
         half = 0.5 * _rating_step(ratings)
         pairs, counts = np.unique(np.stack([users, ratings]), axis=1, return_counts=True)
         owner, value = pairs[0].astype(np.int64), pairs[1]
-        segments = _Segments.from_sorted_owner(owner, n_users)
+        segments = Segments.from_sorted_owner(owner, n_users)
         totals = np.bincount(owner, counts, minlength=n_users)[owner]
         before = np.cumsum(counts) - counts               # integer counts: exact
         before -= np.repeat(before[segments.start[segments.count > 0]],

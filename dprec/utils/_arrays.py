@@ -174,13 +174,23 @@ def segment_ids(lengths, start: int = 0) -> np.ndarray:
     """The segment of every element of consecutive segments of these lengths,
     numbered from `start`: ``segment_ids([2, 0, 3])`` is ``[0, 0, 2, 2, 2]``.  The row
     of every stored entry of a CSR matrix is ``segment_ids(np.diff(indptr))``."""
-    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = _lengths(lengths)
     return np.repeat(np.arange(start, start + len(lengths), dtype=np.int64), lengths)
 
 
 def segment_positions(lengths) -> np.ndarray:
     """The position of every element within its segment, for consecutive segments of
     these lengths: ``segment_positions([2, 0, 3])`` is ``[0, 1, 0, 1, 2]``."""
-    lengths = np.asarray(lengths, dtype=np.int64)
+    lengths = _lengths(lengths)
     return np.arange(int(lengths.sum()), dtype=np.int64) - np.repeat(
         np.cumsum(lengths) - lengths, lengths)
+
+
+def _lengths(lengths) -> np.ndarray:
+    """``lengths`` as int64, refusing what is not a 1-d array of integers (a float count
+    would otherwise be truncated without a word)."""
+    array = np.asarray(lengths)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iub"):
+        raise TypeError(f"lengths must be a 1-d array of integers, got {array.dtype} of "
+                        f"shape {array.shape}")
+    return array.astype(np.int64, copy=False)
