@@ -111,6 +111,28 @@ def test_an_audit_finds_no_trace_of_the_sole_listener_in_the_default_popularity(
     assert not bound.violates(1.0), bound
 
 
+def test_the_gaussian_popularity_guarantees_every_user_within_its_epsilon_and_delta(trainset):
+    """The Gaussian release without catalogues: nobody outside, (ε, δ) within what was
+    asked, and the sole listener's item never listed where the crowded ones are."""
+    make = lambda **kw: PrivatePopularity(1.0, cap=3, mechanism="gaussian", **kw)  # noqa: E731
+    report = fit_quietly(make(), trainset).privacy_report()
+    assert report.out_of_scope_users(Unit.USER) == []
+    epsilon, delta = report.guarantee[Unit.USER]
+    assert 1.0 - 1e-8 < epsilon <= 1.0 and 5e-6 < delta <= 1e-5
+    assert guarantee_label(fit_quietly(make(), trainset)) == "holds"
+    assert any(c.startswith(SCOPE["items selected"]) for c in report.conditions)
+    for seed in range(15):
+        listed = set(fit_quietly(make(random_state=seed), trainset).item_list_)
+        assert {"p0", "p1"} <= listed and "solo" not in listed, (seed, listed)
+
+    def solo_released(trainset, seed):
+        return float("solo" in make(random_state=seed).fit(trainset).counts_.index)
+
+    bound = audit_release(solo_released, trainset_of(crowded(), items=ITEMS), without_solo(),
+                          value_events([1.0]), n_runs=60, random_state=0, delta=delta)
+    assert not bound.violates(epsilon), bound
+
+
 # ---------------------------------------------------------------- the central selection
 def test_the_central_counts_are_thresholded_at_the_documented_steps(trainset, monkeypatch):
     """The released counts themselves are thresholded (no extra ε): T from

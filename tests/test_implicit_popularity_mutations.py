@@ -6,6 +6,8 @@ tests/test_implicit_lists.py's."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +18,9 @@ from dprec.accountant.ledger import BudgetExceededError, LedgerEntry, Status, Un
 from dprec.implicit import popularity
 from dprec.implicit.knn import ImplicitKNN
 from dprec.implicit.set_reports import item_counts
+from dprec.mechanisms import zcdp_epsilon, zcdp_rho
 from dprec.mechanisms.exact_laplace import MAX_T, MIN_T
+from dprec.mechanisms.partition_selection import selection_delta, threshold_steps
 
 ITEMS = [f"i{i}" for i in range(8)]
 
@@ -82,6 +86,54 @@ def test_the_noise_is_discrete_laplace_of_scale_cap_over_epsilon(sets, monkeypat
     assert isinstance(rng, np.random.Generator)
     np.testing.assert_array_equal(values, sets.sum(axis=0))       # no set above the cap
     np.testing.assert_array_equal(model.counts_.to_numpy(), values)
+
+
+def test_the_gaussian_noise_is_calibrated_to_the_l2_sensitivity_by_zcdp(sets, monkeypatch):
+    """σ = √(cap / 2ρ), ρ the largest zCDP whose (ε, δ) is within (epsilon, delta): with
+    items= all of delta for the Gaussian; ℓ2 sensitivity √cap, not cap."""
+    calls = []
+
+    def recorded(values, sigma, random_state):
+        calls.append((np.array(values), sigma, random_state))
+        return np.array(values)
+
+    monkeypatch.setattr(popularity, "discrete_gaussian", recorded)
+    model = PrivatePopularity(0.5, cap=8, mechanism="gaussian", delta=1e-6,
+                              items=ITEMS).fit(trainset_of(sets, scale=(1, 5)))
+    (values, sigma, rng), = calls
+    rho = zcdp_rho(0.5, 1e-6)
+    assert sigma == math.sqrt(8 / (2 * rho)) and isinstance(rng, np.random.Generator)
+    np.testing.assert_array_equal(values, sets.sum(axis=0))
+    np.testing.assert_array_equal(model.counts_.to_numpy(), values)
+    report = model.privacy_report()
+    (entry,) = report.entries
+    assert (entry.component, entry.mechanism, entry.unit, entry.status) == (
+        "popularity", "discrete Gaussian on capped counts (zCDP)", Unit.USER, Status.HOLDS)
+    assert (entry.epsilon, entry.delta) == (zcdp_epsilon(rho, 1e-6), 1e-6)
+    assert 0.5 * (1 - 1e-8) < entry.epsilon <= 0.5
+    assert entry.note == (f"each set capped at cap = 8 items (ℓ2 sensitivity √8 per user), "
+                          f"discrete Gaussian of σ = {sigma:.4g} on every item's count: "
+                          f"ρ = {rho:.4g}-zCDP, (ε, δ) at δ = 1e-06")
+    assert report.model == "PrivatePopularity(mechanism='gaussian')"
+    assert any(note.startswith("central model: a trusted curator") for note in report.notes)
+
+
+def test_the_gaussian_selection_takes_half_the_delta_and_states_its_threshold(sets):
+    cap, delta = 4, 1e-5
+    model = PrivatePopularity(1.0, cap=cap, mechanism="gaussian").fit(
+        trainset_of(sets, scale=(1, 5)))
+    (entry,) = model.privacy_report().entries
+    sigma = math.sqrt(cap / (2 * zcdp_rho(1.0, delta / 2)))
+    steps = threshold_steps("gaussian", sigma, delta / 2, max_partitions=cap, signal=1)
+    added = selection_delta("gaussian", sigma, steps, max_partitions=cap, signal=1)
+    assert entry.component == "popularity (items by partition selection)"
+    assert entry.delta == delta / 2 + added and 0 < added <= delta / 2
+    assert f"at least {steps} ({steps / sigma:.3g} noise scales)" in entry.note
+    with pytest.raises(ValueError, match="^delta must be > 0 with mechanism='gaussian'"):
+        PrivatePopularity(mechanism="gaussian", cap=4, delta=0.0, items=ITEMS).fit(
+            trainset_of(sets, scale=(1, 5)))
+    with pytest.raises(ValueError, match="^cap must be given with mechanism='gaussian'"):
+        PrivatePopularity(mechanism="gaussian").fit(trainset_of(sets, scale=(1, 5)))
 
 
 @pytest.mark.parametrize(("epsilon", "cap", "t"), [(2.0**-42, 1, MAX_T), (1e18, 1, MIN_T)])

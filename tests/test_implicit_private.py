@@ -435,9 +435,34 @@ def test_an_audit_of_popularity_removing_the_sole_listener_holds_with_the_catalo
     assert bound.epsilon > 0.5 * epsilon, bound                    # the audit has power
 
 
+def test_an_audit_of_the_gaussian_popularity_removing_the_sole_listener_holds():
+    """As above, with discrete Gaussian noise: the count of `solo` moves by 1 (ℓ2
+    sensitivity √cap = 1), and no event beats the stated (ε, δ); the audit has power."""
+    X = np.random.default_rng(2).random((8, 12)) < 0.6
+    X[:, :2] = True
+    items = [f"i{i}" for i in range(12)]
+    with_solo = np.zeros((9, 13))
+    with_solo[:8, :12], with_solo[8, 12] = X, 1.0
+    a = trainset_of(with_solo, items=items + ["solo"])
+    b = trainset_of(X, items=items)
+    epsilon, delta = 2.0, 1e-3
+
+    def count(trainset, seed):
+        model = PrivatePopularity(epsilon, cap=1, mechanism="gaussian", delta=delta,
+                                  items=items + ["solo"], random_state=seed)
+        return model.fit(trainset).counts_["solo"]
+
+    # these events catch σ 2.5 times too small (a bound of 2.74; 1.97 at half σ)
+    bound = audit_release(count, a, b, threshold_events([0.5, 1.5, 2.5, 3.5, 4.5]),
+                          n_runs=3000, random_state=0, delta=delta)
+    assert not bound.violates(epsilon), bound
+    assert bound.epsilon > 0.25 * epsilon, bound                   # the audit has power
+
+
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
     ({"epsilon": 0.0, "cap": 3}, ValueError, "epsilon must be > 0"),
     ({"mechanism": "gauss", "cap": 3}, ValueError, "mechanism must be one of"),
+    ({"mechanism": "gaussian"}, ValueError, "cap must be given with mechanism='gaussian'"),
     ({"mechanism": "laplace"}, ValueError, "cap must be given with mechanism='laplace'"),
     ({"cap": 0}, ValueError, "cap must be >= 1"),
     ({"cap": 2.5}, TypeError, "cap must be an integer"),

@@ -2,7 +2,7 @@ r"""Private popularity: every item's number of holders, released with differenti
 privacy, as a top-N model — the yardstick of the private implicit models.
 
 Popularity ranks the items by how many users hold them; it needs no neighbours, so a
-private model that cannot beat it is no use.  Two releases, each a model with its
+private model that cannot beat it is no use.  Three releases, each a model with its
 privacy report ([`PrivatePopularity`][dprec.implicit.popularity.PrivatePopularity]):
 
 * `mechanism="laplace"` (central, **per user**): a curator caps each user's set at a
@@ -11,6 +11,14 @@ privacy report ([`PrivatePopularity`][dprec.implicit.popularity.PrivatePopularit
   ([`dprec.mechanisms.discrete_laplace`][]).  Removing a user changes the capped counts
   by at most `cap` in ℓ1, so the counts over a fixed item list are ε-DP for a whole
   user (`Unit.USER`), δ = 0;
+* `mechanism="gaussian"` (central, **per user**): the same capped counts plus discrete
+  Gaussian noise ([`discrete_gaussian`][dprec.mechanisms.discrete_gaussian.discrete_gaussian]).
+  Removing a user moves them by at most $\sqrt{\text{cap}}$ in ℓ2, so
+  $\sigma = \sqrt{\text{cap} / 2\rho}$ makes them $\rho$-zCDP (Canonne, Kamath &
+  Steinke 2020), with $\rho$ the largest whose $(\varepsilon, \delta)$ by
+  `dp-accounting` is within (`epsilon`, `delta`); `delta` is then the Gaussian's (all
+  of it with `items=`, half without: the threshold below takes the rest).  The noise
+  grows as $\sqrt{\text{cap}}$, not as `cap`: the choice for large sets;
 * `mechanism="reports"` (local, **per item of a set**; the default, without `cap`): each
   user releases their set by randomised response on every item of the item list
   ([`dprec.implicit.set_reports`][], as
@@ -26,22 +34,24 @@ items (shown to them alone).
 **Without `items=`** (the defaults) the released items are chosen privately, and nobody
 is outside the guarantee:
 
-* `"laplace"`: the noisy capped counts themselves are thresholded, as
+* `"laplace"` and `"gaussian"`: the noisy capped counts themselves are thresholded, as
   [`DPBaseline`][dprec.DPBaseline] thresholds its noisy weights (no extra ε): an item is
   released only when its noisy count reaches $T$, the smallest threshold of
-  [`threshold_steps`][dprec.mechanisms.partition_selection.threshold_steps] (discrete
-  Laplace of scale $t$, $k$ = `cap` items one user can bring, each counted at most once)
-  whose added δ is at most `delta`.  By the argument of
+  [`threshold_steps`][dprec.mechanisms.partition_selection.threshold_steps] (the
+  noise's tail, $k$ = `cap` items one user can bring, each counted at most once) whose
+  added δ is at most `delta` (`"gaussian"`: `delta` / 2).  By the argument of
   [`dprec.mechanisms.partition_selection`][dprec.mechanisms.partition_selection] the
-  release is $(\varepsilon, \delta_T)$-DP per user, $\delta_T = k\, P(Z \ge T - 1)
-  \le$ `delta`, the δ of the entry: the sole listener of an item shows only through
-  $\delta_T$.  `counts_` holds the released items only.  The releases are sums over the
-  users, and each user's list is shown to them alone: the user list is no release
-  (joint differential privacy), and the report says so.  The threshold grows as
-  $t \ln(\text{cap}/\delta)$: at ε = 1 and `cap` = 40 it is 582 capped listeners, which
-  no artist of HetRec Last.fm reaches (the most listened has 611 listeners, about 490
-  in an 80 % training split): the list is then empty, and a larger ε (292 at ε = 2)
-  or `items=` is needed;
+  release is $(\varepsilon, \delta_M + \delta_T)$-DP per user, $\delta_M$ the counts'
+  own (0 for `"laplace"`) and $\delta_T = k\, P(Z \ge T - 1)$, both in the entry: the
+  sole listener of an item shows only through $\delta_T$.  `counts_` holds the released
+  items only.  The releases are sums over the users, and each user's list is shown to
+  them alone: the user list is no release (joint differential privacy), and the report
+  says so.  `"laplace"`'s threshold grows as $t \ln(\text{cap}/\delta)$, the
+  Gaussian's as $\sigma \sqrt{2 \ln(\text{cap}/\delta)}$: at ε = 1 and `cap` = 40
+  `"laplace"`'s is 582 capped listeners, which no artist of HetRec Last.fm reaches (the
+  most listened has 611 listeners, about 490 in an 80 % training split): the list is
+  then empty, and a larger ε (292 at ε = 2), `"gaussian"` (157 at `cap` = 50 and
+  ε = 1: 62–69 artists listed, five seeds) or `items=` is needed;
 * `"reports"`: every user reports about every listed item, so the list is chosen
   first, by partition selection on the holders' counts with `selection_share` of ε and
   the δ target `delta` ([`dprec.implicit.base`][], the argument: the one central step,
@@ -52,11 +62,12 @@ is outside the guarantee:
   condition, not a release.
 
 With `items=` (a public catalogue) every item of it is released, δ = 0, and `delta` and
-`selection_share` are unused.
+`selection_share` are unused (but by `"gaussian"`: δ = `delta`, the counts').
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import NamedTuple
@@ -67,7 +78,13 @@ from surprise import AlgoBase
 
 from ..accountant.ledger import LedgerEntry, Status, Unit
 from ..endtoend.rating_space import RatingSpace
-from ..mechanisms import discrete_laplace, discrete_laplace_epsilon
+from ..mechanisms import (
+    discrete_gaussian,
+    discrete_laplace,
+    discrete_laplace_epsilon,
+    zcdp_epsilon,
+    zcdp_rho,
+)
 from ..mechanisms.exact_laplace import MAX_T, MIN_T
 from ..mechanisms.partition_selection import selection_delta, threshold_steps
 from ..utils._arrays import segment_ids
@@ -85,10 +102,10 @@ from .base import (
     select_local,
 )
 
-__all__ = ["MECHANISMS", "PrivatePopularity", "Threshold", "capped_counts"]
+__all__ = ["MECHANISMS", "CentralNoise", "PrivatePopularity", "Threshold", "capped_counts"]
 
 #: the releases of the counts (`mechanism`)
-MECHANISMS = ("laplace", "reports")
+MECHANISMS = ("gaussian", "laplace", "reports")
 _OUTPUT = "scores and recommendations (estimate, test, predict, recommend)"
 _OWN_SET = ("a user's own list leaves out the items of their own set: shown to them alone "
             "(their device), not charged")
@@ -97,11 +114,19 @@ _CURATOR = ("central model: a trusted curator reads the raw sets and releases on
 
 
 class Threshold(NamedTuple):
-    """The partition selection of `mechanism="laplace"`: an item is released when its
+    """The partition selection of the central releases: an item is released when its
     noisy capped count is at least `steps`; `rule` says so in the report."""
 
     steps: int
     rule: str
+
+
+class CentralNoise(NamedTuple):
+    """The noise of a central release: `"laplace"` (discrete Laplace of scale `scale`)
+    or `"gaussian"` (discrete Gaussian of standard deviation `scale`)."""
+
+    kind: str
+    scale: float
 
 
 class PrivatePopularity(ImplicitModel):
@@ -114,8 +139,10 @@ class PrivatePopularity(ImplicitModel):
     ----------
     epsilon : float, default 1.0
         The ε of the release: per user (`"laplace"`) or per item of a set (`"reports"`).
-    mechanism : {"laplace", "reports"}, optional
-        Central counts with discrete Laplace noise, or the users' randomised responses.
+    mechanism : {"laplace", "gaussian", "reports"}, optional
+        Central counts with discrete Laplace noise (ε per user, δ = 0 with `items=`) or
+        discrete Gaussian noise (ε and `delta` per user: noise growing as √`cap`, not
+        `cap`), or the users' randomised responses.
         Default `"laplace"` when `cap` is given, else `"reports"`: the default model,
         `PrivatePopularity()`, is then the local release, whose unit (one item of a
         user's set) needs no bound on the sets, a public choice made before any data.
@@ -125,15 +152,17 @@ class PrivatePopularity(ImplicitModel):
         module docstring).  The per-user release needs a `cap` fitting the data (its
         threshold grows with it: on HetRec Last.fm at ε = 1 a cap of 1 lists 4
         artists and a cap of 5 one, seed 0, where the reports list 116–122 over five
-        seeds).
+        seeds and `"gaussian"` with a cap of 50 lists 62–69).
     cap : int, optional
-        With `"laplace"` (required there): the public bound on a set's items counted (a
-        larger set counts a uniformly random `cap` of its items), `>= 1`.
+        With `"laplace"` and `"gaussian"` (required there): the public bound on a set's
+        items counted (a larger set counts a uniformly random `cap` of its items), `>= 1`.
     threshold : float, optional
         Only the ratings `>= threshold` are interactions (default: every stored pair).
     delta : float, default 1e-5
         Without `items=`: the δ target of the items' selection, in (0, 1) (the entry
-        states the δ its threshold adds, at most this).  Unused with `items=` (δ = 0).
+        states the δ its threshold adds, at most this).  Unused with `items=` (δ = 0),
+        but by `"gaussian"`, whose whole δ it is (half for the counts and half for the
+        threshold without `items=`).
     selection_share : float, default 0.1
         With `"reports"` and without `items=`: the share of ε, in (0, 1), that chooses
         the item list before the reports (`"laplace"` thresholds its own counts).
@@ -152,7 +181,7 @@ class PrivatePopularity(ImplicitModel):
     ----------
     counts_ : pandas.Series
         The released counts, by raw item id (`item_list_`), named `"count"`: integers
-        (`"laplace"`), debiased sums (`"reports"`); without `items=` the selected
+        (central), debiased sums (`"reports"`); without `items=` the selected
         items only.
     item_list_ : tuple
         The raw ids of the items scored, sorted.
@@ -178,11 +207,12 @@ class PrivatePopularity(ImplicitModel):
         self.delta, self.selection_share = delta, selection_share
         self.random_state, self.budget = random_state, budget
 
-    def _entry(self) -> tuple[LedgerEntry, str, int | None, LocalPlan | Threshold | None]:
-        """The release's ledger entry, the mechanism, the cap and, without `items=`, the
-        selection (`"reports"`: the plan, its entry first; `"laplace"`: the threshold on
-        the noisy counts, its δ in the entry), validated: public functions of the
-        parameters."""
+    def _entry(self) -> tuple[LedgerEntry, str, int | None, CentralNoise | None,
+                              LocalPlan | Threshold | None]:
+        """The release's ledger entry, the mechanism, the cap, the central noise and,
+        without `items=`, the selection (`"reports"`: the plan, its entry first; the
+        central releases: the threshold on the noisy counts, its δ in the entry),
+        validated: public functions of the parameters."""
         epsilon = check_epsilon(self.epsilon)
         mechanism = (("reports" if self.cap is None else "laplace") if self.mechanism is None
                      else check_choice(self.mechanism, "mechanism", MECHANISMS))
@@ -194,39 +224,37 @@ class PrivatePopularity(ImplicitModel):
                                  "covers the whole item list): drop cap")
             plan = local_plan(epsilon, share, delta, Unit.SET_ITEM, selecting, name="epsilon")
             entry = set_reports.set_report_entry(plan.report_epsilon, name="epsilon")
-            return entry, mechanism, None, plan
+            return entry, mechanism, None, None, plan
         if self.cap is None:
-            raise ValueError("cap must be given with mechanism='laplace': the public bound "
-                             "on the items of a set counted (the counts' sensitivity per "
-                             "user), e.g. the most items a user can have")
+            raise ValueError(f"cap must be given with mechanism={mechanism!r}: the public "
+                             "bound on the items of a set counted (the counts' sensitivity "
+                             "per user), e.g. the most items a user can have")
         cap = check_int(self.cap, "cap", minimum=1)
-        t = cap / epsilon
-        if not MIN_T <= t <= MAX_T:
-            raise ValueError(f"epsilon = {epsilon:g} with cap = {cap} gives the noise scale "
-                             f"cap / epsilon = {t:g}, outside [{MIN_T:g}, 2**42]: choose an "
-                             "epsilon within [cap / 2**42, cap * 1e18]")
-        entry = LedgerEntry(
-            "popularity", "discrete Laplace on capped counts",
-            discrete_laplace_epsilon(t, cap), 0.0, Unit.USER, Status.HOLDS, "user",
-            f"each set capped at cap = {cap} items (ℓ1 sensitivity {cap} per user), "
-            f"discrete Laplace of scale cap/ε = {t:.4g} on every item's count")
+        if mechanism == "gaussian":
+            if delta == 0.0:
+                raise ValueError("delta must be > 0 with mechanism='gaussian' (the Gaussian "
+                                 "has no pure-DP guarantee), or choose mechanism='laplace'")
+            entry, noise = _gaussian_entry(epsilon, cap, delta / 2 if selecting else delta)
+        else:
+            entry, noise = _laplace_entry(epsilon, cap)
         if not selecting:
-            return entry, mechanism, cap, None
-        steps = threshold_steps("laplace", t, delta, max_partitions=cap, signal=1)
-        added = selection_delta("laplace", t, steps, max_partitions=cap, signal=1)
+            return entry, mechanism, cap, noise, None
+        target = delta / 2 if mechanism == "gaussian" else delta
+        steps = threshold_steps(noise.kind, noise.scale, target, max_partitions=cap, signal=1)
+        added = selection_delta(noise.kind, noise.scale, steps, max_partitions=cap, signal=1)
         rule = (f"an item is released when its noisy capped count is at least {steps} "
-                f"({steps / t:.3g} noise scales), a threshold that adds δ = {added:.2g} (a "
-                f"bound on the chance that one of the k = cap = {cap} items one user can "
-                "bring alone passes it, each counted once)")
+                f"({steps / noise.scale:.3g} noise scales), a threshold that adds δ = "
+                f"{added:.2g} (a bound on the chance that one of the k = cap = {cap} items "
+                "one user can bring alone passes it, each counted once)")
         entry = replace(entry, component="popularity (items by partition selection)",
-                        delta=added, note=f"{entry.note}; {rule}")
-        return entry, mechanism, cap, Threshold(steps, rule)
+                        delta=entry.delta + added, note=f"{entry.note}; {rule}")
+        return entry, mechanism, cap, noise, Threshold(steps, rule)
 
     def fit(self, trainset) -> PrivatePopularity:
         """Release the counts of the listed items (spending `epsilon` once per listed
         user; without `items=`, the items chosen privately) and open the privacy report;
         refused past the `budget`, before any noise."""
-        entry, mechanism, cap, selection = self._entry()
+        entry, mechanism, cap, noise, selection = self._entry()
         threshold = None if self.threshold is None else check_real(self.threshold,
                                                                    "threshold")
         self._checked_budget()
@@ -245,7 +273,8 @@ class PrivatePopularity(ImplicitModel):
             counts = set_reports.item_counts(reports, entry.epsilon)
         else:
             rng = derive_generator(entropy, "popularity")
-            counts = discrete_laplace(capped_counts(X, cap, rng), cap / entry.epsilon, rng)
+            draw = discrete_gaussian if noise.kind == "gaussian" else discrete_laplace
+            counts = draw(capped_counts(X, cap, rng), noise.scale, rng)
             if selection is not None:                 # partition selection on the counts
                 listed = counts >= selection.steps
                 space, counts = space.selected(listed, selection.rule), counts[listed]
@@ -258,7 +287,7 @@ class PrivatePopularity(ImplicitModel):
             is_seeded(self.random_state))
         accountant.release_once([accountant.register(e) for e in entries], [_OUTPUT],
                                 _OWN_SET)
-        if mechanism == "laplace":
+        if mechanism != "reports":
             accountant.notes.append(_CURATOR)
             space.declare_scope(accountant, entry.unit, user_list=False)
         else:
@@ -270,6 +299,39 @@ class PrivatePopularity(ImplicitModel):
         """Every listed user's scores are the released counts."""
         out = np.broadcast_to(self._counts, (len(rows), len(self._counts))).copy()
         return out, np.ones(out.shape, dtype=bool)
+
+
+def _laplace_entry(epsilon: float, cap: int) -> tuple[LedgerEntry, CentralNoise]:
+    """The counts' entry with discrete Laplace noise of scale `cap / epsilon` (ℓ1
+    sensitivity `cap` per user): ε-DP, δ = 0."""
+    t = cap / epsilon
+    if not MIN_T <= t <= MAX_T:
+        raise ValueError(f"epsilon = {epsilon:g} with cap = {cap} gives the noise scale "
+                         f"cap / epsilon = {t:g}, outside [{MIN_T:g}, 2**42]: choose an "
+                         "epsilon within [cap / 2**42, cap * 1e18]")
+    entry = LedgerEntry(
+        "popularity", "discrete Laplace on capped counts",
+        discrete_laplace_epsilon(t, cap), 0.0, Unit.USER, Status.HOLDS, "user",
+        f"each set capped at cap = {cap} items (ℓ1 sensitivity {cap} per user), "
+        f"discrete Laplace of scale cap/ε = {t:.4g} on every item's count")
+    return entry, CentralNoise("laplace", t)
+
+
+def _gaussian_entry(epsilon: float, cap: int, delta: float) -> tuple[LedgerEntry,
+                                                                       CentralNoise]:
+    r"""The counts' entry with discrete Gaussian noise: ℓ2 sensitivity $\sqrt{cap}$ per
+    user, so $\rho = cap / 2\sigma^2$-zCDP (Canonne, Kamath & Steinke 2020), with the
+    largest ρ whose $(\varepsilon, \delta)$ by `dp-accounting` is within
+    (`epsilon`, `delta`)."""
+    rho = zcdp_rho(epsilon, delta)
+    sigma = math.sqrt(cap / (2.0 * rho))
+    entry = LedgerEntry(
+        "popularity", "discrete Gaussian on capped counts (zCDP)",
+        zcdp_epsilon(rho, delta), delta, Unit.USER, Status.HOLDS, "user",
+        f"each set capped at cap = {cap} items (ℓ2 sensitivity √{cap} per user), "
+        f"discrete Gaussian of σ = {sigma:.4g} on every item's count: ρ = {rho:.4g}-zCDP, "
+        f"(ε, δ) at δ = {delta:.2g}")
+    return entry, CentralNoise("gaussian", sigma)
 
 
 def capped_counts(X, cap: int, rng: np.random.Generator) -> np.ndarray:
