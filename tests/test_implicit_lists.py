@@ -14,7 +14,7 @@ import pytest
 from strategies import fit_quietly, trainset_of
 from surprise import PredictionImpossible
 
-from dprec import PrivatePopularity
+from dprec import DPBaseline, PrivatePopularity
 from dprec.accountant.ledger import BudgetExceededError, Status, Unit
 from dprec.audit import audit_release, value_events
 from dprec.endtoend.item_selection import item_list_entry
@@ -131,6 +131,56 @@ def test_the_gaussian_popularity_guarantees_every_user_within_its_epsilon_and_de
     bound = audit_release(solo_released, trainset_of(crowded(), items=ITEMS), without_solo(),
                           value_events([1.0]), n_runs=60, random_state=0, delta=delta)
     assert not bound.violates(epsilon), bound
+
+
+def many_of_ones_own(rating: float = 1.0) -> np.ndarray:
+    """40 users holding `i0` and `i1` (rating 5); `u0` alone holds 2,000 other items, at
+    `rating` (far more than any cap below)."""
+    X = np.zeros((41, 2002))
+    X[1:, :2] = 5.0
+    X[0, 2:] = rating
+    return X
+
+
+@pytest.mark.parametrize("mechanism", ["laplace", "gaussian"])
+@pytest.mark.parametrize("threshold", [None, 4.0])
+def test_a_user_past_the_cap_brings_no_more_than_cap_items(mechanism, threshold):
+    """The cap bounds what a user adds to the counts, not which items exist: `u0`'s
+    2,000 items beyond the cap (or rated below `threshold`: no interactions) had noisy
+    counts too, and noise alone listed some, past the stated δ (cap = 1, delta = 0.01:
+    in 6 fits of 20 with the Gaussian, in every fit with the Laplace)."""
+    trainset = trainset_of(many_of_ones_own(5.0 if threshold is None else 1.0),
+                           scale=(1, 5))
+    for seed in range(10):
+        model = PrivatePopularity(1.0, cap=1, mechanism=mechanism, delta=0.01,
+                                  threshold=threshold, random_state=seed).fit(trainset)
+        assert set(model.item_list_) <= {"i0", "i1"}, (seed, len(model.item_list_))
+
+
+def test_the_local_selection_lists_no_item_without_an_interaction():
+    """The local models' list (`select_items` on the holders' counts): `u0`'s 2,000
+    items rated below `threshold` are no interactions, counted 0, and were listed by
+    noise alone."""
+    trainset = trainset_of(many_of_ones_own(1.0), scale=(1, 5))
+    for seed in range(10):
+        model = PrivatePopularity(1.0, mechanism="reports", threshold=4.0, delta=0.3,
+                                  random_state=seed).fit(trainset)
+        assert set(model.item_list_) <= {"i0", "i1"}, (seed, len(model.item_list_))
+
+
+@pytest.mark.parametrize("make", [
+    lambda seed: DPBaseline(epsilon=1.0, delta=0.3, max_items_per_user=1, random_state=seed),
+    lambda seed: DPBaseline(epsilon=1.0, mechanism="gaussian", delta=0.3,
+                            max_items_per_user=1, random_state=seed)],
+    ids=["laplace", "gaussian"])
+def test_dpbaseline_lists_no_item_only_dropped_ratings_bring(make):
+    """The same for the end-to-end models' release (DPBaseline, and so DPItemKNN and
+    DPALS): a user's ratings past `max_items_per_user` are dropped, and their items, of
+    weight 0, were thresholded with the rest."""
+    trainset = trainset_of(many_of_ones_own(), scale=(1, 5))
+    for seed in range(10):
+        listed = set(fit_quietly(make(seed), trainset).item_effects_.index)
+        assert len(listed - {"i0", "i1"}) <= 1, (seed, len(listed))
 
 
 # ---------------------------------------------------------------- the central selection

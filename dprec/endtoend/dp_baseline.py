@@ -208,7 +208,8 @@ class DPBaseline(ListedModel, AlgoBase):
     max_items_per_user : int, default 1000
         Per user without `items=`: the most items one user contributes to (a random
         subset of a user who rated more), which bounds the items one user can bring
-        into the list (the partition selection's $k$).
+        into the list (the partition selection's $k$): an item only dropped ratings
+        reach is never listed.
     random_state : None, int, RandomState or Generator
         `None` (default) draws fresh entropy at each fit; an int gives **seeded
         noise**, reproducible, for experiments only: the report's entries are then void
@@ -387,8 +388,11 @@ class DPBaseline(ListedModel, AlgoBase):
         release = gaussian_release if s.mechanism == "gaussian" else laplace_release
         noisy, sd = release(sums, rng, plan.noise)
         n_items = space.matrix.shape[1]
+        # partition selection, among the items a kept rating brings: one whose ratings the
+        # cap dropped is no item of the release (k = cap counts the kept ones)
+        kept_items = np.bincount(released.indices, minlength=n_items) > 0
         listed = np.ones(n_items, dtype=bool) if plan.threshold is None else \
-            noisy[n_items:2 * n_items] >= plan.threshold     # partition selection
+            kept_items & (noisy[n_items:2 * n_items] >= plan.threshold)
         rho_spent, added, rule, entries = plan.rho, plan.selection_delta, plan.rule, plan.entries
         extra = 0.0 if more is None else float(more(int(listed.sum()), float(noisy[-1])))
         if extra > 0.0:                         # the same statistics again, averaged
@@ -404,6 +408,7 @@ class DPBaseline(ListedModel, AlgoBase):
             if plan.threshold is not None:      # the items chosen again, on both releases
                 listed, again_added, rule = reselect(noisy[n_items:2 * n_items], combined,
                                                      selection, s)
+                listed &= kept_items
             ((component, mechanism, _, delta),) = entries     # the one Gaussian entry
             own = delta - added
             entries = [(component, mechanism, stated_epsilon(rho_spent, own, s.epsilon),

@@ -8,7 +8,7 @@ sole rater's item.  Without a public catalogue (`items=`) the list is chosen her
 **differentially private partition selection** on the number of users who rated each
 item: every rating (or set item) adds 1 to one item's count, so one unit moves one count
 by 1 ($k = 1$), and the count gets lattice Laplace noise of scale $1/\varepsilon_s$; an
-item is listed when its noisy count reaches the threshold of
+item is listed when someone counts it and its noisy count reaches the threshold of
 [`threshold_steps`][dprec.mechanisms.partition_selection.threshold_steps].  The argument
 of [`dprec.mechanisms.partition_selection`][dprec.mechanisms.partition_selection] makes
 the pair $(\varepsilon_s, \delta_s)$-DP, $\delta_s$ = `selection_delta`, for
@@ -80,4 +80,5 @@ def select_items(space: RatingSpace, epsilon: float, delta: float, unit: Unit,
     entry, threshold = item_list_entry(epsilon, delta, unit)
     counts = np.bincount(space.matrix.indices, minlength=space.matrix.shape[1])
     noisy = laplace(counts.astype(np.float64), laplace_scale(epsilon, 1.0), rng)
-    return space.selected(noisy >= threshold, entry.note), entry
+    # an item nobody counts (a column of ratings that are no interactions) is never listed
+    return space.selected((counts > 0) & (noisy >= threshold), entry.note), entry

@@ -36,7 +36,9 @@ is outside the guarantee:
 
 * `"laplace"` and `"gaussian"`: the noisy capped counts themselves are thresholded, as
   [`DPBaseline`][dprec.DPBaseline] thresholds its noisy weights (no extra ε): an item is
-  released only when its noisy count reaches $T$, the smallest threshold of
+  released only when a capped set holds it and its noisy count reaches $T$ (an item
+  whose holders' caps all dropped it, or rated only below `threshold`, is no item of
+  the release: one user could bring any number of those), the smallest threshold of
   [`threshold_steps`][dprec.mechanisms.partition_selection.threshold_steps] (the
   noise's tail, $k$ = `cap` items one user can bring, each counted at most once) whose
   added δ is at most `delta` (`"gaussian"`: `delta` / 2).  By the argument of
@@ -274,9 +276,10 @@ class PrivatePopularity(ImplicitModel):
         else:
             rng = derive_generator(entropy, "popularity")
             draw = discrete_gaussian if noise.kind == "gaussian" else discrete_laplace
-            counts = draw(capped_counts(X, cap, rng), noise.scale, rng)
-            if selection is not None:                 # partition selection on the counts
-                listed = counts >= selection.steps
+            capped = capped_counts(X, cap, rng)
+            counts = draw(capped, noise.scale, rng)
+            if selection is not None:   # partition selection among the items of a capped set
+                listed = (capped > 0) & (counts >= selection.steps)
                 space, counts = space.selected(listed, selection.rule), counts[listed]
         AlgoBase.fit(self, trainset)
         self._set_space(trainset, space)

@@ -22,6 +22,14 @@ that noise alone passes $T$ on one of those items; so $P[M(D') \in S] \le
 e^\varepsilon P[M(D) \in S] + \delta_M + k \bar F(T)$.  $M$ is therefore
 $(\varepsilon, \delta_M + k \bar F(T - w))$-DP, and so is anything computed afterwards
 from the selected items (adaptive composition: the list is a release).
+
+**Which items count.**  "The items $D$ has" must be the items the *release* holds: those
+with a contribution left after any cap.  A column the data has for another reason (an
+item whose ratings a per-user cap dropped, or rated only below an interaction threshold)
+carries weight 0 but would pass $T$ by noise alone, and one unit can bring any number
+of them, past the $k$ of the argument.  So the callers list an item only when a
+contribution they count reaches it *and* its noisy weight passes $T$.
+
 [`selection_delta`][dprec.mechanisms.partition_selection.selection_delta] is that added
 δ; [`threshold_steps`][dprec.mechanisms.partition_selection.threshold_steps] the
 smallest threshold that keeps it within a target.
