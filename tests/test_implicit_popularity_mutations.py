@@ -136,6 +136,17 @@ def test_the_gaussian_selection_takes_half_the_delta_and_states_its_threshold(se
         PrivatePopularity(mechanism="gaussian").fit(trainset_of(sets, scale=(1, 5)))
 
 
+def test_a_gaussian_the_accountant_proves_zero_for_states_the_epsilon_asked(sets):
+    """At ε = 0.003 and δ = 1e-5 the largest ρ dp-accounting bounds within ε is one it
+    proves (0, δ)-DP: the entry states the ε asked (it was refused, "epsilon must be >
+    0.0, got 0.0")."""
+    model = PrivatePopularity(0.003, cap=1, mechanism="gaussian", items=ITEMS).fit(
+        trainset_of(sets, scale=(1, 5)))
+    (entry,) = model.privacy_report().entries
+    assert (entry.epsilon, entry.delta) == (0.003, 1e-5)
+    assert zcdp_epsilon(zcdp_rho(0.003, 1e-5), 1e-5) == 0.0
+
+
 @pytest.mark.parametrize(("epsilon", "cap", "t"), [(2.0**-42, 1, MAX_T), (1e18, 1, MIN_T)])
 def test_the_scale_bounds_are_inclusive(sets, epsilon, cap, t):
     """`cap / epsilon` exactly at either bound is accepted, with that scale."""

@@ -68,6 +68,7 @@ from ..mechanisms.discrete_gaussian import (
     discrete_gaussian,
     grid_sensitivity,
     integer_l2_block_sums,
+    stated_epsilon,
     zcdp_rho,
 )
 from ..utils._arrays import segment_ids
@@ -86,7 +87,6 @@ from .dp_baseline import (
     DPBaseline,
     SelectionBudget,
     check_mechanism_delta,
-    stated_epsilon,
 )
 from .effects_release import check_effects_rho
 from .noisy_effects import SIGNAL

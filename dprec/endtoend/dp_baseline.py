@@ -75,7 +75,7 @@ import pandas as pd
 from surprise import AlgoBase
 
 from ..accountant.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
-from ..mechanisms.discrete_gaussian import grid_sensitivity
+from ..mechanisms.discrete_gaussian import grid_sensitivity, stated_epsilon
 from ..mechanisms.partition_selection import cap_contributions
 from ..utils._ratings import ratings_matrix
 from ..utils._rng import FitNoise, NoiseSource, validate_random_state
@@ -105,7 +105,6 @@ from .effects_release import (  # noqa: F401  (re-exported: their home was this 
     release_plan,
     release_sums,
     reselect,
-    stated_epsilon,
     weight_of,
 )
 from .noisy_effects import (  # noqa: F401  (re-exported: their home was this module)

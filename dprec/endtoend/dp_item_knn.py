@@ -80,6 +80,7 @@ from surprise import AlgoBase
 
 from ..accountant.ledger import LedgerEntry, PrivacyAccountant, Status, Unit
 from ..mechanisms import zcdp_rho
+from ..mechanisms.discrete_gaussian import stated_epsilon
 from ..utils._arrays import safe_divide
 from ..utils._memory import check_memory
 from ..utils._rng import FitNoise
@@ -102,7 +103,6 @@ from .dp_baseline import (
     DPBaseline,
     SelectionBudget,
     check_mechanism_delta,
-    stated_epsilon,
 )
 from .effects_release import check_effects_rho
 from .noisy_effects import SIGNAL

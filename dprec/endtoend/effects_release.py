@@ -15,7 +15,7 @@ from ..mechanisms.discrete_gaussian import (
     discrete_gaussian,
     grid_sensitivity,
     integer_l2_sums,
-    zcdp_epsilon,
+    stated_epsilon,
     zcdp_rho,
 )
 from ..mechanisms.exact_laplace import MAX_T
@@ -27,7 +27,7 @@ __all__ = ["DELTA", "GRID_BITS", "MAX_ITEMS_PER_USER", "SELECTION_SHARE", "Contr
            "ReleasePlan", "SelectionBudget", "Settings", "check_effects_rho",
            "check_grid_units", "check_mechanism_delta", "contributions", "gaussian_release",
            "laplace_release", "release_plan", "release_sums", "reselect", "selection_rule",
-           "stated_epsilon", "weight_of"]
+           "weight_of"]
 
 #: the default δ of the Gaussian mechanism
 DELTA = 1e-5
@@ -358,11 +358,3 @@ def laplace_release(totals: Contributions | np.ndarray, rng: np.random.Generator
                             laplace(totals[-2:], scale_global, rng)])
     sd = math.sqrt(2.0) * scale_items
     return noisy, (sd, sd, math.sqrt(2.0) * scale_global)
-
-
-def stated_epsilon(rho: float, delta: float, target: float) -> float:
-    """The ε a ledger entry states for a ρ-zCDP release at `delta`: the accountant's, or
-    `target` where it proves ε = 0 (tiny ρ: the release is then (0, δ)-DP, so any ε ≥ 0
-    holds, and a ledger entry needs ε > 0)."""
-    spent = zcdp_epsilon(rho, delta)
-    return spent if spent > 0.0 else target

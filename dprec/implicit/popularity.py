@@ -84,9 +84,9 @@ from ..mechanisms import (
     discrete_gaussian,
     discrete_laplace,
     discrete_laplace_epsilon,
-    zcdp_epsilon,
     zcdp_rho,
 )
+from ..mechanisms.discrete_gaussian import stated_epsilon
 from ..mechanisms.exact_laplace import MAX_T, MIN_T
 from ..mechanisms.partition_selection import selection_delta, threshold_steps
 from ..utils._arrays import segment_ids
@@ -325,12 +325,13 @@ def _gaussian_entry(epsilon: float, cap: int, delta: float) -> tuple[LedgerEntry
     r"""The counts' entry with discrete Gaussian noise: ℓ2 sensitivity $\sqrt{cap}$ per
     user, so $\rho = cap / 2\sigma^2$-zCDP (Canonne, Kamath & Steinke 2020), with the
     largest ρ whose $(\varepsilon, \delta)$ by `dp-accounting` is within
-    (`epsilon`, `delta`)."""
+    (`epsilon`, `delta`); the entry states `stated_epsilon` (`epsilon` where the
+    accountant proves 0)."""
     rho = zcdp_rho(epsilon, delta)
     sigma = math.sqrt(cap / (2.0 * rho))
     entry = LedgerEntry(
         "popularity", "discrete Gaussian on capped counts (zCDP)",
-        zcdp_epsilon(rho, delta), delta, Unit.USER, Status.HOLDS, "user",
+        stated_epsilon(rho, delta, epsilon), delta, Unit.USER, Status.HOLDS, "user",
         f"each set capped at cap = {cap} items (ℓ2 sensitivity √{cap} per user), "
         f"discrete Gaussian of σ = {sigma:.4g} on every item's count: ρ = {rho:.4g}-zCDP, "
         f"(ε, δ) at δ = {delta:.2g}")

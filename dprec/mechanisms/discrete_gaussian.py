@@ -45,7 +45,8 @@ from .common import log_uniform
 from .exact_laplace import MAX_T, discrete_laplace_noise
 
 __all__ = ["MAX_RHO", "discrete_gaussian", "discrete_gaussian_noise", "grid_sensitivity",
-           "integer_l2_block_sums", "integer_l2_sums", "zcdp_epsilon", "zcdp_rho"]
+           "integer_l2_block_sums", "integer_l2_sums", "stated_epsilon", "zcdp_epsilon",
+           "zcdp_rho"]
 
 #: the largest ρ calibrated (ε beyond ~1.1e6 at δ = 1e-5): a larger ε gets this ρ, so the
 #: release spends less than it is allowed, never more
@@ -113,6 +114,14 @@ def zcdp_epsilon(rho: float, delta: float) -> float:
     accountant = RdpAccountant()
     accountant.compose(ZCDpEvent(rho))
     return float(accountant.get_epsilon(delta))
+
+
+def stated_epsilon(rho: float, delta: float, target: float) -> float:
+    """The ε a ledger entry states for a ρ-zCDP release at `delta`: `zcdp_epsilon`'s, or
+    `target` where it proves ε = 0 (tiny ρ: the release is then (0, δ)-DP, so any ε ≥ 0
+    holds, and a ledger entry needs ε > 0)."""
+    spent = zcdp_epsilon(rho, delta)
+    return spent if spent > 0.0 else target
 
 
 @functools.lru_cache(maxsize=4096)     # a pure function (a bisection of ~12 ms)
