@@ -140,7 +140,8 @@ class PrivatePopularity(ImplicitModel):
     Parameters
     ----------
     epsilon : float, default 1.0
-        The ε of the release: per user (`"laplace"`) or per item of a set (`"reports"`).
+        The ε of the release: per user (`"laplace"`, `"gaussian"`) or per item of a set
+        (`"reports"`).
     mechanism : {"laplace", "gaussian", "reports"}, optional
         Central counts with discrete Laplace noise (ε per user, δ = 0 with `items=`) or
         discrete Gaussian noise (ε and `delta` per user: noise growing as √`cap`, not
