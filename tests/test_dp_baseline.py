@@ -486,8 +486,8 @@ def test_one_rating_gives_its_own_mean():
 
 
 def test_a_zcdp_entry_states_the_accountants_epsilon_or_the_target_where_it_proves_0():
-    from dprec.endtoend.dp_baseline import stated_epsilon
     from dprec.mechanisms import zcdp_epsilon
+    from dprec.mechanisms.discrete_gaussian import stated_epsilon
 
     for rho in (0.005, 0.05, 2.0):                     # ε 0.38, 1.31, 10.6: the accountant's
         assert stated_epsilon(rho, 1e-5, 7.0) == zcdp_epsilon(rho, 1e-5) > 0

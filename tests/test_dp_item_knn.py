@@ -4,7 +4,6 @@ integer release and its sensitivities: tests/test_dp_item_knn_release.py)."""
 from __future__ import annotations
 
 import copy
-import functools
 import math
 import re
 from statistics import NormalDist
@@ -68,19 +67,6 @@ def noiseless(monkeypatch, mechanism, data, **kwargs):
                             lambda values, sigma, rng: np.array(values, dtype=np.float64))
     return DPItemKNN(epsilon=1e12, mechanism=mechanism, random_state=0,
                      **catalogues(data), **kwargs).fit(data.build_full_trainset())
-
-
-@pytest.fixture
-def fast_accounting(monkeypatch):
-    """The zCDP conversions memoised (pure functions of their arguments): the audits fit
-    thousands of times with one budget, and dp-accounting's bisection would dominate."""
-    import dprec.endtoend.dp_item_knn
-    import dprec.endtoend.effects_release
-
-    for module, name in ((dprec.endtoend.dp_item_knn, "zcdp_rho"),
-                         (dprec.endtoend.effects_release, "zcdp_rho"),
-                         (dprec.endtoend.effects_release, "zcdp_epsilon")):
-        monkeypatch.setattr(module, name, functools.lru_cache(getattr(module, name)))
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -282,7 +268,7 @@ def test_ties_between_equally_similar_items_go_to_the_lower_sorted_rank(data, tr
                                trainset.ur[trainset.to_inner_uid(space.users.ids[0])])[:2]
 
 
-def test_renumbering_removal_audit_of_the_similarities(fast_accounting):
+def test_renumbering_removal_audit_of_the_similarities():
     # finding 2 (#33): "lead" rates c first, so Surprise numbers c 0 and a 1; without lead
     # a is 0 and b is 1.  a and b are alike, a and c opposite: an event on the position
     # (0, 1) of the similarities then saw two different pairs (bound 2.41 against ε = 1
@@ -308,7 +294,7 @@ def test_renumbering_removal_audit_of_the_similarities(fast_accounting):
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_user_level_audit_of_a_similarity_stays_below_the_claim(fast_accounting, mechanism):
+def test_user_level_audit_of_a_similarity_stays_below_the_claim(mechanism):
     # a target user who rated exactly the two items whose similarity is released; at
     # ε = 1 no event sees them at all (bound < 0), so the audit runs at ε = 20, where the
     # events do separate the datasets, and the bound must stay below the claim (the
