@@ -413,16 +413,21 @@ def test_popularity_recommends_the_largest_counts_without_the_users_items(sets):
     assert model.predict("u3", "i0").est == model.counts_["i0"]
 
 
-def test_an_audit_of_popularity_removing_the_sole_listener_holds_with_the_catalogue():
-    """A whole user removed, the sole listener of `solo` (who holds nothing else): its
-    count moves by the cap, 1, and no event beats the stated ε."""
+def sole_listener_user_pair():
+    """`(a, b, items)`: 8 users over 12 items, and `a` with a 9th user, the sole
+    listener of `solo`, who holds nothing else; `items` is `a`'s catalogue."""
     X = np.random.default_rng(2).random((8, 12)) < 0.6
     X[:, :2] = True
     items = [f"i{i}" for i in range(12)]
     with_solo = np.zeros((9, 13))
     with_solo[:8, :12], with_solo[8, 12] = X, 1.0
-    a = trainset_of(with_solo, items=items + ["solo"])
-    b = trainset_of(X, items=items)
+    return trainset_of(with_solo, items=items + ["solo"]), trainset_of(X, items=items), items
+
+
+def test_an_audit_of_popularity_removing_the_sole_listener_holds_with_the_catalogue():
+    """A whole user removed, the sole listener of `solo` (who holds nothing else): its
+    count moves by the cap, 1, and no event beats the stated ε."""
+    a, b, items = sole_listener_user_pair()
     epsilon = 2.0
 
     def count(trainset, seed):
@@ -438,13 +443,7 @@ def test_an_audit_of_popularity_removing_the_sole_listener_holds_with_the_catalo
 def test_an_audit_of_the_gaussian_popularity_removing_the_sole_listener_holds():
     """As above, with discrete Gaussian noise: the count of `solo` moves by 1 (ℓ2
     sensitivity √cap = 1), and no event beats the stated (ε, δ); the audit has power."""
-    X = np.random.default_rng(2).random((8, 12)) < 0.6
-    X[:, :2] = True
-    items = [f"i{i}" for i in range(12)]
-    with_solo = np.zeros((9, 13))
-    with_solo[:8, :12], with_solo[8, 12] = X, 1.0
-    a = trainset_of(with_solo, items=items + ["solo"])
-    b = trainset_of(X, items=items)
+    a, b, items = sole_listener_user_pair()
     epsilon, delta = 2.0, 1e-3
 
     def count(trainset, seed):
